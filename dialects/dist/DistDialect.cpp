@@ -1,0 +1,178 @@
+//===- DistDialect.cpp - Placements, SBP and collectives ------------------===//
+
+#include "zero/dialects/dist/DistDialect.h"
+#include "zero/dialects/dist/DistOps.h"
+#include "zero/dialects/dist/DistSbpParsing.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace zero::dist;
+
+#include "zero/dialects/dist/DistDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "zero/dialects/dist/DistAttrs.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "zero/dialects/dist/DistTypes.cpp.inc"
+
+void DistDialect::initialize() {
+  registerAttributes();
+  registerTypes();
+  addOperations<
+#define GET_OP_LIST
+#include "zero/dialects/dist/DistOps.cpp.inc"
+      >();
+}
+
+void DistDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "zero/dialects/dist/DistAttrs.cpp.inc"
+      >();
+}
+
+void DistDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "zero/dialects/dist/DistTypes.cpp.inc"
+      >();
+}
+
+LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (attr.getName() == getPlacementAttrName()) {
+    if (!isa<PlacementAttr>(attr.getValue()))
+      return op->emitError() << "'" << getPlacementAttrName()
+                             << "' must be a #dist.placement, got "
+                             << attr.getValue();
+    return success();
+  }
+  return op->emitError() << "unknown dist attribute '" << attr.getName()
+                         << "'; the dialect defines only '"
+                         << getPlacementAttrName() << "'";
+}
+
+//===----------------------------------------------------------------------===//
+// Placement lookup
+//===----------------------------------------------------------------------===//
+
+PlacementAttr zero::dist::lookupPlacement(Operation *op) {
+  for (; op; op = op->getParentOp()) {
+    if (auto placement =
+            op->getAttrOfType<PlacementAttr>(DistDialect::getPlacementAttrName()))
+      return placement;
+    // Lowered programs (zrt.program) carry their placement as an inherent
+    // attribute.
+    if (auto placement = op->getAttrOfType<PlacementAttr>("placement"))
+      return placement;
+  }
+  return {};
+}
+
+int64_t zero::dist::getGroupSize(Operation *op, int64_t axis) {
+  PlacementAttr placement = lookupPlacement(op);
+  if (!placement || !placement.hasAxis(axis))
+    return 0;
+  return placement.getGroupSize(axis);
+}
+
+//===----------------------------------------------------------------------===//
+// PlacementAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                    DeviceKind, ArrayRef<int64_t> grid) {
+  if (grid.empty())
+    return emitError() << "a placement needs at least one axis, e.g. [4]";
+  for (auto [axis, extent] : llvm::enumerate(grid))
+    if (extent < 1)
+      return emitError() << "placement axis " << axis << " has " << extent
+                         << " ranks; every axis needs at least 1";
+  return success();
+}
+
+int64_t PlacementAttr::getNumRanks() const {
+  int64_t ranks = 1;
+  for (int64_t extent : getGrid())
+    ranks *= extent;
+  return ranks;
+}
+
+//===----------------------------------------------------------------------===//
+// SbpAttr
+//===----------------------------------------------------------------------===//
+
+ParseResult zero::dist::parseSbpDims(AsmParser &parser,
+                                     SmallVectorImpl<SbpDim> &dims) {
+  auto parseEntry = [&]() -> ParseResult {
+    SMLoc loc = parser.getCurrentLocation();
+    StringRef head;
+    if (parser.parseKeyword(&head))
+      return failure();
+    if (head == "B") {
+      dims.push_back(SbpDim::broadcast());
+      return success();
+    }
+    if (head == "S") {
+      int64_t dim;
+      if (parser.parseLParen() || parser.parseInteger(dim) || parser.parseRParen())
+        return failure();
+      if (dim < 0)
+        return parser.emitError(loc, "S(dim) needs a non-negative dimension");
+      dims.push_back(SbpDim::split(dim));
+      return success();
+    }
+    if (head == "P") {
+      StringRef reduce;
+      SMLoc reduceLoc;
+      if (parser.parseLParen() ||
+          (reduceLoc = parser.getCurrentLocation(), parser.parseKeyword(&reduce)) ||
+          parser.parseRParen())
+        return failure();
+      std::optional<ReduceKind> kind = symbolizeReduceKind(reduce);
+      if (!kind)
+        return parser.emitError(reduceLoc, "P(op) needs op to be sum, mean or "
+                                           "max, got '")
+               << reduce << "'";
+      dims.push_back(SbpDim::partial(*kind));
+      return success();
+    }
+    return parser.emitError(loc, "expected S(dim), B or P(sum|mean|max), got '")
+           << head << "'";
+  };
+  return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseEntry,
+                                        " in SBP list");
+}
+
+void zero::dist::printSbpDims(AsmPrinter &printer, ArrayRef<SbpDim> dims) {
+  printer << formatSbpList(dims);
+}
+
+Attribute SbpAttr::parse(AsmParser &parser, Type) {
+  SmallVector<SbpDim> dims;
+  if (parser.parseLess() || parseSbpDims(parser, dims) || parser.parseGreater())
+    return {};
+  return SbpAttr::get(parser.getContext(), dims);
+}
+
+void SbpAttr::print(AsmPrinter &printer) const {
+  printer << "<";
+  printSbpDims(printer, getDims());
+  printer << ">";
+}
+
+bool SbpAttr::isFullyBroadcast() const {
+  return llvm::all_of(getDims(), [](const SbpDim &dim) { return dim.isBroadcast(); });
+}
+
+int64_t SbpAttr::getSplitFactor(int64_t dim, PlacementAttr placement) const {
+  int64_t factor = 1;
+  for (auto [axis, sbp] : llvm::enumerate(getDims()))
+    if (sbp.isSplit() && sbp.dim == dim && placement.hasAxis(axis))
+      factor *= placement.getGroupSize(axis);
+  return factor;
+}

@@ -1,0 +1,272 @@
+//===- TrainComputeOps.cpp - Compute of a training step -------------------===//
+
+#include "zero/dialects/train/TrainOps.h"
+
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace zero::train;
+
+static LogicalResult verifySameElementType(Operation *op, ShapedType a,
+                                           ShapedType b, StringRef what) {
+  if (a.getElementType() != b.getElementType())
+    return op->emitOpError() << what << " have element types "
+                             << a.getElementType() << " and "
+                             << b.getElementType() << "; insert a train.cast";
+  return success();
+}
+
+/// `shape` without its last dimension: the row shape of a last-dim op.
+static SmallVector<int64_t> dropLastDim(ArrayRef<int64_t> shape) {
+  return SmallVector<int64_t>(shape.drop_back());
+}
+
+/// A 1-D tensor whose size is the last dimension of `input` (bias, LN scale).
+static LogicalResult verifyPerFeature(Operation *op, RankedTensorType input,
+                                      RankedTensorType vector, StringRef what) {
+  if (input.getRank() < 1)
+    return op->emitOpError() << "needs an input of rank >= 1, got " << input;
+  int64_t features = input.getShape().back();
+  if (vector.getRank() != 1 || vector.getDimSize(0) != features)
+    return op->emitOpError() << "needs " << what << " of shape [" << features
+                             << "] to match the last dimension of " << input
+                             << ", got " << vector;
+  return verifySameElementType(op, input, vector, "the input and " + what.str());
+}
+
+/// Per-row statistics have the input's shape without its last dimension.
+static LogicalResult verifyRowShape(Operation *op, RankedTensorType input,
+                                    ShapedType rows, StringRef what) {
+  if (rows.getShape() != ArrayRef<int64_t>(dropLastDim(input.getShape())))
+    return op->emitOpError() << "needs " << what << " of shape "
+                             << RankedTensorType::get(dropLastDim(input.getShape()),
+                                                      rows.getElementType())
+                             << " (one per row of " << input << "), got "
+                             << rows;
+  return success();
+}
+
+LogicalResult BiasAddOp::verify() {
+  return verifyPerFeature(*this, getInput().getType(), getBias().getType(),
+                          "a bias");
+}
+
+LogicalResult CausalMaskOp::verify() {
+  RankedTensorType type = getInput().getType();
+  if (type.getRank() < 2)
+    return emitOpError() << "masks the last two dimensions, but " << type
+                         << " has rank " << type.getRank();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::verify() {
+  RankedTensorType lhs = getLhs().getType(), rhs = getRhs().getType(),
+                   result = getResult().getType();
+  if (lhs.getRank() < 2 || rhs.getRank() < 2)
+    return emitOpError() << "needs operands of rank >= 2, got " << lhs
+                         << " and " << rhs;
+  if (failed(verifySameElementType(*this, lhs, rhs, "the operands")) ||
+      failed(verifySameElementType(*this, lhs, result, "the operands and result")))
+    return failure();
+  bool sharedRhs = rhs.getRank() == 2 && lhs.getRank() > 2;
+  if (!sharedRhs && lhs.getRank() != rhs.getRank())
+    return emitOpError() << "needs operands of equal rank, or a 2-D right "
+                            "operand shared by every batch; got "
+                         << lhs << " and " << rhs;
+  ArrayRef<int64_t> lhsShape = lhs.getShape(), rhsShape = rhs.getShape();
+  ArrayRef<int64_t> batch = lhsShape.drop_back(2);
+  if (!sharedRhs && rhsShape.drop_back(2) != batch)
+    return emitOpError() << "has mismatched batch dimensions in " << lhs
+                         << " and " << rhs;
+  int64_t lr = lhs.getRank(), rr = rhs.getRank();
+  int64_t m = getTransposeA() ? lhsShape[lr - 1] : lhsShape[lr - 2];
+  int64_t k = getTransposeA() ? lhsShape[lr - 2] : lhsShape[lr - 1];
+  int64_t k2 = getTransposeB() ? rhsShape[rr - 1] : rhsShape[rr - 2];
+  int64_t n = getTransposeB() ? rhsShape[rr - 2] : rhsShape[rr - 1];
+  if (k != k2 && !ShapedType::isDynamic(k) && !ShapedType::isDynamic(k2))
+    return emitOpError() << "contracts " << k << " elements of the left operand "
+                         << "with " << k2 << " of the right (" << lhs << ", "
+                         << rhs << ")";
+  SmallVector<int64_t> expected(batch);
+  expected.append({m, n});
+  if (result.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "produces "
+                         << RankedTensorType::get(expected, lhs.getElementType())
+                         << ", but the result type is " << result;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Layer norm
+//===----------------------------------------------------------------------===//
+
+LogicalResult LayerNormOp::verify() {
+  RankedTensorType input = getInput().getType();
+  if (failed(verifyPerFeature(*this, input, getGamma().getType(), "a scale")) ||
+      failed(verifyPerFeature(*this, input, getBeta().getType(), "a shift")) ||
+      failed(verifyRowShape(*this, input, getMean().getType(), "mean and rstd")))
+    return failure();
+  if (!(getEps().convertToDouble() > 0.0))
+    return emitOpError() << "needs eps > 0";
+  return success();
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  RankedTensorType input = getInput().getType();
+  if (failed(verifyPerFeature(*this, input, getGamma().getType(), "a scale")))
+    return failure();
+  return verifyRowShape(*this, input, getMean().getType(), "mean and rstd");
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding and loss
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyEmbeddingShapes(Operation *op, RankedTensorType table,
+                                           RankedTensorType ids,
+                                           RankedTensorType rows) {
+  if (table.getRank() != 2)
+    return op->emitOpError() << "needs a 2-D [vocabulary, features] table, got "
+                             << table;
+  SmallVector<int64_t> expected(ids.getShape());
+  expected.push_back(table.getDimSize(1));
+  if (rows.getShape() != ArrayRef<int64_t>(expected))
+    return op->emitOpError() << "looks up " << ids << " in " << table
+                             << ", which gives "
+                             << RankedTensorType::get(expected, table.getElementType())
+                             << ", not " << rows;
+  return verifySameElementType(op, table, rows, "the table and rows");
+}
+
+LogicalResult EmbeddingOp::verify() {
+  return verifyEmbeddingShapes(*this, getTable().getType(), getIds().getType(),
+                               getResult().getType());
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  return verifyEmbeddingShapes(*this, getResult().getType(), getIds().getType(),
+                               getResultGrad().getType());
+}
+
+static LogicalResult verifyLabels(Operation *op, RankedTensorType logits,
+                                  RankedTensorType labels) {
+  if (logits.getRank() < 1)
+    return op->emitOpError() << "needs logits of rank >= 1, got " << logits;
+  return verifyRowShape(op, logits, labels, "labels");
+}
+
+LogicalResult SoftmaxCrossEntropyOp::verify() {
+  return verifyLabels(*this, getLogits().getType(), getLabels().getType());
+}
+
+LogicalResult SoftmaxCrossEntropyGradOp::verify() {
+  return verifyLabels(*this, getLogits().getType(), getLabels().getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and shape
+//===----------------------------------------------------------------------===//
+
+/// `dims` are distinct, ascending and below `rank`.
+static LogicalResult verifyDimList(Operation *op, ArrayRef<int64_t> dims,
+                                   int64_t rank, StringRef what) {
+  for (auto [index, dim] : llvm::enumerate(dims)) {
+    if (dim < 0 || dim >= rank)
+      return op->emitOpError() << what << " dimension " << dim
+                               << " is out of range for rank " << rank;
+    if (index > 0 && dim <= dims[index - 1])
+      return op->emitOpError() << "needs distinct dims in ascending order";
+  }
+  return success();
+}
+
+/// The shape left after removing `dims` from `shape`.
+static SmallVector<int64_t> removeDims(ArrayRef<int64_t> shape,
+                                       ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> kept;
+  for (auto [dim, extent] : llvm::enumerate(shape))
+    if (!llvm::is_contained(dims, static_cast<int64_t>(dim)))
+      kept.push_back(extent);
+  return kept;
+}
+
+static LogicalResult verifyReduction(Operation *op, RankedTensorType full,
+                                     RankedTensorType reduced,
+                                     ArrayRef<int64_t> dims) {
+  if (failed(verifyDimList(op, dims, full.getRank(), "reduced")) ||
+      failed(verifySameElementType(op, full, reduced, "the full and reduced tensors")))
+    return failure();
+  SmallVector<int64_t> expected = removeDims(full.getShape(), dims);
+  if (reduced.getShape() != ArrayRef<int64_t>(expected))
+    return op->emitOpError() << "removing dims of " << full << " gives "
+                             << RankedTensorType::get(expected, full.getElementType())
+                             << ", not " << reduced;
+  return success();
+}
+
+LogicalResult ReduceSumOp::verify() {
+  return verifyReduction(*this, getInput().getType(), getResult().getType(),
+                         getDims());
+}
+
+LogicalResult ReduceMeanOp::verify() {
+  return verifyReduction(*this, getInput().getType(), getResult().getType(),
+                         getDims());
+}
+
+LogicalResult ExpandOp::verify() {
+  return verifyReduction(*this, getResult().getType(), getInput().getType(),
+                         getDims());
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (failed(verifySameElementType(*this, input, result, "the input and result")))
+    return failure();
+  if (input.getNumElements() != result.getNumElements())
+    return emitOpError() << "reshapes " << input.getNumElements()
+                         << " elements into " << result.getNumElements();
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  RankedTensorType input = getInput().getType(), result = getResult().getType();
+  ArrayRef<int64_t> permutation = getPermutation();
+  if (static_cast<int64_t>(permutation.size()) != input.getRank())
+    return emitOpError() << "needs a permutation of " << input.getRank()
+                         << " dimensions, got " << permutation.size();
+  llvm::SmallSet<int64_t, 8> seen;
+  SmallVector<int64_t> expected;
+  for (int64_t dim : permutation) {
+    if (dim < 0 || dim >= input.getRank() || !seen.insert(dim).second)
+      return emitOpError() << "permutation must list each of 0.."
+                           << input.getRank() - 1 << " once";
+    expected.push_back(input.getDimSize(dim));
+  }
+  if (failed(verifySameElementType(*this, input, result, "the input and result")))
+    return failure();
+  if (result.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "permutes " << input << " into "
+                         << RankedTensorType::get(expected, input.getElementType())
+                         << ", not " << result;
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  if (getInput().getType().getShape() != getResult().getType().getShape())
+    return emitOpError() << "changes the shape from " << getInput().getType()
+                         << " to " << getResult().getType()
+                         << "; a cast converts elements only";
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  return {};
+}

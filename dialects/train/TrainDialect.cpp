@@ -1,0 +1,141 @@
+//===- TrainDialect.cpp - The ahead-of-time training step -----------------===//
+
+#include "zero/dialects/train/TrainDialect.h"
+#include "zero/dialects/train/TrainOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace zero::train;
+
+#include "zero/dialects/train/TrainEnums.cpp.inc"
+
+#include "zero/dialects/train/TrainDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "zero/dialects/train/TrainAttrs.cpp.inc"
+
+void TrainDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "zero/dialects/train/TrainAttrs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "zero/dialects/train/TrainOps.cpp.inc"
+      >();
+}
+
+LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  if (attr.getName() != getStepAttrName())
+    return op->emitError() << "unknown train attribute '" << attr.getName()
+                           << "'; the dialect defines only '"
+                           << getStepAttrName() << "'";
+  if (!isa<UnitAttr>(attr.getValue()))
+    return op->emitError() << "'" << getStepAttrName()
+                           << "' is a unit attribute and takes no value";
+  if (!isa<func::FuncOp>(op))
+    return op->emitError() << "'" << getStepAttrName()
+                           << "' marks the training-step func.func, not '"
+                           << op->getName() << "'";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// InitAttr
+//===----------------------------------------------------------------------===//
+
+/// Number of numeric arguments each initializer takes.
+static int numInitArguments(InitKind kind) {
+  switch (kind) {
+  case InitKind::zeros:
+  case InitKind::ones:
+    return 0;
+  case InitKind::constant:
+    return 1;
+  case InitKind::normal:
+  case InitKind::uniform:
+    return 2;
+  }
+  return 0;
+}
+
+/// Parses `zeros`, `ones`, `constant(v)`, `normal(mean, std)`,
+/// `uniform(low, high)`.
+static ParseResult parseInitBody(AsmParser &parser, InitAttr &init) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<InitKind> kind = symbolizeInitKind(keyword);
+  if (!kind)
+    return parser.emitError(loc, "unknown initializer '")
+           << keyword << "'; expected zeros, ones, constant(v), "
+           << "normal(mean, std) or uniform(low, high)";
+  double values[2] = {0.0, 0.0};
+  int count = numInitArguments(*kind);
+  if (count > 0) {
+    if (parser.parseLParen())
+      return failure();
+    for (int i = 0; i < count; ++i)
+      if ((i > 0 && parser.parseComma()) || parser.parseFloat(values[i]))
+        return failure();
+    if (parser.parseRParen())
+      return failure();
+  }
+  init = InitAttr::getChecked([&] { return parser.emitError(loc); },
+                              parser.getContext(), *kind, APFloat(values[0]), APFloat(values[1]));
+  return success(static_cast<bool>(init));
+}
+
+static void printInitBody(AsmPrinter &printer, InitAttr init) {
+  printer << stringifyInitKind(init.getKind());
+  int count = numInitArguments(init.getKind());
+  if (count == 0)
+    return;
+  printer << "(";
+  printer.printFloat(init.getA());
+  if (count == 2) {
+    printer << ", ";
+    printer.printFloat(init.getB());
+  }
+  printer << ")";
+}
+
+// Op-format wrappers (ParamOp's `custom<InitBody>`).
+static ParseResult parseInitBody(OpAsmParser &parser, InitAttr &init) {
+  return parseInitBody(static_cast<AsmParser &>(parser), init);
+}
+static void printInitBody(OpAsmPrinter &printer, Operation *, InitAttr init) {
+  printInitBody(static_cast<AsmPrinter &>(printer), init);
+}
+
+Attribute InitAttr::parse(AsmParser &parser, Type) {
+  InitAttr init;
+  if (parser.parseLess() || parseInitBody(parser, init) || parser.parseGreater())
+    return {};
+  return init;
+}
+
+void InitAttr::print(AsmPrinter &printer) const {
+  printer << "<";
+  printInitBody(printer, *this);
+  printer << ">";
+}
+
+LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               InitKind kind, APFloat first, APFloat second) {
+  double a = first.convertToDouble(), b = second.convertToDouble();
+  if (kind == InitKind::normal && !(b > 0.0))
+    return emitError() << "normal(mean, std) needs std > 0, got " << b;
+  if (kind == InitKind::uniform && !(a < b))
+    return emitError() << "uniform(low, high) needs low < high, got (" << a
+                       << ", " << b << ")";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "zero/dialects/train/TrainOps.cpp.inc"

@@ -1,0 +1,324 @@
+//===- TrainStateOps.cpp - Persistent state, optimizer, updates -----------===//
+
+#include "zero/dialects/train/TrainOps.h"
+
+#include "zero/dialects/dist/DistDialect.h"
+#include "zero/support/ShardLayout.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace zero;
+using namespace zero::train;
+
+static StorageLayout toStorageLayout(StorageLayoutKind kind) {
+  switch (kind) {
+  case StorageLayoutKind::replicated:
+    return StorageLayout::Replicated;
+  case StorageLayoutKind::flat:
+    return StorageLayout::Flat;
+  case StorageLayoutKind::dim0:
+    return StorageLayout::Dim0;
+  }
+  return StorageLayout::Replicated;
+}
+
+static int64_t bytesOf(RankedTensorType type) {
+  return type.getNumElements() *
+         llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+}
+
+/// Resolves `symbol` to a train.param or emits "'@x' does not name ...".
+static FailureOr<ParamOp> lookupParam(Operation *user,
+                                      SymbolTableCollection &symbolTable,
+                                      FlatSymbolRefAttr symbol) {
+  auto param = symbolTable.lookupNearestSymbolFrom<ParamOp>(user, symbol);
+  if (!param)
+    return user->emitOpError() << "refers to " << symbol
+                               << ", which is not a train.param";
+  return param;
+}
+
+static FailureOr<OptimizerOp> lookupOptimizer(Operation *user,
+                                              SymbolTableCollection &symbolTable,
+                                              FlatSymbolRefAttr symbol) {
+  auto optimizer = symbolTable.lookupNearestSymbolFrom<OptimizerOp>(user, symbol);
+  if (!optimizer)
+    return user->emitOpError() << "refers to " << symbol
+                               << ", which is not a train.optimizer";
+  return optimizer;
+}
+
+//===----------------------------------------------------------------------===//
+// ParamOp
+//===----------------------------------------------------------------------===//
+
+RankedTensorType ParamOp::getLocalTensorType() {
+  if (std::optional<Type> local = getLocalType())
+    return cast<RankedTensorType>(*local);
+  return getLogicalTensorType();
+}
+
+int64_t ParamOp::getLogicalBytes() { return bytesOf(getLogicalTensorType()); }
+int64_t ParamOp::getLocalBytes() { return bytesOf(getLocalTensorType()); }
+
+static bool roleHasOwner(Role role) {
+  return role == Role::master || role == Role::slot || role == Role::grad_accum;
+}
+
+LogicalResult ParamOp::verify() {
+  RankedTensorType logical = getLogicalTensorType();
+  Role role = getRole();
+  if (roleHasOwner(role) && !getOwner())
+    return emitOpError() << "is a " << stringifyRole(role)
+                         << " and must name its parameter with 'of @param'";
+  if (!roleHasOwner(role) && getOwner())
+    return emitOpError() << "is a " << stringifyRole(role)
+                         << " and belongs to no other tensor; drop 'of "
+                         << getOwnerAttr() << "'";
+  if ((role == Role::master || role == Role::slot) &&
+      !logical.getElementType().isF32())
+    return emitOpError() << (role == Role::master ? "is a master copy" : "is an optimizer slot")
+                         << " and must be f32, got " << logical.getElementType();
+  if (role == Role::master && getInit())
+    return emitOpError() << "is a master copy, which starts as a copy of its "
+                            "parameter; drop the initializer";
+
+  if (!isSharded()) {
+    if (getLocalType())
+      return emitOpError() << "is replicated, so each rank holds the logical "
+                              "type; drop the local type";
+    return success();
+  }
+
+  if (!getLocalType())
+    return emitOpError() << "is sharded and must give the local type each rank holds";
+  dist::PlacementAttr placement = dist::lookupPlacement(*this);
+  if (!placement)
+    return emitOpError() << "is sharded but no 'dist.placement' encloses it; "
+                            "place the module, e.g. #dist.placement<cpu, [4]>";
+  int64_t axis = getShardAxis();
+  if (!placement.hasAxis(axis))
+    return emitOpError() << "is sharded over placement axis " << axis << ", but "
+                         << placement << " has only " << placement.getNumAxes()
+                         << " axis(es)";
+  int64_t group = placement.getGroupSize(axis);
+  std::optional<SmallVector<int64_t>> expectedShape =
+      localShapeOf(logical.getShape(), toStorageLayout(getLayout()), group);
+  if (!expectedShape)
+    return emitOpError() << "cannot shard a rank-0 tensor along dimension 0; "
+                            "use the flat layout or keep it replicated";
+  RankedTensorType expected =
+      RankedTensorType::get(*expectedShape, logical.getElementType());
+  if (getLocalTensorType() != expected) {
+    auto diag = emitOpError() << "stores " << logical << " "
+                              << stringifyStorageLayoutKind(getLayout())
+                              << "-sharded over " << group
+                              << " ranks, so each rank holds " << expected;
+    int64_t extent = getLayout() == StorageLayoutKind::flat
+                         ? logical.getNumElements()
+                         : logical.getDimSize(0);
+    if (paddingOf(extent, group) != 0)
+      diag << " (" << paddingOf(extent, group) << " padding "
+           << (getLayout() == StorageLayoutKind::flat ? "elements" : "rows")
+           << ")";
+    return diag << ", but the local type is " << getLocalTensorType();
+  }
+  return success();
+}
+
+LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  if (!getOwner())
+    return success();
+  FailureOr<ParamOp> owner = lookupParam(*this, symbolTable, getOwnerAttr());
+  if (failed(owner))
+    return failure();
+  if (owner->getRole() != Role::param)
+    return emitOpError() << "belongs to " << getOwnerAttr() << ", which is a "
+                         << stringifyRole(owner->getRole())
+                         << ", not a trainable parameter";
+  if (owner->getLogicalTensorType().getShape() != getLogicalTensorType().getShape())
+    return emitOpError() << "has logical type " << getLogicalTensorType()
+                         << ", but its parameter " << getOwnerAttr() << " is "
+                         << owner->getLogicalTensorType()
+                         << "; they must have the same shape";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LoadOp / StoreOp
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyLocalAccess(Operation *op,
+                                       SymbolTableCollection &symbolTable,
+                                       FlatSymbolRefAttr symbol, Type accessed,
+                                       StringRef verb) {
+  FailureOr<ParamOp> param = lookupParam(op, symbolTable, symbol);
+  if (failed(param))
+    return failure();
+  RankedTensorType local = param->getLocalTensorType();
+  if (accessed != local) {
+    auto diag = op->emitOpError() << verb << " " << symbol << " as " << accessed
+                                  << ", but each rank holds " << local;
+    if (param->isSharded())
+      diag << " (its shard of " << param->getLogicalTensorType() << ")";
+    return diag;
+  }
+  return success();
+}
+
+LogicalResult LoadOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyLocalAccess(*this, symbolTable, getStateAttr(),
+                           getResult().getType(), "loads");
+}
+
+void LoadOp::getAsmResultNames(OpAsmSetValueNameFn setName) {
+  setName(getResult(), getState());
+}
+
+LogicalResult StoreOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyLocalAccess(*this, symbolTable, getStateAttr(),
+                           getValue().getType(), "stores");
+}
+
+void StepIndexOp::getAsmResultNames(OpAsmSetValueNameFn setName) {
+  setName(getResult(), "step");
+}
+
+//===----------------------------------------------------------------------===//
+// OptimizerOp
+//===----------------------------------------------------------------------===//
+
+int64_t OptimizerOp::getNumSlots() {
+  switch (getKind()) {
+  case OptimizerKind::sgd:
+    return 0;
+  case OptimizerKind::momentum:
+    return 1;
+  case OptimizerKind::adam:
+  case OptimizerKind::adamw:
+    return 2;
+  }
+  return 0;
+}
+
+static std::optional<double> toDouble(std::optional<APFloat> value) {
+  if (!value)
+    return std::nullopt;
+  return value->convertToDouble();
+}
+
+std::optional<double> OptimizerOp::getMomentumValue() {
+  return toDouble(getMomentum());
+}
+double OptimizerOp::getBeta1Value() { return toDouble(getBeta1()).value_or(0.9); }
+double OptimizerOp::getBeta2Value() {
+  return toDouble(getBeta2()).value_or(0.999);
+}
+double OptimizerOp::getEpsValue() { return toDouble(getEps()).value_or(1e-8); }
+double OptimizerOp::getWeightDecayValue() {
+  return toDouble(getWeightDecay()).value_or(0.0);
+}
+
+LogicalResult OptimizerOp::verify() {
+  OptimizerKind kind = getKind();
+  bool isAdam = kind == OptimizerKind::adam || kind == OptimizerKind::adamw;
+  StringRef name = stringifyOptimizerKind(kind);
+  if (!(getLrValue() > 0.0))
+    return emitOpError() << "needs a positive learning rate, got "
+                         << getLrValue();
+  if (kind == OptimizerKind::momentum && !getMomentum())
+    return emitOpError() << "of kind momentum needs 'momentum <value>'";
+  if (kind != OptimizerKind::momentum && getMomentum())
+    return emitOpError() << "of kind " << name
+                         << " takes no momentum; use kind momentum";
+  if (std::optional<double> momentum = getMomentumValue())
+    if (*momentum < 0.0 || *momentum >= 1.0)
+      return emitOpError() << "needs momentum in [0, 1), got " << *momentum;
+  if (!isAdam && (getBeta1() || getEps()))
+    return emitOpError() << "of kind " << name
+                         << " takes no betas or eps; they are Adam's";
+  for (std::optional<double> beta : {toDouble(getBeta1()), toDouble(getBeta2())})
+    if (beta && (*beta < 0.0 || *beta >= 1.0))
+      return emitOpError() << "needs betas in [0, 1), got " << *beta;
+  if (std::optional<double> eps = toDouble(getEps()); eps && !(*eps > 0.0))
+    return emitOpError() << "needs eps > 0, got " << *eps;
+  if (std::optional<double> decay = toDouble(getWeightDecay()); decay && *decay < 0.0)
+    return emitOpError() << "needs weight_decay >= 0, got " << *decay;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ApplyGradientOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+ApplyGradientOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<ParamOp> param = lookupParam(*this, symbolTable, getParamAttr());
+  if (failed(param) ||
+      failed(lookupOptimizer(*this, symbolTable, getOptimizerAttr())))
+    return failure();
+  if (param->getRole() == Role::frozen)
+    return emitOpError() << "applies a gradient to " << getParamAttr()
+                         << ", which is frozen; frozen parameters take no gradient";
+  if (param->getRole() != Role::param)
+    return emitOpError() << "applies a gradient to " << getParamAttr()
+                         << ", which is a " << stringifyRole(param->getRole())
+                         << ", not a parameter";
+  RankedTensorType logical = param->getLogicalTensorType();
+  if (getGrad().getType().getShape() != logical.getShape())
+    return emitOpError() << "has a gradient of type " << getGrad().getType()
+                         << ", but " << getParamAttr() << " is " << logical
+                         << "; the gradient has the parameter's logical shape";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Update ops
+//===----------------------------------------------------------------------===//
+
+/// All tensors an update touches have one shape: whole tensors or shards.
+static LogicalResult verifyUpdateShapes(Operation *op, ValueRange operands) {
+  auto reference = cast<ShapedType>(operands.front().getType());
+  for (Value operand : operands.drop_front()) {
+    auto type = cast<ShapedType>(operand.getType());
+    if (type.getShape() != reference.getShape())
+      return op->emitOpError() << "updates " << reference << " with " << type
+                               << "; the parameter, its gradient and its slots "
+                                  "must have one shape";
+  }
+  return success();
+}
+
+template <typename UpdateOp>
+static LogicalResult verifyUpdateOptimizer(UpdateOp op,
+                                           SymbolTableCollection &symbolTable) {
+  FailureOr<OptimizerOp> optimizer =
+      lookupOptimizer(op, symbolTable, op.getOptimizerAttr());
+  if (failed(optimizer))
+    return failure();
+  OptimizerKind required = UpdateOp::getRequiredOptimizerKind();
+  if (optimizer->getKind() != required)
+    return op.emitOpError() << "needs a " << stringifyOptimizerKind(required)
+                            << " optimizer, but " << op.getOptimizerAttr()
+                            << " is " << stringifyOptimizerKind(optimizer->getKind());
+  return success();
+}
+
+#define ZERO_TRAIN_UPDATE_OP(OpName, operandList)                              \
+  LogicalResult OpName::verify() {                                             \
+    return verifyUpdateShapes(*this, ValueRange operandList);                  \
+  }                                                                            \
+  LogicalResult OpName::verifySymbolUses(SymbolTableCollection &symbolTable) { \
+    return verifyUpdateOptimizer(*this, symbolTable);                          \
+  }                                                                            \
+  void OpName::getAsmResultNames(OpAsmSetValueNameFn setName) {                \
+    for (Value result : getOperation()->getResults())                          \
+      setName(result, "updated");                                              \
+  }
+
+ZERO_TRAIN_UPDATE_OP(SgdOp, ({getParam(), getGrad()}))
+ZERO_TRAIN_UPDATE_OP(SgdMomentumOp, ({getParam(), getGrad(), getMomentumBuffer()}))
+ZERO_TRAIN_UPDATE_OP(AdamOp, ({getParam(), getGrad(), getM()}))
+ZERO_TRAIN_UPDATE_OP(AdamWOp, ({getParam(), getGrad(), getM()}))
+#undef ZERO_TRAIN_UPDATE_OP

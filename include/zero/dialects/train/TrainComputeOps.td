@@ -1,0 +1,397 @@
+//===- TrainComputeOps.td - Compute of a training step -----*- tablegen -*-===//
+//
+// Enough for an MLP and GPT-2: forward ops, and a gradient op for each op
+// whose gradient is not a composition of others. All are Pure and work on
+// f32, bf16 or f16 tensors (integer token ids and labels aside).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_TRAIN_COMPUTE_OPS
+#define ZERO_TRAIN_COMPUTE_OPS
+
+// Single-result ops name their result after `resultName` in printed IR.
+class Train_ComputeOp<string mnemonic, string resultName, list<Trait> traits = []>
+    : Train_Op<mnemonic, traits # [Pure,
+        DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let extraClassDefinition = [{
+    void $cppClass::getAsmResultNames(::mlir::OpAsmSetValueNameFn setNameFn) {
+      for (::mlir::Value result : getOperation()->getResults())
+        setNameFn(result, "}] # resultName # [{");
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Train_UnaryOp<string mnemonic, string formula>
+    : Train_ComputeOp<mnemonic, mnemonic, [SameOperandsAndResultType]> {
+  let summary = "Elementwise " # formula;
+  let description = [{
+    ```mlir
+    %y = train.}] # mnemonic # [{ %x : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Train_NegOp : Train_UnaryOp<"neg", "negation, -x">;
+def Train_ExpOp : Train_UnaryOp<"exp", "exponential, e^x">;
+def Train_LogOp : Train_UnaryOp<"log", "natural logarithm, ln x">;
+def Train_SqrtOp : Train_UnaryOp<"sqrt", "square root">;
+def Train_RsqrtOp : Train_UnaryOp<"rsqrt", "reciprocal square root, 1 / sqrt(x)">;
+def Train_TanhOp : Train_UnaryOp<"tanh", "hyperbolic tangent">;
+def Train_ReluOp : Train_UnaryOp<"relu", "rectified linear unit, max(x, 0)">;
+def Train_GeluOp : Train_UnaryOp<"gelu",
+    "GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as in GPT-2">;
+
+class Train_BinaryOp<string mnemonic, string formula>
+    : Train_ComputeOp<mnemonic, mnemonic, [SameOperandsAndResultType]> {
+  let summary = "Elementwise " # formula # " of two tensors of one type";
+  let description = [{
+    ```mlir
+    %z = train.}] # mnemonic # [{ %x, %y : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$lhs, Train_FloatTensor:$rhs);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Train_AddOp : Train_BinaryOp<"add", "sum">;
+def Train_SubOp : Train_BinaryOp<"sub", "difference">;
+def Train_MulOp : Train_BinaryOp<"mul", "product">;
+def Train_DivOp : Train_BinaryOp<"div", "quotient">;
+
+def Train_ScaleOp : Train_ComputeOp<"scale", "scaled", [SameOperandsAndResultType]> {
+  let summary = "Multiplies every element by a constant";
+  let description = [{
+    ```mlir
+    %s = train.scale %scores by 0.125 : tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, F64Attr:$factor);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$input `by` $factor attr-dict `:` type($input)";
+}
+
+def Train_BiasAddOp : Train_ComputeOp<"bias_add", "biased", [
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Adds a 1-D bias along the last dimension";
+  let description = [{
+    Its gradient is `reduce_sum` of the result gradient over the leading
+    dimensions.
+
+    ```mlir
+    %y = train.bias_add %x, %b : tensor<32x128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, Train_FloatTensor:$bias);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $bias attr-dict `:` type($input) `,` type($bias)";
+  let hasVerifier = 1;
+}
+
+def Train_CausalMaskOp : Train_ComputeOp<"causal_mask", "masked", [SameOperandsAndResultType]> {
+  let summary = "Fills positions above the diagonal of the last two dimensions";
+  let description = [{
+    Element `[..., i, j]` with `j > i` becomes `fill`: `-inf` (printed as
+    `0xFFF0000000000000`) before a softmax over attention scores, 0 for
+    the gradient, which is the same op.
+
+    ```mlir
+    %m = train.causal_mask %scores fill 0xFFF0000000000000 : tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, F64Attr:$fill);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$input `fill` $fill attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul, normalization, softmax
+//===----------------------------------------------------------------------===//
+
+def Train_MatmulOp : Train_ComputeOp<"matmul", "mm"> {
+  let summary = "Matrix product with optional transposes and batching";
+  let description = [{
+    `[..., M, K] x [..., K, N] -> [..., M, N]` after transposing the last two
+    dimensions of an operand whose `transpose_*` flag is set. Batch
+    dimensions must match, or the right operand may be 2-D and shared by
+    every batch (a linear layer). The gradient is two matmuls.
+
+    ```mlir
+    %y = train.matmul %x, %w : tensor<32x784xf32>, tensor<784x128xf32> -> tensor<32x128xf32>
+    %dw = train.matmul %x, %dy transpose_a : tensor<32x784xf32>, tensor<32x128xf32> -> tensor<784x128xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$lhs, Train_FloatTensor:$rhs,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)?
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Train_SoftmaxOp : Train_ComputeOp<"softmax", "softmax", [SameOperandsAndResultType]> {
+  let summary = "Softmax over the last dimension";
+  let description = [{
+    ```mlir
+    %p = train.softmax %scores : tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Train_LayerNormOp : Train_ComputeOp<"layer_norm", "ln", [
+    AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>,
+    AllTypesMatch<["mean", "rstd"]>]> {
+  let summary = "Layer normalization over the last dimension, with scale and shift";
+  let description = [{
+    Returns the normalized tensor and, for the gradient, the f32 mean and
+    reciprocal standard deviation of each row.
+
+    ```mlir
+    %y, %mean, %rstd = train.layer_norm %x, %gamma, %beta eps 1.0e-05
+        : tensor<2x16x64xf32>, tensor<64xf32> -> tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, Train_FloatTensor:$gamma,
+                       Train_FloatTensor:$beta, F64Attr:$eps);
+  let results = (outs Train_FloatTensor:$result, TensorOf<[F32]>:$mean,
+                      TensorOf<[F32]>:$rstd);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta `eps` $eps attr-dict `:` type($input) `,`
+    type($gamma) `->` type($mean)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    void $cppClass::getAsmResultNames(::mlir::OpAsmSetValueNameFn setNameFn) {
+      setNameFn(getResult(), "ln");
+      setNameFn(getMean(), "ln_mean");
+      setNameFn(getRstd(), "ln_rstd");
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding and loss
+//===----------------------------------------------------------------------===//
+
+def Train_EmbeddingOp : Train_ComputeOp<"embedding", "embedded"> {
+  let summary = "Looks up rows of a table by integer ids";
+  let description = [{
+    `[V, D]` table, ids of any shape `S` -> `S x D`.
+
+    ```mlir
+    %e = train.embedding %wte, %tokens : tensor<256x64xf32>, tensor<2x16xi32> -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$table, Train_IndexTensor:$ids);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Train_SoftmaxCrossEntropyOp : Train_ComputeOp<"softmax_cross_entropy", "loss"> {
+  let summary = "Mean softmax cross-entropy of logits against integer labels";
+  let description = [{
+    Logits `S x C`, labels `S` -> the f32 mean over all label positions.
+
+    ```mlir
+    %loss = train.softmax_cross_entropy %logits, %labels
+        : tensor<32x10xf32>, tensor<32xi32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$logits, Train_IndexTensor:$labels);
+  let results = (outs Train_ScalarF32:$loss);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($loss)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and shape
+//===----------------------------------------------------------------------===//
+
+class Train_ReduceOp<string mnemonic, string what>
+    : Train_ComputeOp<mnemonic, "reduced"> {
+  let summary = "Reduces (" # what # ") over the given dimensions, dropping them";
+  let description = [{
+    ```mlir
+    %db = train.}] # mnemonic # [{ %dy dims [0] : tensor<32x128xf32> -> tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$input `dims` $dims attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Train_ReduceSumOp : Train_ReduceOp<"reduce_sum", "sum">;
+def Train_ReduceMeanOp : Train_ReduceOp<"reduce_mean", "mean">;
+
+def Train_ExpandOp : Train_ComputeOp<"expand", "expanded"> {
+  let summary = "Repeats a tensor along new dimensions (the gradient of a reduction)";
+  let description = [{
+    The inverse of `reduce_sum` with the same `dims`: the result has the
+    input's dimensions with new ones inserted at `dims`.
+
+    ```mlir
+    %g = train.expand %db dims [0] : tensor<128xf32> -> tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$input `dims` $dims attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Train_ReshapeOp : Train_ComputeOp<"reshape", "reshaped"> {
+  let summary = "Reinterprets a tensor with another shape of the same size";
+  let description = [{
+    ```mlir
+    %h = train.reshape %x : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$input);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Train_TransposeOp : Train_ComputeOp<"transpose", "transposed"> {
+  let summary = "Permutes dimensions: result dim i is input dim permutation[i]";
+  let description = [{
+    ```mlir
+    %t = train.transpose %h permutation [0, 2, 1, 3]
+        : tensor<2x16x4x16xf32> -> tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `permutation` $permutation attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Train_CastOp : Train_ComputeOp<"cast", "cast"> {
+  let summary = "Converts between f32, bf16 and f16, rounding to nearest even";
+  let description = [{
+    ```mlir
+    %h = train.cast %master : tensor<128xf32> -> tensor<128xbf16>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+class Train_ActivationGradOp<string mnemonic, string forward, string saved>
+    : Train_ComputeOp<mnemonic, "grad", [SameOperandsAndResultType]> {
+  let summary = "Gradient of `train." # forward # "` from its " # saved # " and the result gradient";
+  let description = [{
+    ```mlir
+    %dx = train.}] # mnemonic # [{ %saved, %dy : tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$saved, Train_FloatTensor:$result_grad);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$saved `,` $result_grad attr-dict `:` type($result)";
+}
+
+def Train_ReluGradOp : Train_ActivationGradOp<"relu_grad", "relu", "input">;
+def Train_GeluGradOp : Train_ActivationGradOp<"gelu_grad", "gelu", "input">;
+def Train_TanhGradOp : Train_ActivationGradOp<"tanh_grad", "tanh", "result">;
+def Train_SoftmaxGradOp : Train_ActivationGradOp<"softmax_grad", "softmax", "result">;
+
+def Train_LayerNormGradOp : Train_ComputeOp<"layer_norm_grad", "ln_grad", [
+    AllTypesMatch<["result_grad", "input", "input_grad"]>,
+    AllTypesMatch<["gamma", "gamma_grad", "beta_grad"]>,
+    AllTypesMatch<["mean", "rstd"]>]> {
+  let summary = "Gradients of `train.layer_norm` with respect to input, scale and shift";
+  let description = [{
+    ```mlir
+    %dx, %dgamma, %dbeta = train.layer_norm_grad %dy, %x, %gamma, %mean, %rstd
+        : tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$result_grad, Train_FloatTensor:$input,
+                       Train_FloatTensor:$gamma, TensorOf<[F32]>:$mean,
+                       TensorOf<[F32]>:$rstd);
+  let results = (outs Train_FloatTensor:$input_grad, Train_FloatTensor:$gamma_grad,
+                      Train_FloatTensor:$beta_grad);
+  let assemblyFormat = [{
+    $result_grad `,` $input `,` $gamma `,` $mean `,` $rstd attr-dict `:`
+    type($input) `,` type($gamma) `,` type($mean)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    void $cppClass::getAsmResultNames(::mlir::OpAsmSetValueNameFn setNameFn) {
+      setNameFn(getInputGrad(), "ln_dx");
+      setNameFn(getGammaGrad(), "ln_dgamma");
+      setNameFn(getBetaGrad(), "ln_dbeta");
+    }
+  }];
+}
+
+def Train_EmbeddingGradOp : Train_ComputeOp<"embedding_grad", "table_grad"> {
+  let summary = "Gradient of `train.embedding` with respect to the table";
+  let description = [{
+    Scatter-adds each row of the result gradient into the row its id names;
+    rows no id names get 0.
+
+    ```mlir
+    %dwte = train.embedding_grad %de, %tokens
+        : tensor<2x16x64xf32>, tensor<2x16xi32> -> tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$result_grad, Train_IndexTensor:$ids);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $result_grad `,` $ids attr-dict `:` type($result_grad) `,` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Train_SoftmaxCrossEntropyGradOp
+    : Train_ComputeOp<"softmax_cross_entropy_grad", "logits_grad", [
+        AllTypesMatch<["logits", "result"]>]> {
+  let summary = "Gradient of `train.softmax_cross_entropy` with respect to the logits";
+  let description = [{
+    `(softmax(logits) - onehot(labels)) * loss_grad / count`, where `count`
+    is the number of label positions.
+
+    ```mlir
+    %dlogits = train.softmax_cross_entropy_grad %logits, %labels, %one
+        : tensor<32x10xf32>, tensor<32xi32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$logits, Train_IndexTensor:$labels,
+                       Train_ScalarF32:$loss_grad);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $loss_grad attr-dict `:` type($logits) `,` type($labels)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // ZERO_TRAIN_COMPUTE_OPS

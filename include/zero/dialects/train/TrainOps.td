@@ -1,0 +1,284 @@
+//===- TrainOps.td - State, optimizer and update ops -------*- tablegen -*-===//
+
+#ifndef ZERO_TRAIN_OPS
+#define ZERO_TRAIN_OPS
+
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "zero/dialects/train/TrainDialect.td"
+
+class Train_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Train_Dialect, mnemonic, traits>;
+
+def Train_Float : AnyTypeOf<[F32, BF16, F16]>;
+def Train_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
+def Train_IndexTensor : RankedTensorOf<[I32, I64]>;
+def Train_ScalarF32 : 0DTensorOf<[F32]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+def Train_StepTensor : 0DTensorOf<[I64]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())">;
+
+//===----------------------------------------------------------------------===//
+// Persistent state
+//===----------------------------------------------------------------------===//
+
+def Train_ParamOp : Train_Op<"param", [Symbol,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Declares a persistent tensor of the training state";
+  let description = [{
+    Every byte that lives across steps is one of these: parameters (`param`),
+    parameters that get no gradient (`frozen`), fp32 master copies of 16-bit
+    parameters (`master`), optimizer slots such as Adam's moments (`slot`)
+    and gradient accumulators (`grad_accum`). Master copies, slots and
+    accumulators name the parameter they belong to with `of`, and share its
+    logical shape.
+
+    The type after `:` is the logical tensor. A sharded tensor adds its
+    layout over a placement axis and the local tensor each rank holds, which
+    the verifier derives from the enclosing `dist.placement`:
+
+    * `flat`: flattened and padded to a multiple of the group size; each rank
+      holds `ceil(numel / N)` elements (DeepSpeed, ColossalAI);
+    * `dim0`: dimension 0 split with padding; each rank holds
+      `ceil(d0 / N)` rows (FSDP2).
+
+    ```mlir
+    train.param @fc1.w param : tensor<784x128xf32> init normal(0.0, 0.02)
+    train.param @fc1.w.m slot of @fc1.w : tensor<784x128xf32>
+        sharded flat over 0 -> tensor<25088xf32> init zeros
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    Train_Role:$role,
+    OptionalAttr<FlatSymbolRefAttr>:$owner,
+    TypeAttrOf<AnyStaticShapeTensor>:$logical_type,
+    DefaultValuedAttr<Train_StorageLayout,
+                      "::zero::train::StorageLayoutKind::replicated">:$layout,
+    DefaultValuedAttr<ConfinedAttr<I64Attr, [IntNonNegative]>, "0">:$shard_axis,
+    OptionalAttr<TypeAttrOf<AnyStaticShapeTensor>>:$local_type,
+    OptionalAttr<Train_InitAttr>:$init
+  );
+  let assemblyFormat = [{
+    $sym_name $role (`of` $owner^)? `:` $logical_type
+    (`sharded` $layout^ `over` $shard_axis `->` $local_type)?
+    (`init` custom<InitBody>($init)^)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The tensor each rank holds: the local type when sharded, the logical
+    /// type otherwise.
+    ::mlir::RankedTensorType getLocalTensorType();
+    ::mlir::RankedTensorType getLogicalTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getLogicalType());
+    }
+    bool isSharded() {
+      return getLayout() != ::zero::train::StorageLayoutKind::replicated;
+    }
+    /// Logical bytes (unpadded) and local bytes (one rank, padding included).
+    int64_t getLogicalBytes();
+    int64_t getLocalBytes();
+  }];
+}
+
+def Train_LoadOp : Train_Op<"load", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "Reads this rank's part of a persistent tensor";
+  let description = [{
+    The result is the local tensor: the whole tensor when the state is
+    replicated, this rank's shard when it is sharded.
+
+    ```mlir
+    %w = train.load @fc1.w : tensor<784x128xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$state);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$state attr-dict `:` type($result)";
+}
+
+def Train_StoreOp : Train_Op<"store", [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Overwrites this rank's part of a persistent tensor";
+  let description = [{
+    ```mlir
+    train.store %new to @fc1.w.m : tensor<25088xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$value, FlatSymbolRefAttr:$state);
+  let assemblyFormat = "$value `to` $state attr-dict `:` type($value)";
+}
+
+def Train_StepIndexOp : Train_Op<"step_index", [Pure,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "The 1-based number of the optimizer step being taken";
+  let description = [{
+    Supplied by the runtime; Adam's bias correction reads it.
+
+    ```mlir
+    %t = train.step_index : tensor<i64>
+    ```
+  }];
+  let results = (outs Train_StepTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+def Train_OptimizerOp : Train_Op<"optimizer", [Symbol]> {
+  let summary = "Declares an optimizer and its hyper-parameters";
+  let description = [{
+    `sgd` takes `lr`; `momentum` adds `momentum`; `adam` and `adamw` take
+    `lr`, `betas(beta1, beta2)` and `eps`. Every kind accepts
+    `weight_decay` (L2 for sgd, momentum and adam; decoupled for adamw).
+    Missing `betas` or `eps` default to (0.9, 0.999) and 1e-8.
+
+    ```mlir
+    train.optimizer @opt adamw lr 3.0e-04 betas(0.9, 0.95) eps 1.0e-08 weight_decay 0.1
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    Train_OptimizerKind:$kind,
+    F64Attr:$lr,
+    OptionalAttr<F64Attr>:$momentum,
+    OptionalAttr<F64Attr>:$beta1,
+    OptionalAttr<F64Attr>:$beta2,
+    OptionalAttr<F64Attr>:$eps,
+    OptionalAttr<F64Attr>:$weight_decay
+  );
+  let assemblyFormat = [{
+    $sym_name $kind `lr` $lr (`momentum` $momentum^)?
+    (`betas` `(` $beta1^ `,` $beta2 `)`)? (`eps` $eps^)?
+    (`weight_decay` $weight_decay^)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Number of f32 slots per parameter element this optimizer keeps.
+    int64_t getNumSlots();
+    /// Hyper-parameters as doubles, with the documented defaults.
+    double getLrValue() { return getLr().convertToDouble(); }
+    std::optional<double> getMomentumValue();
+    double getBeta1Value();
+    double getBeta2Value();
+    double getEpsValue();
+    double getWeightDecayValue();
+  }];
+}
+
+def Train_ApplyGradientOp : Train_Op<"apply_gradient", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Updates a parameter with its gradient using an optimizer";
+  let description = [{
+    The high-level form: the gradient has the parameter's logical shape and
+    the optimizer's state is implicit. `train-materialize-optimizer` turns
+    it into explicit slots and an update op. Frozen parameters take no
+    gradient.
+
+    ```mlir
+    train.apply_gradient %dw to @fc1.w with @opt : tensor<784x128xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$grad, FlatSymbolRefAttr:$param,
+                       FlatSymbolRefAttr:$optimizer);
+  let assemblyFormat = "$grad `to` $param `with` $optimizer attr-dict `:` type($grad)";
+}
+
+//===----------------------------------------------------------------------===//
+// Explicit updates
+//===----------------------------------------------------------------------===//
+
+class Train_UpdateOp<string mnemonic, string optimizerKind, list<Trait> traits = []>
+    : Train_Op<mnemonic, traits # [Pure,
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+        DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let extraClassDeclaration = [{
+    /// The optimizer kind whose hyper-parameters this update reads.
+    static ::zero::train::OptimizerKind getRequiredOptimizerKind() {
+      return ::zero::train::OptimizerKind::}] # optimizerKind # [{;
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+def Train_SgdOp : Train_UpdateOp<"sgd", "sgd", [
+    AllTypesMatch<["param", "new_param"]>]> {
+  let summary = "One SGD step: param - lr * (grad + weight_decay * param)";
+  let description = [{
+    Takes hyper-parameters from an `sgd` optimizer. Works on whole tensors or
+    on shards alike: every operand has the same shape.
+
+    ```mlir
+    %w1 = train.sgd %w, %g with @opt : tensor<128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
+                       FlatSymbolRefAttr:$optimizer);
+  let results = (outs Train_FloatTensor:$new_param);
+  let assemblyFormat = [{
+    $param `,` $grad `with` $optimizer attr-dict `:` type($param) `,` type($grad)
+  }];
+}
+
+def Train_SgdMomentumOp : Train_UpdateOp<"sgd_momentum", "momentum", [
+    AllTypesMatch<["param", "new_param"]>,
+    AllTypesMatch<["momentum_buffer", "new_momentum_buffer"]>]> {
+  let summary = "One SGD step with a momentum buffer";
+  let description = [{
+    `buf = momentum * buf + grad; param = param - lr * buf` (with L2 weight
+    decay folded into grad), hyper-parameters from a `momentum` optimizer.
+
+    ```mlir
+    %w1, %b1 = train.sgd_momentum %w, %g, %b with @opt
+        : tensor<128xf32>, tensor<128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
+                       Train_FloatTensor:$momentum_buffer,
+                       FlatSymbolRefAttr:$optimizer);
+  let results = (outs Train_FloatTensor:$new_param,
+                      Train_FloatTensor:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer `with` $optimizer attr-dict `:`
+    type($param) `,` type($grad) `,` type($momentum_buffer)
+  }];
+}
+
+class Train_AdamLikeOp<string mnemonic, string kind, string rule>
+    : Train_UpdateOp<mnemonic, kind, [
+        AllTypesMatch<["param", "new_param"]>,
+        AllTypesMatch<["m", "v", "new_m", "new_v"]>]> {
+  let summary = "One " # kind # " step on a parameter and its two moments";
+  let description = [{
+    }] # rule # [{ Bias correction uses the 1-based `step`. The moments are
+    f32; the parameter is the tensor the optimizer updates (the fp32 master
+    copy under mixed precision); the gradient may be 16-bit.
+
+    ```mlir
+    %w1, %m1, %v1 = train.}] # mnemonic # [{ %w, %g, %m, %v step %t with @opt
+        : tensor<128xf32>, tensor<128xbf16>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
+                       TensorOf<[F32]>:$m, TensorOf<[F32]>:$v,
+                       Train_StepTensor:$step, FlatSymbolRefAttr:$optimizer);
+  let results = (outs Train_FloatTensor:$new_param, TensorOf<[F32]>:$new_m,
+                      TensorOf<[F32]>:$new_v);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $m `,` $v `step` $step `with` $optimizer attr-dict `:`
+    type($param) `,` type($grad) `,` type($m)
+  }];
+}
+
+def Train_AdamOp : Train_AdamLikeOp<"adam", "adam",
+    "Adam with L2 weight decay added to the gradient.">;
+def Train_AdamWOp : Train_AdamLikeOp<"adamw", "adamw",
+    "AdamW: weight decay applied to the parameter, decoupled from the moments.">;
+
+include "zero/dialects/train/TrainComputeOps.td"
+
+#endif // ZERO_TRAIN_OPS

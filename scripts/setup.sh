@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs every system dependency of the project with apt-get. Idempotent: when all
+# packages are already present it returns without touching the network.
+set -euo pipefail
+
+PACKAGES=(
+  # MLIR/LLVM 19: libmlir and the tools (mlir-tblgen is required to configure),
+  # llvm-19-dev is not pulled in by libmlir-19-dev, llvm-19-tools brings FileCheck and lit.
+  libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
+  # Build tools.
+  cmake ninja-build g++ python3 clang-format
+  # Runtime dependencies.
+  libopenmpi-dev openmpi-bin libabsl-dev nlohmann-json3-dev libopenblas-dev
+  # Tests.
+  libgtest-dev libgmock-dev
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"

@@ -1,0 +1,35 @@
+//===- zero-opt.cpp - The ZeRO compiler's mlir-opt ------------------------===//
+//
+// Parses, verifies, transforms and prints IR in the project's dialects and
+// the upstream dialects a training step may be written in. Every error is a
+// located diagnostic and a non-zero exit status.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/dialects/dist/DistDialect.h"
+#include "zero/dialects/train/TrainDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Mesh/IR/MeshDialect.h"
+#include "mlir/Dialect/Mesh/IR/MeshOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::registerTransformsPasses();
+
+  mlir::DialectRegistry registry;
+  registry.insert<zero::dist::DistDialect, zero::train::TrainDialect>();
+  registry.insert<mlir::arith::ArithDialect, mlir::func::FuncDialect,
+                  mlir::linalg::LinalgDialect, mlir::math::MathDialect,
+                  mlir::mesh::MeshDialect, mlir::tensor::TensorDialect>();
+
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv, "ZeRO compiler: dialects dist, train, zrt and their passes\n",
+      registry));
+}

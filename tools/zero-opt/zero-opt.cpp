@@ -8,6 +8,7 @@
 
 #include "zero/dialects/dist/DistDialect.h"
 #include "zero/dialects/train/TrainDialect.h"
+#include "zero/dialects/zrt/ZrtDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,7 +25,8 @@ int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
 
   mlir::DialectRegistry registry;
-  registry.insert<zero::dist::DistDialect, zero::train::TrainDialect>();
+  registry.insert<zero::dist::DistDialect, zero::train::TrainDialect,
+                  zero::zrt::ZrtDialect>();
   registry.insert<mlir::arith::ArithDialect, mlir::func::FuncDialect,
                   mlir::linalg::LinalgDialect, mlir::math::MathDialect,
                   mlir::mesh::MeshDialect, mlir::tensor::TensorDialect>();

@@ -1,0 +1,234 @@
+//===- ZrtOps.cpp - The lowered runtime program ---------------------------===//
+
+#include "zero/dialects/zrt/ZrtOps.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace zero;
+using namespace zero::zrt;
+
+#include "zero/dialects/zrt/ZrtDialect.cpp.inc"
+#include "zero/dialects/zrt/ZrtEnums.cpp.inc"
+
+void ZrtDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "zero/dialects/zrt/ZrtOps.cpp.inc"
+      >();
+}
+
+static int64_t bytesOf(MemRefType type) {
+  return type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+}
+
+//===----------------------------------------------------------------------===//
+// Program structure
+//===----------------------------------------------------------------------===//
+
+LogicalResult ProgramOp::verify() {
+  if (!llvm::isPowerOf2_64(getAlignment()))
+    return emitOpError() << "needs a power-of-two alignment, got " << getAlignment();
+  auto steps = getBody().front().getOps<StepOp>();
+  int64_t count = std::distance(steps.begin(), steps.end());
+  if (count != 1)
+    return emitOpError() << "needs exactly one zrt.step, found " << count;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+LogicalResult BufferRefOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto buffer = symbolTable.lookupNearestSymbolFrom<BufferOp>(*this, getBufferAttr());
+  if (!buffer)
+    return emitOpError() << "refers to " << getBufferAttr()
+                         << ", which is not a zrt.buffer";
+  if (buffer.getMemRefType() != getResult().getType())
+    return emitOpError() << "views " << getBufferAttr() << " as "
+                         << getResult().getType() << ", but it is declared "
+                         << buffer.getMemRefType();
+  return success();
+}
+
+void BufferRefOp::getAsmResultNames(OpAsmSetValueNameFn setName) {
+  setName(getResult(), getBuffer());
+}
+
+int64_t ArenaViewOp::getSizeInBytes() { return bytesOf(getResult().getType()); }
+
+LogicalResult ArenaViewOp::verify() {
+  auto program = (*this)->getParentOfType<ProgramOp>();
+  if (!program)
+    return emitOpError() << "must be inside a zrt.program";
+  int64_t offset = getOffset();
+  if (offset % static_cast<int64_t>(program.getAlignment()) != 0)
+    return emitOpError() << "starts at offset " << offset
+                         << ", which is not a multiple of the program's "
+                            "alignment "
+                         << program.getAlignment();
+  int64_t end = offset + getSizeInBytes();
+  if (end > static_cast<int64_t>(program.getArenaBytes()))
+    return emitOpError() << "covers bytes [" << offset << ", " << end
+                         << "), past the end of the " << program.getArenaBytes()
+                         << "-byte arena";
+  return success();
+}
+
+void ArenaViewOp::getAsmResultNames(OpAsmSetValueNameFn setName) {
+  setName(getResult(), "t");
+}
+
+//===----------------------------------------------------------------------===//
+// Symbol uses of stream work
+//===----------------------------------------------------------------------===//
+
+template <typename DeclOp>
+static LogicalResult verifyDeclared(Operation *user,
+                                    SymbolTableCollection &symbolTable,
+                                    FlatSymbolRefAttr symbol, StringRef what) {
+  if (!symbolTable.lookupNearestSymbolFrom<DeclOp>(user, symbol))
+    return user->emitOpError() << "refers to " << symbol << ", which is not a "
+                               << what << " of this program";
+  return success();
+}
+
+static LogicalResult verifyStream(Operation *user, SymbolTableCollection &table,
+                                  FlatSymbolRefAttr stream) {
+  return verifyDeclared<StreamOp>(user, table, stream, "zrt.stream");
+}
+
+#define ZERO_ZRT_STREAM_USER(OpName)                                           \
+  LogicalResult OpName::verifySymbolUses(SymbolTableCollection &table) {       \
+    return verifyStream(*this, table, getStreamAttr());                        \
+  }
+ZERO_ZRT_STREAM_USER(LaunchOp)
+ZERO_ZRT_STREAM_USER(CopyOp)
+ZERO_ZRT_STREAM_USER(AllReduceOp)
+ZERO_ZRT_STREAM_USER(ReduceScatterOp)
+ZERO_ZRT_STREAM_USER(AllGatherOp)
+ZERO_ZRT_STREAM_USER(BroadcastOp)
+ZERO_ZRT_STREAM_USER(AllToAllOp)
+#undef ZERO_ZRT_STREAM_USER
+
+LogicalResult RecordOp::verifySymbolUses(SymbolTableCollection &table) {
+  return failure(
+      failed(verifyDeclared<EventOp>(*this, table, getEventAttr(), "zrt.event")) ||
+      failed(verifyStream(*this, table, getStreamAttr())));
+}
+
+LogicalResult WaitOp::verifySymbolUses(SymbolTableCollection &table) {
+  return failure(
+      failed(verifyDeclared<EventOp>(*this, table, getEventAttr(), "zrt.event")) ||
+      failed(verifyStream(*this, table, getStreamAttr())));
+}
+
+//===----------------------------------------------------------------------===//
+// Work
+//===----------------------------------------------------------------------===//
+
+LogicalResult LaunchOp::verify() {
+  if (getKernel().empty())
+    return emitOpError() << "needs a kernel name, such as \"train.matmul\"";
+  if (getOuts().empty())
+    return emitOpError() << "launches " << getKernel()
+                         << " with no outputs; a kernel must write something";
+  return success();
+}
+
+LogicalResult CopyOp::verify() {
+  MemRefType source = getSource().getType(), target = getTarget().getType();
+  if (source.getElementType() != target.getElementType() ||
+      source.getNumElements() != target.getNumElements())
+    return emitOpError() << "copies " << source << " into " << target
+                         << "; a copy needs the same element type and count";
+  return success();
+}
+
+/// Group size along `axis` of the program's placement, or a diagnostic.
+static FailureOr<int64_t> verifyGroup(Operation *op, int64_t axis) {
+  dist::PlacementAttr placement = dist::lookupPlacement(op);
+  if (!placement)
+    return op->emitOpError() << "must be inside a zrt.program with a placement";
+  if (!placement.hasAxis(axis))
+    return op->emitOpError() << "runs over placement axis " << axis << ", but "
+                             << placement << " has only "
+                             << placement.getNumAxes() << " axis(es)";
+  return placement.getGroupSize(axis);
+}
+
+/// `many` has exactly `factor` times the rows of `few`, other dims equal.
+static LogicalResult verifyRowMultiple(Operation *op, MemRefType few,
+                                       MemRefType many, int64_t factor,
+                                       StringRef verb) {
+  if (few.getRank() < 1 || few.getRank() != many.getRank() ||
+      few.getShape().drop_front() != many.getShape().drop_front() ||
+      few.getDimSize(0) * factor != many.getDimSize(0))
+    return op->emitOpError() << verb << " over " << factor << " ranks needs "
+                             << factor << " times the rows of " << few
+                             << " (padding included), got " << many;
+  return success();
+}
+
+template <typename CollectiveOp>
+static LogicalResult verifyCollectiveBuffers(CollectiveOp op,
+                                             llvm::function_ref<LogicalResult(int64_t)> rule) {
+  FailureOr<int64_t> group = verifyGroup(op, op.getAxis());
+  if (failed(group))
+    return failure();
+  MemRefType input = op.getInput().getType(), output = op.getOutput().getType();
+  if (input.getElementType() != output.getElementType())
+    return op.emitOpError() << "moves " << input.getElementType() << " into "
+                            << output.getElementType()
+                            << "; collectives do not convert";
+  return rule(*group);
+}
+
+LogicalResult AllReduceOp::verify() {
+  return verifyCollectiveBuffers(*this, [&](int64_t) -> LogicalResult {
+    if (getInput().getType() != getOutput().getType())
+      return emitOpError() << "needs input and output of one type";
+    return success();
+  });
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  return verifyCollectiveBuffers(*this, [&](int64_t group) {
+    return verifyRowMultiple(*this, getOutput().getType(), getInput().getType(),
+                             group, "reduce-scatter");
+  });
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyCollectiveBuffers(*this, [&](int64_t group) {
+    return verifyRowMultiple(*this, getInput().getType(), getOutput().getType(),
+                             group, "all-gather");
+  });
+}
+
+LogicalResult BroadcastOp::verify() {
+  return verifyCollectiveBuffers(*this, [&](int64_t group) -> LogicalResult {
+    if (getInput().getType() != getOutput().getType())
+      return emitOpError() << "needs input and output of one type";
+    if (static_cast<int64_t>(getRoot()) >= group)
+      return emitOpError() << "has root " << getRoot() << " in a group of "
+                           << group << " ranks";
+    return success();
+  });
+}
+
+LogicalResult AllToAllOp::verify() {
+  return verifyCollectiveBuffers(*this, [&](int64_t group) -> LogicalResult {
+    MemRefType input = getInput().getType();
+    if (input != getOutput().getType())
+      return emitOpError() << "needs input and output of one type";
+    if (input.getRank() < 1 || input.getDimSize(0) % group != 0)
+      return emitOpError() << "exchanges row blocks of " << input
+                           << ", whose rows do not divide by " << group;
+    return success();
+  });
+}
+
+#define GET_OP_CLASSES
+#include "zero/dialects/zrt/ZrtOps.cpp.inc"

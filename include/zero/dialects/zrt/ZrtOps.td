@@ -1,0 +1,322 @@
+//===- ZrtOps.td - The lowered runtime program -------------*- tablegen -*-===//
+
+#ifndef ZERO_ZRT_OPS
+#define ZERO_ZRT_OPS
+
+include "mlir/IR/DialectBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/OpBase.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "zero/dialects/dist/DistDialect.td"
+include "zero/dialects/zrt/ZrtEnums.td"
+
+def Zrt_Dialect : Dialect {
+  let name = "zrt";
+  let summary = "The lowered program the ZeRO runtime executes";
+  let description = [{
+    A `zrt.program` is everything the runtime needs and nothing it has to
+    plan: persistent buffers at their per-rank sizes, one arena for all
+    transient values with static offsets (so peak memory is known at compile
+    time and nothing fragments), streams and events, and a step body that is
+    a straight list of kernel launches, collectives, copies and stream
+    synchronization on memrefs. The runtime turns the step into an
+    instruction list once and replays it every step.
+
+    Collectives here work on whole buffers split along dimension 0: padding
+    is explicit in the buffer sizes, so a reduce-scatter's input has exactly
+    `group` times the rows of its output.
+  }];
+  let cppNamespace = "::zero::zrt";
+  let dependentDialects = ["::zero::dist::DistDialect"];
+}
+
+class Zrt_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Zrt_Dialect, mnemonic, traits>;
+
+defvar Zrt_StaticMemRef = AnyStaticShapeMemRef;
+
+//===----------------------------------------------------------------------===//
+// Program structure
+//===----------------------------------------------------------------------===//
+
+def Zrt_ProgramOp : Zrt_Op<"program", [Symbol, SymbolTable, IsolatedFromAbove,
+    NoTerminator, SingleBlock, NoRegionArguments]> {
+  let summary = "A lowered training step with its buffers, arena, streams and events";
+  let description = [{
+    Holds the declarations (`zrt.buffer`, `zrt.stream`, `zrt.event`) and
+    exactly one `zrt.step`. `arena` is the size in bytes of the one
+    transient allocation and `align` the alignment of every view into it.
+
+    ```mlir
+    zrt.program @mlp placement #dist.placement<cpu, [4]> arena 65536 align 64 {
+      zrt.stream @compute
+      zrt.buffer @fc1.w param : memref<784x128xf32>
+      zrt.step {
+        ...
+      }
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Dist_PlacementAttr:$placement,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$arena_bytes,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "64">:$alignment);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `placement` qualified($placement) `arena` $arena_bytes
+    `align` $alignment attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Zrt_StreamOp : Zrt_Op<"stream", [Symbol, HasParent<"ProgramOp">]> {
+  let summary = "Declares an execution stream";
+  let description = [{
+    Work on one stream runs in program order; work on different streams may
+    overlap unless ordered by events. On GPUs a stream is a CUDA stream; on
+    CPUs, the communication stream is progressed by non-blocking collectives.
+
+    ```mlir
+    zrt.stream @comm
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let assemblyFormat = "$sym_name attr-dict";
+}
+
+def Zrt_EventOp : Zrt_Op<"event", [Symbol, HasParent<"ProgramOp">]> {
+  let summary = "Declares an event that orders work across streams";
+  let description = [{
+    ```mlir
+    zrt.event @grads_ready
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let assemblyFormat = "$sym_name attr-dict";
+}
+
+def Zrt_BufferOp : Zrt_Op<"buffer", [Symbol, HasParent<"ProgramOp">]> {
+  let summary = "Declares a persistent buffer at its per-rank size";
+  let description = [{
+    Parameters, master copies, optimizer slots and gradient accumulators
+    persist across steps; `input` buffers are filled with the rank's batch
+    before each step and `output` buffers (the loss) are read after it.
+
+    ```mlir
+    zrt.buffer @fc1.w.m slot : memref<25088xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Zrt_BufferRole:$role,
+                       TypeAttrOf<Zrt_StaticMemRef>:$type);
+  let assemblyFormat = "$sym_name $role `:` $type attr-dict";
+  let extraClassDeclaration = [{
+    ::mlir::MemRefType getMemRefType() {
+      return ::llvm::cast<::mlir::MemRefType>(getType());
+    }
+  }];
+}
+
+def Zrt_StepOp : Zrt_Op<"step", [HasParent<"ProgramOp">,
+    SingleBlockImplicitTerminator<"YieldOp">, NoRegionArguments]> {
+  let summary = "The instructions of one training step, in issue order";
+  let description = [{
+    ```mlir
+    zrt.step {
+      %w = zrt.buffer_ref @fc1.w : memref<784x128xf32>
+      ...
+    }
+    ```
+  }];
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "attr-dict-with-keyword $body";
+}
+
+def Zrt_YieldOp : Zrt_Op<"yield", [Terminator, HasParent<"StepOp">, Pure]> {
+  let summary = "Ends the step body";
+  let description = "Implicit in the printed form.";
+  let assemblyFormat = "attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+def Zrt_BufferRefOp : Zrt_Op<"buffer_ref", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "The memref of a persistent buffer";
+  let description = [{
+    ```mlir
+    %w = zrt.buffer_ref @fc1.w : memref<784x128xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$buffer);
+  let results = (outs Zrt_StaticMemRef:$result);
+  let assemblyFormat = "$buffer attr-dict `:` type($result)";
+}
+
+def Zrt_ArenaViewOp : Zrt_Op<"arena_view", [Pure,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "A transient buffer at a fixed offset in the arena";
+  let description = [{
+    The memory planner gives every transient value an offset; values whose
+    lifetimes do not overlap share bytes. The view must lie inside the arena
+    and start at a multiple of the program's alignment.
+
+    ```mlir
+    %h = zrt.arena_view [4096] : memref<32x128xf32>
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$offset);
+  let results = (outs Zrt_StaticMemRef:$result);
+  let assemblyFormat = "`[` $offset `]` attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Bytes the view covers.
+    int64_t getSizeInBytes();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Work
+//===----------------------------------------------------------------------===//
+
+class Zrt_StreamWorkOp<string mnemonic, list<Trait> traits = []>
+    : Zrt_Op<mnemonic, traits # [HasParent<"StepOp">,
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>]>;
+
+def Zrt_LaunchOp : Zrt_StreamWorkOp<"launch", [AttrSizedOperandSegments]> {
+  let summary = "Runs a kernel on a stream";
+  let description = [{
+    `kernel` names the compute op the kernel implements (`train.matmul`);
+    `params` carries that op's attributes. Inputs are read, outputs written.
+
+    ```mlir
+    zrt.launch "train.matmul" on @compute ins(%x, %w : memref<32x784xf32>, memref<784x128xf32>)
+        outs(%h : memref<32x128xf32>)
+    ```
+  }];
+  let arguments = (ins StrAttr:$kernel, FlatSymbolRefAttr:$stream,
+                       Variadic<Zrt_StaticMemRef>:$ins,
+                       Variadic<Zrt_StaticMemRef>:$outs,
+                       OptionalAttr<DictionaryAttr>:$params);
+  let assemblyFormat = [{
+    $kernel `on` $stream (`ins` `(` $ins^ `:` type($ins) `)`)?
+    `outs` `(` $outs `:` type($outs) `)` (`params` $params^)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Zrt_CopyOp : Zrt_StreamWorkOp<"copy"> {
+  let summary = "Copies one buffer into another of the same size on a stream";
+  let description = [{
+    Packs gradients into a bucket, unpacks gathered parameters, and moves
+    values between persistent buffers and the arena.
+
+    ```mlir
+    zrt.copy on @compute %g to %bucket : memref<2x3xf32> to memref<6xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$stream, Zrt_StaticMemRef:$source,
+                       Zrt_StaticMemRef:$target);
+  let assemblyFormat = [{
+    `on` $stream $source `to` $target attr-dict `:` type($source) `to` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
+class Zrt_CollectiveOp<string mnemonic, string rule>
+    : Zrt_StreamWorkOp<mnemonic> {
+  let description = [{
+    Runs over the group of placement axis `axis` on a communication stream.
+    }] # rule # [{
+  }];
+  let hasVerifier = 1;
+}
+
+def Zrt_AllReduceOp : Zrt_CollectiveOp<"all_reduce",
+    "Input and output have one shape; they may be the same buffer."> {
+  let summary = "All-reduce a buffer across the group";
+  let arguments = (ins FlatSymbolRefAttr:$stream, Dist_ReduceKind:$reduce,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
+                       Zrt_StaticMemRef:$input, Zrt_StaticMemRef:$output);
+  let assemblyFormat = [{
+    $reduce `axis` $axis `on` $stream $input `to` $output attr-dict `:`
+    type($input) `to` type($output)
+  }];
+}
+
+def Zrt_ReduceScatterOp : Zrt_CollectiveOp<"reduce_scatter",
+    "The input has exactly `group` times the output's rows (padding included).">  {
+  let summary = "Reduce-scatter a padded buffer; each rank keeps its rows";
+  let arguments = (ins FlatSymbolRefAttr:$stream, Dist_ReduceKind:$reduce,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
+                       Zrt_StaticMemRef:$input, Zrt_StaticMemRef:$output);
+  let assemblyFormat = [{
+    $reduce `axis` $axis `on` $stream $input `to` $output attr-dict `:`
+    type($input) `to` type($output)
+  }];
+}
+
+def Zrt_AllGatherOp : Zrt_CollectiveOp<"all_gather",
+    "The output has exactly `group` times the input's rows (padding included).">  {
+  let summary = "All-gather every rank's rows into one padded buffer";
+  let arguments = (ins FlatSymbolRefAttr:$stream,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
+                       Zrt_StaticMemRef:$input, Zrt_StaticMemRef:$output);
+  let assemblyFormat = [{
+    `axis` $axis `on` $stream $input `to` $output attr-dict `:`
+    type($input) `to` type($output)
+  }];
+}
+
+def Zrt_BroadcastOp : Zrt_CollectiveOp<"broadcast",
+    "Input and output have one shape; `root` is a rank of the group.">  {
+  let summary = "Broadcast the root rank's buffer to the group";
+  let arguments = (ins FlatSymbolRefAttr:$stream,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$root,
+                       Zrt_StaticMemRef:$input, Zrt_StaticMemRef:$output);
+  let assemblyFormat = [{
+    `root` $root `axis` $axis `on` $stream $input `to` $output attr-dict `:`
+    type($input) `to` type($output)
+  }];
+}
+
+def Zrt_AllToAllOp : Zrt_CollectiveOp<"all_to_all",
+    "Input and output have one shape whose rows divide evenly by `group`.">  {
+  let summary = "Exchange equal row blocks: block r of every rank goes to rank r";
+  let arguments = (ins FlatSymbolRefAttr:$stream,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
+                       Zrt_StaticMemRef:$input, Zrt_StaticMemRef:$output);
+  let assemblyFormat = [{
+    `axis` $axis `on` $stream $input `to` $output attr-dict `:`
+    type($input) `to` type($output)
+  }];
+}
+
+def Zrt_RecordOp : Zrt_StreamWorkOp<"record"> {
+  let summary = "Records an event once the work issued so far on a stream is done";
+  let description = [{
+    ```mlir
+    zrt.record @grads_ready on @compute
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$event, FlatSymbolRefAttr:$stream);
+  let assemblyFormat = "$event `on` $stream attr-dict";
+}
+
+def Zrt_WaitOp : Zrt_StreamWorkOp<"wait"> {
+  let summary = "Makes a stream wait for the last record of an event";
+  let description = [{
+    ```mlir
+    zrt.wait @grads_ready on @comm
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$event, FlatSymbolRefAttr:$stream);
+  let assemblyFormat = "$event `on` $stream attr-dict";
+}
+
+#endif // ZERO_ZRT_OPS

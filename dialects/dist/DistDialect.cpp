@@ -51,7 +51,7 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
-  return op->emitError() << "unknown dist attribute '" << attr.getName()
+  return op->emitError() << "unknown dist attribute '" << attr.getName().getValue()
                          << "'; the dialect defines only '"
                          << getPlacementAttrName() << "'";
 }

@@ -485,8 +485,9 @@ LogicalResult UnpackOp::fold(FoldAdaptor, SmallVectorImpl<OpFoldResult> &results
 }
 
 void UnpackOp::getAsmResultNames(OpAsmSetValueNameFn setName) {
-  for (Value result : getResults())
-    setName(result, "unpacked");
+  // Naming only the first result prints the group as `%unpacked:N`.
+  if (!getResults().empty())
+    setName(getResult(0), "unpacked");
 }
 
 #define GET_OP_CLASSES

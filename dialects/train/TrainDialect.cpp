@@ -31,7 +31,7 @@ void TrainDialect::initialize() {
 LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   if (attr.getName() != getStepAttrName())
-    return op->emitError() << "unknown train attribute '" << attr.getName()
+    return op->emitError() << "unknown train attribute '" << attr.getName().getValue()
                            << "'; the dialect defines only '"
                            << getStepAttrName() << "'";
   if (!isa<UnitAttr>(attr.getValue()))

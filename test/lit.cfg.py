@@ -1,0 +1,30 @@
+# -*- Python -*-
+# lit configuration of the ZeRO compiler's FileCheck suites.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "ZERO"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "inputs"]
+
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.zero_obj_root, "test")
+
+# FileCheck variables defined under a CHECK-LABEL do not leak into the next.
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
+
+config.substitutions.append(("%zero_src_root", config.zero_src_root))
+config.substitutions.append(("%zero_obj_root", config.zero_obj_root))
+config.substitutions.append(("%python", "python3"))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.zero_tools_dir, config.llvm_tools_dir]
+tools = [ToolSubst("zero-opt", unresolved="fatal")]
+llvm_config.add_tool_substitutions(tools, tool_dirs)

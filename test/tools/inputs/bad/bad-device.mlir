@@ -1,0 +1,2 @@
+module attributes {dist.placement = #dist.placement<gpu, [4]>} {
+}

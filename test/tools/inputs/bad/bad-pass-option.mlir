@@ -1,0 +1,4 @@
+// ARGS: --canonicalize=max-iterations=banana
+func.func @f() {
+  return
+}

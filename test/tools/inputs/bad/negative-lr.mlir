@@ -1,0 +1,1 @@
+train.optimizer @o adam lr -1.0e-03

@@ -1,0 +1,3 @@
+func.func @f() attributes {train.step = 3} {
+  return
+}

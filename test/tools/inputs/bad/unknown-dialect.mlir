@@ -1,0 +1,4 @@
+func.func @f() {
+  %0 = "nosuch.op"() : () -> i32
+  return
+}

@@ -1,0 +1,4 @@
+func.func @f() {
+  %0 = dist.all_reduce_everything %x
+  return
+}

@@ -1,0 +1,4 @@
+// ARGS: --no-such-pass
+func.func @f() {
+  return
+}

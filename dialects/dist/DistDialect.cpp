@@ -46,12 +46,13 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() == getPlacementAttrName()) {
     if (!isa<PlacementAttr>(attr.getValue()))
-      return op->emitError() << "'" << getPlacementAttrName()
-                             << "' must be a #dist.placement, got "
-                             << attr.getValue();
+      return op->emitError()
+             << "'" << getPlacementAttrName()
+             << "' must be a #dist.placement, got " << attr.getValue();
     return success();
   }
-  return op->emitError() << "unknown dist attribute '" << attr.getName().getValue()
+  return op->emitError() << "unknown dist attribute '"
+                         << attr.getName().getValue()
                          << "'; the dialect defines only '"
                          << getPlacementAttrName() << "'";
 }
@@ -62,8 +63,8 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
 
 PlacementAttr zero::dist::lookupPlacement(Operation *op) {
   for (; op; op = op->getParentOp()) {
-    if (auto placement =
-            op->getAttrOfType<PlacementAttr>(DistDialect::getPlacementAttrName()))
+    if (auto placement = op->getAttrOfType<PlacementAttr>(
+            DistDialect::getPlacementAttrName()))
       return placement;
     // Lowered programs (zrt.program) carry their placement as an inherent
     // attribute.
@@ -84,8 +85,9 @@ int64_t zero::dist::getGroupSize(Operation *op, int64_t axis) {
 // PlacementAttr
 //===----------------------------------------------------------------------===//
 
-LogicalResult PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                    DeviceKind, ArrayRef<int64_t> grid) {
+LogicalResult
+PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError, DeviceKind,
+                      ArrayRef<int64_t> grid) {
   if (grid.empty())
     return emitError() << "a placement needs at least one axis, e.g. [4]";
   for (auto [axis, extent] : llvm::enumerate(grid))
@@ -119,7 +121,8 @@ ParseResult zero::dist::parseSbpDims(AsmParser &parser,
     }
     if (head == "S") {
       int64_t dim;
-      if (parser.parseLParen() || parser.parseInteger(dim) || parser.parseRParen())
+      if (parser.parseLParen() || parser.parseInteger(dim) ||
+          parser.parseRParen())
         return failure();
       if (dim < 0)
         return parser.emitError(loc, "S(dim) needs a non-negative dimension");
@@ -130,7 +133,8 @@ ParseResult zero::dist::parseSbpDims(AsmParser &parser,
       StringRef reduce;
       SMLoc reduceLoc;
       if (parser.parseLParen() ||
-          (reduceLoc = parser.getCurrentLocation(), parser.parseKeyword(&reduce)) ||
+          (reduceLoc = parser.getCurrentLocation(),
+           parser.parseKeyword(&reduce)) ||
           parser.parseRParen())
         return failure();
       std::optional<ReduceKind> kind = symbolizeReduceKind(reduce);
@@ -144,8 +148,8 @@ ParseResult zero::dist::parseSbpDims(AsmParser &parser,
     return parser.emitError(loc, "expected S(dim), B or P(sum|mean|max), got '")
            << head << "'";
   };
-  return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseEntry,
-                                        " in SBP list");
+  return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
+                                        parseEntry, " in SBP list");
 }
 
 void zero::dist::printSbpDims(AsmPrinter &printer, ArrayRef<SbpDim> dims) {
@@ -166,7 +170,8 @@ void SbpAttr::print(AsmPrinter &printer) const {
 }
 
 bool SbpAttr::isFullyBroadcast() const {
-  return llvm::all_of(getDims(), [](const SbpDim &dim) { return dim.isBroadcast(); });
+  return llvm::all_of(getDims(),
+                      [](const SbpDim &dim) { return dim.isBroadcast(); });
 }
 
 int64_t SbpAttr::getSplitFactor(int64_t dim, PlacementAttr placement) const {

@@ -26,19 +26,19 @@ static FailureOr<int64_t> verifyPlacementAxis(Operation *op, int64_t axis) {
            << "has no placement: attach a 'dist.placement' attribute such as "
               "#dist.placement<cpu, [4]> to the enclosing function or module";
   if (!placement.hasAxis(axis))
-    return op->emitOpError() << "runs over placement axis " << axis
-                             << ", but " << placement << " has only "
-                             << placement.getNumAxes() << " axis(es)";
+    return op->emitOpError()
+           << "runs over placement axis " << axis << ", but " << placement
+           << " has only " << placement.getNumAxes() << " axis(es)";
   return placement.getGroupSize(axis);
 }
 
 static LogicalResult verifySameElementType(Operation *op, ShapedType input,
                                            ShapedType result) {
   if (input.getElementType() != result.getElementType())
-    return op->emitOpError() << "changes the element type from "
-                             << input.getElementType() << " to "
-                             << result.getElementType()
-                             << "; collectives move data, they do not convert it";
+    return op->emitOpError()
+           << "changes the element type from " << input.getElementType()
+           << " to " << result.getElementType()
+           << "; collectives move data, they do not convert it";
   return success();
 }
 
@@ -80,8 +80,9 @@ static LogicalResult verifyStaticAlong(Operation *op, RankedTensorType type,
 /// `full` cut along `dim` into `group` padded shards gives `shard`
 /// (reduce_scatter, slice).
 static LogicalResult verifyShardCut(Operation *op, int64_t axis,
-                                    RankedTensorType full, RankedTensorType shard,
-                                    int64_t dim, StringRef verb) {
+                                    RankedTensorType full,
+                                    RankedTensorType shard, int64_t dim,
+                                    StringRef verb) {
   FailureOr<int64_t> group = verifyPlacementAxis(op, axis);
   if (failed(group) || failed(verifySameElementType(op, full, shard)) ||
       failed(verifyDimInRange(op, dim, full, "dim")) ||
@@ -142,10 +143,10 @@ static LogicalResult verifyAllToAll(Operation *op, int64_t axis,
     return failure();
   int64_t splitExtent = input.getDimSize(splitDim);
   if (splitExtent % *group != 0)
-    return op->emitOpError() << "splits extent " << splitExtent
-                             << " of dimension " << splitDim << " over "
-                             << *group << " ranks, which does not divide "
-                             << "evenly; pad the tensor first";
+    return op->emitOpError()
+           << "splits extent " << splitExtent << " of dimension " << splitDim
+           << " over " << *group << " ranks, which does not divide "
+           << "evenly; pad the tensor first";
   SmallVector<int64_t> expected(input.getShape());
   if (splitDim != concatDim) {
     expected[splitDim] = splitExtent / *group;
@@ -154,7 +155,8 @@ static LogicalResult verifyAllToAll(Operation *op, int64_t axis,
   if (result.getShape() != ArrayRef<int64_t>(expected))
     return op->emitOpError()
            << "all-to-all over " << *group << " ranks turns " << input
-           << " into " << RankedTensorType::get(expected, input.getElementType())
+           << " into "
+           << RankedTensorType::get(expected, input.getElementType())
            << ", but the result is " << result;
   return success();
 }
@@ -164,9 +166,9 @@ static LogicalResult verifyRoot(Operation *op, int64_t axis, int64_t root) {
   if (failed(group))
     return failure();
   if (root >= *group)
-    return op->emitOpError() << "has root " << root << ", but the group along "
-                             << "axis " << axis << " has only " << *group
-                             << " ranks";
+    return op->emitOpError()
+           << "has root " << root << ", but the group along "
+           << "axis " << axis << " has only " << *group << " ranks";
   return success();
 }
 
@@ -180,7 +182,8 @@ static LogicalResult verifyTokenCarries(Operation *op, Type input,
 
 /// Collectives over a single rank return their input unchanged.
 static OpFoldResult foldTrivialGroup(Operation *op, int64_t axis, Value input) {
-  if (getGroupSize(op, axis) != 1 || input.getType() != op->getResult(0).getType())
+  if (getGroupSize(op, axis) != 1 ||
+      input.getType() != op->getResult(0).getType())
     return {};
   return input;
 }
@@ -272,15 +275,15 @@ static void printSbpEntries(OpAsmPrinter &printer, Operation *, SbpAttr sbp) {
 static LogicalResult verifySbpFits(Operation *op, SbpAttr sbp, StringRef side,
                                    PlacementAttr placement, int64_t rank) {
   if (static_cast<int64_t>(sbp.getDims().size()) != placement.getNumAxes())
-    return op->emitOpError() << "'" << side << "' has "
-                             << sbp.getDims().size() << " SBP entries, but "
-                             << placement << " has " << placement.getNumAxes()
-                             << " axis(es); give one entry per axis";
+    return op->emitOpError()
+           << "'" << side << "' has " << sbp.getDims().size()
+           << " SBP entries, but " << placement << " has "
+           << placement.getNumAxes() << " axis(es); give one entry per axis";
   for (const SbpDim &entry : sbp.getDims())
     if (entry.isSplit() && entry.dim >= rank)
-      return op->emitOpError() << "'" << side << "' splits dimension "
-                               << entry.dim << " of a rank-" << rank
-                               << " tensor";
+      return op->emitOpError()
+             << "'" << side << "' splits dimension " << entry.dim
+             << " of a rank-" << rank << " tensor";
   return success();
 }
 
@@ -295,13 +298,15 @@ LogicalResult ReshardOp::verify() {
   if (input.getRank() != result.getRank())
     return emitOpError() << "changes the rank from " << input.getRank()
                          << " to " << result.getRank();
-  if (failed(verifySbpFits(*this, getFrom(), "from", placement, input.getRank())) ||
+  if (failed(verifySbpFits(*this, getFrom(), "from", placement,
+                           input.getRank())) ||
       failed(verifySbpFits(*this, getTo(), "to", placement, input.getRank())))
     return failure();
   for (int64_t d = 0; d < input.getRank(); ++d) {
     if (input.isDynamicDim(d) || result.isDynamicDim(d)) {
       if (input.getDimSize(d) != result.getDimSize(d))
-        return emitOpError() << "dimension " << d << " is dynamic on one side only";
+        return emitOpError()
+               << "dimension " << d << " is dynamic on one side only";
       continue;
     }
     int64_t factorIn = getFrom().getSplitFactor(d, placement);
@@ -358,7 +363,7 @@ struct FoldTrivialStart : public OpRewritePattern<StartOp> {
 };
 } // namespace
 
-#define ZERO_DIST_START_OP_COMMON(OpName, resultName)                           \
+#define ZERO_DIST_START_OP_COMMON(OpName, resultName)                          \
   void OpName::getCanonicalizationPatterns(RewritePatternSet &patterns,        \
                                            MLIRContext *context) {             \
     patterns.add<FoldTrivialStart<OpName>>(context);                           \
@@ -404,8 +409,8 @@ LogicalResult AllToAllStartOp::verify() {
 }
 
 LogicalResult WaitOp::verify() {
-  int64_t waits = llvm::count_if(getToken().getUsers(),
-                                 [](Operation *user) { return isa<WaitOp>(user); });
+  int64_t waits = llvm::count_if(
+      getToken().getUsers(), [](Operation *user) { return isa<WaitOp>(user); });
   if (waits > 1)
     return emitOpError() << "waits on a token that is waited on " << waits
                          << " times; each started collective is waited on once";
@@ -427,9 +432,9 @@ static LogicalResult verifyBucketMembers(Operation *op, TypeRange members,
   for (auto [index, type] : llvm::enumerate(members)) {
     Type memberElement = cast<ShapedType>(type).getElementType();
     if (memberElement != elementType)
-      return op->emitOpError() << "tensor #" << index << " has element type "
-                               << memberElement << ", but the bucket holds "
-                               << elementType;
+      return op->emitOpError()
+             << "tensor #" << index << " has element type " << memberElement
+             << ", but the bucket holds " << elementType;
   }
   return success();
 }
@@ -476,7 +481,8 @@ LogicalResult UnpackOp::verify() {
   return success();
 }
 
-LogicalResult UnpackOp::fold(FoldAdaptor, SmallVectorImpl<OpFoldResult> &results) {
+LogicalResult UnpackOp::fold(FoldAdaptor,
+                             SmallVectorImpl<OpFoldResult> &results) {
   auto pack = getInput().getDefiningOp<PackOp>();
   if (!pack || pack.getInputs().getTypes() != getResults().getTypes())
     return failure();

@@ -10,9 +10,9 @@ using namespace zero::train;
 static LogicalResult verifySameElementType(Operation *op, ShapedType a,
                                            ShapedType b, StringRef what) {
   if (a.getElementType() != b.getElementType())
-    return op->emitOpError() << what << " have element types "
-                             << a.getElementType() << " and "
-                             << b.getElementType() << "; insert a train.cast";
+    return op->emitOpError()
+           << what << " have element types " << a.getElementType() << " and "
+           << b.getElementType() << "; insert a train.cast";
   return success();
 }
 
@@ -31,18 +31,19 @@ static LogicalResult verifyPerFeature(Operation *op, RankedTensorType input,
     return op->emitOpError() << "needs " << what << " of shape [" << features
                              << "] to match the last dimension of " << input
                              << ", got " << vector;
-  return verifySameElementType(op, input, vector, "the input and " + what.str());
+  return verifySameElementType(op, input, vector,
+                               "the input and " + what.str());
 }
 
 /// Per-row statistics have the input's shape without its last dimension.
 static LogicalResult verifyRowShape(Operation *op, RankedTensorType input,
                                     ShapedType rows, StringRef what) {
   if (rows.getShape() != ArrayRef<int64_t>(dropLastDim(input.getShape())))
-    return op->emitOpError() << "needs " << what << " of shape "
-                             << RankedTensorType::get(dropLastDim(input.getShape()),
-                                                      rows.getElementType())
-                             << " (one per row of " << input << "), got "
-                             << rows;
+    return op->emitOpError()
+           << "needs " << what << " of shape "
+           << RankedTensorType::get(dropLastDim(input.getShape()),
+                                    rows.getElementType())
+           << " (one per row of " << input << "), got " << rows;
   return success();
 }
 
@@ -70,7 +71,8 @@ LogicalResult MatmulOp::verify() {
     return emitOpError() << "needs operands of rank >= 2, got " << lhs
                          << " and " << rhs;
   if (failed(verifySameElementType(*this, lhs, rhs, "the operands")) ||
-      failed(verifySameElementType(*this, lhs, result, "the operands and result")))
+      failed(
+          verifySameElementType(*this, lhs, result, "the operands and result")))
     return failure();
   bool sharedRhs = rhs.getRank() == 2 && lhs.getRank() > 2;
   if (!sharedRhs && lhs.getRank() != rhs.getRank())
@@ -88,14 +90,16 @@ LogicalResult MatmulOp::verify() {
   int64_t k2 = getTransposeB() ? rhsShape[rr - 1] : rhsShape[rr - 2];
   int64_t n = getTransposeB() ? rhsShape[rr - 2] : rhsShape[rr - 1];
   if (k != k2 && !ShapedType::isDynamic(k) && !ShapedType::isDynamic(k2))
-    return emitOpError() << "contracts " << k << " elements of the left operand "
+    return emitOpError() << "contracts " << k
+                         << " elements of the left operand "
                          << "with " << k2 << " of the right (" << lhs << ", "
                          << rhs << ")";
   SmallVector<int64_t> expected(batch);
   expected.append({m, n});
   if (result.getShape() != ArrayRef<int64_t>(expected))
     return emitOpError() << "produces "
-                         << RankedTensorType::get(expected, lhs.getElementType())
+                         << RankedTensorType::get(expected,
+                                                  lhs.getElementType())
                          << ", but the result type is " << result;
   return success();
 }
@@ -108,7 +112,8 @@ LogicalResult LayerNormOp::verify() {
   RankedTensorType input = getInput().getType();
   if (failed(verifyPerFeature(*this, input, getGamma().getType(), "a scale")) ||
       failed(verifyPerFeature(*this, input, getBeta().getType(), "a shift")) ||
-      failed(verifyRowShape(*this, input, getMean().getType(), "mean and rstd")))
+      failed(
+          verifyRowShape(*this, input, getMean().getType(), "mean and rstd")))
     return failure();
   if (!(getEps().convertToDouble() > 0.0))
     return emitOpError() << "needs eps > 0";
@@ -126,19 +131,20 @@ LogicalResult LayerNormGradOp::verify() {
 // Embedding and loss
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyEmbeddingShapes(Operation *op, RankedTensorType table,
+static LogicalResult verifyEmbeddingShapes(Operation *op,
+                                           RankedTensorType table,
                                            RankedTensorType ids,
                                            RankedTensorType rows) {
   if (table.getRank() != 2)
-    return op->emitOpError() << "needs a 2-D [vocabulary, features] table, got "
-                             << table;
+    return op->emitOpError()
+           << "needs a 2-D [vocabulary, features] table, got " << table;
   SmallVector<int64_t> expected(ids.getShape());
   expected.push_back(table.getDimSize(1));
   if (rows.getShape() != ArrayRef<int64_t>(expected))
-    return op->emitOpError() << "looks up " << ids << " in " << table
-                             << ", which gives "
-                             << RankedTensorType::get(expected, table.getElementType())
-                             << ", not " << rows;
+    return op->emitOpError()
+           << "looks up " << ids << " in " << table << ", which gives "
+           << RankedTensorType::get(expected, table.getElementType())
+           << ", not " << rows;
   return verifySameElementType(op, table, rows, "the table and rows");
 }
 
@@ -198,13 +204,15 @@ static LogicalResult verifyReduction(Operation *op, RankedTensorType full,
                                      RankedTensorType reduced,
                                      ArrayRef<int64_t> dims) {
   if (failed(verifyDimList(op, dims, full.getRank(), "reduced")) ||
-      failed(verifySameElementType(op, full, reduced, "the full and reduced tensors")))
+      failed(verifySameElementType(op, full, reduced,
+                                   "the full and reduced tensors")))
     return failure();
   SmallVector<int64_t> expected = removeDims(full.getShape(), dims);
   if (reduced.getShape() != ArrayRef<int64_t>(expected))
-    return op->emitOpError() << "removing dims of " << full << " gives "
-                             << RankedTensorType::get(expected, full.getElementType())
-                             << ", not " << reduced;
+    return op->emitOpError()
+           << "removing dims of " << full << " gives "
+           << RankedTensorType::get(expected, full.getElementType()) << ", not "
+           << reduced;
   return success();
 }
 
@@ -226,7 +234,8 @@ LogicalResult ExpandOp::verify() {
 LogicalResult ReshapeOp::verify() {
   auto input = cast<RankedTensorType>(getInput().getType());
   auto result = cast<RankedTensorType>(getResult().getType());
-  if (failed(verifySameElementType(*this, input, result, "the input and result")))
+  if (failed(
+          verifySameElementType(*this, input, result, "the input and result")))
     return failure();
   if (input.getNumElements() != result.getNumElements())
     return emitOpError() << "reshapes " << input.getNumElements()
@@ -248,11 +257,13 @@ LogicalResult TransposeOp::verify() {
                            << input.getRank() - 1 << " once";
     expected.push_back(input.getDimSize(dim));
   }
-  if (failed(verifySameElementType(*this, input, result, "the input and result")))
+  if (failed(
+          verifySameElementType(*this, input, result, "the input and result")))
     return failure();
   if (result.getShape() != ArrayRef<int64_t>(expected))
     return emitOpError() << "permutes " << input << " into "
-                         << RankedTensorType::get(expected, input.getElementType())
+                         << RankedTensorType::get(expected,
+                                                  input.getElementType())
                          << ", not " << result;
   return success();
 }

@@ -31,7 +31,8 @@ void TrainDialect::initialize() {
 LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   if (attr.getName() != getStepAttrName())
-    return op->emitError() << "unknown train attribute '" << attr.getName().getValue()
+    return op->emitError() << "unknown train attribute '"
+                           << attr.getName().getValue()
                            << "'; the dialect defines only '"
                            << getStepAttrName() << "'";
   if (!isa<UnitAttr>(attr.getValue()))
@@ -87,7 +88,8 @@ static ParseResult parseInitBody(AsmParser &parser, InitAttr &init) {
       return failure();
   }
   init = InitAttr::getChecked([&] { return parser.emitError(loc); },
-                              parser.getContext(), *kind, APFloat(values[0]), APFloat(values[1]));
+                              parser.getContext(), *kind, APFloat(values[0]),
+                              APFloat(values[1]));
   return success(static_cast<bool>(init));
 }
 
@@ -115,7 +117,8 @@ static void printInitBody(OpAsmPrinter &printer, Operation *, InitAttr init) {
 
 Attribute InitAttr::parse(AsmParser &parser, Type) {
   InitAttr init;
-  if (parser.parseLess() || parseInitBody(parser, init) || parser.parseGreater())
+  if (parser.parseLess() || parseInitBody(parser, init) ||
+      parser.parseGreater())
     return {};
   return init;
 }

@@ -34,18 +34,19 @@ static FailureOr<ParamOp> lookupParam(Operation *user,
                                       FlatSymbolRefAttr symbol) {
   auto param = symbolTable.lookupNearestSymbolFrom<ParamOp>(user, symbol);
   if (!param)
-    return user->emitOpError() << "refers to " << symbol
-                               << ", which is not a train.param";
+    return user->emitOpError()
+           << "refers to " << symbol << ", which is not a train.param";
   return param;
 }
 
-static FailureOr<OptimizerOp> lookupOptimizer(Operation *user,
-                                              SymbolTableCollection &symbolTable,
-                                              FlatSymbolRefAttr symbol) {
-  auto optimizer = symbolTable.lookupNearestSymbolFrom<OptimizerOp>(user, symbol);
+static FailureOr<OptimizerOp>
+lookupOptimizer(Operation *user, SymbolTableCollection &symbolTable,
+                FlatSymbolRefAttr symbol) {
+  auto optimizer =
+      symbolTable.lookupNearestSymbolFrom<OptimizerOp>(user, symbol);
   if (!optimizer)
-    return user->emitOpError() << "refers to " << symbol
-                               << ", which is not a train.optimizer";
+    return user->emitOpError()
+           << "refers to " << symbol << ", which is not a train.optimizer";
   return optimizer;
 }
 
@@ -78,8 +79,10 @@ LogicalResult ParamOp::verify() {
                          << getOwnerAttr() << "'";
   if ((role == Role::master || role == Role::slot) &&
       !logical.getElementType().isF32())
-    return emitOpError() << (role == Role::master ? "is a master copy" : "is an optimizer slot")
-                         << " and must be f32, got " << logical.getElementType();
+    return emitOpError() << (role == Role::master ? "is a master copy"
+                                                  : "is an optimizer slot")
+                         << " and must be f32, got "
+                         << logical.getElementType();
   if (role == Role::master && getInit())
     return emitOpError() << "is a master copy, which starts as a copy of its "
                             "parameter; drop the initializer";
@@ -92,16 +95,17 @@ LogicalResult ParamOp::verify() {
   }
 
   if (!getLocalType())
-    return emitOpError() << "is sharded and must give the local type each rank holds";
+    return emitOpError()
+           << "is sharded and must give the local type each rank holds";
   dist::PlacementAttr placement = dist::lookupPlacement(*this);
   if (!placement)
     return emitOpError() << "is sharded but no 'dist.placement' encloses it; "
                             "place the module, e.g. #dist.placement<cpu, [4]>";
   int64_t axis = getShardAxis();
   if (!placement.hasAxis(axis))
-    return emitOpError() << "is sharded over placement axis " << axis << ", but "
-                         << placement << " has only " << placement.getNumAxes()
-                         << " axis(es)";
+    return emitOpError() << "is sharded over placement axis " << axis
+                         << ", but " << placement << " has only "
+                         << placement.getNumAxes() << " axis(es)";
   int64_t group = placement.getGroupSize(axis);
   std::optional<SmallVector<int64_t>> expectedShape =
       localShapeOf(logical.getShape(), toStorageLayout(getLayout()), group);
@@ -111,10 +115,10 @@ LogicalResult ParamOp::verify() {
   RankedTensorType expected =
       RankedTensorType::get(*expectedShape, logical.getElementType());
   if (getLocalTensorType() != expected) {
-    auto diag = emitOpError() << "stores " << logical << " "
-                              << stringifyStorageLayoutKind(getLayout())
-                              << "-sharded over " << group
-                              << " ranks, so each rank holds " << expected;
+    auto diag = emitOpError()
+                << "stores " << logical << " "
+                << stringifyStorageLayoutKind(getLayout()) << "-sharded over "
+                << group << " ranks, so each rank holds " << expected;
     int64_t extent = getLayout() == StorageLayoutKind::flat
                          ? logical.getNumElements()
                          : logical.getDimSize(0);
@@ -137,7 +141,8 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return emitOpError() << "belongs to " << getOwnerAttr() << ", which is a "
                          << stringifyRole(owner->getRole())
                          << ", not a trainable parameter";
-  if (owner->getLogicalTensorType().getShape() != getLogicalTensorType().getShape())
+  if (owner->getLogicalTensorType().getShape() !=
+      getLogicalTensorType().getShape())
     return emitOpError() << "has logical type " << getLogicalTensorType()
                          << ", but its parameter " << getOwnerAttr() << " is "
                          << owner->getLogicalTensorType()
@@ -211,7 +216,9 @@ static std::optional<double> toDouble(std::optional<APFloat> value) {
 std::optional<double> OptimizerOp::getMomentumValue() {
   return toDouble(getMomentum());
 }
-double OptimizerOp::getBeta1Value() { return toDouble(getBeta1()).value_or(0.9); }
+double OptimizerOp::getBeta1Value() {
+  return toDouble(getBeta1()).value_or(0.9);
+}
 double OptimizerOp::getBeta2Value() {
   return toDouble(getBeta2()).value_or(0.999);
 }
@@ -238,12 +245,14 @@ LogicalResult OptimizerOp::verify() {
   if (!isAdam && (getBeta1() || getEps()))
     return emitOpError() << "of kind " << name
                          << " takes no betas or eps; they are Adam's";
-  for (std::optional<double> beta : {toDouble(getBeta1()), toDouble(getBeta2())})
+  for (std::optional<double> beta :
+       {toDouble(getBeta1()), toDouble(getBeta2())})
     if (beta && (*beta < 0.0 || *beta >= 1.0))
       return emitOpError() << "needs betas in [0, 1), got " << *beta;
   if (std::optional<double> eps = toDouble(getEps()); eps && !(*eps > 0.0))
     return emitOpError() << "needs eps > 0, got " << *eps;
-  if (std::optional<double> decay = toDouble(getWeightDecay()); decay && *decay < 0.0)
+  if (std::optional<double> decay = toDouble(getWeightDecay());
+      decay && *decay < 0.0)
     return emitOpError() << "needs weight_decay >= 0, got " << *decay;
   return success();
 }
@@ -259,8 +268,9 @@ ApplyGradientOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       failed(lookupOptimizer(*this, symbolTable, getOptimizerAttr())))
     return failure();
   if (param->getRole() == Role::frozen)
-    return emitOpError() << "applies a gradient to " << getParamAttr()
-                         << ", which is frozen; frozen parameters take no gradient";
+    return emitOpError()
+           << "applies a gradient to " << getParamAttr()
+           << ", which is frozen; frozen parameters take no gradient";
   if (param->getRole() != Role::param)
     return emitOpError() << "applies a gradient to " << getParamAttr()
                          << ", which is a " << stringifyRole(param->getRole())
@@ -299,9 +309,10 @@ static LogicalResult verifyUpdateOptimizer(UpdateOp op,
     return failure();
   OptimizerKind required = UpdateOp::getRequiredOptimizerKind();
   if (optimizer->getKind() != required)
-    return op.emitOpError() << "needs a " << stringifyOptimizerKind(required)
-                            << " optimizer, but " << op.getOptimizerAttr()
-                            << " is " << stringifyOptimizerKind(optimizer->getKind());
+    return op.emitOpError()
+           << "needs a " << stringifyOptimizerKind(required)
+           << " optimizer, but " << op.getOptimizerAttr() << " is "
+           << stringifyOptimizerKind(optimizer->getKind());
   return success();
 }
 
@@ -318,7 +329,8 @@ static LogicalResult verifyUpdateOptimizer(UpdateOp op,
   }
 
 ZERO_TRAIN_UPDATE_OP(SgdOp, ({getParam(), getGrad()}))
-ZERO_TRAIN_UPDATE_OP(SgdMomentumOp, ({getParam(), getGrad(), getMomentumBuffer()}))
+ZERO_TRAIN_UPDATE_OP(SgdMomentumOp,
+                     ({getParam(), getGrad(), getMomentumBuffer()}))
 ZERO_TRAIN_UPDATE_OP(AdamOp, ({getParam(), getGrad(), getM()}))
 ZERO_TRAIN_UPDATE_OP(AdamWOp, ({getParam(), getGrad(), getM()}))
 #undef ZERO_TRAIN_UPDATE_OP

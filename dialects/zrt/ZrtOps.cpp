@@ -19,7 +19,8 @@ void ZrtDialect::initialize() {
 }
 
 static int64_t bytesOf(MemRefType type) {
-  return type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+  return type.getNumElements() *
+         llvm::divideCeil(type.getElementTypeBitWidth(), 8);
 }
 
 //===----------------------------------------------------------------------===//
@@ -28,7 +29,8 @@ static int64_t bytesOf(MemRefType type) {
 
 LogicalResult ProgramOp::verify() {
   if (!llvm::isPowerOf2_64(getAlignment()))
-    return emitOpError() << "needs a power-of-two alignment, got " << getAlignment();
+    return emitOpError() << "needs a power-of-two alignment, got "
+                         << getAlignment();
   auto steps = getBody().front().getOps<StepOp>();
   int64_t count = std::distance(steps.begin(), steps.end());
   if (count != 1)
@@ -40,8 +42,10 @@ LogicalResult ProgramOp::verify() {
 // Memory
 //===----------------------------------------------------------------------===//
 
-LogicalResult BufferRefOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  auto buffer = symbolTable.lookupNearestSymbolFrom<BufferOp>(*this, getBufferAttr());
+LogicalResult
+BufferRefOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto buffer =
+      symbolTable.lookupNearestSymbolFrom<BufferOp>(*this, getBufferAttr());
   if (!buffer)
     return emitOpError() << "refers to " << getBufferAttr()
                          << ", which is not a zrt.buffer";
@@ -113,15 +117,15 @@ ZERO_ZRT_STREAM_USER(AllToAllOp)
 #undef ZERO_ZRT_STREAM_USER
 
 LogicalResult RecordOp::verifySymbolUses(SymbolTableCollection &table) {
-  return failure(
-      failed(verifyDeclared<EventOp>(*this, table, getEventAttr(), "zrt.event")) ||
-      failed(verifyStream(*this, table, getStreamAttr())));
+  return failure(failed(verifyDeclared<EventOp>(*this, table, getEventAttr(),
+                                                "zrt.event")) ||
+                 failed(verifyStream(*this, table, getStreamAttr())));
 }
 
 LogicalResult WaitOp::verifySymbolUses(SymbolTableCollection &table) {
-  return failure(
-      failed(verifyDeclared<EventOp>(*this, table, getEventAttr(), "zrt.event")) ||
-      failed(verifyStream(*this, table, getStreamAttr())));
+  return failure(failed(verifyDeclared<EventOp>(*this, table, getEventAttr(),
+                                                "zrt.event")) ||
+                 failed(verifyStream(*this, table, getStreamAttr())));
 }
 
 //===----------------------------------------------------------------------===//
@@ -152,9 +156,9 @@ static FailureOr<int64_t> verifyGroup(Operation *op, int64_t axis) {
   if (!placement)
     return op->emitOpError() << "must be inside a zrt.program with a placement";
   if (!placement.hasAxis(axis))
-    return op->emitOpError() << "runs over placement axis " << axis << ", but "
-                             << placement << " has only "
-                             << placement.getNumAxes() << " axis(es)";
+    return op->emitOpError()
+           << "runs over placement axis " << axis << ", but " << placement
+           << " has only " << placement.getNumAxes() << " axis(es)";
   return placement.getGroupSize(axis);
 }
 
@@ -172,16 +176,17 @@ static LogicalResult verifyRowMultiple(Operation *op, MemRefType few,
 }
 
 template <typename CollectiveOp>
-static LogicalResult verifyCollectiveBuffers(CollectiveOp op,
-                                             llvm::function_ref<LogicalResult(int64_t)> rule) {
+static LogicalResult
+verifyCollectiveBuffers(CollectiveOp op,
+                        llvm::function_ref<LogicalResult(int64_t)> rule) {
   FailureOr<int64_t> group = verifyGroup(op, op.getAxis());
   if (failed(group))
     return failure();
   MemRefType input = op.getInput().getType(), output = op.getOutput().getType();
   if (input.getElementType() != output.getElementType())
-    return op.emitOpError() << "moves " << input.getElementType() << " into "
-                            << output.getElementType()
-                            << "; collectives do not convert";
+    return op.emitOpError()
+           << "moves " << input.getElementType() << " into "
+           << output.getElementType() << "; collectives do not convert";
   return rule(*group);
 }
 

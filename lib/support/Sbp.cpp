@@ -15,7 +15,8 @@ llvm::hash_code hash_value(const SbpDim &sbp) {
                             static_cast<int>(sbp.reduce));
 }
 
-static std::optional<SbpDim> fail(std::string *error, const llvm::Twine &message) {
+static std::optional<SbpDim> fail(std::string *error,
+                                  const llvm::Twine &message) {
   if (error)
     *error = message.str();
   return std::nullopt;
@@ -27,7 +28,8 @@ std::optional<SbpDim> parseSbpDim(llvm::StringRef text, std::string *error) {
     return SbpDim::broadcast();
   char head = text.empty() ? '\0' : text.front();
   if (head != 'S' && head != 'P')
-    return fail(error, "expected S(dim), B or P(sum|mean|max), got '" + text + "'");
+    return fail(error,
+                "expected S(dim), B or P(sum|mean|max), got '" + text + "'");
   llvm::StringRef rest = text.drop_front().ltrim();
   if (!rest.consume_front("(") || !rest.consume_back(")"))
     return fail(error, "expected '" + llvm::Twine(head) +
@@ -42,7 +44,8 @@ std::optional<SbpDim> parseSbpDim(llvm::StringRef text, std::string *error) {
   }
   std::optional<ReduceKind> reduce = symbolizeReduceKind(rest);
   if (!reduce)
-    return fail(error, "P(op) needs op to be sum, mean or max, got '" + rest + "'");
+    return fail(error,
+                "P(op) needs op to be sum, mean or max, got '" + rest + "'");
   return SbpDim::partial(*reduce);
 }
 

@@ -8,7 +8,8 @@
 namespace zero {
 
 int64_t ceilDiv(int64_t value, int64_t divisor) {
-  assert(value >= 0 && divisor > 0 && "ceilDiv expects value >= 0, divisor > 0");
+  assert(value >= 0 && divisor > 0 &&
+         "ceilDiv expects value >= 0, divisor > 0");
   return (value + divisor - 1) / divisor;
 }
 
@@ -39,7 +40,8 @@ bool localSizesAgree(int64_t localIn, int64_t factorIn, int64_t localOut,
   if (localIn == 0 || localOut == 0)
     return localIn == 0 && localOut == 0;
   int64_t lowIn = (localIn - 1) * factorIn + 1, highIn = localIn * factorIn;
-  int64_t lowOut = (localOut - 1) * factorOut + 1, highOut = localOut * factorOut;
+  int64_t lowOut = (localOut - 1) * factorOut + 1,
+          highOut = localOut * factorOut;
   return std::max(lowIn, lowOut) <= std::min(highIn, highOut);
 }
 
@@ -50,7 +52,8 @@ localShapeOf(llvm::ArrayRef<int64_t> logicalShape, StorageLayout layout,
   case StorageLayout::Replicated:
     return llvm::SmallVector<int64_t>(logicalShape);
   case StorageLayout::Flat:
-    return llvm::SmallVector<int64_t>{shardSize(numElements(logicalShape), groupSize)};
+    return llvm::SmallVector<int64_t>{
+        shardSize(numElements(logicalShape), groupSize)};
   case StorageLayout::Dim0: {
     if (logicalShape.empty())
       return std::nullopt;

@@ -3,8 +3,8 @@
 #include "zero/dialects/dist/DistDialect.h"
 #include "zero/dialects/dist/DistOps.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"

@@ -75,7 +75,8 @@ TEST(Sbp, ListNeedsBrackets) {
 }
 
 TEST(Sbp, FormatRoundTrips) {
-  for (const char *text : {"[S(0), B]", "[P(sum)]", "[B, P(max), S(3)]", "[]"}) {
+  for (const char *text :
+       {"[S(0), B]", "[P(sum)]", "[B, P(max), S(3)]", "[]"}) {
     auto list = parseSbpList(text);
     ASSERT_TRUE(list.has_value()) << text;
     EXPECT_EQ(formatSbpList(*list), text);

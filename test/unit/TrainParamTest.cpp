@@ -18,7 +18,8 @@ namespace {
 class TrainParamTest : public ::testing::Test {
 protected:
   TrainParamTest() {
-    context.loadDialect<zero::dist::DistDialect, TrainDialect, func::FuncDialect>();
+    context.loadDialect<zero::dist::DistDialect, TrainDialect,
+                        func::FuncDialect>();
     context.getDiagEngine().registerHandler([](Diagnostic &) {});
   }
 

@@ -1,4 +1,5 @@
-//===- Sbp.h - Split / broadcast / partial descriptors -----------*- C++ -*-===//
+//===- Sbp.h - Split / broadcast / partial descriptors -----------*- C++
+//-*-===//
 //
 // One SBP entry describes how a tensor relates to its logical value along one
 // placement axis: S(d) split along tensor dimension d, B broadcast (every rank
@@ -32,7 +33,9 @@ struct SbpDim {
   /// Reduction for P(op); sum otherwise.
   ReduceKind reduce = ReduceKind::sum;
 
-  static SbpDim split(int64_t dim) { return {SbpKind::split, dim, ReduceKind::sum}; }
+  static SbpDim split(int64_t dim) {
+    return {SbpKind::split, dim, ReduceKind::sum};
+  }
   static SbpDim broadcast() { return {SbpKind::broadcast, 0, ReduceKind::sum}; }
   static SbpDim partial(ReduceKind reduce) {
     return {SbpKind::partial, 0, reduce};
@@ -57,8 +60,8 @@ std::optional<SbpDim> parseSbpDim(llvm::StringRef text,
                                   std::string *error = nullptr);
 
 /// Parses a bracketed list, one entry per placement axis: `[S(0), B]`.
-std::optional<llvm::SmallVector<SbpDim>> parseSbpList(llvm::StringRef text,
-                                                      std::string *error = nullptr);
+std::optional<llvm::SmallVector<SbpDim>>
+parseSbpList(llvm::StringRef text, std::string *error = nullptr);
 
 /// The textual form parseSbpDim accepts.
 std::string formatSbpDim(const SbpDim &sbp);

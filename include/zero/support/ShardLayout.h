@@ -1,4 +1,5 @@
-//===- ShardLayout.h - Shard shapes and padding ------------------*- C++ -*-===//
+//===- ShardLayout.h - Shard shapes and padding ------------------*- C++
+//-*-===//
 //
 // The arithmetic every part of the project agrees on: how a tensor of a given
 // logical shape is cut into shards over a group of ranks, and how much padding

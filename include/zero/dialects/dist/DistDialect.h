@@ -1,4 +1,5 @@
-//===- DistDialect.h - Placements, SBP and collectives -----------*- C++ -*-===//
+//===- DistDialect.h - Placements, SBP and collectives -----------*- C++
+//-*-===//
 
 #ifndef ZERO_DIALECTS_DIST_DISTDIALECT_H
 #define ZERO_DIALECTS_DIST_DISTDIALECT_H

@@ -1,4 +1,5 @@
-//===- DistEnums.h - Enumerations of the dist dialect ------------*- C++ -*-===//
+//===- DistEnums.h - Enumerations of the dist dialect ------------*- C++
+//-*-===//
 
 #ifndef ZERO_DIALECTS_DIST_DISTENUMS_H
 #define ZERO_DIALECTS_DIST_DISTENUMS_H

@@ -1,4 +1,5 @@
-//===- DistOps.h - Collectives of the dist dialect ---------------*- C++ -*-===//
+//===- DistOps.h - Collectives of the dist dialect ---------------*- C++
+//-*-===//
 
 #ifndef ZERO_DIALECTS_DIST_DISTOPS_H
 #define ZERO_DIALECTS_DIST_DISTOPS_H

@@ -1,4 +1,5 @@
-//===- DistSbpParsing.h - Textual SBP lists in MLIR assembly -----*- C++ -*-===//
+//===- DistSbpParsing.h - Textual SBP lists in MLIR assembly -----*- C++
+//-*-===//
 //
 // The `[S(0), B, P(sum)]` syntax shared by `#dist.sbp` and the ops that print
 // SBP lists inline (dist.reshard).

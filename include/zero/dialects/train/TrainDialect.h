@@ -1,4 +1,5 @@
-//===- TrainDialect.h - The ahead-of-time training step ----------*- C++ -*-===//
+//===- TrainDialect.h - The ahead-of-time training step ----------*- C++
+//-*-===//
 
 #ifndef ZERO_DIALECTS_TRAIN_TRAINDIALECT_H
 #define ZERO_DIALECTS_TRAIN_TRAINDIALECT_H

@@ -1,4 +1,5 @@
-//===- TrainOps.h - Operations of the train dialect --------------*- C++ -*-===//
+//===- TrainOps.h - Operations of the train dialect --------------*- C++
+//-*-===//
 
 #ifndef ZERO_DIALECTS_TRAIN_TRAINOPS_H
 #define ZERO_DIALECTS_TRAIN_TRAINOPS_H

@@ -1,4 +1,5 @@
-//===- ZrtDialect.h - The lowered runtime program ----------------*- C++ -*-===//
+//===- ZrtDialect.h - The lowered runtime program ----------------*- C++
+//-*-===//
 
 #ifndef ZERO_DIALECTS_ZRT_ZRTDIALECT_H
 #define ZERO_DIALECTS_ZRT_ZRTDIALECT_H

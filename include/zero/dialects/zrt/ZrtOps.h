@@ -1,4 +1,5 @@
-//===- ZrtOps.h - Operations of the zrt dialect ------------------*- C++ -*-===//
+//===- ZrtOps.h - Operations of the zrt dialect ------------------*- C++
+//-*-===//
 
 #ifndef ZERO_DIALECTS_ZRT_ZRTOPS_H
 #define ZERO_DIALECTS_ZRT_ZRTOPS_H

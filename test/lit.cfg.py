@@ -28,3 +28,8 @@ llvm_config.use_default_substitutions()
 tool_dirs = [config.zero_tools_dir, config.llvm_tools_dir]
 tools = [ToolSubst("zero-opt", unresolved="fatal")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+import shutil
+
+if shutil.which("clang-format"):
+    config.available_features.add("clang-format")

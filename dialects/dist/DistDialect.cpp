@@ -45,6 +45,13 @@ void DistDialect::registerTypes() {
 LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() == getPlacementAttrName()) {
+    // A lowered program's own placement is the only one inside it; a
+    // discardable one nested in it would silently change group sizes.
+    for (Operation *scope = op; scope; scope = scope->getParentOp())
+      if (scope->getAttrOfType<PlacementAttr>("placement"))
+        return op->emitError()
+               << "'" << getPlacementAttrName() << "' cannot be set inside '"
+               << scope->getName() << "', which has its own placement";
     if (!isa<PlacementAttr>(attr.getValue()))
       return op->emitError()
              << "'" << getPlacementAttrName()

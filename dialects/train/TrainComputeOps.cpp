@@ -110,13 +110,13 @@ LogicalResult MatmulOp::verify() {
 
 LogicalResult LayerNormOp::verify() {
   RankedTensorType input = getInput().getType();
+  // Beta has gamma's type (AllTypesMatch), so checking gamma covers both.
   if (failed(verifyPerFeature(*this, input, getGamma().getType(), "a scale")) ||
-      failed(verifyPerFeature(*this, input, getBeta().getType(), "a shift")) ||
       failed(
           verifyRowShape(*this, input, getMean().getType(), "mean and rstd")))
     return failure();
   if (!(getEps().convertToDouble() > 0.0))
-    return emitOpError() << "needs eps > 0";
+    return emitOpError() << "needs eps > 0, got " << getEps().convertToDouble();
   return success();
 }
 
@@ -200,35 +200,44 @@ static SmallVector<int64_t> removeDims(ArrayRef<int64_t> shape,
   return kept;
 }
 
+/// `full` without `dims` is `reduced`. `expands` says which side is the
+/// result, so that messages read in the op's direction.
 static LogicalResult verifyReduction(Operation *op, RankedTensorType full,
                                      RankedTensorType reduced,
-                                     ArrayRef<int64_t> dims) {
-  if (failed(verifyDimList(op, dims, full.getRank(), "reduced")) ||
-      failed(verifySameElementType(op, full, reduced,
-                                   "the full and reduced tensors")))
+                                     ArrayRef<int64_t> dims, bool expands) {
+  if (failed(verifyDimList(op, dims, full.getRank(),
+                           expands ? "inserted" : "reduced")) ||
+      failed(verifySameElementType(op, expands ? reduced : full,
+                                   expands ? full : reduced,
+                                   "the input and result")))
     return failure();
   SmallVector<int64_t> expected = removeDims(full.getShape(), dims);
-  if (reduced.getShape() != ArrayRef<int64_t>(expected))
-    return op->emitOpError()
-           << "removing dims of " << full << " gives "
-           << RankedTensorType::get(expected, full.getElementType()) << ", not "
-           << reduced;
-  return success();
+  if (reduced.getShape() == ArrayRef<int64_t>(expected))
+    return success();
+  RankedTensorType expectedType =
+      RankedTensorType::get(expected, full.getElementType());
+  if (expands)
+    return op->emitOpError() << "expands " << reduced << " into " << full
+                             << ", but removing the inserted dims from the "
+                                "result gives "
+                             << expectedType;
+  return op->emitOpError() << "reducing " << full << " over its dims gives "
+                           << expectedType << ", not " << reduced;
 }
 
 LogicalResult ReduceSumOp::verify() {
   return verifyReduction(*this, getInput().getType(), getResult().getType(),
-                         getDims());
+                         getDims(), /*expands=*/false);
 }
 
 LogicalResult ReduceMeanOp::verify() {
   return verifyReduction(*this, getInput().getType(), getResult().getType(),
-                         getDims());
+                         getDims(), /*expands=*/false);
 }
 
 LogicalResult ExpandOp::verify() {
   return verifyReduction(*this, getResult().getType(), getInput().getType(),
-                         getDims());
+                         getDims(), /*expands=*/true);
 }
 
 LogicalResult ReshapeOp::verify() {

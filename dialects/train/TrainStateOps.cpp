@@ -63,6 +63,23 @@ RankedTensorType ParamOp::getLocalTensorType() {
 int64_t ParamOp::getLogicalBytes() { return bytesOf(getLogicalTensorType()); }
 int64_t ParamOp::getLocalBytes() { return bytesOf(getLocalTensorType()); }
 
+/// The role as a noun phrase for diagnostics: "a frozen parameter".
+static StringRef describeRole(Role role) {
+  switch (role) {
+  case Role::param:
+    return "a trainable parameter";
+  case Role::frozen:
+    return "a frozen parameter";
+  case Role::master:
+    return "a master copy";
+  case Role::slot:
+    return "an optimizer slot";
+  case Role::grad_accum:
+    return "a gradient accumulator";
+  }
+  return "a persistent tensor";
+}
+
 static bool roleHasOwner(Role role) {
   return role == Role::master || role == Role::slot || role == Role::grad_accum;
 }
@@ -71,16 +88,15 @@ LogicalResult ParamOp::verify() {
   RankedTensorType logical = getLogicalTensorType();
   Role role = getRole();
   if (roleHasOwner(role) && !getOwner())
-    return emitOpError() << "is a " << stringifyRole(role)
+    return emitOpError() << "is " << describeRole(role)
                          << " and must name its parameter with 'of @param'";
   if (!roleHasOwner(role) && getOwner())
-    return emitOpError() << "is a " << stringifyRole(role)
+    return emitOpError() << "is " << describeRole(role)
                          << " and belongs to no other tensor; drop 'of "
                          << getOwnerAttr() << "'";
   if ((role == Role::master || role == Role::slot) &&
       !logical.getElementType().isF32())
-    return emitOpError() << (role == Role::master ? "is a master copy"
-                                                  : "is an optimizer slot")
+    return emitOpError() << "is " << describeRole(role)
                          << " and must be f32, got "
                          << logical.getElementType();
   if (role == Role::master && getInit())
@@ -88,6 +104,10 @@ LogicalResult ParamOp::verify() {
                             "parameter; drop the initializer";
 
   if (!isSharded()) {
+    if (getShardAxis() != 0)
+      return emitOpError() << "is replicated, so it has no shard axis; drop "
+                              "shard_axis = "
+                           << getShardAxis();
     if (getLocalType())
       return emitOpError() << "is replicated, so each rank holds the logical "
                               "type; drop the local type";
@@ -138,8 +158,8 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (failed(owner))
     return failure();
   if (owner->getRole() != Role::param)
-    return emitOpError() << "belongs to " << getOwnerAttr() << ", which is a "
-                         << stringifyRole(owner->getRole())
+    return emitOpError() << "belongs to " << getOwnerAttr() << ", which is "
+                         << describeRole(owner->getRole())
                          << ", not a trainable parameter";
   if (owner->getLogicalTensorType().getShape() !=
       getLogicalTensorType().getShape())
@@ -242,9 +262,12 @@ LogicalResult OptimizerOp::verify() {
   if (std::optional<double> momentum = getMomentumValue())
     if (*momentum < 0.0 || *momentum >= 1.0)
       return emitOpError() << "needs momentum in [0, 1), got " << *momentum;
-  if (!isAdam && (getBeta1() || getEps()))
+  if (!isAdam && (getBeta1() || getBeta2() || getEps()))
     return emitOpError() << "of kind " << name
                          << " takes no betas or eps; they are Adam's";
+  if (static_cast<bool>(getBeta1()) != static_cast<bool>(getBeta2()))
+    return emitOpError() << "needs both betas or neither, as 'betas(beta1, "
+                            "beta2)'";
   for (std::optional<double> beta :
        {toDouble(getBeta1()), toDouble(getBeta2())})
     if (beta && (*beta < 0.0 || *beta >= 1.0))
@@ -273,7 +296,7 @@ ApplyGradientOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
            << ", which is frozen; frozen parameters take no gradient";
   if (param->getRole() != Role::param)
     return emitOpError() << "applies a gradient to " << getParamAttr()
-                         << ", which is a " << stringifyRole(param->getRole())
+                         << ", which is " << describeRole(param->getRole())
                          << ", not a parameter";
   RankedTensorType logical = param->getLogicalTensorType();
   if (getGrad().getType().getShape() != logical.getShape())
@@ -310,8 +333,8 @@ static LogicalResult verifyUpdateOptimizer(UpdateOp op,
   OptimizerKind required = UpdateOp::getRequiredOptimizerKind();
   if (optimizer->getKind() != required)
     return op.emitOpError()
-           << "needs a " << stringifyOptimizerKind(required)
-           << " optimizer, but " << op.getOptimizerAttr() << " is "
+           << "needs an optimizer of kind " << stringifyOptimizerKind(required)
+           << ", but " << op.getOptimizerAttr() << " is "
            << stringifyOptimizerKind(optimizer->getKind());
   return success();
 }

@@ -72,11 +72,11 @@ LogicalResult ArenaViewOp::verify() {
                          << ", which is not a multiple of the program's "
                             "alignment "
                          << program.getAlignment();
-  int64_t end = offset + getSizeInBytes();
-  if (end > static_cast<int64_t>(program.getArenaBytes()))
-    return emitOpError() << "covers bytes [" << offset << ", " << end
-                         << "), past the end of the " << program.getArenaBytes()
-                         << "-byte arena";
+  // Compared without adding, so that huge offsets cannot wrap around.
+  int64_t arena = program.getArenaBytes(), size = getSizeInBytes();
+  if (offset > arena || size > arena - offset)
+    return emitOpError() << "covers " << size << " bytes from offset " << offset
+                         << ", past the end of the " << arena << "-byte arena";
   return success();
 }
 

@@ -151,9 +151,12 @@ def Train_SoftmaxOp : Train_ComputeOp<"softmax", "softmax", [SameOperandsAndResu
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+// MLIR 19's format type inference mixes up AllTypesMatch groups that hold two
+// results (fixed upstream in llvm-project #122717), so the row statistics'
+// type is spelled out once in the format and tied by TypesMatchWith.
 def Train_LayerNormOp : Train_ComputeOp<"layer_norm", "ln", [
     AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>,
-    AllTypesMatch<["mean", "rstd"]>]> {
+    TypesMatchWith<"rstd has the type of mean", "mean", "rstd", "$_self">]> {
   let summary = "Layer normalization over the last dimension, with scale and shift";
   let description = [{
     Returns the normalized tensor and, for the gradient, the f32 mean and

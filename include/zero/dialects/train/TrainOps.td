@@ -15,6 +15,8 @@ class Train_Op<string mnemonic, list<Trait> traits = []>
 def Train_Float : AnyTypeOf<[F32, BF16, F16]>;
 def Train_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
 def Train_IndexTensor : RankedTensorOf<[I32, I64]>;
+// Persistent state holds numbers whose byte size is known.
+def Train_StateTensor : StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>;
 def Train_ScalarF32 : 0DTensorOf<[F32]>,
     BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
 def Train_StepTensor : 0DTensorOf<[I64]>,
@@ -54,11 +56,11 @@ def Train_ParamOp : Train_Op<"param", [Symbol,
     SymbolNameAttr:$sym_name,
     Train_Role:$role,
     OptionalAttr<FlatSymbolRefAttr>:$owner,
-    TypeAttrOf<AnyStaticShapeTensor>:$logical_type,
+    TypeAttrOf<Train_StateTensor>:$logical_type,
     DefaultValuedAttr<Train_StorageLayout,
                       "::zero::train::StorageLayoutKind::replicated">:$layout,
     DefaultValuedAttr<ConfinedAttr<I64Attr, [IntNonNegative]>, "0">:$shard_axis,
-    OptionalAttr<TypeAttrOf<AnyStaticShapeTensor>>:$local_type,
+    OptionalAttr<TypeAttrOf<Train_StateTensor>>:$local_type,
     OptionalAttr<Train_InitAttr>:$init
   );
   let assemblyFormat = [{
@@ -96,7 +98,7 @@ def Train_LoadOp : Train_Op<"load", [
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$state);
-  let results = (outs AnyStaticShapeTensor:$result);
+  let results = (outs Train_StateTensor:$result);
   let assemblyFormat = "$state attr-dict `:` type($result)";
 }
 
@@ -107,7 +109,7 @@ def Train_StoreOp : Train_Op<"store", [DeclareOpInterfaceMethods<SymbolUserOpInt
     train.store %new to @fc1.w.m : tensor<25088xf32>
     ```
   }];
-  let arguments = (ins AnyStaticShapeTensor:$value, FlatSymbolRefAttr:$state);
+  let arguments = (ins Train_StateTensor:$value, FlatSymbolRefAttr:$state);
   let assemblyFormat = "$value `to` $state attr-dict `:` type($value)";
 }
 

@@ -36,7 +36,8 @@ def Zrt_Dialect : Dialect {
 class Zrt_Op<string mnemonic, list<Trait> traits = []>
     : Op<Zrt_Dialect, mnemonic, traits>;
 
-defvar Zrt_StaticMemRef = AnyStaticShapeMemRef;
+// Buffers hold numbers whose byte size is known.
+defvar Zrt_StaticMemRef = StaticShapeMemRefOf<[AnyFloat, AnySignlessInteger]>;
 
 //===----------------------------------------------------------------------===//
 // Program structure
@@ -171,7 +172,7 @@ def Zrt_ArenaViewOp : Zrt_Op<"arena_view", [Pure,
   }];
   let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$offset);
   let results = (outs Zrt_StaticMemRef:$result);
-  let assemblyFormat = "`[` $offset `]` attr-dict `:` type($result)";
+  let assemblyFormat = "` ` `[` $offset `]` attr-dict `:` type($result)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Bytes the view covers.

@@ -7,6 +7,10 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <charconv>
+#include <cmath>
+#include <string>
+
 using namespace mlir;
 using namespace zero::train;
 
@@ -93,16 +97,36 @@ static ParseResult parseInitBody(AsmParser &parser, InitAttr &init) {
   return success(static_cast<bool>(init));
 }
 
+/// Shortest decimal that reads back as the same double: initializers are
+/// written by people (0.02, not 2.000000e-02 or 0.0200000000000000004).
+static void printInitArgument(AsmPrinter &printer, const APFloat &value) {
+  char buffer[32];
+  double number = value.convertToDouble();
+  if (!std::isfinite(number)) {
+    printer.printFloat(value);
+    return;
+  }
+  std::to_chars_result end =
+      std::to_chars(buffer, buffer + sizeof(buffer), number);
+  std::string text(buffer, end.ptr);
+  // MLIR float literals need a '.' before any exponent: 1e-30 -> 1.0e-30.
+  if (text.find('.') == std::string::npos) {
+    size_t exponent = text.find('e');
+    text.insert(exponent == std::string::npos ? text.size() : exponent, ".0");
+  }
+  printer << text;
+}
+
 static void printInitBody(AsmPrinter &printer, InitAttr init) {
   printer << stringifyInitKind(init.getKind());
   int count = numInitArguments(init.getKind());
   if (count == 0)
     return;
   printer << "(";
-  printer.printFloat(init.getA());
+  printInitArgument(printer, init.getA());
   if (count == 2) {
     printer << ", ";
-    printer.printFloat(init.getB());
+    printInitArgument(printer, init.getB());
   }
   printer << ")";
 }

@@ -11,18 +11,18 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
 
   // Persistent state and optimizers.
   // CHECK-LABEL: module @state
-  // CHECK-NEXT:    train.param @w param : tensor<7x3xbf16> init normal(0.000000e+00, 2.000000e-02)
-  // CHECK-NEXT:    train.param @emb frozen : tensor<10x4xf32> sharded dim0 over 0 -> tensor<3x4xf32> init uniform(-1.000000e+00, 1.000000e+00)
+  // CHECK-NEXT:    train.param @w param : tensor<7x3xbf16> init normal(0.0, 0.02)
+  // CHECK-NEXT:    train.param @emb frozen : tensor<10x4xf32> sharded dim0 over 0 -> tensor<3x4xf32> init uniform(-1.0, 1.0)
   // CHECK-NEXT:    train.param @w.master master of @w : tensor<7x3xf32> sharded flat over 0 -> tensor<6xf32>
   // CHECK-NEXT:    train.param @w.m slot of @w : tensor<7x3xf32> sharded flat over 0 -> tensor<6xf32> init zeros
-  // CHECK-NEXT:    train.param @w.v slot of @w : tensor<7x3xf32> sharded flat over 0 -> tensor<6xf32> init constant(0.000000e+00)
+  // CHECK-NEXT:    train.param @w.v slot of @w : tensor<7x3xf32> sharded flat over 0 -> tensor<6xf32> init constant(0.0)
   // CHECK-NEXT:    train.param @w.acc grad_accum of @w : tensor<7x3xbf16> init ones
   // CHECK-NEXT:    train.optimizer @sgd sgd lr 1.000000e-01
   // CHECK-NEXT:    train.optimizer @momentum momentum lr 1.000000e-01 momentum 9.000000e-01 weight_decay 1.000000e-04
   // CHECK-NEXT:    train.optimizer @adam adam lr 1.000000e-03 betas(9.000000e-01, 0.99899999999999999) eps 1.000000e-08
   // CHECK-NEXT:    train.optimizer @adamw adamw lr 3.000000e-04 weight_decay 1.000000e-01
   // GENERIC-LABEL: "builtin.module"() <{sym_name = "state"}>
-  // GENERIC:       "train.param"() <{init = #train.init<normal(0.000000e+00, 2.000000e-02)>, layout = 0 : i32, logical_type = tensor<7x3xbf16>, role = 0 : i32, shard_axis = 0 : i64, sym_name = "w"}> : () -> ()
+  // GENERIC:       "train.param"() <{init = #train.init<normal(0.0, 0.02)>, layout = 0 : i32, logical_type = tensor<7x3xbf16>, role = 0 : i32, shard_axis = 0 : i64, sym_name = "w"}> : () -> ()
   // GENERIC:       "train.param"() <{layout = 1 : i32, local_type = tensor<6xf32>, logical_type = tensor<7x3xf32>, owner = @w, role = 2 : i32, shard_axis = 0 : i64, sym_name = "w.master"}> : () -> ()
   // GENERIC:       "train.optimizer"() <{beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, kind = 2 : i32, lr = 1.000000e-03 : f64, sym_name = "adam"}> : () -> ()
   module @state {

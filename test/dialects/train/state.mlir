@@ -29,10 +29,10 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
   // CHECK-LABEL: module @initializers
   // CHECK-NEXT:    train.param @zeros param : tensor<16xf32> init zeros
   // CHECK-NEXT:    train.param @ones param : tensor<16xf32> init ones
-  // CHECK-NEXT:    train.param @constant param : tensor<16xf32> init constant(2.500000e-01)
-  // CHECK-NEXT:    train.param @normal param : tensor<16x16xf32> init normal(0.000000e+00, 2.000000e-02)
-  // CHECK-NEXT:    train.param @uniform frozen : tensor<16x16xf32> init uniform(-1.250000e-01, 1.250000e-01)
-  // CHECK-NEXT:    train.param @negative_constant param : tensor<f32> init constant(-3.000000e+00)
+  // CHECK-NEXT:    train.param @constant param : tensor<16xf32> init constant(0.25)
+  // CHECK-NEXT:    train.param @normal param : tensor<16x16xf32> init normal(0.0, 0.02)
+  // CHECK-NEXT:    train.param @uniform frozen : tensor<16x16xf32> init uniform(-0.125, 0.125)
+  // CHECK-NEXT:    train.param @negative_constant param : tensor<f32> init constant(-3.0)
   // CHECK-NEXT:    train.param @slot slot of @normal : tensor<16x16xf32> init zeros
   // CHECK-NEXT:    train.param @accum grad_accum of @normal : tensor<16x16xf32> init zeros
   // CHECK-NEXT:  }
@@ -51,9 +51,9 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
   // holds ceil(numel / 4) elements. 8x16 = 128 splits evenly (32 each);
   // 7x3 = 21 takes 3 padding elements (6 each); a scalar pads to 4 (1 each).
   // CHECK-LABEL: module @flat_layout
-  // CHECK-NEXT:    train.param @even param : tensor<8x16xf32> sharded flat over 0 -> tensor<32xf32> init normal(0.000000e+00, 1.000000e+00)
+  // CHECK-NEXT:    train.param @even param : tensor<8x16xf32> sharded flat over 0 -> tensor<32xf32> init normal(0.0, 1.0)
   // CHECK-NEXT:    train.param @padded param : tensor<7x3xbf16> sharded flat over 0 -> tensor<6xbf16> init ones
-  // CHECK-NEXT:    train.param @scalar param : tensor<f32> sharded flat over 0 -> tensor<1xf32> init constant(1.000000e+00)
+  // CHECK-NEXT:    train.param @scalar param : tensor<f32> sharded flat over 0 -> tensor<1xf32> init constant(1.0)
   // CHECK-NEXT:    train.param @padded.master master of @padded : tensor<7x3xf32> sharded flat over 0 -> tensor<6xf32>
   // CHECK-NEXT:    train.param @padded.m slot of @padded : tensor<7x3xf32> sharded flat over 0 -> tensor<6xf32> init zeros
   // CHECK-NEXT:    train.param @padded.acc grad_accum of @padded : tensor<7x3xbf16> sharded flat over 0 -> tensor<6xbf16> init zeros
@@ -72,7 +72,7 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
   // 10 rows take 2 padding rows (3 each); 1-D tensors split their elements.
   // CHECK-LABEL: module @dim0_layout
   // CHECK-NEXT:    train.param @even param : tensor<8x16xf32> sharded dim0 over 0 -> tensor<2x16xf32> init zeros
-  // CHECK-NEXT:    train.param @padded param : tensor<10x6xf16> sharded dim0 over 0 -> tensor<3x6xf16> init uniform(-1.000000e+00, 1.000000e+00)
+  // CHECK-NEXT:    train.param @padded param : tensor<10x6xf16> sharded dim0 over 0 -> tensor<3x6xf16> init uniform(-1.0, 1.0)
   // CHECK-NEXT:    train.param @vector param : tensor<10xf32> sharded dim0 over 0 -> tensor<3xf32> init zeros
   // CHECK-NEXT:    train.param @frozen frozen : tensor<5x2x3xf32> sharded dim0 over 0 -> tensor<2x2x3xf32> init ones
   // CHECK-NEXT:    train.param @padded.master master of @padded : tensor<10x6xf32> sharded dim0 over 0 -> tensor<3x6xf32>

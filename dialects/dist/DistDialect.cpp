@@ -88,6 +88,19 @@ int64_t zero::dist::getGroupSize(Operation *op, int64_t axis) {
   return placement.getGroupSize(axis);
 }
 
+FailureOr<int64_t> zero::dist::verifyGroupSize(Operation *op, int64_t axis) {
+  PlacementAttr placement = lookupPlacement(op);
+  if (!placement)
+    return op->emitOpError()
+           << "has no placement: attach a 'dist.placement' attribute such as "
+              "#dist.placement<cpu, [4]> to the enclosing function or module";
+  if (!placement.hasAxis(axis))
+    return op->emitOpError()
+           << "runs over placement axis " << axis << ", but " << placement
+           << " has only " << placement.getNumAxes() << " axis(es)";
+  return placement.getGroupSize(axis);
+}
+
 //===----------------------------------------------------------------------===//
 // PlacementAttr
 //===----------------------------------------------------------------------===//

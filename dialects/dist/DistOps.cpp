@@ -17,21 +17,6 @@ using namespace zero::dist;
 // Shared verification
 //===----------------------------------------------------------------------===//
 
-/// Group size of the collective's placement axis, or a diagnostic saying why
-/// there is none.
-static FailureOr<int64_t> verifyPlacementAxis(Operation *op, int64_t axis) {
-  PlacementAttr placement = lookupPlacement(op);
-  if (!placement)
-    return op->emitOpError()
-           << "has no placement: attach a 'dist.placement' attribute such as "
-              "#dist.placement<cpu, [4]> to the enclosing function or module";
-  if (!placement.hasAxis(axis))
-    return op->emitOpError()
-           << "runs over placement axis " << axis << ", but " << placement
-           << " has only " << placement.getNumAxes() << " axis(es)";
-  return placement.getGroupSize(axis);
-}
-
 static LogicalResult verifySameElementType(Operation *op, ShapedType input,
                                            ShapedType result) {
   if (input.getElementType() != result.getElementType())
@@ -83,7 +68,7 @@ static LogicalResult verifyShardCut(Operation *op, int64_t axis,
                                     RankedTensorType full,
                                     RankedTensorType shard, int64_t dim,
                                     StringRef verb) {
-  FailureOr<int64_t> group = verifyPlacementAxis(op, axis);
+  FailureOr<int64_t> group = verifyGroupSize(op, axis);
   if (failed(group) || failed(verifySameElementType(op, full, shard)) ||
       failed(verifyDimInRange(op, dim, full, "dim")) ||
       failed(verifyOtherDimsEqual(op, full, shard, {dim})) ||
@@ -108,7 +93,7 @@ static LogicalResult verifyShardCut(Operation *op, int64_t axis,
 static LogicalResult verifyShardGather(Operation *op, int64_t axis,
                                        RankedTensorType shard,
                                        RankedTensorType full, int64_t dim) {
-  FailureOr<int64_t> group = verifyPlacementAxis(op, axis);
+  FailureOr<int64_t> group = verifyGroupSize(op, axis);
   if (failed(group) || failed(verifySameElementType(op, shard, full)) ||
       failed(verifyDimInRange(op, dim, shard, "dim")) ||
       failed(verifyOtherDimsEqual(op, shard, full, {dim})) ||
@@ -133,7 +118,7 @@ static LogicalResult verifyAllToAll(Operation *op, int64_t axis,
                                     RankedTensorType input,
                                     RankedTensorType result, int64_t splitDim,
                                     int64_t concatDim) {
-  FailureOr<int64_t> group = verifyPlacementAxis(op, axis);
+  FailureOr<int64_t> group = verifyGroupSize(op, axis);
   if (failed(group) || failed(verifySameElementType(op, input, result)) ||
       failed(verifyDimInRange(op, splitDim, input, "split dimension")) ||
       failed(verifyDimInRange(op, concatDim, input, "concat dimension")) ||
@@ -162,7 +147,7 @@ static LogicalResult verifyAllToAll(Operation *op, int64_t axis,
 }
 
 static LogicalResult verifyRoot(Operation *op, int64_t axis, int64_t root) {
-  FailureOr<int64_t> group = verifyPlacementAxis(op, axis);
+  FailureOr<int64_t> group = verifyGroupSize(op, axis);
   if (failed(group))
     return failure();
   if (root >= *group)
@@ -193,7 +178,7 @@ static OpFoldResult foldTrivialGroup(Operation *op, int64_t axis, Value input) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult AllReduceOp::verify() {
-  return verifyPlacementAxis(*this, getAxis());
+  return verifyGroupSize(*this, getAxis());
 }
 OpFoldResult AllReduceOp::fold(FoldAdaptor) {
   return foldTrivialGroup(*this, getAxis(), getInput());
@@ -380,7 +365,7 @@ ZERO_DIST_START_OP_COMMON(AllToAllStartOp, "exchanging")
 #undef ZERO_DIST_START_OP_COMMON
 
 LogicalResult AllReduceStartOp::verify() {
-  if (failed(verifyPlacementAxis(*this, getAxis())))
+  if (failed(verifyGroupSize(*this, getAxis())))
     return failure();
   return verifyTokenCarries(*this, getInput().getType(), getToken().getType());
 }

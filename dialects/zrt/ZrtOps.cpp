@@ -150,18 +150,6 @@ LogicalResult CopyOp::verify() {
   return success();
 }
 
-/// Group size along `axis` of the program's placement, or a diagnostic.
-static FailureOr<int64_t> verifyGroup(Operation *op, int64_t axis) {
-  dist::PlacementAttr placement = dist::lookupPlacement(op);
-  if (!placement)
-    return op->emitOpError() << "must be inside a zrt.program with a placement";
-  if (!placement.hasAxis(axis))
-    return op->emitOpError()
-           << "runs over placement axis " << axis << ", but " << placement
-           << " has only " << placement.getNumAxes() << " axis(es)";
-  return placement.getGroupSize(axis);
-}
-
 /// `many` has exactly `factor` times the rows of `few`, other dims equal.
 static LogicalResult verifyRowMultiple(Operation *op, MemRefType few,
                                        MemRefType many, int64_t factor,
@@ -179,7 +167,7 @@ template <typename CollectiveOp>
 static LogicalResult
 verifyCollectiveBuffers(CollectiveOp op,
                         llvm::function_ref<LogicalResult(int64_t)> rule) {
-  FailureOr<int64_t> group = verifyGroup(op, op.getAxis());
+  FailureOr<int64_t> group = dist::verifyGroupSize(op, op.getAxis());
   if (failed(group))
     return failure();
   MemRefType input = op.getInput().getType(), output = op.getOutput().getType();

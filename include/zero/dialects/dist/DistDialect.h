@@ -29,6 +29,11 @@ PlacementAttr lookupPlacement(mlir::Operation *op);
 /// there is no placement or no such axis.
 int64_t getGroupSize(mlir::Operation *op, int64_t axis);
 
+/// Like getGroupSize, but emits a diagnostic on `op` saying why there is no
+/// group (no placement, or no such axis). Shared by the verifiers of every
+/// collective, on tensors (dist) and on buffers (zrt).
+mlir::FailureOr<int64_t> verifyGroupSize(mlir::Operation *op, int64_t axis);
+
 } // namespace zero::dist
 
 #endif // ZERO_DIALECTS_DIST_DISTDIALECT_H

@@ -130,43 +130,36 @@ int64_t PlacementAttr::getNumRanks() const {
 
 ParseResult zero::dist::parseSbpDims(AsmParser &parser,
                                      SmallVectorImpl<SbpDim> &dims) {
+  // The assembly parser only gathers the tokens of one entry (`S(0)`, `B`,
+  // `P(sum)`); parseSbpDim owns the grammar's meaning and its messages.
   auto parseEntry = [&]() -> ParseResult {
     SMLoc loc = parser.getCurrentLocation();
     StringRef head;
     if (parser.parseKeyword(&head))
       return failure();
-    if (head == "B") {
-      dims.push_back(SbpDim::broadcast());
-      return success();
-    }
-    if (head == "S") {
+    std::string text = head.str();
+    if (succeeded(parser.parseOptionalLParen())) {
       int64_t dim;
-      if (parser.parseLParen() || parser.parseInteger(dim) ||
-          parser.parseRParen())
+      StringRef word;
+      OptionalParseResult integer = parser.parseOptionalInteger(dim);
+      if (integer.has_value()) {
+        if (failed(*integer))
+          return failure();
+        text += "(" + std::to_string(dim) + ")";
+      } else {
+        if (parser.parseKeyword(&word))
+          return failure();
+        text += "(" + word.str() + ")";
+      }
+      if (parser.parseRParen())
         return failure();
-      if (dim < 0)
-        return parser.emitError(loc, "S(dim) needs a non-negative dimension");
-      dims.push_back(SbpDim::split(dim));
-      return success();
     }
-    if (head == "P") {
-      StringRef reduce;
-      SMLoc reduceLoc;
-      if (parser.parseLParen() ||
-          (reduceLoc = parser.getCurrentLocation(),
-           parser.parseKeyword(&reduce)) ||
-          parser.parseRParen())
-        return failure();
-      std::optional<ReduceKind> kind = symbolizeReduceKind(reduce);
-      if (!kind)
-        return parser.emitError(reduceLoc, "P(op) needs op to be sum, mean or "
-                                           "max, got '")
-               << reduce << "'";
-      dims.push_back(SbpDim::partial(*kind));
-      return success();
-    }
-    return parser.emitError(loc, "expected S(dim), B or P(sum|mean|max), got '")
-           << head << "'";
+    std::string error;
+    std::optional<SbpDim> entry = parseSbpDim(text, &error);
+    if (!entry)
+      return parser.emitError(loc, error);
+    dims.push_back(*entry);
+    return success();
   };
   return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
                                         parseEntry, " in SBP list");

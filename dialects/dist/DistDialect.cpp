@@ -5,6 +5,7 @@
 #include "zero/dialects/dist/DistSbpParsing.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -58,10 +59,37 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
              << "' must be a #dist.placement, got " << attr.getValue();
     return success();
   }
+  if (attr.getName() == getZeroStageAttrName()) {
+    auto stage = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!stage || stage.getInt() < 0 || stage.getInt() > 3)
+      return op->emitError()
+             << "'" << getZeroStageAttrName()
+             << "' must be an integer ZeRO stage 0-3, got " << attr.getValue();
+    if (!isa<ModuleOp>(op))
+      return op->emitError()
+             << "'" << getZeroStageAttrName()
+             << "' belongs on the module, not on '" << op->getName() << "'";
+    return success();
+  }
   return op->emitError() << "unknown dist attribute '"
                          << attr.getName().getValue()
-                         << "'; the dialect defines only '"
-                         << getPlacementAttrName() << "'";
+                         << "'; the dialect defines '" << getPlacementAttrName()
+                         << "' and '" << getZeroStageAttrName() << "'";
+}
+
+LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  if (attr.getName() != getSbpAttrName())
+    return op->emitError() << "unknown dist argument attribute '"
+                           << attr.getName().getValue()
+                           << "'; the dialect defines only '"
+                           << getSbpAttrName() << "'";
+  if (!isa<SbpAttr>(attr.getValue()))
+    return op->emitError() << "argument " << argIndex << ": '"
+                           << getSbpAttrName() << "' must be a #dist.sbp, got "
+                           << attr.getValue();
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -431,6 +431,25 @@ static int64_t totalElements(TypeRange types) {
   return total;
 }
 
+/// Elements one rank's group holds of a rank-major bucket over `shards`
+/// ranks: ceil(d0 / shards) rows of every member. Fails on rank-0 members,
+/// which have no dimension 0 to cut.
+static FailureOr<int64_t> elementsPerShard(Operation *op, TypeRange members,
+                                           int64_t shards) {
+  int64_t total = 0;
+  for (Type type : members) {
+    auto shaped = cast<ShapedType>(type);
+    if (shaped.getRank() == 0)
+      return op->emitOpError()
+             << "cannot cut a rank-0 tensor into " << shards
+             << " shards along dimension 0; reshape it to tensor<1x...>";
+    total +=
+        shardSize(shaped.getDimSize(0), shards) *
+        (shaped.getNumElements() / std::max<int64_t>(shaped.getDimSize(0), 1));
+  }
+  return total;
+}
+
 LogicalResult PackOp::verify() {
   RankedTensorType bucket = getResult().getType();
   if (failed(verifyBucketMembers(*this, getInputs().getTypes(),
@@ -438,6 +457,21 @@ LogicalResult PackOp::verify() {
     return failure();
   if (bucket.isDynamicDim(0))
     return emitOpError() << "needs a static bucket size, got " << bucket;
+  if (std::optional<int64_t> shards = getShards()) {
+    if (getPadTo() != 1)
+      return emitOpError() << "takes 'pad_to' or 'shards', not both: a "
+                              "rank-major bucket is padded per shard";
+    FailureOr<int64_t> perShard =
+        elementsPerShard(*this, getInputs().getTypes(), *shards);
+    if (failed(perShard))
+      return failure();
+    if (bucket.getDimSize(0) != *perShard * *shards)
+      return emitOpError() << "packs " << *perShard << " elements per shard "
+                           << "for " << *shards << " shards into a bucket of "
+                           << *perShard * *shards << ", but the result has "
+                           << bucket.getDimSize(0);
+    return success();
+  }
   int64_t total = totalElements(getInputs().getTypes());
   int64_t expected = paddedSize(total, getPadTo());
   if (bucket.getDimSize(0) != expected) {
@@ -459,6 +493,18 @@ LogicalResult UnpackOp::verify() {
   if (failed(verifyBucketMembers(*this, getResults().getTypes(),
                                  bucket.getElementType(), "unpack")))
     return failure();
+  if (std::optional<int64_t> shards = getShards()) {
+    FailureOr<int64_t> perShard =
+        elementsPerShard(*this, getResults().getTypes(), *shards);
+    if (failed(perShard))
+      return failure();
+    if (!bucket.isDynamicDim(0) && bucket.getDimSize(0) != *perShard * *shards)
+      return emitOpError() << "reads " << *perShard << " elements per shard "
+                           << "from " << *shards << " shards, "
+                           << *perShard * *shards << " in all, but the bucket "
+                           << "has " << bucket.getDimSize(0);
+    return success();
+  }
   int64_t total = totalElements(getResults().getTypes());
   if (!bucket.isDynamicDim(0) && total > bucket.getDimSize(0))
     return emitOpError() << "reads " << total << " elements from a bucket of "
@@ -469,7 +515,8 @@ LogicalResult UnpackOp::verify() {
 LogicalResult UnpackOp::fold(FoldAdaptor,
                              SmallVectorImpl<OpFoldResult> &results) {
   auto pack = getInput().getDefiningOp<PackOp>();
-  if (!pack || pack.getInputs().getTypes() != getResults().getTypes())
+  if (!pack || pack.getInputs().getTypes() != getResults().getTypes() ||
+      pack.getShards() != getShards())
     return failure();
   results.append(pack.getInputs().begin(), pack.getInputs().end());
   return success();

@@ -34,18 +34,32 @@ void TrainDialect::initialize() {
 
 LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
-  if (attr.getName() != getStepAttrName())
-    return op->emitError() << "unknown train attribute '"
-                           << attr.getName().getValue()
-                           << "'; the dialect defines only '"
-                           << getStepAttrName() << "'";
-  if (!isa<UnitAttr>(attr.getValue()))
-    return op->emitError() << "'" << getStepAttrName()
-                           << "' is a unit attribute and takes no value";
+  StringRef name = attr.getName().getValue();
+  if (name != getStepAttrName() && name != getApplyStepAttrName() &&
+      name != getAccumulateStepsAttrName())
+    return op->emitError() << "unknown train attribute '" << name
+                           << "'; the dialect defines '" << getStepAttrName()
+                           << "', '" << getAccumulateStepsAttrName()
+                           << "' and '" << getApplyStepAttrName() << "'";
   if (!isa<func::FuncOp>(op))
-    return op->emitError() << "'" << getStepAttrName()
-                           << "' marks the training-step func.func, not '"
+    return op->emitError() << "'" << name
+                           << "' marks a training-step func.func, not '"
                            << op->getName() << "'";
+  if (name == getAccumulateStepsAttrName()) {
+    auto steps = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!steps || steps.getInt() < 1)
+      return op->emitError()
+             << "'" << name
+             << "' must be a positive number of micro-batches, got "
+             << attr.getValue();
+    if (!op->hasAttr(getStepAttrName()))
+      return op->emitError() << "'" << name << "' belongs on the '"
+                             << getStepAttrName() << "' function";
+    return success();
+  }
+  if (!isa<UnitAttr>(attr.getValue()))
+    return op->emitError() << "'" << name
+                           << "' is a unit attribute and takes no value";
   return success();
 }
 

@@ -9,13 +9,16 @@
 #include "zero/dialects/dist/DistDialect.h"
 #include "zero/dialects/train/TrainDialect.h"
 #include "zero/dialects/zrt/ZrtDialect.h"
+#include "zero/passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Mesh/IR/MeshDialect.h"
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -23,13 +26,15 @@
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
+  zero::registerZeroPasses();
 
   mlir::DialectRegistry registry;
   registry.insert<zero::dist::DistDialect, zero::train::TrainDialect,
                   zero::zrt::ZrtDialect>();
-  registry.insert<mlir::arith::ArithDialect, mlir::func::FuncDialect,
-                  mlir::linalg::LinalgDialect, mlir::math::MathDialect,
-                  mlir::mesh::MeshDialect, mlir::tensor::TensorDialect>();
+  registry.insert<mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect,
+                  mlir::func::FuncDialect, mlir::linalg::LinalgDialect,
+                  mlir::math::MathDialect, mlir::mesh::MeshDialect,
+                  mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
 
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "ZeRO compiler: dialects dist, train, zrt and their passes\n",

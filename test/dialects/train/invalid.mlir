@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 // A misspelled train.* attribute.
-// expected-error @+1 {{unknown train attribute 'train.stp'; the dialect defines only 'train.step'}}
+// expected-error @+1 {{unknown train attribute 'train.stp'; the dialect defines 'train.step', 'train.accumulate_steps' and 'train.apply_step'}}
 func.func @step() attributes {train.stp} {
   return
 }
@@ -25,7 +25,7 @@ func.func @step() attributes {train.step = true} {
 // -----
 
 // train.step on something other than a func.func.
-// expected-error @+1 {{'train.step' marks the training-step func.func, not 'train.optimizer'}}
+// expected-error @+1 {{'train.step' marks a training-step func.func, not 'train.optimizer'}}
 train.optimizer @sgd sgd lr 0.1 {train.step}
 
 //===----------------------------------------------------------------------===//

@@ -38,10 +38,21 @@ def Dist_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Name of the discardable attribute that places a module or a function.
     static constexpr ::llvm::StringLiteral getPlacementAttrName() {
       return ::llvm::StringLiteral("dist.placement");
+    }
+    /// Name of the module attribute recording the ZeRO stage (0 = plain data
+    /// parallel) the module's training step has been rewritten to.
+    static constexpr ::llvm::StringLiteral getZeroStageAttrName() {
+      return ::llvm::StringLiteral("dist.zero_stage");
+    }
+    /// Name of the argument attribute giving the SBP of a step input, e.g.
+    /// `[S(0)]` for a batch split over the data-parallel ranks.
+    static constexpr ::llvm::StringLiteral getSbpAttrName() {
+      return ::llvm::StringLiteral("dist.sbp");
     }
   private:
     void registerAttributes();

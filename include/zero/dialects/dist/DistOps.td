@@ -259,12 +259,25 @@ def Dist_PackOp : Dist_Op<"pack", [Pure]> {
     ```mlir
     %b = dist.pack %g0, %g1 pad_to 4 : tensor<2x3xf32>, tensor<5xf32> -> tensor<12xf32>
     ```
+
+    With `shards K` the bucket is laid out rank-major instead, so that a
+    `reduce_scatter` of the bucket over K ranks leaves every rank exactly its
+    own shard of every input: each input is cut along dimension 0 into K
+    chunks of `ceil(d0 / K)` rows (the last padded with zeros), and the
+    bucket is chunk 0 of every input in operand order, then chunk 1 of every
+    input, and so on. ZeRO buckets gradients this way.
+
+    ```mlir
+    // 3 and 2x2 over 2 ranks: [a0 a1 | r0 ] [a2 0 | r1 ], 2 + 2 elements per rank.
+    %b = dist.pack %a, %r shards 2 : tensor<3xf32>, tensor<2x2xf32> -> tensor<8xf32>
+    ```
   }];
   let arguments = (ins Variadic<AnyStaticShapeTensor>:$inputs,
-                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$pad_to);
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$pad_to,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$shards);
   let results = (outs 1DTensorOf<[AnyType]>:$result);
   let assemblyFormat = [{
-    $inputs (`pad_to` $pad_to^)? attr-dict `:` type($inputs) `->` type($result)
+    $inputs (`pad_to` $pad_to^)? (`shards` $shards^)? attr-dict `:` type($inputs) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -278,10 +291,22 @@ def Dist_UnpackOp : Dist_Op<"unpack", [Pure]> {
     ```mlir
     %g0, %g1 = dist.unpack %b : tensor<12xf32> -> tensor<2x3xf32>, tensor<5xf32>
     ```
+
+    With `shards K` it reads the rank-major layout `dist.pack ... shards K`
+    writes, which is also what an `all_gather` of K per-rank buckets
+    produces: result `i` is chunk `i` of every rank's group, concatenated
+    along dimension 0, with the padding rows dropped.
+
+    ```mlir
+    %a, %r = dist.unpack %gathered shards 2 : tensor<8xf32> -> tensor<3xf32>, tensor<2x2xf32>
+    ```
   }];
-  let arguments = (ins 1DTensorOf<[AnyType]>:$input);
+  let arguments = (ins 1DTensorOf<[AnyType]>:$input,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$shards);
   let results = (outs Variadic<AnyStaticShapeTensor>:$results);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+  let assemblyFormat = [{
+    $input (`shards` $shards^)? attr-dict `:` type($input) `->` type($results)
+  }];
   let hasVerifier = 1;
   let hasFolder = 1;
 }

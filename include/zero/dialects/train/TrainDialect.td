@@ -37,6 +37,16 @@ def Train_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getStepAttrName() {
       return ::llvm::StringLiteral("train.step");
     }
+    /// Integer attribute on the step function: the step runs this many
+    /// micro-batches, accumulating gradients, before each optimizer update.
+    static constexpr ::llvm::StringLiteral getAccumulateStepsAttrName() {
+      return ::llvm::StringLiteral("train.accumulate_steps");
+    }
+    /// Unit attribute marking the function that applies accumulated
+    /// gradients once every `train.accumulate_steps` micro-batches.
+    static constexpr ::llvm::StringLiteral getApplyStepAttrName() {
+      return ::llvm::StringLiteral("train.apply_step");
+    }
   }];
 }
 

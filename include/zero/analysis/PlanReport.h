@@ -1,0 +1,103 @@
+//===- PlanReport.h - What every rank holds and sends ------------*- C++
+//-*-===//
+//
+// The compile-time figures `zero-report` prints and the runtime is checked
+// against: per-rank bytes by category, the transient peak from liveness,
+// per-step traffic per collective kind, and the ZeRO formula for the same
+// model. Every rank of an SPMD step holds and sends the same amounts (shards
+// are padded to equal size), so one set of figures describes them all.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_ANALYSIS_PLANREPORT_H
+#define ZERO_ANALYSIS_PLANREPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <string>
+
+namespace zero {
+
+/// Bytes one rank holds of one category, and how many of them are padding.
+struct ByteCount {
+  int64_t bytes = 0;
+  /// bytes - (unpadded logical bytes / ranks) for sharded tensors; 0 for
+  /// replicated ones. Fractional when a tensor does not divide evenly.
+  double padding = 0.0;
+  ByteCount &operator+=(const ByteCount &other) {
+    bytes += other.bytes;
+    padding += other.padding;
+    return *this;
+  }
+};
+
+/// One kind of collective over one step.
+struct TrafficCount {
+  int64_t count = 0;
+  /// Elements in the collectives' full tensors (padding included).
+  int64_t elements = 0;
+  int64_t bytes = 0;
+  /// Ring accounting: what each rank sends, (N-1)/N of the payload, twice
+  /// for an all-reduce.
+  double sentBytesPerRank = 0.0;
+  /// Payload elements as the ZeRO table counts them (twice for all-reduce).
+  int64_t volumeElements = 0;
+};
+
+/// The ZeRO memory and traffic formula for the module's model.
+struct ZeroFormula {
+  int64_t stage = 0;
+  int64_t ranks = 1;
+  /// Ψ: trainable parameter elements; frozen ones separately.
+  int64_t trainableElements = 0;
+  int64_t frozenElements = 0;
+  /// Bytes per trainable element of parameter, gradient, optimizer state.
+  double paramBytesPerElement = 0;
+  double gradBytesPerElement = 0;
+  double optimizerBytesPerElement = 0; // K
+  double frozenBytes = 0;
+  double modelStateBytes = 0;
+  /// Elements moved per step: 2Ψ for stages 0-2, 3Ψ for stage 3.
+  double trafficElements = 0;
+};
+
+struct PlanReport {
+  int64_t ranks = 1;
+  /// -1 when the module is not data parallel.
+  int64_t stage = -1;
+  std::string placement;
+  ByteCount parameters;
+  ByteCount gradients;
+  ByteCount slots;
+  ByteCount masters;
+  ByteCount modelState() const {
+    ByteCount total = parameters;
+    total += gradients;
+    total += slots;
+    total += masters;
+    return total;
+  }
+  /// Persistent bytes (state + accumulators), counted once.
+  int64_t persistentBytes = 0;
+  /// Largest sum of live transient tensors at any point of any step function
+  /// (gradients included), and the function where it is reached.
+  int64_t peakTransientBytes = 0;
+  std::string peakFunction;
+  std::map<std::string, TrafficCount> traffic;
+  ZeroFormula formula;
+};
+
+/// Computes the report. Fails (with a diagnostic) when the module has no
+/// training step.
+mlir::FailureOr<PlanReport> computePlanReport(mlir::ModuleOp module);
+
+void printPlanReport(const PlanReport &report, llvm::raw_ostream &os);
+llvm::json::Value planReportToJson(const PlanReport &report);
+
+} // namespace zero
+
+#endif // ZERO_ANALYSIS_PLANREPORT_H

@@ -1,0 +1,231 @@
+//===- Passes.td - The ZeRO passes -------------------------*- tablegen -*-===//
+//
+// Every pass that turns a single-device training step into a data-parallel
+// ZeRO step, in pipeline order. All are module passes: they rewrite the
+// persistent state (`train.param`) and the step functions together.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_PASSES
+#define ZERO_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def TrainMaterializeOptimizer : Pass<"train-materialize-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Turns apply_gradient into explicit optimizer slots and update ops";
+  let description = [{
+    Every `train.apply_gradient %g to @p with @opt` becomes persistent slots
+    (`@p.momentum` for momentum SGD, `@p.m` and `@p.v` for Adam and AdamW,
+    zero-initialized), an fp32 master copy `@p.master` when `@p` is 16-bit,
+    and the explicit update op (`train.sgd`, `train.sgd_momentum`,
+    `train.adam`, `train.adamw`) reading and writing them, so that every byte
+    of optimizer state is a visible persistent tensor. Under mixed precision
+    the update runs on the master copy and the result is cast back into the
+    16-bit parameter.
+
+    With `accumulate-steps=K` (K > 1) the step function becomes a
+    micro-step that adds each gradient into a zero-initialized accumulator
+    `@p.grad` (role `grad_accum`, the gradient's type) and carries
+    `train.accumulate_steps = K`; a new function `@<step>_apply` (marked
+    `train.apply_step`) averages the accumulators over the K micro-batches,
+    applies the updates and resets the accumulators. The runtime calls the
+    step K times, then the apply function once.
+
+    A parameter may receive one `apply_gradient`: a tied parameter's
+    gradients are summed in the step before they are applied.
+  }];
+  let options = [
+    Option<"accumulateSteps", "accumulate-steps", "int64_t", "1",
+           "Micro-batches per optimizer step; above 1, gradients are "
+           "accumulated in persistent accumulators">,
+  ];
+  let dependentDialects = ["::zero::train::TrainDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Makes a single-device training step an SPMD data-parallel step";
+  let description = [{
+    The step runs on every rank of placement axis 0 with the rank's local
+    batch: each step input is marked `dist.sbp = #dist.sbp<[S(0)]>` (the
+    global batch is the ranks' local batches stacked along dimension 0; the
+    step's shapes are those of one rank's micro-batch and are not changed).
+    Every gradient that reaches an optimizer (the gradient operand of
+    `train.apply_gradient` or of an explicit update op) is averaged with
+    `dist.all_reduce mean`, inserted right after the gradient is produced so
+    that it can overlap the rest of the backward. Every floating-point value
+    the step returns (the loss) is averaged over the ranks too. The module is
+    marked `dist.zero_stage = 0`.
+
+    The group comes from the module's `dist.placement`; `ranks=N` sets it
+    (replacing a placement whose group size differs, while nothing is
+    sharded yet). Gradients accumulated by `train-materialize-optimizer` are
+    reduced once per optimizer step, in the apply function, as DDP's
+    `no_sync` does.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", "0",
+           "Data-parallel ranks; 0 takes the group size of the module's "
+           "dist.placement">,
+  ];
+  let dependentDialects = ["::zero::dist::DistDialect"];
+}
+
+def ZeroShard : Pass<"zero-shard", "::mlir::ModuleOp"> {
+  let summary = "Partitions optimizer state, gradients and parameters (ZeRO 1/2/3)";
+  let description = [{
+    Rewrites a data-parallel step (after `train-materialize-optimizer` and
+    `dist-data-parallel`) into ZeRO stage 1, 2 or 3:
+
+    * stage 1: optimizer slots and master copies are stored sharded; each
+      gradient stays full-size until the update, where it is
+      reduce-scattered (mean); the update runs on the shard and the new
+      shard is all-gathered back into the replicated parameter;
+    * stage 2: as stage 1, but each gradient is reduce-scattered as soon as
+      it is produced, and gradient accumulators are stored sharded;
+    * stage 3: parameters (frozen ones too) are also stored sharded. Every
+      use region of a parameter is preceded by an all-gather whose result
+      dies after the region's last use; the update writes the shard and no
+      all-gather follows it.
+
+    A use region is a run of uses of one loaded parameter. With
+    `regather-in-backward` (the default) the first use outside the forward
+    (the operations the returned loss depends on) starts a new region, so
+    the backward re-gathers instead of keeping the forward's copy alive;
+    `max-reuse-distance=D` also starts a region when two consecutive uses
+    are more than D operations apart.
+
+    `layout=flat` flattens each tensor and pads it to a multiple of the
+    group size (DeepSpeed, ColossalAI); `layout=dim0` splits dimension 0,
+    padding rows (FSDP2); rank-0 tensors always use flat. Tensors with fewer
+    than `min-shard-elements` elements keep plain data parallelism: they
+    stay replicated and their gradients are all-reduced (DeepSpeed's
+    persistence threshold).
+  }];
+  let options = [
+    Option<"stage", "stage", "int64_t", "1", "ZeRO stage: 1, 2 or 3">,
+    Option<"layout", "layout", "std::string", "\"flat\"",
+           "Shard layout: flat (padded 1-D chunks) or dim0 (padded rows)">,
+    Option<"minShardElements", "min-shard-elements", "int64_t", "0",
+           "Tensors with fewer elements stay replicated">,
+    Option<"regatherInBackward", "regather-in-backward", "bool", "true",
+           "Stage 3: gather parameters again for their backward uses">,
+    Option<"maxReuseDistance", "max-reuse-distance", "int64_t", "0",
+           "Stage 3: re-gather when consecutive uses are more than this many "
+           "operations apart (0: never for distance alone)">,
+  ];
+  let dependentDialects = ["::zero::dist::DistDialect",
+                           "::zero::train::TrainDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def ZeroBucket : Pass<"zero-bucket", "::mlir::ModuleOp"> {
+  let summary = "Fuses consecutive small collectives into flat buckets";
+  let description = [{
+    Consecutive collectives of one kind (same reduction, axis and element
+    type) become `dist.pack` -> one collective -> `dist.unpack`, up to a
+    byte budget per bucket. Reductions (`all_reduce`, `reduce_scatter`) are
+    issued where the bucket's last member was, and a bucket closes before
+    any use of a member's result; all-gathers are issued where the bucket's
+    first member was, and a gather joins only when its input is already
+    available there. No collective ever moves across a use of its result.
+    Reduce-scatter and all-gather buckets use the rank-major layout
+    (`shards N`), so every rank still gets exactly its shard of each tensor.
+  }];
+  let options = [
+    Option<"reduceBucketBytes", "reduce-bucket-bytes", "int64_t", "26214400",
+           "Largest all-reduce / reduce-scatter bucket, in bytes of the full "
+           "tensors (0 disables)">,
+    Option<"allgatherBucketBytes", "allgather-bucket-bytes", "int64_t",
+           "26214400",
+           "Largest all-gather bucket, in bytes of the gathered tensors "
+           "(0 disables)">,
+  ];
+  let dependentDialects = ["::zero::dist::DistDialect"];
+}
+
+def ZeroVerify : Pass<"zero-verify", "::mlir::ModuleOp"> {
+  let summary = "Proves every rank issues the same collective sequence";
+  let description = [{
+    Fails with a diagnostic when a collective sits under control flow whose
+    condition, bounds or trip count depend on rank-local values, and the
+    code paths could issue different collective sequences: the hang that
+    DeepSpeed and FSDP users hit when one rank skips a collective.
+
+    Rank-local values are the step's inputs marked as split (`S(d)` in
+    `dist.sbp`), loads of sharded state, the results of `reduce_scatter`,
+    `slice` and `all_to_all`, and everything computed from them; `all_reduce`,
+    `all_gather` and `broadcast` results are the same on every rank. An
+    `scf.if` on a rank-local condition is accepted when both branches issue
+    the same collectives in the same order; loops with rank-local bounds or
+    conditions, and branches of unstructured control flow on rank-local
+    conditions, are rejected when they contain collectives.
+  }];
+}
+
+def ZeroReport : Pass<"zero-report", "::mlir::ModuleOp"> {
+  let summary = "Reports per-rank memory and per-step traffic against the ZeRO formula";
+  let description = [{
+    Prints, before anything runs, what every rank holds and sends:
+
+    * bytes of parameters, gradients, optimizer slots and master copies (the
+      model state), with the padding included and shown separately; the
+      gradient figure is what is live when the first optimizer update starts
+      (or the persistent accumulators);
+    * the peak of transient bytes, from a liveness scan of each step
+      function, and the total;
+    * per collective kind, the count, elements and bytes per step, and what
+      each rank sends under ring accounting ((N-1)/N of the payload, twice
+      for all-reduce);
+    * the ZeRO formula for the same model (Ψ, K, N, stage) next to it.
+
+    The IR is not changed. `output=-` (the default) writes to stderr, so the
+    IR still goes to stdout.
+  }];
+  let options = [
+    Option<"format", "format", "std::string", "\"text\"",
+           "Report format: text or json">,
+    Option<"output", "output", "std::string", "\"-\"",
+           "File to write the report to; - for stderr">,
+  ];
+}
+
+def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
+  let summary = "The whole chain to a ZeRO stage 0-3 step; what enable_zero runs";
+  let description = [{
+    Runs `train-materialize-optimizer`, `dist-data-parallel`, `zero-shard`
+    (stages 1-3), `zero-bucket` and `zero-verify`, passing each its options,
+    and `zero-report` when `report` is text or json. Stage 0 is plain data
+    parallelism.
+  }];
+  let options = [
+    Option<"stage", "stage", "int64_t", "0",
+           "ZeRO stage: 0 (plain data parallel), 1, 2 or 3">,
+    Option<"ranks", "ranks", "int64_t", "0",
+           "Data-parallel ranks; 0 takes the module's dist.placement">,
+    Option<"accumulateSteps", "accumulate-steps", "int64_t", "1",
+           "Micro-batches per optimizer step">,
+    Option<"layout", "layout", "std::string", "\"flat\"",
+           "Shard layout: flat or dim0">,
+    Option<"minShardElements", "min-shard-elements", "int64_t", "0",
+           "Tensors with fewer elements stay replicated">,
+    Option<"regatherInBackward", "regather-in-backward", "bool", "true",
+           "Stage 3: gather parameters again for their backward uses">,
+    Option<"maxReuseDistance", "max-reuse-distance", "int64_t", "0",
+           "Stage 3: re-gather when uses are more than this many operations "
+           "apart (0: never for distance alone)">,
+    Option<"reduceBucketBytes", "reduce-bucket-bytes", "int64_t", "26214400",
+           "Largest reduction bucket in bytes (0 disables)">,
+    Option<"allgatherBucketBytes", "allgather-bucket-bytes", "int64_t",
+           "26214400", "Largest all-gather bucket in bytes (0 disables)">,
+    Option<"report", "report", "std::string", "\"none\"",
+           "Also run zero-report: none, text or json">,
+    Option<"reportOutput", "report-output", "std::string", "\"-\"",
+           "Where zero-report writes; - for stderr">,
+  ];
+  let dependentDialects = ["::zero::dist::DistDialect",
+                           "::zero::train::TrainDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+#endif // ZERO_PASSES

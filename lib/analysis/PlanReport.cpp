@@ -1,0 +1,488 @@
+//===- PlanReport.cpp - What every rank holds and sends -------------------===//
+
+#include "zero/analysis/PlanReport.h"
+
+#include "zero/analysis/TrainingStep.h"
+#include "zero/dialects/dist/DistDialect.h"
+#include "zero/dialects/dist/DistOps.h"
+#include "zero/dialects/train/TrainDialect.h"
+
+#include "llvm/Support/Format.h"
+
+using namespace mlir;
+
+namespace zero {
+namespace {
+
+int64_t bytesOf(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape() ||
+      !tensor.getElementType().isIntOrFloat())
+    return 0;
+  return getTensorBytes(tensor);
+}
+
+/// Positions and last uses of the values in one block; uses inside nested
+/// regions count at their ancestor in the block.
+struct BlockLiveness {
+  explicit BlockLiveness(Block &block) {
+    for (auto [index, op] : llvm::enumerate(block))
+      position[&op] = index;
+    for (Operation &op : block) {
+      int64_t at = position[&op];
+      op.walk([&](Operation *nested) {
+        for (Value operand : nested->getOperands()) {
+          auto [it, inserted] = lastUse.try_emplace(operand, at);
+          if (!inserted)
+            it->second = std::max(it->second, at);
+        }
+      });
+    }
+  }
+  DenseMap<Operation *, int64_t> position;
+  DenseMap<Value, int64_t> lastUse;
+};
+
+/// The largest sum of live transient tensors in `function`'s body. Loads
+/// alias persistent state and are not transient.
+int64_t computePeakTransient(func::FuncOp function) {
+  Block &block = function.front();
+  BlockLiveness liveness(block);
+  std::vector<int64_t> dying(block.getOperations().size() + 1, 0);
+  int64_t live = 0;
+  for (BlockArgument arg : block.getArguments()) {
+    auto use = liveness.lastUse.find(arg);
+    if (use == liveness.lastUse.end())
+      continue;
+    live += bytesOf(arg.getType());
+    dying[use->second] += bytesOf(arg.getType());
+  }
+  int64_t peak = live;
+  for (auto [index, op] : llvm::enumerate(block)) {
+    int64_t created = 0;
+    if (!isa<train::LoadOp>(op))
+      for (Value result : op.getResults()) {
+        int64_t bytes = bytesOf(result.getType());
+        created += bytes;
+        auto use = liveness.lastUse.find(result);
+        dying[use == liveness.lastUse.end() ? index : use->second] += bytes;
+      }
+    peak = std::max(peak, live + created);
+    live += created - dying[index];
+  }
+  return peak;
+}
+
+/// One value a gradient passes through on its way to the optimizer, and the
+/// bytes of it that belong to this gradient (a bucket holds several).
+struct GradientStage {
+  Value value;
+  int64_t bytes;
+};
+
+/// Walks back from the gradient an update consumes through the collectives,
+/// buckets and reshapes that carried it, to the op that produced it.
+SmallVector<GradientStage> traceGradient(Value grad) {
+  SmallVector<GradientStage> stages;
+  Value value = grad;
+  int64_t bytes = bytesOf(grad.getType());
+  std::optional<unsigned> member;
+  while (value) {
+    stages.push_back({value, bytes});
+    Operation *def = value.getDefiningOp();
+    if (!def)
+      break;
+    Value next;
+    if (auto unpack = dyn_cast<dist::UnpackOp>(def)) {
+      member = cast<OpResult>(value).getResultNumber();
+      next = unpack.getInput();
+    } else if (auto pack = dyn_cast<dist::PackOp>(def)) {
+      if (!member)
+        break;
+      next = pack.getInputs()[*member];
+      member.reset();
+      bytes = bytesOf(next.getType());
+    } else if (isa<dist::AllReduceOp, dist::ReduceScatterOp>(def)) {
+      next = def->getOperand(0);
+      auto pack = next.getDefiningOp<dist::PackOp>();
+      if (member && pack)
+        bytes = bytesOf(pack.getInputs()[*member].getType());
+      else if (!member)
+        bytes = bytesOf(next.getType());
+    } else if (isa<train::ReshapeOp, train::ScaleOp>(def)) {
+      next = def->getOperand(0);
+      bytes = bytesOf(next.getType());
+    }
+    value = next;
+  }
+  return stages;
+}
+
+ByteCount persistentCount(train::ParamOp state, int64_t ranks) {
+  ByteCount count;
+  count.bytes = state.getLocalBytes();
+  if (state.isSharded())
+    count.padding = static_cast<double>(state.getLocalBytes()) -
+                    static_cast<double>(state.getLogicalBytes()) / ranks;
+  return count;
+}
+
+/// Gradient bytes held when the backward ends. Whether a gradient is held
+/// full-size or as a shard depends on where its reduction runs: stage 2
+/// reduces each gradient as soon as it is produced, stage 1 only after the
+/// whole backward. So the end of the backward is taken after the reduction
+/// chains that immediately follow their gradients when every gradient is
+/// reduced eagerly, and right after the last gradient is produced otherwise.
+ByteCount measureHeldGradients(func::FuncOp step, int64_t ranks,
+                               SymbolTableCollection &symbols) {
+  ByteCount count;
+  Block &block = step.front();
+  SmallVector<Operation *> updates;
+  step.walk([&](Operation *op) {
+    if (isUpdateOp(op))
+      updates.push_back(op);
+  });
+  if (updates.empty())
+    return count;
+  BlockLiveness liveness(block);
+  auto positionOf = [&](Value value) -> int64_t {
+    Operation *def = value.getDefiningOp();
+    if (!def)
+      return -1;
+    Operation *anchor = block.findAncestorOpInBlock(*def);
+    return anchor ? liveness.position.lookup(anchor) : -1;
+  };
+
+  struct Gradient {
+    SmallVector<GradientStage> stages;
+    int64_t logicalBytes;
+    int64_t produced;
+    int64_t firstReduction;
+    int64_t immediateEnd;
+  };
+  SmallVector<Gradient> gradients;
+  int64_t lastProduced = -1;
+  for (Operation *update : updates) {
+    UpdateView view(update);
+    Gradient gradient;
+    gradient.stages = traceGradient(view.getGrad());
+    gradient.logicalBytes = 0;
+    for (const GradientStage &stage : gradient.stages)
+      gradient.logicalBytes = std::max(gradient.logicalBytes, stage.bytes);
+    if (train::ParamOp state = getLoadedState(view.getParam(), symbols)) {
+      auto gradType = cast<RankedTensorType>(view.getGrad().getType());
+      gradient.logicalBytes = state.getLogicalTensorType().getNumElements() *
+                              getElementBytes(gradType.getElementType());
+    }
+    gradient.produced = positionOf(gradient.stages.back().value);
+    DenseSet<int64_t> chainPositions;
+    gradient.firstReduction = std::numeric_limits<int64_t>::max();
+    for (const GradientStage &stage : ArrayRef(gradient.stages).drop_back()) {
+      int64_t at = positionOf(stage.value);
+      chainPositions.insert(at);
+      gradient.firstReduction = std::min(gradient.firstReduction, at);
+    }
+    gradient.immediateEnd = gradient.produced;
+    while (chainPositions.contains(gradient.immediateEnd + 1))
+      ++gradient.immediateEnd;
+    lastProduced = std::max(lastProduced, gradient.produced);
+    gradients.push_back(std::move(gradient));
+  }
+
+  bool eager = true;
+  int64_t point = lastProduced;
+  for (const Gradient &gradient : gradients) {
+    bool reducedEarly = gradient.stages.size() == 1 ||
+                        gradient.immediateEnd > gradient.produced ||
+                        gradient.firstReduction < lastProduced;
+    eager &= reducedEarly;
+    point = std::max(point, gradient.immediateEnd);
+  }
+  if (!eager)
+    point = lastProduced;
+
+  for (const Gradient &gradient : gradients)
+    for (const GradientStage &stage : gradient.stages) {
+      // Held across the end of the backward: defined by then, used after.
+      int64_t defined = positionOf(stage.value);
+      auto use = liveness.lastUse.find(stage.value);
+      if (defined > point || use == liveness.lastUse.end() ||
+          use->second <= point)
+        continue;
+      count.bytes += stage.bytes;
+      if (stage.bytes < gradient.logicalBytes)
+        count.padding +=
+            stage.bytes - static_cast<double>(gradient.logicalBytes) / ranks;
+    }
+  return count;
+}
+
+void addTraffic(PlanReport &report, Operation *op, int64_t repeat) {
+  if (!isa<dist::CollectiveOpInterface>(op) || isa<dist::SliceOp>(op))
+    return;
+  StringRef kind = op->getName().stripDialect();
+  kind.consume_back("_start");
+  Value input = op->getOperand(0);
+  int64_t ranks = report.ranks;
+  auto inputType = cast<RankedTensorType>(input.getType());
+  int64_t elements = inputType.getNumElements();
+  if (kind == "reduce_scatter")
+    elements =
+        cast<RankedTensorType>(op->getResult(0).getType()).getNumElements() *
+        ranks;
+  else if (kind == "all_gather")
+    elements *= ranks;
+  int64_t bytes = elements * getElementBytes(inputType.getElementType());
+  int64_t factor = kind == "all_reduce" ? 2 : 1;
+  TrafficCount &count = report.traffic[kind.str()];
+  count.count += repeat;
+  count.elements += elements * repeat;
+  count.bytes += bytes * repeat;
+  count.volumeElements += factor * elements * repeat;
+  count.sentBytesPerRank +=
+      repeat * factor * static_cast<double>(bytes) * (ranks - 1) / ranks;
+}
+
+ZeroFormula computeFormula(ModuleOp module, int64_t stage, int64_t ranks) {
+  ZeroFormula formula;
+  formula.stage = stage;
+  formula.ranks = ranks;
+  double params = 0, grads = 0, optimizer = 0;
+  for (auto state : module.getOps<train::ParamOp>()) {
+    RankedTensorType logical = state.getLogicalTensorType();
+    switch (state.getRole()) {
+    case train::Role::param:
+      formula.trainableElements += logical.getNumElements();
+      params += state.getLogicalBytes();
+      grads += state.getLogicalBytes();
+      break;
+    case train::Role::frozen:
+      formula.frozenElements += logical.getNumElements();
+      formula.frozenBytes += state.getLogicalBytes();
+      break;
+    case train::Role::slot:
+    case train::Role::master:
+      optimizer += state.getLogicalBytes();
+      break;
+    case train::Role::grad_accum:
+      break;
+    }
+  }
+  double psi = std::max<int64_t>(formula.trainableElements, 1);
+  formula.paramBytesPerElement = params / psi;
+  formula.gradBytesPerElement = grads / psi;
+  formula.optimizerBytesPerElement = optimizer / psi;
+  double frozen = formula.frozenBytes;
+  double n = ranks;
+  switch (stage) {
+  case 1:
+    formula.modelStateBytes = params + frozen + grads + optimizer / n;
+    break;
+  case 2:
+    formula.modelStateBytes = params + frozen + (grads + optimizer) / n;
+    break;
+  case 3:
+    formula.modelStateBytes = (params + frozen + grads + optimizer) / n;
+    break;
+  default:
+    formula.modelStateBytes = params + frozen + grads + optimizer;
+    break;
+  }
+  formula.trafficElements =
+      stage < 0 ? 0 : (stage == 3 ? 3.0 : 2.0) * formula.trainableElements;
+  return formula;
+}
+
+} // namespace
+
+FailureOr<PlanReport> computePlanReport(ModuleOp module) {
+  SmallVector<func::FuncOp> functions = getStepFunctions(module);
+  if (functions.empty())
+    return module.emitError()
+           << "zero-report: no function is marked 'train.step'";
+  PlanReport report;
+  if (dist::PlacementAttr placement = dist::lookupPlacement(module)) {
+    report.ranks = placement.getGroupSize(0);
+    llvm::raw_string_ostream os(report.placement);
+    Attribute(placement).print(os);
+  }
+  if (auto stage = module->getAttrOfType<IntegerAttr>(
+          dist::DistDialect::getZeroStageAttrName()))
+    report.stage = stage.getInt();
+
+  for (auto state : module.getOps<train::ParamOp>()) {
+    ByteCount count = persistentCount(state, report.ranks);
+    report.persistentBytes += count.bytes;
+    switch (state.getRole()) {
+    case train::Role::param:
+    case train::Role::frozen:
+      report.parameters += count;
+      break;
+    case train::Role::slot:
+      report.slots += count;
+      break;
+    case train::Role::master:
+      report.masters += count;
+      break;
+    case train::Role::grad_accum:
+      report.gradients += count;
+      break;
+    }
+  }
+
+  SymbolTableCollection symbols;
+  for (func::FuncOp function : functions) {
+    int64_t repeat = 1;
+    if (auto steps = function->getAttrOfType<IntegerAttr>(
+            train::TrainDialect::getAccumulateStepsAttrName()))
+      repeat = steps.getInt();
+    else if (function->hasAttr(train::TrainDialect::getStepAttrName()))
+      report.gradients += measureHeldGradients(function, report.ranks, symbols);
+    if (function.isExternal())
+      continue;
+    int64_t peak = computePeakTransient(function);
+    if (peak > report.peakTransientBytes || report.peakFunction.empty()) {
+      report.peakTransientBytes = std::max(peak, report.peakTransientBytes);
+      report.peakFunction = function.getSymName().str();
+    }
+    function.walk([&](Operation *op) { addTraffic(report, op, repeat); });
+  }
+  report.formula = computeFormula(module, report.stage, report.ranks);
+  return report;
+}
+
+//===----------------------------------------------------------------------===//
+// Printing
+//===----------------------------------------------------------------------===//
+
+/// llvm::format takes pointers, not arrays.
+static const char *cstr(const char *text) { return text; }
+
+static void printRow(llvm::raw_ostream &os, StringRef name,
+                     const ByteCount &count) {
+  os << llvm::format("  %-18s %14lld B", name.str().c_str(),
+                     static_cast<long long>(count.bytes));
+  if (count.padding > 0.0)
+    os << llvm::format("   (padding %.1f B)", count.padding);
+  os << "\n";
+}
+
+static StringRef formulaText(int64_t stage) {
+  switch (stage) {
+  case 1:
+    return "(P+G)Ψ + KΨ/N";
+  case 2:
+    return "PΨ + (G+K)Ψ/N";
+  case 3:
+    return "(P+G+K)Ψ/N";
+  default:
+    return "(P+G+K)Ψ";
+  }
+}
+
+void printPlanReport(const PlanReport &report, llvm::raw_ostream &os) {
+  os << "ZeRO plan: ";
+  if (report.stage < 0)
+    os << "not data parallel";
+  else
+    os << "stage " << report.stage;
+  os << ", " << report.ranks << " rank(s)";
+  if (!report.placement.empty())
+    os << " on " << report.placement;
+  os << "\nPer rank (every rank holds the same):\n";
+  printRow(os, "parameters", report.parameters);
+  printRow(os, "gradients", report.gradients);
+  printRow(os, "optimizer slots", report.slots);
+  printRow(os, "master copies", report.masters);
+  ByteCount state = report.modelState();
+  printRow(os, "model state", state);
+  os << llvm::format("  %-18s %14lld B   (in %s)\n", cstr("peak transient"),
+                     static_cast<long long>(report.peakTransientBytes),
+                     report.peakFunction.c_str());
+  os << llvm::format("  %-18s %14lld B\n", cstr("total"),
+                     static_cast<long long>(report.persistentBytes +
+                                            report.peakTransientBytes));
+
+  const ZeroFormula &f = report.formula;
+  os << "Formula (P=" << llvm::format("%.3g", f.paramBytesPerElement)
+     << ", G=" << llvm::format("%.3g", f.gradBytesPerElement)
+     << ", K=" << llvm::format("%.3g", f.optimizerBytesPerElement)
+     << ", Ψ=" << f.trainableElements << ", N=" << f.ranks;
+  if (f.frozenElements)
+    os << ", frozen " << f.frozenElements << " elements";
+  os << "):\n";
+  double unpadded = state.bytes - state.padding;
+  os << llvm::format("  %-18s %16.1f B   ", cstr("model state"),
+                     f.modelStateBytes)
+     << formulaText(report.stage < 0 ? 0 : report.stage);
+  if (f.frozenElements)
+    os << " + frozen";
+  double gap = unpadded - f.modelStateBytes;
+  if (std::abs(gap) < 0.5)
+    os << "; the plan matches it up to padding\n";
+  else
+    os << llvm::format("; the plan differs by %.1f B beyond padding\n", gap);
+
+  os << "Per step traffic (ring: each rank sends (N-1)/N of the payload):\n";
+  os << llvm::format("  %-16s %6s %14s %14s %16s\n", cstr("collective"),
+                     cstr("count"), cstr("elements"), cstr("bytes"),
+                     cstr("sent per rank"));
+  int64_t volume = 0;
+  for (const auto &[kind, count] : report.traffic) {
+    os << llvm::format("  %-16s %6lld %14lld %14lld %14.1f B\n", kind.c_str(),
+                       static_cast<long long>(count.count),
+                       static_cast<long long>(count.elements),
+                       static_cast<long long>(count.bytes),
+                       count.sentBytesPerRank);
+    volume += count.volumeElements;
+  }
+  os << llvm::format("  %-16s %14lld elements (all-reduce counted twice); "
+                     "formula %s = %.0f\n",
+                     cstr("volume"), static_cast<long long>(volume),
+                     cstr(report.stage == 3 ? "3Ψ" : "2Ψ"), f.trafficElements);
+}
+
+static llvm::json::Object toJson(const ByteCount &count) {
+  return llvm::json::Object{{"bytes", count.bytes},
+                            {"padding_bytes", count.padding}};
+}
+
+llvm::json::Value planReportToJson(const PlanReport &report) {
+  llvm::json::Object traffic;
+  for (const auto &[kind, count] : report.traffic)
+    traffic[kind] =
+        llvm::json::Object{{"count", count.count},
+                           {"elements", count.elements},
+                           {"bytes", count.bytes},
+                           {"volume_elements", count.volumeElements},
+                           {"sent_bytes_per_rank", count.sentBytesPerRank}};
+  const ZeroFormula &f = report.formula;
+  ByteCount state = report.modelState();
+  return llvm::json::Object{
+      {"stage", report.stage},
+      {"ranks", report.ranks},
+      {"placement", report.placement},
+      {"per_rank",
+       llvm::json::Object{{"parameters", toJson(report.parameters)},
+                          {"gradients", toJson(report.gradients)},
+                          {"optimizer_slots", toJson(report.slots)},
+                          {"master_copies", toJson(report.masters)},
+                          {"model_state", toJson(state)},
+                          {"persistent_bytes", report.persistentBytes},
+                          {"peak_transient_bytes", report.peakTransientBytes},
+                          {"peak_function", report.peakFunction},
+                          {"total_bytes", report.persistentBytes +
+                                              report.peakTransientBytes}}},
+      {"traffic", std::move(traffic)},
+      {"formula",
+       llvm::json::Object{
+           {"trainable_elements", f.trainableElements},
+           {"frozen_elements", f.frozenElements},
+           {"param_bytes_per_element", f.paramBytesPerElement},
+           {"grad_bytes_per_element", f.gradBytesPerElement},
+           {"optimizer_bytes_per_element", f.optimizerBytesPerElement},
+           {"model_state_bytes", f.modelStateBytes},
+           {"traffic_elements", f.trafficElements}}}};
+}
+
+} // namespace zero

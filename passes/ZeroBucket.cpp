@@ -1,0 +1,252 @@
+//===- ZeroBucket.cpp - Fuse small collectives into buckets ---------------===//
+//
+// Many small collectives cost a launch and a latency each; one collective over
+// a flat bucket costs one. Reductions are delayed to the bucket's last member
+// (a bucket is flushed before any of its results is used, as DDP's buckets
+// are); gathers are issued at the first member (a prefetch). The plan is made
+// for a whole block before anything moves, so the pass is linear in the
+// number of operations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/analysis/TrainingStep.h"
+#include "zero/passes/Passes.h"
+
+#include "zero/dialects/dist/DistOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace zero {
+#define GEN_PASS_DEF_ZEROBUCKET
+#include "zero/passes/Passes.h.inc"
+} // namespace zero
+
+using namespace mlir;
+using namespace zero;
+
+namespace {
+
+enum class BucketKind { AllReduce, ReduceScatter, AllGather };
+
+struct Bucket {
+  BucketKind kind;
+  dist::ReduceKind reduce;
+  int64_t axis;
+  Type elementType;
+  int64_t bytes = 0;
+  bool open = true;
+  SmallVector<Operation *> members;
+};
+
+/// The bucket kind of a collective that can join a bucket, if any.
+std::optional<BucketKind> classify(Operation *op) {
+  auto staticInput = [](Value value) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    return type && type.hasStaticShape();
+  };
+  if (auto reduce = dyn_cast<dist::AllReduceOp>(op))
+    return staticInput(reduce.getInput()) ? std::optional(BucketKind::AllReduce)
+                                          : std::nullopt;
+  auto rankedInput = [&](Value value) {
+    return staticInput(value) &&
+           cast<RankedTensorType>(value.getType()).getRank() > 0;
+  };
+  if (auto scatter = dyn_cast<dist::ReduceScatterOp>(op))
+    return scatter.getDim() == 0 && rankedInput(scatter.getInput())
+               ? std::optional(BucketKind::ReduceScatter)
+               : std::nullopt;
+  if (auto gather = dyn_cast<dist::AllGatherOp>(op))
+    return gather.getDim() == 0 && rankedInput(gather.getInput()) &&
+                   cast<RankedTensorType>(gather.getType()).hasStaticShape()
+               ? std::optional(BucketKind::AllGather)
+               : std::nullopt;
+  return std::nullopt;
+}
+
+class BucketPlanner {
+public:
+  BucketPlanner(int64_t reduceBucketBytes, int64_t allgatherBucketBytes)
+      : reduceBucketBytes(reduceBucketBytes),
+        allgatherBucketBytes(allgatherBucketBytes) {}
+
+  /// Plans the buckets of one block; returns those with two or more members.
+  void planBlock(Block &block);
+  void materialize();
+  unsigned getNumFused() const { return numFused; }
+
+private:
+  void add(Operation *op, BucketKind kind);
+  void close(unsigned index) {
+    Bucket &bucket = buckets[index];
+    if (bucket.open && bucket.members.size() > 1)
+      ready.push_back(index);
+    bucket.open = false;
+  }
+  void materialize(Bucket &bucket);
+
+  int64_t reduceBucketBytes;
+  int64_t allgatherBucketBytes;
+  std::vector<Bucket> buckets;
+  SmallVector<unsigned> ready;
+  DenseMap<Operation *, unsigned> bucketOf;
+  SmallVector<unsigned> openBuckets;
+  DenseMap<Operation *, int64_t> position;
+  unsigned numFused = 0;
+};
+
+void BucketPlanner::add(Operation *op, BucketKind kind) {
+  auto collective = cast<dist::CollectiveOpInterface>(op);
+  auto inputType = cast<RankedTensorType>(op->getOperand(0).getType());
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t bytes =
+      getTensorBytes(kind == BucketKind::AllGather ? resultType : inputType);
+  int64_t limit =
+      kind == BucketKind::AllGather ? allgatherBucketBytes : reduceBucketBytes;
+  if (limit == 0)
+    return;
+  dist::ReduceKind reduce = dist::ReduceKind::sum;
+  if (auto op2 = dyn_cast<dist::AllReduceOp>(op))
+    reduce = op2.getReduce();
+  else if (auto op2 = dyn_cast<dist::ReduceScatterOp>(op))
+    reduce = op2.getReduce();
+  int64_t axis = collective.getPlacementAxis();
+  Type elementType = inputType.getElementType();
+
+  for (unsigned index : openBuckets) {
+    Bucket &bucket = buckets[index];
+    if (!bucket.open || bucket.kind != kind || bucket.reduce != reduce ||
+        bucket.axis != axis || bucket.elementType != elementType)
+      continue;
+    bool fits = bucket.bytes + bytes <= limit;
+    // A gather moves up to the first member: its input must exist there.
+    if (fits && kind == BucketKind::AllGather) {
+      Operation *def = op->getOperand(0).getDefiningOp();
+      Operation *first = bucket.members.front();
+      if (def && def->getBlock() == first->getBlock() &&
+          position.lookup(def) >= position.lookup(first))
+        fits = false;
+    }
+    if (fits) {
+      bucket.members.push_back(op);
+      bucket.bytes += bytes;
+      bucketOf[op] = index;
+      return;
+    }
+    close(index);
+  }
+  buckets.push_back(Bucket{kind, reduce, axis, elementType, bytes, true, {op}});
+  bucketOf[op] = buckets.size() - 1;
+  openBuckets.push_back(buckets.size() - 1);
+}
+
+void BucketPlanner::planBlock(Block &block) {
+  for (auto [index, op] : llvm::enumerate(block))
+    position[&op] = index;
+  for (Operation &op : block) {
+    // A use of a member's result closes its bucket: the collective must be
+    // issued before it.
+    op.walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (Operation *def = operand.getDefiningOp()) {
+          auto it = bucketOf.find(def);
+          if (it != bucketOf.end())
+            close(it->second);
+        }
+    });
+    if (std::optional<BucketKind> kind = classify(&op))
+      add(&op, *kind);
+    llvm::erase_if(openBuckets,
+                   [&](unsigned index) { return !buckets[index].open; });
+  }
+  for (unsigned index : openBuckets)
+    close(index);
+  openBuckets.clear();
+}
+
+void BucketPlanner::materialize(Bucket &bucket) {
+  Operation *first = bucket.members.front();
+  int64_t groupSize = dist::getGroupSize(first, bucket.axis);
+  OpBuilder builder(first->getContext());
+  if (bucket.kind == BucketKind::AllGather)
+    builder.setInsertionPoint(first);
+  else
+    builder.setInsertionPointAfter(bucket.members.back());
+  Location loc = builder.getFusedLoc(llvm::to_vector(llvm::map_range(
+      bucket.members, [](Operation *op) { return op->getLoc(); })));
+
+  SmallVector<Value> inputs;
+  SmallVector<Type> resultTypes;
+  int64_t total = 0;
+  for (Operation *member : bucket.members) {
+    inputs.push_back(member->getOperand(0));
+    resultTypes.push_back(member->getResult(0).getType());
+    auto input = cast<RankedTensorType>(member->getOperand(0).getType());
+    if (bucket.kind == BucketKind::ReduceScatter)
+      total +=
+          shardSize(input.getDimSize(0), groupSize) *
+          (input.getNumElements() / std::max<int64_t>(input.getDimSize(0), 1));
+    else
+      total += input.getNumElements();
+  }
+  auto shardBucket = RankedTensorType::get({total}, bucket.elementType);
+  auto fullBucket =
+      RankedTensorType::get({total * groupSize}, bucket.elementType);
+  IntegerAttr shards = builder.getI64IntegerAttr(groupSize);
+  ValueRange results;
+  switch (bucket.kind) {
+  case BucketKind::AllReduce: {
+    Value packed = builder.create<dist::PackOp>(loc, shardBucket, inputs);
+    Value reduced = builder.create<dist::AllReduceOp>(
+        loc, packed, bucket.reduce, bucket.axis);
+    results =
+        builder.create<dist::UnpackOp>(loc, resultTypes, reduced).getResults();
+    break;
+  }
+  case BucketKind::ReduceScatter: {
+    auto pack = builder.create<dist::PackOp>(loc, fullBucket, inputs);
+    pack.setShardsAttr(shards);
+    Value reduced = builder.create<dist::ReduceScatterOp>(
+        loc, shardBucket, pack, bucket.reduce, bucket.axis, /*dim=*/0);
+    results =
+        builder.create<dist::UnpackOp>(loc, resultTypes, reduced).getResults();
+    break;
+  }
+  case BucketKind::AllGather: {
+    Value packed = builder.create<dist::PackOp>(loc, shardBucket, inputs);
+    Value gathered = builder.create<dist::AllGatherOp>(loc, fullBucket, packed,
+                                                       bucket.axis, /*dim=*/0);
+    auto unpack = builder.create<dist::UnpackOp>(loc, resultTypes, gathered);
+    unpack.setShardsAttr(shards);
+    results = unpack.getResults();
+    break;
+  }
+  }
+  for (auto [member, result] : llvm::zip(bucket.members, results)) {
+    member->getResult(0).replaceAllUsesWith(result);
+    member->erase();
+  }
+  numFused += bucket.members.size();
+}
+
+void BucketPlanner::materialize() {
+  for (unsigned index : ready)
+    materialize(buckets[index]);
+}
+
+struct ZeroBucketPass : zero::impl::ZeroBucketBase<ZeroBucketPass> {
+  using ZeroBucketBase::ZeroBucketBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (reduceBucketBytes < 0 || allgatherBucketBytes < 0) {
+      module.emitError() << "zero-bucket: bucket sizes must not be negative";
+      return signalPassFailure();
+    }
+    BucketPlanner planner(reduceBucketBytes, allgatherBucketBytes);
+    for (func::FuncOp function : getStepFunctions(module))
+      function.walk([&](Block *block) { planner.planBlock(*block); });
+    planner.materialize();
+  }
+};
+
+} // namespace

@@ -1,0 +1,595 @@
+//===- ZeroShard.cpp - ZeRO stages 1, 2 and 3 -----------------------------===//
+//
+// Partitions the optimizer state (stage 1), the gradients (stage 2) and the
+// parameters (stage 3) of a data-parallel step across the ranks of placement
+// axis 0. The pass looks only at persistent state, the optimizer updates that
+// train-materialize-optimizer wrote, the gradient all-reduces that
+// dist-data-parallel inserted and the loads of sharded parameters; compute is
+// never inspected, so steps written in linalg work alike.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/analysis/TrainingStep.h"
+#include "zero/passes/Passes.h"
+
+#include "zero/dialects/dist/DistOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace zero {
+#define GEN_PASS_DEF_ZEROSHARD
+#include "zero/passes/Passes.h.inc"
+} // namespace zero
+
+using namespace mlir;
+using namespace zero;
+using train::StorageLayoutKind;
+
+namespace {
+
+/// One optimizer update as train-materialize-optimizer and
+/// dist-data-parallel left it.
+struct UpdateSite {
+  Operation *update;
+  dist::AllReduceOp average;
+  train::ParamOp param;
+  /// The fp32 master copy the update writes, under mixed precision.
+  train::ParamOp master;
+  SmallVector<train::ParamOp> slots;
+  /// Stage 1: the reduce-scatter emitted ahead of the update.
+  Value gradShard = nullptr;
+};
+
+class Sharder {
+public:
+  Sharder(ModuleOp module, int64_t stage, StorageLayoutKind layout,
+          int64_t minShardElements, bool regatherInBackward,
+          int64_t maxReuseDistance)
+      : module(module), stage(stage), layout(layout),
+        minShardElements(minShardElements),
+        regatherInBackward(regatherInBackward),
+        maxReuseDistance(maxReuseDistance) {}
+
+  LogicalResult run();
+
+private:
+  bool shouldShard(train::ParamOp param) {
+    return param.getLogicalTensorType().getNumElements() >= minShardElements;
+  }
+  StorageLayoutKind layoutOf(train::ParamOp param) {
+    return param.getLogicalTensorType().getRank() == 0 ? StorageLayoutKind::flat
+                                                       : layout;
+  }
+  RankedTensorType shardTypeOf(RankedTensorType logical,
+                               StorageLayoutKind kind) {
+    return getShardType(logical, kind, groupSize);
+  }
+  void shardDeclaration(train::ParamOp state, StorageLayoutKind kind);
+
+  FailureOr<UpdateSite> analyzeUpdate(Operation *update);
+  LogicalResult shardAccumulator(train::ParamOp accumulator,
+                                 train::ParamOp param);
+  LogicalResult rewriteUpdate(UpdateSite &site);
+  void gatherParameterLoads(func::FuncOp function,
+                            const DenseSet<train::ParamOp> &sharded);
+
+  /// `full` reduce-scattered (mean) into the shard of a tensor of `kind`.
+  Value emitReduceScatter(OpBuilder &builder, Location loc, Value full,
+                          StorageLayoutKind kind);
+  /// `shard` all-gathered back into a tensor of type `logical`.
+  Value emitAllGather(OpBuilder &builder, Location loc, Value shard,
+                      RankedTensorType logical, StorageLayoutKind kind);
+  Value emitLoad(OpBuilder &builder, Location loc, train::ParamOp state) {
+    auto load = builder.create<train::LoadOp>(loc, state.getLocalTensorType(),
+                                              state.getSymName());
+    freshLoads.insert(load);
+    return load;
+  }
+  void eraseIfDead(Operation *op) {
+    if (op && op->use_empty())
+      op->erase();
+  }
+
+  ModuleOp module;
+  SymbolTableCollection symbols;
+  int64_t stage;
+  StorageLayoutKind layout;
+  int64_t minShardElements;
+  bool regatherInBackward;
+  int64_t maxReuseDistance;
+  int64_t groupSize = 1;
+  /// Loads this pass wrote; they already read shards.
+  DenseSet<Operation *> freshLoads;
+  /// Averaged gradients that are already this rank's shard (stage 2
+  /// accumulators), keyed by the full-size value they replace.
+  DenseMap<Value, Value> reducedShards;
+  /// Stages 1-2: updated shards to gather back into replicated parameters.
+  struct PendingGather {
+    Value shard;
+    train::ParamOp param;
+    StorageLayoutKind kind;
+    Location loc;
+  };
+  llvm::MapVector<Block *, SmallVector<PendingGather>> pendingGathers;
+  void emitPendingGathers();
+};
+
+/// All gathers first, then the stores: the gathers are adjacent, so
+/// zero-bucket can fuse them, and they follow every update.
+void Sharder::emitPendingGathers() {
+  for (auto &[block, gathers] : pendingGathers) {
+    OpBuilder builder = OpBuilder::atBlockTerminator(block);
+    SmallVector<Value> gathered;
+    for (PendingGather &pending : gathers) {
+      RankedTensorType logical = pending.param.getLogicalTensorType();
+      gathered.push_back(builder.create<dist::AllGatherOp>(
+          pending.loc,
+          pending.kind == StorageLayoutKind::flat ? getFlatType(logical)
+                                                  : logical,
+          pending.shard, /*axis=*/0, /*dim=*/0));
+    }
+    for (auto [pending, value] : llvm::zip(gathers, gathered)) {
+      RankedTensorType logical = pending.param.getLogicalTensorType();
+      if (value.getType() != logical)
+        value = builder.create<train::ReshapeOp>(pending.loc, logical, value);
+      builder.create<train::StoreOp>(pending.loc, value,
+                                     pending.param.getSymName());
+    }
+  }
+}
+
+void Sharder::shardDeclaration(train::ParamOp state, StorageLayoutKind kind) {
+  if (state.isSharded())
+    return;
+  MLIRContext *context = state.getContext();
+  state.setLayoutAttr(train::StorageLayoutKindAttr::get(context, kind));
+  state.setShardAxis(0);
+  state.setLocalTypeAttr(
+      TypeAttr::get(shardTypeOf(state.getLogicalTensorType(), kind)));
+}
+
+Value Sharder::emitReduceScatter(OpBuilder &builder, Location loc, Value full,
+                                 StorageLayoutKind kind) {
+  auto type = cast<RankedTensorType>(full.getType());
+  if (kind == StorageLayoutKind::flat && type.getRank() != 1)
+    full = builder.create<train::ReshapeOp>(loc, getFlatType(type), full);
+  auto input = cast<RankedTensorType>(full.getType());
+  return builder.create<dist::ReduceScatterOp>(
+      loc, shardTypeOf(input, StorageLayoutKind::dim0), full,
+      dist::ReduceKind::mean, /*axis=*/0, /*dim=*/0);
+}
+
+Value Sharder::emitAllGather(OpBuilder &builder, Location loc, Value shard,
+                             RankedTensorType logical, StorageLayoutKind kind) {
+  RankedTensorType gatheredType =
+      kind == StorageLayoutKind::flat ? getFlatType(logical) : logical;
+  Value gathered = builder.create<dist::AllGatherOp>(loc, gatheredType, shard,
+                                                     /*axis=*/0, /*dim=*/0);
+  if (gatheredType != logical)
+    gathered = builder.create<train::ReshapeOp>(loc, logical, gathered);
+  return gathered;
+}
+
+FailureOr<UpdateSite> Sharder::analyzeUpdate(Operation *update) {
+  UpdateView view(update);
+  UpdateSite site{update, nullptr, nullptr, nullptr, {}, nullptr};
+  site.average = view.getGrad().getDefiningOp<dist::AllReduceOp>();
+  if (!site.average || site.average.getReduce() != dist::ReduceKind::mean ||
+      site.average.getAxis() != 0)
+    return update->emitOpError()
+           << "takes a gradient that is not averaged by 'dist.all_reduce "
+              "mean' over axis 0; run dist-data-parallel before zero-shard";
+  train::ParamOp updated = getLoadedState(view.getParam(), symbols);
+  if (!updated)
+    return update->emitOpError()
+           << "updates a tensor that is not loaded from persistent state; "
+              "zero-shard shards the updates train-materialize-optimizer "
+              "writes";
+  if (updated.getRole() == train::Role::master) {
+    site.master = updated;
+    site.param = symbols.lookupNearestSymbolFrom<train::ParamOp>(
+        updated, updated.getOwnerAttr());
+  } else {
+    site.param = updated;
+  }
+  for (unsigned i = 0, e = view.getNumSlots(); i < e; ++i) {
+    train::ParamOp slot = getLoadedState(view.getSlot(i), symbols);
+    if (!slot || slot.getRole() != train::Role::slot)
+      return update->emitOpError()
+             << "takes slot operand #" << i
+             << " that is not loaded from an optimizer slot";
+    site.slots.push_back(slot);
+  }
+  // Every result must go straight to persistent state (possibly through the
+  // cast back into a 16-bit parameter), which this pass rewrites.
+  for (Operation *user : update->getUsers()) {
+    if (isa<train::StoreOp>(user))
+      continue;
+    if (isa<train::CastOp>(user) && llvm::all_of(user->getUsers(), [](auto *u) {
+          return isa<train::StoreOp>(u);
+        }))
+      continue;
+    InFlightDiagnostic diag = update->emitOpError()
+                              << "has a result used by '" << user->getName()
+                              << "'; zero-shard expects updated values to be "
+                                 "stored to persistent state";
+    diag.attachNote(user->getLoc()) << "used here";
+    return diag;
+  }
+  return site;
+}
+
+LogicalResult Sharder::shardAccumulator(train::ParamOp accumulator,
+                                        train::ParamOp param) {
+  StorageLayoutKind kind = layoutOf(param);
+  shardDeclaration(accumulator, kind);
+  RankedTensorType shardType = accumulator.getLocalTensorType();
+  SmallVector<train::LoadOp> loads;
+  SmallVector<train::StoreOp> stores;
+  for (func::FuncOp function : getStepFunctions(module))
+    function.walk([&](Operation *op) {
+      if (auto load = dyn_cast<train::LoadOp>(op)) {
+        if (load.getState() == accumulator.getSymName())
+          loads.push_back(load);
+      } else if (auto store = dyn_cast<train::StoreOp>(op)) {
+        if (store.getState() == accumulator.getSymName())
+          stores.push_back(store);
+      }
+    });
+
+  DenseSet<Operation *> handledLoads;
+  for (train::StoreOp store : stores) {
+    OpBuilder builder(store);
+    Location loc = store.getLoc();
+    Operation *producer = store.getValue().getDefiningOp();
+    if (auto add = dyn_cast_or_null<train::AddOp>(producer)) {
+      // The micro-step: acc += grad becomes acc_shard += RS(grad).
+      auto old = add.getLhs().getDefiningOp<train::LoadOp>();
+      if (!old || old.getState() != accumulator.getSymName())
+        return add.emitOpError()
+               << "accumulates into " << accumulator.getSymNameAttr()
+               << " without loading it first";
+      Value grad = add.getRhs();
+      OpBuilder after(grad.getContext());
+      after.setInsertionPointAfterValue(grad);
+      Value gradShard = emitReduceScatter(after, loc, grad, kind);
+      builder.setInsertionPoint(add);
+      Value sum = builder.create<train::AddOp>(
+          loc, emitLoad(builder, loc, accumulator), gradShard);
+      store.getValueMutable().assign(sum);
+      handledLoads.insert(old);
+      add.erase();
+      eraseIfDead(old);
+      continue;
+    }
+    if (auto constant = dyn_cast_or_null<arith::ConstantOp>(producer)) {
+      // The reset after the update.
+      auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+      if (splat) {
+        Value zeros = builder.create<arith::ConstantOp>(
+            loc, SplatElementsAttr::get(shardType,
+                                        splat.getSplatValue<Attribute>()));
+        store.getValueMutable().assign(zeros);
+        eraseIfDead(constant);
+        continue;
+      }
+    }
+    return store.emitOpError()
+           << "writes gradient accumulator " << accumulator.getSymNameAttr()
+           << " in a form zero-shard does not know; it shards the "
+              "accumulation train-materialize-optimizer writes";
+  }
+
+  // The apply step: the averaged accumulator is already this rank's reduced
+  // shard, so the update needs no further reduction.
+  for (train::LoadOp load : loads) {
+    if (handledLoads.contains(load))
+      continue;
+    OpBuilder builder(load);
+    Value shard = emitLoad(builder, load.getLoc(), accumulator);
+    auto scale = dyn_cast<train::ScaleOp>(*load->getUsers().begin());
+    if (!load->hasOneUse() || !scale)
+      return load.emitOpError()
+             << "reads gradient accumulator " << accumulator.getSymNameAttr()
+             << " in a form zero-shard does not know";
+    builder.setInsertionPoint(scale);
+    reducedShards[scale.getResult()] = builder.create<train::ScaleOp>(
+        scale.getLoc(), shard, scale.getFactorAttr());
+  }
+  return success();
+}
+
+LogicalResult Sharder::rewriteUpdate(UpdateSite &site) {
+  Operation *update = site.update;
+  UpdateView view(update);
+  Location loc = update->getLoc();
+  StorageLayoutKind kind = layoutOf(site.param);
+  if (site.master)
+    shardDeclaration(site.master, kind);
+  for (train::ParamOp slot : site.slots)
+    shardDeclaration(slot, kind);
+  if (stage == 3)
+    shardDeclaration(site.param, kind);
+
+  // The gradient shard: stage 1 reduces where the update is, later stages as
+  // soon as the gradient exists (where dist-data-parallel averaged it).
+  Value grad = site.average.getInput();
+  Value gradShard = reducedShards.lookup(grad);
+  if (!gradShard)
+    gradShard = site.gradShard;
+  if (!gradShard) {
+    OpBuilder builder(site.average);
+    gradShard = emitReduceScatter(builder, loc, grad, kind);
+  }
+
+  OpBuilder builder(update);
+  Value paramShard;
+  if (site.master || stage == 3) {
+    paramShard = emitLoad(builder, loc, site.master ? site.master : site.param);
+  } else {
+    // The replicated parameter: each rank updates its slice of it.
+    Value full = emitLoad(builder, loc, site.param);
+    auto type = cast<RankedTensorType>(full.getType());
+    if (kind == StorageLayoutKind::flat && type.getRank() != 1)
+      full = builder.create<train::ReshapeOp>(loc, getFlatType(type), full);
+    paramShard = builder.create<dist::SliceOp>(
+        loc,
+        shardTypeOf(cast<RankedTensorType>(full.getType()),
+                    StorageLayoutKind::dim0),
+        full, /*axis=*/0, /*dim=*/0);
+  }
+  SmallVector<Value> operands{paramShard, gradShard};
+  SmallVector<Type> resultTypes{paramShard.getType()};
+  for (train::ParamOp slot : site.slots) {
+    operands.push_back(emitLoad(builder, loc, slot));
+    resultTypes.push_back(slot.getLocalTensorType());
+  }
+  for (Value rest : update->getOperands().drop_front(2 + view.getNumSlots()))
+    operands.push_back(rest);
+  OperationState state(loc, update->getName(), operands, resultTypes,
+                       update->getAttrs());
+  UpdateView sharded(builder.create(state));
+
+  for (auto [index, slot] : llvm::enumerate(site.slots))
+    builder.create<train::StoreOp>(loc, sharded.getNewSlot(index),
+                                   slot.getSymName());
+  Value newParam = sharded.getNewParam();
+  RankedTensorType logical = site.param.getLogicalTensorType();
+  if (site.master) {
+    builder.create<train::StoreOp>(loc, newParam, site.master.getSymName());
+    auto type = cast<RankedTensorType>(newParam.getType());
+    newParam = builder.create<train::CastOp>(
+        loc, RankedTensorType::get(type.getShape(), logical.getElementType()),
+        newParam);
+  }
+  if (stage == 3) {
+    builder.create<train::StoreOp>(loc, newParam, site.param.getSymName());
+  } else {
+    pendingGathers[update->getBlock()].push_back(
+        {newParam, site.param, kind, loc});
+  }
+
+  // Drop the replicated update and everything only it needed.
+  llvm::SetVector<Operation *> users(update->user_begin(), update->user_end());
+  for (Operation *user : users) {
+    SmallVector<Operation *> stores(user->getUsers());
+    for (Operation *store : stores)
+      store->erase();
+    eraseIfDead(user);
+  }
+  llvm::SetVector<Operation *> loads;
+  for (Value operand : update->getOperands())
+    if (auto load = operand.getDefiningOp<train::LoadOp>())
+      loads.insert(load);
+  update->erase();
+  for (Operation *load : loads)
+    eraseIfDead(load);
+  eraseIfDead(site.average);
+  if (reducedShards.count(grad)) {
+    Operation *scale = grad.getDefiningOp();
+    Operation *load = scale->getOperand(0).getDefiningOp();
+    eraseIfDead(scale);
+    eraseIfDead(load);
+  }
+  return success();
+}
+
+void Sharder::gatherParameterLoads(func::FuncOp function,
+                                   const DenseSet<train::ParamOp> &sharded) {
+  Block &body = function.front();
+  DenseMap<Operation *, int64_t> position;
+  for (auto [index, op] : llvm::enumerate(body))
+    position[&op] = index;
+
+  // The forward is what the returned loss depends on.
+  DenseSet<Operation *> forward;
+  SmallVector<Operation *> worklist;
+  for (Value result : body.getTerminator()->getOperands())
+    if (Operation *def = result.getDefiningOp())
+      worklist.push_back(def);
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (!forward.insert(op).second)
+      continue;
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (Operation *inBody = body.findAncestorOpInBlock(*def))
+            worklist.push_back(inBody);
+    });
+  }
+
+  SmallVector<train::LoadOp> loads;
+  function.walk([&](train::LoadOp load) {
+    if (freshLoads.contains(load))
+      return;
+    auto state = symbols.lookupNearestSymbolFrom<train::ParamOp>(
+        load, load.getStateAttr());
+    if (state && sharded.contains(state))
+      loads.push_back(load);
+  });
+
+  for (train::LoadOp load : loads) {
+    auto state = symbols.lookupNearestSymbolFrom<train::ParamOp>(
+        load, load.getStateAttr());
+    RankedTensorType logical = state.getLogicalTensorType();
+    StorageLayoutKind kind = layoutOf(state);
+    load.getResult().setType(state.getLocalTensorType());
+
+    struct Use {
+      Operation *anchor;
+      OpOperand *operand;
+    };
+    SmallVector<Use> uses;
+    for (OpOperand &use : load->getUses())
+      uses.push_back({body.findAncestorOpInBlock(*use.getOwner()), &use});
+    llvm::sort(uses, [&](const Use &a, const Use &b) {
+      return position.lookup(a.anchor) < position.lookup(b.anchor);
+    });
+
+    Value gathered;
+    Operation *previous = nullptr;
+    for (const Use &use : uses) {
+      bool newRegion = !gathered;
+      if (previous && previous != use.anchor) {
+        if (regatherInBackward && forward.contains(previous) &&
+            !forward.contains(use.anchor))
+          newRegion = true;
+        if (maxReuseDistance > 0 &&
+            position.lookup(use.anchor) - position.lookup(previous) >
+                maxReuseDistance)
+          newRegion = true;
+      }
+      if (newRegion) {
+        OpBuilder builder(use.anchor);
+        gathered = emitAllGather(builder, load.getLoc(), load, logical, kind);
+      }
+      use.operand->set(gathered);
+      previous = use.anchor;
+    }
+  }
+}
+
+LogicalResult Sharder::run() {
+  auto stageAttr = module->getAttrOfType<IntegerAttr>(
+      dist::DistDialect::getZeroStageAttrName());
+  if (!stageAttr)
+    return module.emitError() << "zero-shard: the module is not data "
+                                 "parallel; run dist-data-parallel first";
+  if (stageAttr.getInt() != 0)
+    return module.emitError() << "zero-shard: the module is already at ZeRO "
+                                 "stage "
+                              << stageAttr.getInt();
+  dist::PlacementAttr placement = dist::lookupPlacement(module);
+  if (!placement)
+    return module.emitError() << "zero-shard: the module has no "
+                                 "'dist.placement'";
+  groupSize = placement.getGroupSize(0);
+
+  SmallVector<UpdateSite> sites;
+  for (func::FuncOp function : getStepFunctions(module)) {
+    WalkResult result = function.walk([&](Operation *op) {
+      if (auto apply = dyn_cast<train::ApplyGradientOp>(op)) {
+        apply.emitOpError() << "is still implicit; run "
+                               "train-materialize-optimizer before zero-shard";
+        return WalkResult::interrupt();
+      }
+      if (!isUpdateOp(op))
+        return WalkResult::advance();
+      FailureOr<UpdateSite> site = analyzeUpdate(op);
+      if (failed(site))
+        return WalkResult::interrupt();
+      if (shouldShard(site->param))
+        sites.push_back(*site);
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      return failure();
+  }
+
+  if (stage >= 2) {
+    for (auto accumulator : module.getOps<train::ParamOp>()) {
+      if (accumulator.getRole() != train::Role::grad_accum)
+        continue;
+      auto param = symbols.lookupNearestSymbolFrom<train::ParamOp>(
+          accumulator, accumulator.getOwnerAttr());
+      if (shouldShard(param) && failed(shardAccumulator(accumulator, param)))
+        return failure();
+    }
+  }
+  if (stage == 1) {
+    // Every gradient is reduced just before the block's first update, so the
+    // reduce-scatters are adjacent and zero-bucket can fuse them.
+    DenseMap<Block *, Operation *> firstUpdate;
+    for (UpdateSite &site : sites)
+      firstUpdate.try_emplace(site.update->getBlock(), site.update);
+    for (UpdateSite &site : sites) {
+      Value grad = site.average.getInput();
+      if (reducedShards.count(grad))
+        continue;
+      Operation *point = firstUpdate.lookup(site.update->getBlock());
+      if (point->isBeforeInBlock(site.average))
+        point = site.average;
+      OpBuilder builder(point);
+      site.gradShard = emitReduceScatter(builder, site.update->getLoc(), grad,
+                                         layoutOf(site.param));
+    }
+  }
+  for (UpdateSite &site : sites)
+    if (failed(rewriteUpdate(site)))
+      return failure();
+  emitPendingGathers();
+
+  if (stage == 3) {
+    DenseSet<train::ParamOp> sharded;
+    for (auto param : module.getOps<train::ParamOp>())
+      if ((param.getRole() == train::Role::param ||
+           param.getRole() == train::Role::frozen) &&
+          shouldShard(param)) {
+        shardDeclaration(param, layoutOf(param));
+        sharded.insert(param);
+      }
+    for (func::FuncOp function : getStepFunctions(module))
+      gatherParameterLoads(function, sharded);
+  }
+  module->setAttr(
+      dist::DistDialect::getZeroStageAttrName(),
+      IntegerAttr::get(IntegerType::get(module.getContext(), 64), stage));
+  return success();
+}
+
+struct ZeroShardPass : zero::impl::ZeroShardBase<ZeroShardPass> {
+  using ZeroShardBase::ZeroShardBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (stage < 1 || stage > 3) {
+      module.emitError() << "zero-shard: stage must be 1, 2 or 3, got " << stage
+                         << " (stage 0 is dist-data-parallel alone)";
+      return signalPassFailure();
+    }
+    std::optional<StorageLayoutKind> kind =
+        train::symbolizeStorageLayoutKind(layout);
+    if (!kind || *kind == StorageLayoutKind::replicated) {
+      module.emitError() << "zero-shard: layout must be flat or dim0, got '"
+                         << layout << "'";
+      return signalPassFailure();
+    }
+    if (minShardElements < 0 || maxReuseDistance < 0) {
+      module.emitError() << "zero-shard: min-shard-elements and "
+                            "max-reuse-distance must not be negative";
+      return signalPassFailure();
+    }
+    if (failed(Sharder(module, stage, *kind, minShardElements,
+                       regatherInBackward, maxReuseDistance)
+                   .run()))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -59,26 +59,29 @@ LogicalResult DistDataParallelPass::setPlacement(ModuleOp module) {
   auto placement = module->getAttrOfType<dist::PlacementAttr>(
       dist::DistDialect::getPlacementAttrName());
   if (ranks < 0)
-    return module.emitError()
-           << "dist-data-parallel: ranks must be positive, got " << ranks;
+    return mlir::emitError(module.getLoc())
+           << "dist-data-parallel: ranks must be positive, got "
+           << static_cast<int64_t>(ranks);
   if (!placement && ranks == 0)
-    return module.emitError()
+    return mlir::emitError(module.getLoc())
            << "dist-data-parallel: the module has no 'dist.placement'; "
               "place it (e.g. #dist.placement<cpu, [4]>) or pass ranks=N";
   if (ranks == 0 || (placement && placement.getGroupSize(0) == ranks))
     return success();
   if (placement && placement.getNumAxes() != 1)
-    return module.emitError()
-           << "dist-data-parallel: ranks=" << ranks << " would resize "
-           << placement << ", which has " << placement.getNumAxes()
+    return mlir::emitError(module.getLoc())
+           << "dist-data-parallel: ranks=" << static_cast<int64_t>(ranks)
+           << " would resize " << placement << ", which has "
+           << placement.getNumAxes()
            << " axes; set the placement in the module instead";
   WalkResult sharded = module.walk([](train::ParamOp param) {
     return param.isSharded() ? WalkResult::interrupt() : WalkResult::advance();
   });
   if (sharded.wasInterrupted())
-    return module.emitError()
-           << "dist-data-parallel: ranks=" << ranks << " differs from "
-           << placement << ", but state is already sharded for it";
+    return mlir::emitError(module.getLoc())
+           << "dist-data-parallel: ranks=" << static_cast<int64_t>(ranks)
+           << " differs from " << placement
+           << ", but state is already sharded for it";
   dist::DeviceKind device =
       placement ? placement.getDevice() : dist::DeviceKind::cpu;
   module->setAttr(dist::DistDialect::getPlacementAttrName(),
@@ -90,18 +93,19 @@ LogicalResult DistDataParallelPass::setPlacement(ModuleOp module) {
 void DistDataParallelPass::runOnOperation() {
   ModuleOp module = getOperation();
   if (module->hasAttr(dist::DistDialect::getZeroStageAttrName())) {
-    module.emitError() << "dist-data-parallel: the module is already data "
-                          "parallel ('"
-                       << dist::DistDialect::getZeroStageAttrName()
-                       << "' is set)";
+    mlir::emitError(module.getLoc())
+        << "dist-data-parallel: the module is already data "
+           "parallel ('"
+        << dist::DistDialect::getZeroStageAttrName() << "' is set)";
     return signalPassFailure();
   }
   if (failed(setPlacement(module)))
     return signalPassFailure();
   SmallVector<func::FuncOp> functions = getStepFunctions(module);
   if (functions.empty()) {
-    module.emitError() << "dist-data-parallel: no function is marked "
-                          "'train.step'; nothing to parallelize";
+    mlir::emitError(module.getLoc())
+        << "dist-data-parallel: no function is marked "
+           "'train.step'; nothing to parallelize";
     return signalPassFailure();
   }
 

@@ -288,10 +288,10 @@ struct TrainMaterializeOptimizerPass
 
   void runOnOperation() override {
     if (accumulateSteps < 1) {
-      getOperation().emitError()
+      mlir::emitError(getOperation().getLoc())
           << "train-materialize-optimizer: accumulate-steps must be at least "
              "1, got "
-          << accumulateSteps;
+          << static_cast<int64_t>(accumulateSteps);
       return signalPassFailure();
     }
     if (failed(Materializer(getOperation(), accumulateSteps).run()))

@@ -239,7 +239,8 @@ struct ZeroBucketPass : zero::impl::ZeroBucketBase<ZeroBucketPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (reduceBucketBytes < 0 || allgatherBucketBytes < 0) {
-      module.emitError() << "zero-bucket: bucket sizes must not be negative";
+      mlir::emitError(module.getLoc())
+          << "zero-bucket: bucket sizes must not be negative";
       return signalPassFailure();
     }
     BucketPlanner planner(reduceBucketBytes, allgatherBucketBytes);

@@ -20,12 +20,13 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (stage < 0 || stage > 3) {
-      module.emitError() << "zero-pipeline: stage must be 0, 1, 2 or 3, got "
-                         << stage;
+      mlir::emitError(module.getLoc())
+          << "zero-pipeline: stage must be 0, 1, 2 or 3, got "
+          << static_cast<int64_t>(stage);
       return signalPassFailure();
     }
     if (report != "none" && report != "text" && report != "json") {
-      module.emitError()
+      mlir::emitError(module.getLoc())
           << "zero-pipeline: report must be none, text or json, got '" << report
           << "'";
       return signalPassFailure();

@@ -22,8 +22,8 @@ struct ZeroReportPass : zero::impl::ZeroReportBase<ZeroReportPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (format != "text" && format != "json") {
-      module.emitError() << "zero-report: format must be text or json, got '"
-                         << format << "'";
+      mlir::emitError(module.getLoc())
+          << "zero-report: format must be text or json, got '" << format << "'";
       return signalPassFailure();
     }
     FailureOr<PlanReport> report = computePlanReport(module);
@@ -37,8 +37,8 @@ struct ZeroReportPass : zero::impl::ZeroReportBase<ZeroReportPass> {
       file = std::make_unique<llvm::raw_fd_ostream>(output, error,
                                                     llvm::sys::fs::OF_Text);
       if (error) {
-        module.emitError() << "zero-report: cannot write '" << output
-                           << "': " << error.message();
+        mlir::emitError(module.getLoc()) << "zero-report: cannot write '"
+                                         << output << "': " << error.message();
         return signalPassFailure();
       }
       os = file.get();

@@ -479,16 +479,18 @@ LogicalResult Sharder::run() {
   auto stageAttr = module->getAttrOfType<IntegerAttr>(
       dist::DistDialect::getZeroStageAttrName());
   if (!stageAttr)
-    return module.emitError() << "zero-shard: the module is not data "
-                                 "parallel; run dist-data-parallel first";
+    return mlir::emitError(module.getLoc())
+           << "zero-shard: the module is not data "
+              "parallel; run dist-data-parallel first";
   if (stageAttr.getInt() != 0)
-    return module.emitError() << "zero-shard: the module is already at ZeRO "
-                                 "stage "
-                              << stageAttr.getInt();
+    return mlir::emitError(module.getLoc())
+           << "zero-shard: the module is already at ZeRO "
+              "stage "
+           << stageAttr.getInt();
   dist::PlacementAttr placement = dist::lookupPlacement(module);
   if (!placement)
-    return module.emitError() << "zero-shard: the module has no "
-                                 "'dist.placement'";
+    return mlir::emitError(module.getLoc()) << "zero-shard: the module has no "
+                                               "'dist.placement'";
   groupSize = placement.getGroupSize(0);
 
   SmallVector<UpdateSite> sites;
@@ -569,20 +571,23 @@ struct ZeroShardPass : zero::impl::ZeroShardBase<ZeroShardPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (stage < 1 || stage > 3) {
-      module.emitError() << "zero-shard: stage must be 1, 2 or 3, got " << stage
-                         << " (stage 0 is dist-data-parallel alone)";
+      mlir::emitError(module.getLoc())
+          << "zero-shard: stage must be 1, 2 or 3, got "
+          << static_cast<int64_t>(stage)
+          << " (stage 0 is dist-data-parallel alone)";
       return signalPassFailure();
     }
     std::optional<StorageLayoutKind> kind =
         train::symbolizeStorageLayoutKind(layout);
     if (!kind || *kind == StorageLayoutKind::replicated) {
-      module.emitError() << "zero-shard: layout must be flat or dim0, got '"
-                         << layout << "'";
+      mlir::emitError(module.getLoc())
+          << "zero-shard: layout must be flat or dim0, got '" << layout << "'";
       return signalPassFailure();
     }
     if (minShardElements < 0 || maxReuseDistance < 0) {
-      module.emitError() << "zero-shard: min-shard-elements and "
-                            "max-reuse-distance must not be negative";
+      mlir::emitError(module.getLoc())
+          << "zero-shard: min-shard-elements and "
+             "max-reuse-distance must not be negative";
       return signalPassFailure();
     }
     if (failed(Sharder(module, stage, *kind, minShardElements,

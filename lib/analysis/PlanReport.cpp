@@ -298,7 +298,7 @@ ZeroFormula computeFormula(ModuleOp module, int64_t stage, int64_t ranks) {
 FailureOr<PlanReport> computePlanReport(ModuleOp module) {
   SmallVector<func::FuncOp> functions = getStepFunctions(module);
   if (functions.empty())
-    return module.emitError()
+    return mlir::emitError(module.getLoc())
            << "zero-report: no function is marked 'train.step'";
   PlanReport report;
   if (dist::PlacementAttr placement = dist::lookupPlacement(module)) {
@@ -416,7 +416,7 @@ void printPlanReport(const PlanReport &report, llvm::raw_ostream &os) {
                      f.modelStateBytes)
      << formulaText(report.stage < 0 ? 0 : report.stage);
   if (f.frozenElements)
-    os << " + frozen";
+    os << (report.stage == 3 ? " + frozen/N" : " + frozen");
   double gap = unpadded - f.modelStateBytes;
   if (std::abs(gap) < 0.5)
     os << "; the plan matches it up to padding\n";

@@ -530,13 +530,17 @@ LogicalResult Sharder::run() {
     DenseMap<Block *, Operation *> firstUpdate;
     for (UpdateSite &site : sites)
       firstUpdate.try_emplace(site.update->getBlock(), site.update);
+    // Decided before anything is inserted, so block order is computed once.
+    SmallVector<Operation *> points;
     for (UpdateSite &site : sites) {
+      Operation *point = firstUpdate.lookup(site.update->getBlock());
+      points.push_back(point->isBeforeInBlock(site.average) ? site.average
+                                                            : point);
+    }
+    for (auto [site, point] : llvm::zip(sites, points)) {
       Value grad = site.average.getInput();
       if (reducedShards.count(grad))
         continue;
-      Operation *point = firstUpdate.lookup(site.update->getBlock());
-      if (point->isBeforeInBlock(site.average))
-        point = site.average;
       OpBuilder builder(point);
       site.gradShard = emitReduceScatter(builder, site.update->getLoc(), grad,
                                          layoutOf(site.param));

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs the demo: zero-opt verifies the hand-written MLP
-# training step, prints it, and shows the dist dialect's shard arithmetic on
-# a reduce-scatter / all-gather pair over four ranks.
+# Sets up, builds and runs the demo: zero-opt rewrites the GPT-2-shaped
+# training step into ZeRO stage 3 over 4 ranks and reports, before launch,
+# what every rank holds and sends at stages 0-3 against the ZeRO formula;
+# then shows a verifier rejection and zero-verify catching a rank-dependent
+# collective.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${ZERO_BUILD_DIR:-$root/build}"
@@ -9,12 +11,49 @@ build="${ZERO_BUILD_DIR:-$root/build}"
 bash "$root/scripts/setup.sh"
 bash "$root/scripts/build.sh" >/dev/null
 
-echo "== zero-opt examples/mlp.mlir (verified, printed) =="
-"$build/bin/zero-opt" "$root/examples/mlp.mlir"
+zero_opt="$build/bin/zero-opt"
+gpt2="$root/examples/gpt2-tiny.mlir"
+
+echo "== zero-opt --zero-pipeline=\"stage=3 ranks=4\" examples/gpt2-tiny.mlir (excerpt) =="
+stage3="$(mktemp)"
+trap 'rm -f "$stage3"' EXIT
+"$zero_opt" --zero-pipeline="stage=3 ranks=4" "$gpt2" -o "$stage3"
+grep -E 'train.param @(wte|h0.attn.q.w)(\.m)? |dist\.(all_gather|reduce_scatter)' "$stage3" |
+  sed -n 1,12p
+echo "..."
+
+for stage in 0 1 2 3; do
+  echo
+  echo "== plan for examples/gpt2-tiny.mlir at ZeRO stage $stage on 4 ranks =="
+  "$zero_opt" --zero-pipeline="stage=$stage ranks=4 report=text reduce-bucket-bytes=0" \
+    "$gpt2" -o /dev/null
+done
 
 echo
-echo "== zero-opt examples/collectives.mlir (10 elements over 4 ranks: shards of 3) =="
-"$build/bin/zero-opt" "$root/examples/collectives.mlir"
+echo "== zero-verify rejects a collective under a rank-dependent branch =="
+if "$zero_opt" --zero-verify --mlir-print-op-on-diagnostic=false - -o /dev/null <<'MLIR'
+module attributes {dist.placement = #dist.placement<cpu, [4]>} {
+  func.func @step(%x: tensor<8xf32> {dist.sbp = #dist.sbp<[S(0)]>}, %g: tensor<4xf32>) -> tensor<4xf32>
+      attributes {train.step} {
+    %c0 = arith.constant 0 : index
+    %first = tensor.extract %x[%c0] : tensor<8xf32>
+    %zero = arith.constant 0.0 : f32
+    %positive = arith.cmpf ogt, %first, %zero : f32
+    %r = scf.if %positive -> tensor<4xf32> {
+      %sum = dist.all_reduce sum %g axis 0 : tensor<4xf32>
+      scf.yield %sum : tensor<4xf32>
+    } else {
+      scf.yield %g : tensor<4xf32>
+    }
+    return %r : tensor<4xf32>
+  }
+}
+MLIR
+then
+  echo "demo: expected zero-verify to reject the step" >&2
+  exit 1
+fi
+echo "(rejected, as expected)"
 
 echo
 echo "== the verifier rejects a wrong shard size =="

@@ -1,0 +1,16 @@
+// RUN: zero-opt %s -verify-diagnostics --zero-bucket="reduce-bucket-bytes=-1"
+// RUN: zero-opt %s -verify-diagnostics --zero-bucket="allgather-bucket-bytes=-8"
+// RUN: zero-opt %s -verify-diagnostics --zero-pipeline="reduce-bucket-bytes=-1"
+
+// A negative bucket budget, reduction or gather, is rejected before
+// anything is rewritten, on its own and through zero-pipeline.
+
+// expected-error @below {{zero-bucket: bucket sizes must not be negative}}
+module attributes {dist.placement = #dist.placement<cpu, [4]>} {
+  func.func @step(%a: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+      attributes {train.step} {
+    %0 = dist.all_reduce sum %a axis 0 : tensor<8xf32>
+    %1 = dist.all_reduce sum %b axis 0 : tensor<8xf32>
+    return %0, %1 : tensor<8xf32>, tensor<8xf32>
+  }
+}

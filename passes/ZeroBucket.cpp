@@ -118,12 +118,14 @@ void BucketPlanner::add(Operation *op, BucketKind kind) {
         bucket.axis != axis || bucket.elementType != elementType)
       continue;
     bool fits = bucket.bytes + bytes <= limit;
-    // A gather moves up to the first member: its input must exist there.
+    // A gather moves up to the first member: its input must exist there,
+    // and must not come from a collective that is itself going to move.
     if (fits && kind == BucketKind::AllGather) {
       Operation *def = op->getOperand(0).getDefiningOp();
       Operation *first = bucket.members.front();
-      if (def && def->getBlock() == first->getBlock() &&
-          position.lookup(def) >= position.lookup(first))
+      if (def && ((def->getBlock() == first->getBlock() &&
+                   position.lookup(def) >= position.lookup(first)) ||
+                  bucketOf.count(def)))
         fits = false;
     }
     if (fits) {

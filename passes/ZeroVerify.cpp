@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -32,14 +33,51 @@ bool isCollective(Operation *op) {
   return isa<dist::CollectiveOpInterface>(op) && !isa<dist::SliceOp>(op);
 }
 
+/// For `dist.wait`, the `*_start` op whose result it waits for.
+Operation *getStartedCollective(Operation *op) {
+  if (auto wait = dyn_cast<dist::WaitOp>(op))
+    return wait.getToken().getDefiningOp();
+  return op;
+}
+
 /// Collectives whose result is the same on every rank.
 bool producesReplicated(Operation *op) {
-  return isa<dist::AllReduceOp, dist::AllGatherOp, dist::BroadcastOp>(op);
+  op = getStartedCollective(op);
+  return op && isa<dist::AllReduceOp, dist::AllGatherOp, dist::BroadcastOp,
+                   dist::AllReduceStartOp, dist::AllGatherStartOp,
+                   dist::BroadcastStartOp>(op);
 }
 
 /// Collectives whose result is this rank's own shard.
 bool producesRankLocal(Operation *op) {
-  return isa<dist::ReduceScatterOp, dist::SliceOp, dist::AllToAllOp>(op);
+  op = getStartedCollective(op);
+  return op && isa<dist::ReduceScatterOp, dist::SliceOp, dist::AllToAllOp,
+                   dist::ReduceScatterStartOp, dist::AllToAllStartOp>(op);
+}
+
+/// The operands of a branch that decide where it goes (not those it
+/// forwards to a successor's arguments).
+SmallVector<Value> getBranchControlOperands(Operation *terminator) {
+  auto branch = dyn_cast<BranchOpInterface>(terminator);
+  if (!branch)
+    return llvm::to_vector(terminator->getOperands());
+  DenseSet<unsigned> forwarded;
+  for (unsigned i = 0, e = terminator->getNumSuccessors(); i < e; ++i) {
+    OperandRange operands =
+        branch.getSuccessorOperands(i).getForwardedOperands();
+    if (operands.empty())
+      continue;
+    for (OpOperand &operand : terminator->getOpOperands())
+      if (operands.getBeginOperandIndex() <= operand.getOperandNumber() &&
+          operand.getOperandNumber() <
+              operands.getBeginOperandIndex() + operands.size())
+        forwarded.insert(operand.getOperandNumber());
+  }
+  SmallVector<Value> control;
+  for (OpOperand &operand : terminator->getOpOperands())
+    if (!forwarded.contains(operand.getOperandNumber()))
+      control.push_back(operand.get());
+  return control;
 }
 
 class UniformityChecker {
@@ -86,40 +124,71 @@ bool UniformityChecker::propagate(Operation *op) {
     localOperand = true;
   if (producesReplicated(op))
     localOperand = false;
-  // Values inside regions inherit the control operands' locality.
-  for (Region &region : op->getRegions()) {
+  // A value yielded inside a region can flow into the region's arguments
+  // (loop-carried values) and into the results.
+  bool localYield = false;
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      if (!block.empty() && block.back().hasTrait<OpTrait::IsTerminator>() &&
+          block.back().getNumSuccessors() == 0)
+        localYield |= llvm::any_of(block.back().getOperands(),
+                                   [&](Value v) { return isLocal(v); });
+  for (Region &region : op->getRegions())
     for (Block &block : region) {
-      if (localOperand)
+      if (localOperand || localYield)
         for (BlockArgument arg : block.getArguments())
           changed |= markLocal(arg);
       for (Operation &nested : block)
         changed |= propagate(&nested);
     }
-  }
-  bool localYield = false;
-  for (Region &region : op->getRegions())
-    for (Block &block : region)
-      if (Operation *terminator = block.getTerminator())
-        localYield |= llvm::any_of(terminator->getOperands(),
-                                   [&](Value v) { return isLocal(v); });
+  // Unstructured control flow forwards values into successor arguments.
+  if (auto branch = dyn_cast<BranchOpInterface>(op))
+    for (unsigned i = 0, e = op->getNumSuccessors(); i < e; ++i) {
+      OperandRange forwarded =
+          branch.getSuccessorOperands(i).getForwardedOperands();
+      Block *successor = op->getSuccessor(i);
+      unsigned produced =
+          branch.getSuccessorOperands(i).getProducedOperandCount();
+      for (auto [index, value] : llvm::enumerate(forwarded))
+        if (isLocal(value) && produced + index < successor->getNumArguments())
+          changed |= markLocal(successor->getArgument(produced + index));
+    }
   if (localOperand || (localYield && op->getNumRegions()))
     for (Value result : op->getResults())
       changed |= markLocal(result);
   return changed;
 }
 
+/// Whether `op` is or contains a collective.
+bool issuesCollectives(Operation *op) {
+  return op
+      ->walk([](Operation *nested) {
+        return isCollective(nested) ? WalkResult::interrupt()
+                                    : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// The collectives `region` issues, in order and with the loops and branches
+/// around them, as one comparable string.
 std::string UniformityChecker::describeCollectives(Region &region) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  region.walk([&](Operation *op) {
-    if (!isCollective(op))
-      return;
-    os << op->getName() << "(";
-    llvm::interleaveComma(op->getOperandTypes(), os);
-    os << ") ";
-    op->getAttrDictionary().print(os);
-    os << "; ";
-  });
+  for (Block &block : region)
+    for (Operation &op : block) {
+      if (isCollective(&op)) {
+        os << op.getName() << "(";
+        llvm::interleaveComma(op.getOperandTypes(), os);
+        os << ") ";
+        op.getAttrDictionary().print(os);
+        os << "; ";
+      } else if (op.getNumRegions() && issuesCollectives(&op)) {
+        os << op.getName() << " " << op.getNumOperands() << " {";
+        for (Region &nested : op.getRegions())
+          os << describeCollectives(nested) << "|";
+        os << "}; ";
+      }
+    }
   return text;
 }
 
@@ -139,22 +208,22 @@ LogicalResult UniformityChecker::reportDivergence(Operation *controlFlow,
          "issue different collectives and hang";
   diag.attachNote(controlFlow->getLoc()) << "the control flow is here";
   if (condition) {
+    auto arg = dyn_cast<BlockArgument>(condition);
     if (Operation *def = condition.getDefiningOp())
       diag.attachNote(def->getLoc()) << "the rank-local value comes from here";
-    else
+    else if (arg && arg.getOwner()->isEntryBlock() &&
+             isa<func::FuncOp>(arg.getOwner()->getParentOp()))
       diag.attachNote(condition.getLoc())
           << "the rank-local value is a split input of the step";
+    else
+      diag.attachNote(condition.getLoc())
+          << "the rank-local value is carried in here from rank-local data";
   }
   return diag;
 }
 
 LogicalResult UniformityChecker::checkRegionOp(Operation *op) {
-  bool hasCollective = false;
-  op->walk([&](Operation *nested) {
-    if (nested != op && isCollective(nested))
-      hasCollective = true;
-  });
-  if (!hasCollective)
+  if (!issuesCollectives(op))
     return success();
   if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
     if (!isLocal(ifOp.getCondition()))
@@ -208,13 +277,12 @@ LogicalResult UniformityChecker::check(func::FuncOp function) {
   // Unstructured control flow: a branch on a rank-local value.
   if (function.getBody().hasOneBlock())
     return success();
-  bool hasCollective = false;
-  function.walk([&](Operation *op) { hasCollective |= isCollective(op); });
+  bool hasCollective = issuesCollectives(function);
   for (Block &block : function.getBody()) {
     Operation *terminator = block.getTerminator();
     if (!hasCollective || terminator->getNumSuccessors() < 2)
       continue;
-    for (Value operand : terminator->getOperands())
+    for (Value operand : getBranchControlOperands(terminator))
       if (isLocal(operand)) {
         InFlightDiagnostic diag =
             terminator->emitError()

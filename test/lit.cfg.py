@@ -24,6 +24,8 @@ config.substitutions.append(("%python", "python3"))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
+# `not`, `count` and FileCheck resolve anywhere in a RUN line.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.zero_tools_dir, config.llvm_tools_dir]
 tools = [ToolSubst("zero-opt", unresolved="fatal")]

@@ -77,7 +77,8 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                          << "' and '" << getZeroStageAttrName() << "'";
 }
 
-LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned regionIndex,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
   if (attr.getName() != getSbpAttrName())
@@ -85,10 +86,22 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                            << attr.getName().getValue()
                            << "'; the dialect defines only '"
                            << getSbpAttrName() << "'";
-  if (!isa<SbpAttr>(attr.getValue()))
+  auto sbp = dyn_cast<SbpAttr>(attr.getValue());
+  if (!sbp)
     return op->emitError() << "argument " << argIndex << ": '"
                            << getSbpAttrName() << "' must be a #dist.sbp, got "
                            << attr.getValue();
+  Region &region = op->getRegion(regionIndex);
+  if (region.empty() || argIndex >= region.front().getNumArguments())
+    return success();
+  auto type = dyn_cast<RankedTensorType>(
+      region.front().getArgument(argIndex).getType());
+  for (const SbpDim &entry : sbp.getDims())
+    if (entry.isSplit() && (!type || entry.dim >= type.getRank()))
+      return op->emitError()
+             << "argument " << argIndex << " is split along dimension "
+             << entry.dim << ", but it is "
+             << region.front().getArgument(argIndex).getType();
   return success();
 }
 

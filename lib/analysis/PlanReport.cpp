@@ -436,6 +436,12 @@ void printPlanReport(const PlanReport &report, llvm::raw_ostream &os) {
                        count.sentBytesPerRank);
     volume += count.volumeElements;
   }
+  if (report.stage < 0) {
+    os << llvm::format("  %-16s %14lld elements (all-reduce counted twice); "
+                       "no formula: the step is not data parallel\n",
+                       cstr("volume"), static_cast<long long>(volume));
+    return;
+  }
   os << llvm::format("  %-16s %14lld elements (all-reduce counted twice); "
                      "formula %s = %.0f\n",
                      cstr("volume"), static_cast<long long>(volume),

@@ -119,26 +119,53 @@ private:
   void emitPendingGathers();
 };
 
-/// All gathers first, then the stores: the gathers are adjacent, so
-/// zero-bucket can fuse them, and they follow every update.
+/// All gathers first, then the stores, so that the gathers are adjacent and
+/// zero-bucket can fuse them. They go at the end of the step, after every
+/// update, unless the step reads a parameter again after its update: then
+/// that parameter's gather and store go just before that read.
 void Sharder::emitPendingGathers() {
   for (auto &[block, gathers] : pendingGathers) {
-    OpBuilder builder = OpBuilder::atBlockTerminator(block);
-    SmallVector<Value> gathered;
-    for (PendingGather &pending : gathers) {
-      RankedTensorType logical = pending.param.getLogicalTensorType();
-      gathered.push_back(builder.create<dist::AllGatherOp>(
-          pending.loc,
-          pending.kind == StorageLayoutKind::flat ? getFlatType(logical)
-                                                  : logical,
-          pending.shard, /*axis=*/0, /*dim=*/0));
+    // Numbered once, before anything is inserted.
+    DenseMap<Operation *, int64_t> position;
+    llvm::StringMap<SmallVector<Operation *>> readsAfterUpdate;
+    for (auto [index, op] : llvm::enumerate(*block)) {
+      position[&op] = index;
+      if (auto load = dyn_cast<train::LoadOp>(op))
+        if (!freshLoads.contains(load))
+          readsAfterUpdate[load.getState()].push_back(&op);
     }
-    for (auto [pending, value] : llvm::zip(gathers, gathered)) {
-      RankedTensorType logical = pending.param.getLogicalTensorType();
-      if (value.getType() != logical)
-        value = builder.create<train::ReshapeOp>(pending.loc, logical, value);
-      builder.create<train::StoreOp>(pending.loc, value,
-                                     pending.param.getSymName());
+    llvm::MapVector<Operation *, SmallVector<PendingGather *>> byPoint;
+    for (PendingGather &pending : gathers) {
+      Operation *point = block->getTerminator();
+      int64_t updated = position.lookup(
+          block->findAncestorOpInBlock(*pending.shard.getDefiningOp()));
+      for (Operation *read :
+           readsAfterUpdate.lookup(pending.param.getSymName()))
+        if (position.lookup(read) > updated) {
+          point = read;
+          break;
+        }
+      byPoint[point].push_back(&pending);
+    }
+    for (auto &[point, group] : byPoint) {
+      OpBuilder builder(point);
+      SmallVector<Value> gathered;
+      for (PendingGather *pending : group) {
+        RankedTensorType logical = pending->param.getLogicalTensorType();
+        gathered.push_back(builder.create<dist::AllGatherOp>(
+            pending->loc,
+            pending->kind == StorageLayoutKind::flat ? getFlatType(logical)
+                                                     : logical,
+            pending->shard, /*axis=*/0, /*dim=*/0));
+      }
+      for (auto [pending, value] : llvm::zip(group, gathered)) {
+        RankedTensorType logical = pending->param.getLogicalTensorType();
+        if (value.getType() != logical)
+          value =
+              builder.create<train::ReshapeOp>(pending->loc, logical, value);
+        builder.create<train::StoreOp>(pending->loc, value,
+                                       pending->param.getSymName());
+      }
     }
   }
 }
@@ -251,9 +278,9 @@ LogicalResult Sharder::shardAccumulator(train::ParamOp accumulator,
       // The micro-step: acc += grad becomes acc_shard += RS(grad).
       auto old = add.getLhs().getDefiningOp<train::LoadOp>();
       if (!old || old.getState() != accumulator.getSymName())
-        return add.emitOpError()
-               << "accumulates into " << accumulator.getSymNameAttr()
-               << " without loading it first";
+        return add.emitOpError() << "accumulates into "
+                                 << "@" << accumulator.getSymName()
+                                 << " without loading it first";
       Value grad = add.getRhs();
       OpBuilder after(grad.getContext());
       after.setInsertionPointAfterValue(grad);
@@ -280,7 +307,8 @@ LogicalResult Sharder::shardAccumulator(train::ParamOp accumulator,
       }
     }
     return store.emitOpError()
-           << "writes gradient accumulator " << accumulator.getSymNameAttr()
+           << "writes gradient accumulator "
+           << "@" << accumulator.getSymName()
            << " in a form zero-shard does not know; it shards the "
               "accumulation train-materialize-optimizer writes";
   }
@@ -292,11 +320,13 @@ LogicalResult Sharder::shardAccumulator(train::ParamOp accumulator,
       continue;
     OpBuilder builder(load);
     Value shard = emitLoad(builder, load.getLoc(), accumulator);
-    auto scale = dyn_cast<train::ScaleOp>(*load->getUsers().begin());
-    if (!load->hasOneUse() || !scale)
-      return load.emitOpError()
-             << "reads gradient accumulator " << accumulator.getSymNameAttr()
-             << " in a form zero-shard does not know";
+    auto scale = load->hasOneUse()
+                     ? dyn_cast<train::ScaleOp>(*load->getUsers().begin())
+                     : nullptr;
+    if (!scale)
+      return load.emitOpError() << "reads gradient accumulator "
+                                << "@" << accumulator.getSymName()
+                                << " in a form zero-shard does not know";
     builder.setInsertionPoint(scale);
     reducedShards[scale.getResult()] = builder.create<train::ScaleOp>(
         scale.getLoc(), shard, scale.getFactorAttr());
@@ -402,11 +432,17 @@ LogicalResult Sharder::rewriteUpdate(UpdateSite &site) {
 void Sharder::gatherParameterLoads(func::FuncOp function,
                                    const DenseSet<train::ParamOp> &sharded) {
   Block &body = function.front();
+  // Positions of the operations of every block that loads a parameter,
+  // numbered once before anything is inserted.
   DenseMap<Operation *, int64_t> position;
-  for (auto [index, op] : llvm::enumerate(body))
-    position[&op] = index;
+  DenseSet<Block *> numbered;
+  auto number = [&](Block *block) {
+    if (numbered.insert(block).second)
+      for (auto [index, op] : llvm::enumerate(*block))
+        position[&op] = index;
+  };
 
-  // The forward is what the returned loss depends on.
+  // The forward is what the step's results (the loss) depend on.
   DenseSet<Operation *> forward;
   SmallVector<Operation *> worklist;
   for (Value result : body.getTerminator()->getOperands())
@@ -434,9 +470,16 @@ void Sharder::gatherParameterLoads(func::FuncOp function,
       loads.push_back(load);
   });
 
+  for (train::LoadOp load : loads)
+    number(load->getBlock());
   for (train::LoadOp load : loads) {
     auto state = symbols.lookupNearestSymbolFrom<train::ParamOp>(
         load, load.getStateAttr());
+    Block *block = load->getBlock();
+    auto isForward = [&](Operation *op) {
+      Operation *inBody = body.findAncestorOpInBlock(*op);
+      return inBody && forward.contains(inBody);
+    };
     RankedTensorType logical = state.getLogicalTensorType();
     StorageLayoutKind kind = layoutOf(state);
     load.getResult().setType(state.getLocalTensorType());
@@ -447,7 +490,7 @@ void Sharder::gatherParameterLoads(func::FuncOp function,
     };
     SmallVector<Use> uses;
     for (OpOperand &use : load->getUses())
-      uses.push_back({body.findAncestorOpInBlock(*use.getOwner()), &use});
+      uses.push_back({block->findAncestorOpInBlock(*use.getOwner()), &use});
     llvm::sort(uses, [&](const Use &a, const Use &b) {
       return position.lookup(a.anchor) < position.lookup(b.anchor);
     });
@@ -457,8 +500,7 @@ void Sharder::gatherParameterLoads(func::FuncOp function,
     for (const Use &use : uses) {
       bool newRegion = !gathered;
       if (previous && previous != use.anchor) {
-        if (regatherInBackward && forward.contains(previous) &&
-            !forward.contains(use.anchor))
+        if (regatherInBackward && isForward(previous) && !isForward(use.anchor))
           newRegion = true;
         if (maxReuseDistance > 0 &&
             position.lookup(use.anchor) - position.lookup(previous) >
@@ -492,6 +534,24 @@ LogicalResult Sharder::run() {
     return mlir::emitError(module.getLoc()) << "zero-shard: the module has no "
                                                "'dist.placement'";
   groupSize = placement.getGroupSize(0);
+
+  // State is rewritten only where the step functions touch it.
+  SmallVector<func::FuncOp> steps = getStepFunctions(module);
+  WalkResult outside = module.walk([&](Operation *op) {
+    if (!isa<train::LoadOp, train::StoreOp>(op))
+      return WalkResult::advance();
+    auto function = op->getParentOfType<func::FuncOp>();
+    if (function && llvm::is_contained(steps, function))
+      return WalkResult::advance();
+    op->emitOpError() << "reads or writes training state outside the step "
+                         "functions; zero-shard rewrites state only in "
+                         "functions marked 'train.step' or "
+                         "'train.apply_step' (inline helpers with --inline "
+                         "first)";
+    return WalkResult::interrupt();
+  });
+  if (outside.wasInterrupted())
+    return failure();
 
   SmallVector<UpdateSite> sites;
   for (func::FuncOp function : getStepFunctions(module)) {

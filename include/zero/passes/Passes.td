@@ -91,8 +91,8 @@ def ZeroShard : Pass<"zero-shard", "::mlir::ModuleOp"> {
     A use region is a run of uses of one loaded parameter. With
     `regather-in-backward` (the default) the first use outside the forward
     (the operations the step's results, the loss, depend on) starts a new
-    region, so
-    the backward re-gathers instead of keeping the forward's copy alive;
+    region, so the backward re-gathers instead of keeping the forward's copy
+    alive;
     `max-reuse-distance=D` also starts a region when two consecutive uses
     are more than D operations apart.
 

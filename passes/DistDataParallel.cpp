@@ -130,7 +130,10 @@ void DistDataParallelPass::runOnOperation() {
       OpBuilder builder(ret);
       for (OpOperand &operand : ret->getOpOperands()) {
         auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-        if (!type || !isa<FloatType>(type.getElementType()))
+        // A scalar (the loss) is averaged; a batch-shaped result stays this
+        // rank's own.
+        if (!type || type.getRank() != 0 ||
+            !isa<FloatType>(type.getElementType()))
           continue;
         operand.set(builder.create<dist::AllReduceOp>(
             ret.getLoc(), operand.get(), dist::ReduceKind::mean, 0));

@@ -53,9 +53,9 @@ def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
     Every gradient that reaches an optimizer (the gradient operand of
     `train.apply_gradient` or of an explicit update op) is averaged with
     `dist.all_reduce mean`, inserted right after the gradient is produced so
-    that it can overlap the rest of the backward. Every floating-point value
-    the step returns (the loss) is averaged over the ranks too. The module is
-    marked `dist.zero_stage = 0`.
+    that it can overlap the rest of the backward. Every floating-point
+    scalar the step returns (the loss) is averaged over the ranks too; other
+    results stay per rank. The module is marked `dist.zero_stage = 0`.
 
     The group comes from the module's `dist.placement`; `ranks=N` sets it
     (replacing a placement whose group size differs, while nothing is

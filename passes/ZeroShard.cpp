@@ -32,6 +32,24 @@ using train::StorageLayoutKind;
 
 namespace {
 
+/// `full` as the collectives of `kind` cut it: flattened for flat shards,
+/// unchanged for dim-0 shards and 1-D tensors.
+Value flattenForLayout(OpBuilder &builder, Location loc, Value full,
+                       StorageLayoutKind kind) {
+  auto type = cast<RankedTensorType>(full.getType());
+  if (kind == StorageLayoutKind::flat && type.getRank() != 1)
+    return builder.create<train::ReshapeOp>(loc, getFlatType(type), full);
+  return full;
+}
+
+/// `value` (a gathered flat tensor) reshaped back to `logical` if needed.
+Value restoreLogicalShape(OpBuilder &builder, Location loc, Value value,
+                          RankedTensorType logical) {
+  if (value.getType() == logical)
+    return value;
+  return builder.create<train::ReshapeOp>(loc, logical, value);
+}
+
 /// One optimizer update as train-materialize-optimizer and
 /// dist-data-parallel left it.
 struct UpdateSite {
@@ -81,6 +99,10 @@ private:
   /// `full` reduce-scattered (mean) into the shard of a tensor of `kind`.
   Value emitReduceScatter(OpBuilder &builder, Location loc, Value full,
                           StorageLayoutKind kind);
+  /// `shard` all-gathered: the flat tensor for flat shards, `logical` for
+  /// dim-0 shards.
+  Value emitGather(OpBuilder &builder, Location loc, Value shard,
+                   RankedTensorType logical, StorageLayoutKind kind);
   /// `shard` all-gathered back into a tensor of type `logical`.
   Value emitAllGather(OpBuilder &builder, Location loc, Value shard,
                       RankedTensorType logical, StorageLayoutKind kind);
@@ -150,22 +172,16 @@ void Sharder::emitPendingGathers() {
     for (auto &[point, group] : byPoint) {
       OpBuilder builder(point);
       SmallVector<Value> gathered;
-      for (PendingGather *pending : group) {
-        RankedTensorType logical = pending->param.getLogicalTensorType();
-        gathered.push_back(builder.create<dist::AllGatherOp>(
+      for (PendingGather *pending : group)
+        gathered.push_back(emitGather(builder, pending->loc, pending->shard,
+                                      pending->param.getLogicalTensorType(),
+                                      pending->kind));
+      for (auto [pending, value] : llvm::zip(group, gathered))
+        builder.create<train::StoreOp>(
             pending->loc,
-            pending->kind == StorageLayoutKind::flat ? getFlatType(logical)
-                                                     : logical,
-            pending->shard, /*axis=*/0, /*dim=*/0));
-      }
-      for (auto [pending, value] : llvm::zip(group, gathered)) {
-        RankedTensorType logical = pending->param.getLogicalTensorType();
-        if (value.getType() != logical)
-          value =
-              builder.create<train::ReshapeOp>(pending->loc, logical, value);
-        builder.create<train::StoreOp>(pending->loc, value,
-                                       pending->param.getSymName());
-      }
+            restoreLogicalShape(builder, pending->loc, value,
+                                pending->param.getLogicalTensorType()),
+            pending->param.getSymName());
     }
   }
 }
@@ -182,24 +198,24 @@ void Sharder::shardDeclaration(train::ParamOp state, StorageLayoutKind kind) {
 
 Value Sharder::emitReduceScatter(OpBuilder &builder, Location loc, Value full,
                                  StorageLayoutKind kind) {
-  auto type = cast<RankedTensorType>(full.getType());
-  if (kind == StorageLayoutKind::flat && type.getRank() != 1)
-    full = builder.create<train::ReshapeOp>(loc, getFlatType(type), full);
+  full = flattenForLayout(builder, loc, full, kind);
   auto input = cast<RankedTensorType>(full.getType());
   return builder.create<dist::ReduceScatterOp>(
       loc, shardTypeOf(input, StorageLayoutKind::dim0), full,
       dist::ReduceKind::mean, /*axis=*/0, /*dim=*/0);
 }
 
+Value Sharder::emitGather(OpBuilder &builder, Location loc, Value shard,
+                          RankedTensorType logical, StorageLayoutKind kind) {
+  return builder.create<dist::AllGatherOp>(
+      loc, kind == StorageLayoutKind::flat ? getFlatType(logical) : logical,
+      shard, /*axis=*/0, /*dim=*/0);
+}
+
 Value Sharder::emitAllGather(OpBuilder &builder, Location loc, Value shard,
                              RankedTensorType logical, StorageLayoutKind kind) {
-  RankedTensorType gatheredType =
-      kind == StorageLayoutKind::flat ? getFlatType(logical) : logical;
-  Value gathered = builder.create<dist::AllGatherOp>(loc, gatheredType, shard,
-                                                     /*axis=*/0, /*dim=*/0);
-  if (gatheredType != logical)
-    gathered = builder.create<train::ReshapeOp>(loc, logical, gathered);
-  return gathered;
+  return restoreLogicalShape(
+      builder, loc, emitGather(builder, loc, shard, logical, kind), logical);
 }
 
 FailureOr<UpdateSite> Sharder::analyzeUpdate(Operation *update) {
@@ -363,10 +379,8 @@ LogicalResult Sharder::rewriteUpdate(UpdateSite &site) {
     paramShard = emitLoad(builder, loc, site.master ? site.master : site.param);
   } else {
     // The replicated parameter: each rank updates its slice of it.
-    Value full = emitLoad(builder, loc, site.param);
-    auto type = cast<RankedTensorType>(full.getType());
-    if (kind == StorageLayoutKind::flat && type.getRank() != 1)
-      full = builder.create<train::ReshapeOp>(loc, getFlatType(type), full);
+    Value full = flattenForLayout(builder, loc,
+                                  emitLoad(builder, loc, site.param), kind);
     paramShard = builder.create<dist::SliceOp>(
         loc,
         shardTypeOf(cast<RankedTensorType>(full.getType()),

@@ -45,6 +45,8 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     if (report != "none")
       pipeline.addPass(
           createZeroReport(ZeroReportOptions{report, reportOutput}));
+    if (lowerToRuntime)
+      pipeline.addPass(createZeroLowerToRuntime());
     if (failed(runPipeline(pipeline, module)))
       signalPassFailure();
   }

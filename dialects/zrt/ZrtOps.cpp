@@ -132,6 +132,23 @@ LogicalResult WaitOp::verifySymbolUses(SymbolTableCollection &table) {
 // Work
 //===----------------------------------------------------------------------===//
 
+LogicalResult ViewOp::verify() {
+  MemRefType source = getSource().getType(), result = getResult().getType();
+  if (source.getElementType() != result.getElementType())
+    return emitOpError() << "views " << source << " as " << result
+                         << "; a view cannot change the element type";
+  int64_t end = static_cast<int64_t>(getOffset()) + result.getNumElements();
+  if (end > source.getNumElements())
+    return emitOpError() << "views elements [" << getOffset() << ", " << end
+                         << ") of " << source << ", which has only "
+                         << source.getNumElements();
+  return success();
+}
+
+void ViewOp::getAsmResultNames(OpAsmSetValueNameFn setName) {
+  setName(getResult(), "view");
+}
+
 LogicalResult LaunchOp::verify() {
   if (getKernel().empty())
     return emitOpError() << "needs a kernel name, such as \"train.matmul\"";

@@ -191,12 +191,59 @@ def ZeroReport : Pass<"zero-report", "::mlir::ModuleOp"> {
   ];
 }
 
+def ZeroLowerToRuntime : Pass<"zero-lower-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Bufferizes the step into a zrt program with a planned arena, streams and events";
+  let description = [{
+    Replaces the module's training step and persistent state with one
+    `zrt.program` the runtime executes without planning anything:
+
+    * every `train.param` becomes a persistent `zrt.buffer` at its per-rank
+      (shard) size, carrying its logical type, layout and initializer for the
+      runtime's seeded initialization; step inputs and results become
+      `input` and `output` buffers;
+    * every transient tensor gets a view into one arena at an offset from a
+      liveness-based best-fit planner: buffers are placed largest first, each
+      in the smallest gap left by buffers whose lifetimes overlap its own.
+      The program records the arena size and the largest sum of live bytes
+      (`zrt.live_bytes`), the lower bound no placement can beat;
+    * reshapes, the logical prefix of a padded all-gather and the members of
+      an unpacked bucket are `zrt.view`s (no copy); packing into rank-major
+      buckets and padding a reduce-scatter input are explicit copies and
+      fills;
+    * compute ops become `zrt.launch` of the kernel named after the op, with
+      the op's attributes (update ops get their optimizer's hyper-parameters
+      with the defaults applied);
+    * with `async-collectives` (the default) collectives run on the `@comm`
+      stream: the compute stream records an event the collective waits for,
+      and the compute stream waits for the collective's completion event
+      only right before the first instruction that touches its buffers, so
+      compute in between overlaps communication. Otherwise everything runs on
+      `@compute` in program order.
+
+    The compile-time report (`zero-report`'s figures) is attached to the
+    program as `zrt.report`, so that the runtime can print its measurements
+    beside them. Steps with gradient accumulation, control flow or ops other
+    than `train`, `dist` and splat `arith.constant` are rejected with a
+    diagnostic.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", "64",
+           "Alignment in bytes of every arena view (a power of two)">,
+    Option<"asyncCollectives", "async-collectives", "bool", "true",
+           "Run collectives on a communication stream ordered by events">,
+  ];
+  let dependentDialects = ["::zero::zrt::ZrtDialect",
+                           "::zero::dist::DistDialect",
+                           "::zero::train::TrainDialect"];
+}
+
 def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
   let summary = "The whole chain to a ZeRO stage 0-3 step; what enable_zero runs";
   let description = [{
     Runs `train-materialize-optimizer`, `dist-data-parallel`, `zero-shard`
     (stages 1-3), `zero-bucket` and `zero-verify`, passing each its options,
-    and `zero-report` when `report` is text or json. Stage 0 is plain data
+    and `zero-report` when `report` is text or json, then
+    `zero-lower-to-runtime` with `lower-to-runtime`. Stage 0 is plain data
     parallelism.
   }];
   let options = [
@@ -223,8 +270,11 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "Also run zero-report: none, text or json">,
     Option<"reportOutput", "report-output", "std::string", "\"-\"",
            "Where zero-report writes; - for stderr">,
+    Option<"lowerToRuntime", "lower-to-runtime", "bool", "false",
+           "Also run zero-lower-to-runtime, producing the zrt program">,
   ];
   let dependentDialects = ["::zero::dist::DistDialect",
+                           "::zero::zrt::ZrtDialect",
                            "::zero::train::TrainDialect",
                            "::mlir::arith::ArithDialect"];
 }

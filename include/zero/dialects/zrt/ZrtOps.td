@@ -180,6 +180,29 @@ def Zrt_ArenaViewOp : Zrt_Op<"arena_view", [Pure,
   }];
 }
 
+def Zrt_ViewOp : Zrt_Op<"view", [Pure,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "A range of another buffer's elements, seen with its own shape";
+  let description = [{
+    Reinterprets `count(result)` elements of `source`, starting at element
+    `offset`, with the result's shape. Views cost nothing at run time: they
+    give a reshape its new shape, a padded collective buffer its logical
+    prefix, and a bucket its members. The range must lie inside the source,
+    and the element type cannot change.
+
+    ```mlir
+    %w = zrt.view %gathered [0] : memref<100353xf32> to memref<784x128xf32>
+    ```
+  }];
+  let arguments = (ins Zrt_StaticMemRef:$source,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$offset);
+  let results = (outs Zrt_StaticMemRef:$result);
+  let assemblyFormat = [{
+    $source `[` $offset `]` attr-dict `:` type($source) `to` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Work
 //===----------------------------------------------------------------------===//

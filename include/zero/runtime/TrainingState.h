@@ -1,0 +1,60 @@
+//===- TrainingState.h - Initial state, batches, final state ----*- C++ -*-===//
+//
+// What the runtime puts into a program's persistent buffers: the initial
+// state (drawn from a seed, or read from a .safetensors file; each rank keeps
+// its shard of the logical tensor, so the model is the same whatever N and
+// the stage), every step's batch (synthetic from the seed, or rows of
+// .npy/.npz arrays; each rank takes its slice of the global batch), and the
+// consolidated state at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_RUNTIME_TRAININGSTATE_H
+#define ZERO_RUNTIME_TRAININGSTATE_H
+
+#include "zero/runtime/Executor.h"
+#include "zero/runtime/TensorFile.h"
+
+#include <memory>
+#include <string>
+
+namespace zero::rt {
+
+/// Fills every state buffer: from `initFile` when not empty (tensors named
+/// after the parameters, at their logical shapes; master copies and slots
+/// missing from the file start as their parameter and as their
+/// initializer), otherwise from each buffer's initializer and `seed`.
+absl::Status initializeState(Executor &executor, uint64_t seed,
+                             const std::string &initFile);
+
+/// The logical (unsharded, unpadded) value of every parameter, frozen
+/// parameter and master copy, gathered from the ranks' shards. Every rank
+/// must call it (it runs all-gathers); every rank gets the whole map.
+absl::StatusOr<TensorMap> gatherState(Executor &executor);
+
+/// Fills the program's input buffers for each step.
+class BatchSource {
+public:
+  virtual ~BatchSource() = default;
+  virtual absl::Status fill(int64_t step) = 0;
+  /// Samples (rows along dimension 0) of the global batch per step.
+  virtual int64_t globalBatch() const = 0;
+  virtual std::string describe() const = 0;
+};
+
+/// Synthetic batches that a model can learn: uniform features with labels
+/// from a fixed random linear teacher (classifiers), or random tokens whose
+/// label is a fixed function of the token (language models), drawn from
+/// `seed` the same way whatever the number of ranks.
+absl::StatusOr<std::unique_ptr<BatchSource>>
+createSyntheticBatches(Executor &executor, uint64_t seed);
+
+/// Batches read from `path` (.npz with arrays named input0, input1, ...; or
+/// .npy for a program with one input): each array holds one or more global
+/// batches along dimension 0, used in turn.
+absl::StatusOr<std::unique_ptr<BatchSource>>
+createFileBatches(Executor &executor, const std::string &path);
+
+} // namespace zero::rt
+
+#endif // ZERO_RUNTIME_TRAININGSTATE_H

@@ -1,0 +1,289 @@
+//===- Batches.cpp - Every step's inputs
+//-----------------------------------===//
+
+#include "zero/runtime/TrainingState.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace zero::rt;
+
+namespace {
+
+/// One input buffer and the part of the global batch this rank holds.
+struct InputSlot {
+  int buffer = -1;
+  const BufferDecl *decl = nullptr;
+  /// Rows this rank holds, and rows of the global batch.
+  int64_t localRows = 1;
+  int64_t globalRows = 1;
+  int64_t rowElements = 1;
+  /// First row of the global batch this rank holds.
+  int64_t firstRow = 0;
+};
+
+std::vector<InputSlot> getInputSlots(Executor &executor) {
+  std::vector<InputSlot> slots;
+  Communicator &comm = executor.communicator();
+  const std::vector<BufferDecl> &decls = executor.buffers();
+  for (size_t index = 0; index < decls.size(); ++index) {
+    const BufferDecl &decl = decls[index];
+    if (decl.role != BufferRole::input)
+      continue;
+    InputSlot slot;
+    slot.buffer = static_cast<int>(index);
+    slot.decl = &decl;
+    if (!decl.spec.shape.empty()) {
+      slot.localRows = decl.spec.shape[0];
+      slot.rowElements =
+          slot.localRows ? decl.spec.numElements() / slot.localRows : 0;
+    }
+    slot.globalRows = slot.localRows;
+    if (decl.batchSplit) {
+      slot.globalRows = slot.localRows * comm.size();
+      slot.firstRow = slot.localRows * comm.rank();
+    }
+    slots.push_back(slot);
+  }
+  return slots;
+}
+
+int64_t getGlobalBatch(const std::vector<InputSlot> &slots) {
+  for (const InputSlot &slot : slots)
+    if (slot.decl->batchSplit)
+      return slot.globalRows;
+  return slots.empty() ? 0 : slots.front().globalRows;
+}
+
+template <typename T> void storeIndex(void *out, int64_t index, int64_t value) {
+  static_cast<T *>(out)[index] = static_cast<T>(value);
+}
+
+int64_t loadIndex(const void *data, DType dtype, int64_t index) {
+  return dtype == DType::i32 ? static_cast<const int32_t *>(data)[index]
+                             : static_cast<const int64_t *>(data)[index];
+}
+
+void storeIndexAs(void *out, DType dtype, int64_t index, int64_t value) {
+  if (dtype == DType::i32)
+    storeIndex<int32_t>(out, index, value);
+  else
+    storeIndex<int64_t>(out, index, value);
+}
+
+class SyntheticBatches : public BatchSource {
+public:
+  SyntheticBatches(Executor &executor, uint64_t seed)
+      : executor(executor), seed(seed), slots(getInputSlots(executor)) {}
+
+  absl::Status fill(int64_t step) override;
+  int64_t globalBatch() const override { return getGlobalBatch(slots); }
+  std::string describe() const override {
+    return absl::StrCat("synthetic (seed ", seed, ")");
+  }
+
+private:
+  void fillLabels(const InputSlot &slot, int64_t step, void *out);
+
+  Executor &executor;
+  uint64_t seed;
+  std::vector<InputSlot> slots;
+};
+
+absl::Status SyntheticBatches::fill(int64_t step) {
+  // Features and tokens first: labels are computed from them.
+  for (const InputSlot &slot : slots) {
+    const BufferDecl &decl = *slot.decl;
+    void *out = executor.bufferData(slot.buffer);
+    int64_t begin = slot.firstRow * slot.rowElements;
+    int64_t count = decl.spec.numElements();
+    bool positions = decl.indexOf == "embedding" &&
+                     decl.spec.shape.size() >= 2 &&
+                     decl.indexBound == decl.spec.shape.back();
+    if (positions) {
+      for (int64_t index = 0; index < count; ++index)
+        storeIndexAs(out, decl.spec.dtype, index,
+                     index % decl.spec.shape.back());
+    } else if (decl.indexOf != "labels") {
+      fillUniform(seed, decl.name, step, begin, count, decl.spec.dtype, out,
+                  decl.indexBound);
+    }
+  }
+  for (const InputSlot &slot : slots)
+    if (slot.decl->indexOf == "labels")
+      fillLabels(slot, step, executor.bufferData(slot.buffer));
+  return absl::OkStatus();
+}
+
+/// Labels a model can learn: a fixed function of the token at the same
+/// position (language models), or the class a fixed random linear teacher
+/// picks for the row's features (classifiers).
+void SyntheticBatches::fillLabels(const InputSlot &labels, int64_t step,
+                                  void *out) {
+  const BufferDecl &decl = *labels.decl;
+  int64_t classes = std::max<int64_t>(1, decl.indexBound);
+  int64_t count = decl.spec.numElements();
+  for (const InputSlot &slot : slots) {
+    if (slot.decl->indexOf != "embedding" ||
+        slot.decl->spec.shape != decl.spec.shape ||
+        slot.decl->indexBound == slot.decl->spec.shape.back())
+      continue;
+    const void *tokens = executor.bufferData(slot.buffer);
+    for (int64_t index = 0; index < count; ++index)
+      storeIndexAs(out, decl.spec.dtype, index,
+                   (loadIndex(tokens, slot.decl->spec.dtype, index) * 7 + 3) %
+                       classes);
+    return;
+  }
+  for (const InputSlot &slot : slots) {
+    if (!isFloat(slot.decl->spec.dtype) || slot.localRows != labels.localRows)
+      continue;
+    const void *features = executor.bufferData(slot.buffer);
+    InitSpec teacher = InitSpec::normal(0.0, 1.0);
+    for (int64_t row = 0; row < labels.localRows; ++row) {
+      int64_t best = 0;
+      double bestScore = -INFINITY;
+      for (int64_t label = 0; label < classes; ++label) {
+        double score = 0;
+        for (int64_t column = 0; column < slot.rowElements; ++column)
+          score += loadAsFloat(features, slot.decl->spec.dtype,
+                               row * slot.rowElements + column) *
+                   initializedValue(teacher, seed, "teacher",
+                                    column * classes + label);
+        if (score > bestScore) {
+          bestScore = score;
+          best = label;
+        }
+      }
+      for (int64_t column = 0; column < labels.rowElements; ++column)
+        storeIndexAs(out, decl.spec.dtype, row * labels.rowElements + column,
+                     best);
+    }
+    return;
+  }
+  fillUniform(seed, decl.name, step, labels.firstRow * labels.rowElements,
+              count, decl.spec.dtype, out, classes);
+}
+
+class FileBatches : public BatchSource {
+public:
+  FileBatches(Executor &executor, std::string path, TensorMap arrays,
+              std::vector<InputSlot> slots, int64_t batches)
+      : executor(executor), path(std::move(path)), arrays(std::move(arrays)),
+        slots(std::move(slots)), batches(batches) {}
+
+  absl::Status fill(int64_t step) override {
+    int64_t batch = (step - 1) % batches;
+    for (const InputSlot &slot : slots) {
+      const HostTensor &array = arrays.at(slot.decl->name);
+      int64_t elementBytes = dtypeBytes(slot.decl->spec.dtype);
+      int64_t row = batch * slot.globalRows + slot.firstRow;
+      std::memcpy(executor.bufferData(slot.buffer),
+                  array.data.data() + row * slot.rowElements * elementBytes,
+                  slot.decl->bytes);
+    }
+    return absl::OkStatus();
+  }
+  int64_t globalBatch() const override { return getGlobalBatch(slots); }
+  std::string describe() const override {
+    return absl::StrCat(path, " (", batches, " global batches)");
+  }
+
+private:
+  Executor &executor;
+  std::string path;
+  TensorMap arrays;
+  std::vector<InputSlot> slots;
+  int64_t batches;
+};
+
+std::string describeInputs(const std::vector<InputSlot> &slots) {
+  std::vector<std::string> parts;
+  for (const InputSlot &slot : slots) {
+    std::vector<int64_t> shape = slot.decl->spec.shape;
+    if (!shape.empty())
+      shape[0] = slot.globalRows;
+    parts.push_back(absl::StrCat(slot.decl->name, " ",
+                                 dtypeName(slot.decl->spec.dtype), "[",
+                                 absl::StrJoin(shape, ", "), "]"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+} // namespace
+
+absl::StatusOr<std::unique_ptr<BatchSource>>
+zero::rt::createSyntheticBatches(Executor &executor, uint64_t seed) {
+  return std::make_unique<SyntheticBatches>(executor, seed);
+}
+
+absl::StatusOr<std::unique_ptr<BatchSource>>
+zero::rt::createFileBatches(Executor &executor, const std::string &path) {
+  std::vector<InputSlot> slots = getInputSlots(executor);
+  TensorMap arrays;
+  bool npy = path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
+  if (npy) {
+    if (slots.size() != 1)
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": a .npy file feeds a program with one input; this one has ",
+          slots.size(), " (", describeInputs(slots),
+          "): use an .npz with one array per input"));
+    absl::StatusOr<HostTensor> array = readNpy(path);
+    if (!array.ok())
+      return array.status();
+    arrays[slots.front().decl->name] = std::move(*array);
+  } else {
+    absl::StatusOr<TensorMap> read = readNpz(path);
+    if (!read.ok())
+      return read.status();
+    arrays = std::move(*read);
+  }
+  int64_t batches = -1;
+  for (const InputSlot &slot : slots) {
+    const BufferDecl &decl = *slot.decl;
+    auto it = arrays.find(decl.name);
+    if (it == arrays.end())
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " has no array '", decl.name,
+                       "'; the program's inputs are ", describeInputs(slots)));
+    const HostTensor &array = it->second;
+    std::vector<int64_t> expected = decl.spec.shape;
+    bool rowsOk = !array.shape.empty() && !expected.empty() &&
+                  array.shape[0] > 0 && array.shape[0] % slot.globalRows == 0;
+    bool restOk = array.shape.size() == expected.size() &&
+                  std::equal(array.shape.begin() + (expected.empty() ? 0 : 1),
+                             array.shape.end(),
+                             expected.begin() + (expected.empty() ? 0 : 1));
+    if (!rowsOk || !restOk || array.dtype != decl.spec.dtype) {
+      if (!expected.empty())
+        expected[0] = slot.globalRows;
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": array '", decl.name, "' is ", dtypeName(array.dtype), "[",
+          absl::StrJoin(array.shape, ", "), "], expected ",
+          dtypeName(decl.spec.dtype), "[", absl::StrJoin(expected, ", "),
+          "] (or a multiple of ", slot.globalRows,
+          " rows: one global batch per step, used in turn)"));
+    }
+    int64_t count = array.shape[0] / slot.globalRows;
+    if (batches >= 0 && count != batches)
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": array '", decl.name, "' holds ", count,
+          " global batches, but the arrays before it hold ", batches));
+    batches = count;
+    if (decl.indexBound > 0 && !isFloat(array.dtype))
+      for (int64_t index = 0; index < array.numElements(); ++index) {
+        int64_t id = loadIndex(array.data.data(), array.dtype, index);
+        if (id < 0 || id >= decl.indexBound)
+          return absl::InvalidArgumentError(absl::StrCat(
+              path, ": array '", decl.name, "' holds ", id, " at element ",
+              index, "; the program accepts ids in [0, ", decl.indexBound,
+              ")"));
+      }
+  }
+  return std::make_unique<FileBatches>(executor, path, std::move(arrays),
+                                       std::move(slots),
+                                       std::max<int64_t>(batches, 1));
+}

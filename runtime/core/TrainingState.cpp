@@ -1,0 +1,162 @@
+//===- TrainingState.cpp - Initial state and final state
+//-------------------===//
+
+#include "zero/runtime/TrainingState.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+#include <cstring>
+
+using namespace zero::rt;
+
+static int64_t product(const std::vector<int64_t> &shape) {
+  int64_t count = 1;
+  for (int64_t extent : shape)
+    count *= extent;
+  return count;
+}
+
+static bool isState(BufferRole role) {
+  return role != BufferRole::input && role != BufferRole::output;
+}
+
+/// The first logical element this rank's buffer holds. Flat shards and dim-0
+/// shards are both one contiguous run of the flattened logical tensor.
+static int64_t getShardBegin(const BufferDecl &decl, int rank) {
+  if (decl.layout == "replicated")
+    return 0;
+  return static_cast<int64_t>(rank) * decl.spec.numElements();
+}
+
+static std::string shapeString(const std::vector<int64_t> &shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+/// Copies logical elements [begin, begin + count) of `tensor` into `out`,
+/// converting to `dtype`; elements past the logical end are zero.
+static void copyShard(const HostTensor &tensor, int64_t begin, int64_t count,
+                      DType dtype, void *out) {
+  int64_t logical = tensor.numElements();
+  for (int64_t index = 0; index < count; ++index) {
+    int64_t source = begin + index;
+    if (isFloat(dtype)) {
+      float value = source < logical
+                        ? loadAsFloat(tensor.data.data(), tensor.dtype, source)
+                        : 0.0f;
+      storeFromFloat(out, dtype, index, value);
+    } else if (dtype == DType::i32) {
+      static_cast<int32_t *>(out)[index] =
+          source < logical
+              ? reinterpret_cast<const int32_t *>(tensor.data.data())[source]
+              : 0;
+    } else {
+      static_cast<int64_t *>(out)[index] =
+          source < logical
+              ? reinterpret_cast<const int64_t *>(tensor.data.data())[source]
+              : 0;
+    }
+  }
+}
+
+absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
+                                       const std::string &initFile) {
+  TensorMap file;
+  if (!initFile.empty()) {
+    absl::StatusOr<TensorMap> read = readSafetensors(initFile);
+    if (!read.ok())
+      return read.status();
+    file = std::move(*read);
+  }
+  const std::vector<BufferDecl> &decls = executor.buffers();
+  int rank = executor.communicator().rank();
+  for (size_t index = 0; index < decls.size(); ++index) {
+    const BufferDecl &decl = decls[index];
+    if (!isState(decl.role))
+      continue;
+    int64_t logical = product(decl.logicalShape);
+    int64_t begin = getShardBegin(decl, rank);
+    int64_t count = decl.spec.numElements();
+    void *out = executor.bufferData(index);
+
+    // A tensor in the file wins; a master copy without one starts as its
+    // parameter's tensor.
+    const HostTensor *source = nullptr;
+    if (auto it = file.find(decl.name); it != file.end())
+      source = &it->second;
+    else if (auto owner = file.find(decl.initName);
+             decl.role == BufferRole::master && owner != file.end())
+      source = &owner->second;
+    else if (!file.empty() && (decl.role == BufferRole::param ||
+                               decl.role == BufferRole::frozen))
+      return absl::NotFoundError(absl::StrCat(
+          initFile, " has no tensor '", decl.name, "' (logical shape ",
+          shapeString(decl.logicalShape), ")"));
+    if (source) {
+      if (source->shape != decl.logicalShape)
+        return absl::InvalidArgumentError(
+            absl::StrCat(initFile, ": tensor '", decl.name, "' has shape ",
+                         shapeString(source->shape), ", but the program's is ",
+                         shapeString(decl.logicalShape)));
+      if (isFloat(source->dtype) != isFloat(decl.spec.dtype))
+        return absl::InvalidArgumentError(
+            absl::StrCat(initFile, ": tensor '", decl.name, "' is ",
+                         dtypeName(source->dtype), ", but the program stores ",
+                         dtypeName(decl.spec.dtype)));
+      copyShard(*source, begin, count, decl.spec.dtype, out);
+      continue;
+    }
+    // Master copies take their parameter's initializer and name, so that
+    // they start equal to it.
+    std::optional<InitSpec> init = decl.init;
+    if (!init && decl.initName != decl.name) {
+      int owner = executor.findBuffer(decl.initName);
+      if (owner >= 0)
+        init = decls[owner].init;
+    }
+    if (!init) {
+      std::memset(out, 0, decl.bytes);
+      continue;
+    }
+    if (absl::Status status = validateInitSpec(*init); !status.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("initializer of ", decl.name, ": ", status.message()));
+    fillInitialized(*init, seed, decl.initName, logical, begin, count,
+                    decl.spec.dtype, out);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorMap> zero::rt::gatherState(Executor &executor) {
+  TensorMap state;
+  Communicator &comm = executor.communicator();
+  const std::vector<BufferDecl> &decls = executor.buffers();
+  for (size_t index = 0; index < decls.size(); ++index) {
+    const BufferDecl &decl = decls[index];
+    if (decl.role != BufferRole::param && decl.role != BufferRole::frozen &&
+        decl.role != BufferRole::master)
+      continue;
+    HostTensor tensor;
+    tensor.dtype = decl.spec.dtype;
+    tensor.shape = decl.logicalShape;
+    int64_t elementBytes = dtypeBytes(decl.spec.dtype);
+    int64_t logicalBytes = product(decl.logicalShape) * elementBytes;
+    if (decl.layout == "replicated") {
+      const auto *data =
+          static_cast<const uint8_t *>(executor.bufferData(index));
+      tensor.data.assign(data, data + logicalBytes);
+    } else {
+      int64_t count = decl.spec.numElements();
+      std::vector<uint8_t> gathered(count * comm.size() * elementBytes);
+      if (absl::Status status =
+              comm.allGather(executor.bufferData(index), gathered.data(), count,
+                             decl.spec.dtype);
+          !status.ok())
+        return status;
+      gathered.resize(logicalBytes);
+      tensor.data = std::move(gathered);
+    }
+    state[decl.name] = std::move(tensor);
+  }
+  return state;
+}

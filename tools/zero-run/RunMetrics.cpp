@@ -1,0 +1,196 @@
+//===- RunMetrics.cpp - What a run measured, beside the plan
+//---------------===//
+
+#include "RunMetrics.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+#include <numeric>
+
+using namespace zero;
+using namespace zero::rt;
+
+static const char *const kCollectiveKinds[] = {
+    "all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all"};
+
+static llvm::json::Value toJson(mlir::Attribute attr) {
+  if (auto integer = mlir::dyn_cast<mlir::IntegerAttr>(attr))
+    return integer.getInt();
+  if (auto real = mlir::dyn_cast<mlir::FloatAttr>(attr))
+    return real.getValueAsDouble();
+  if (auto dictionary = mlir::dyn_cast<mlir::DictionaryAttr>(attr)) {
+    llvm::json::Object object;
+    for (mlir::NamedAttribute entry : dictionary)
+      object[entry.getName().strref()] = toJson(entry.getValue());
+    return object;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  attr.print(os);
+  return text;
+}
+
+RunMetrics::RunMetrics(Executor &executor, zrt::ProgramOp program)
+    : executor(executor), programName(program.getSymName().str()) {
+  auto grid = program.getPlacement().getGrid();
+  ranks = grid.empty() ? 1 : grid.front();
+  if (auto value = program->getAttrOfType<mlir::IntegerAttr>("zrt.zero_stage"))
+    stage = value.getInt();
+  if (auto attr = program->getAttrOfType<mlir::DictionaryAttr>("zrt.report")) {
+    llvm::json::Value value = toJson(attr);
+    if (llvm::json::Object *object = value.getAsObject())
+      report = *object;
+  }
+  if (auto value = program->getAttrOfType<mlir::IntegerAttr>("zrt.live_bytes"))
+    liveBytes = value.getInt();
+}
+
+void RunMetrics::recordStep(float loss, double seconds) {
+  losses.push_back(loss);
+  stepSeconds.push_back(seconds);
+}
+
+double RunMetrics::samplesPerSecond() const {
+  if (stepSeconds.empty())
+    return 0;
+  size_t first = stepSeconds.size() > 1 ? 1 : 0;
+  double seconds =
+      std::accumulate(stepSeconds.begin() + first, stepSeconds.end(), 0.0);
+  double count = static_cast<double>(stepSeconds.size() - first);
+  return seconds > 0 ? globalBatch * count / seconds : 0;
+}
+
+std::vector<int64_t> RunMetrics::localFields() const {
+  const MemoryFigures &memory = executor.memory();
+  std::vector<int64_t> fields = {memory.parameters,    memory.masters,
+                                 memory.slots,         memory.gradAccumulators,
+                                 memory.inputsOutputs, memory.arenaBytes,
+                                 memory.arenaHighWater};
+  for (const char *kind : kCollectiveKinds) {
+    TrafficStats stats;
+    if (auto it = trafficPerStep.find(kind); it != trafficPerStep.end())
+      stats = it->second;
+    int64_t sentBits;
+    std::memcpy(&sentBits, &stats.sentBytesPerRank, sizeof(sentBits));
+    fields.insert(fields.end(), {stats.count, stats.bytes, sentBits});
+  }
+  return fields;
+}
+
+absl::Status RunMetrics::gatherRanks(Communicator &comm) {
+  std::vector<int64_t> local = localFields();
+  std::vector<int64_t> all(local.size() * comm.size());
+  if (absl::Status status =
+          comm.allGather(local.data(), all.data(), local.size(), DType::i64);
+      !status.ok())
+    return status;
+  perRank.clear();
+  for (int rank = 0; rank < comm.size(); ++rank)
+    perRank.emplace_back(all.begin() + rank * local.size(),
+                         all.begin() + (rank + 1) * local.size());
+  return absl::OkStatus();
+}
+
+llvm::json::Object
+RunMetrics::rankJson(const std::vector<int64_t> &fields) const {
+  int64_t state = fields[0] + fields[1] + fields[2] + fields[3];
+  llvm::json::Object traffic;
+  for (size_t kind = 0; kind < std::size(kCollectiveKinds); ++kind) {
+    size_t at = 7 + 3 * kind;
+    if (fields[at] == 0)
+      continue;
+    double sent;
+    std::memcpy(&sent, &fields[at + 2], sizeof(sent));
+    traffic[kCollectiveKinds[kind]] =
+        llvm::json::Object{{"count", fields[at]},
+                           {"bytes", fields[at + 1]},
+                           {"sent_bytes_per_rank", sent}};
+  }
+  return llvm::json::Object{
+      {"parameters", fields[0]},   {"masters", fields[1]},
+      {"slots", fields[2]},        {"grad_accumulators", fields[3]},
+      {"persistent", state},       {"inputs_outputs", fields[4]},
+      {"arena_bytes", fields[5]},  {"arena_high_water", fields[6]},
+      {"peak", state + fields[6]}, {"traffic_per_step", std::move(traffic)}};
+}
+
+llvm::json::Object RunMetrics::reportJson() const {
+  llvm::json::Object object = report;
+  int64_t arena = executor.memory().arenaBytes;
+  object["arena_bytes"] = arena;
+  object["live_bytes_lower_bound"] = liveBytes;
+  if (const llvm::json::Value *persistent = object.get("persistent"))
+    if (std::optional<int64_t> bytes = persistent->getAsInteger())
+      object["peak"] = *bytes + arena;
+  return object;
+}
+
+absl::Status RunMetrics::writeJson(const std::string &path) const {
+  llvm::json::Array rankArray;
+  for (size_t rank = 0; rank < perRank.size(); ++rank) {
+    llvm::json::Object object = rankJson(perRank[rank]);
+    object["rank"] = static_cast<int64_t>(rank);
+    rankArray.push_back(std::move(object));
+  }
+  llvm::json::Array lossArray, secondArray;
+  for (float loss : losses)
+    lossArray.push_back(static_cast<double>(loss));
+  for (double seconds : stepSeconds)
+    secondArray.push_back(seconds);
+  llvm::json::Object root{
+      {"program", programName},
+      {"ranks", ranks},
+      {"stage", stage},
+      {"steps", steps},
+      {"seed", static_cast<int64_t>(seed)},
+      {"deterministic", deterministic},
+      {"data", data},
+      {"global_batch", globalBatch},
+      {"instructions", static_cast<int64_t>(executor.numInstructions())},
+      {"losses", std::move(lossArray)},
+      {"step_seconds", std::move(secondArray)},
+      {"samples_per_second", samplesPerSecond()},
+      {"report", reportJson()},
+      {"measured", std::move(rankArray)}};
+
+  std::error_code error;
+  llvm::raw_fd_ostream os(path, error, llvm::sys::fs::OF_Text);
+  if (error)
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot write ", path, ": ", error.message()));
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  return absl::OkStatus();
+}
+
+static std::string megabytes(int64_t bytes) {
+  return absl::StrFormat("%.2f MB", static_cast<double>(bytes) / 1e6);
+}
+
+std::string RunMetrics::describeStart() const {
+  const MemoryFigures &memory = executor.memory();
+  return absl::StrCat(
+      "zero-run: @", programName, " on ", ranks, " rank", ranks == 1 ? "" : "s",
+      stage >= 0 ? absl::StrCat(", ZeRO stage ", stage) : std::string(), ", ",
+      executor.numInstructions(), " instructions; per rank: state ",
+      megabytes(memory.parameters + memory.masters + memory.slots +
+                memory.gradAccumulators),
+      ", arena ", megabytes(memory.arenaBytes), "; global batch ", globalBatch,
+      "; data ", data, deterministic ? "; deterministic" : "");
+}
+
+std::string RunMetrics::describeStep(int64_t step) const {
+  double seconds = stepSeconds.back();
+  return absl::StrFormat("step %3d/%d  loss %.6f  %8.2f ms  %10.1f samples/s",
+                         step, steps, losses.back(), seconds * 1e3,
+                         seconds > 0 ? globalBatch / seconds : 0.0);
+}
+
+std::string RunMetrics::describeEnd() const {
+  return absl::StrFormat("done: %d steps, loss %.6f -> %.6f, %.1f samples/s",
+                         steps, losses.front(), losses.back(),
+                         samplesPerSecond());
+}

@@ -1,0 +1,339 @@
+//===- zero-run.cpp - Trains a lowered ZeRO program on N ranks
+//-------------===//
+//
+// Compiles a training step (zero-pipeline + zero-lower-to-runtime) or loads
+// an already lowered zrt program, launches N ranks through mpirun (or runs
+// under the user's own mpirun), initializes the state from a seed or a
+// .safetensors file, feeds synthetic or .npz batches, runs the steps, and
+// writes what every rank measured beside the compile-time report.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RunMetrics.h"
+
+#include "zero/dialects/dist/DistDialect.h"
+#include "zero/dialects/train/TrainDialect.h"
+#include "zero/dialects/zrt/ZrtDialect.h"
+#include "zero/dialects/zrt/ZrtOps.h"
+#include "zero/passes/Passes.h"
+#include "zero/runtime/Communicator.h"
+#include "zero/runtime/CpuKernels.h"
+#include "zero/runtime/Executor.h"
+#include "zero/runtime/TrainingState.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <unistd.h>
+
+using namespace zero;
+using namespace zero::rt;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory runCategory("zero-run options");
+static cl::opt<std::string> programPath(cl::Positional, cl::Required,
+                                        cl::desc("<program.mlir>"),
+                                        cl::cat(runCategory));
+static cl::opt<int> ranksFlag("n", cl::desc("Ranks to launch through mpirun"),
+                              cl::init(0), cl::cat(runCategory));
+static cl::opt<int>
+    stageFlag("stage",
+              cl::desc("Compile a training step for this ZeRO stage (0-3)"),
+              cl::init(-1), cl::cat(runCategory));
+static cl::opt<int64_t> stepsFlag("steps", cl::desc("Training steps"),
+                                  cl::init(10), cl::cat(runCategory));
+static cl::opt<uint64_t>
+    seedFlag("seed", cl::desc("Seed of the initial state and synthetic data"),
+             cl::init(1), cl::cat(runCategory));
+static cl::opt<std::string>
+    initFlag("init", cl::desc("Initial state from a .safetensors file"),
+             cl::cat(runCategory));
+static cl::opt<std::string>
+    dataFlag("data", cl::desc("Batches from an .npz (or .npy) file"),
+             cl::cat(runCategory));
+static cl::opt<bool> deterministicFlag(
+    "deterministic",
+    cl::desc("Fixed-order reductions: stages 0-3 agree bitwise"),
+    cl::init(false), cl::cat(runCategory));
+static cl::opt<std::string>
+    metricsFlag("metrics-json",
+                cl::desc("Write losses, timings, measured memory and traffic "
+                         "beside the compile-time report"),
+                cl::cat(runCategory));
+static cl::opt<std::string> pipelineOptionsFlag(
+    "pipeline-options",
+    cl::desc("More zero-pipeline options, e.g. \"reduce-bucket-bytes=0\""),
+    cl::cat(runCategory));
+static cl::opt<std::string>
+    saveStateFlag("save-state",
+                  cl::desc("Write the final parameters (logical, unsharded) "
+                           "to a .safetensors file"),
+                  cl::cat(runCategory));
+static cl::opt<std::string>
+    emitProgramFlag("emit-program",
+                    cl::desc("Write the lowered zrt program to this file"),
+                    cl::cat(runCategory));
+static cl::opt<double> timeoutFlag(
+    "timeout",
+    cl::desc("Seconds a collective may wait before the job is ended"),
+    cl::init(120), cl::cat(runCategory));
+static cl::opt<int> threadsFlag(
+    "threads", cl::desc("BLAS threads per rank (0: cores / ranks on the node)"),
+    cl::init(0), cl::cat(runCategory));
+static cl::opt<bool> quietFlag("quiet", cl::desc("No progress lines"),
+                               cl::init(false), cl::cat(runCategory));
+
+/// Fails before a communicator exists: every rank sees the same arguments,
+/// so every rank fails the same way.
+[[noreturn]] static void failEarly(const std::string &message) {
+  llvm::errs() << "zero-run: " << message << "\n";
+  std::exit(1);
+}
+
+/// Fails with every rank ending: a lone failing rank must not leave the
+/// others waiting in a collective.
+[[noreturn]] static void fail(Communicator &comm, const absl::Status &status) {
+  if (comm.size() == 1) {
+    llvm::errs() << "zero-run: " << status.message() << "\n";
+    std::exit(1);
+  }
+  comm.abortJob(status.message(), 1);
+}
+
+static bool underMpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK");
+}
+
+/// Starts `-n N` ranks of this same command under mpirun; never returns.
+[[noreturn]] static void relaunchUnderMpirun(int argc, char **argv) {
+  char self[4096];
+  ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (length <= 0)
+    failEarly("cannot find this executable to launch it under mpirun");
+  self[length] = '\0';
+  std::string ranks = std::to_string(ranksFlag);
+  std::vector<std::string> args = {"mpirun", "--oversubscribe", "-np", ranks};
+  if (geteuid() == 0)
+    args.insert(args.begin() + 1, "--allow-run-as-root");
+  args.push_back(self);
+  for (int index = 1; index < argc; ++index)
+    args.push_back(argv[index]);
+  std::vector<char *> pointers;
+  for (std::string &arg : args)
+    pointers.push_back(arg.data());
+  pointers.push_back(nullptr);
+  // Containers forbid the cross-memory attach Open MPI tries first.
+  setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+  execvp("mpirun", pointers.data());
+  failEarly(absl::StrCat("cannot run mpirun to launch ", ranks,
+                         " ranks (is Open MPI installed? scripts/setup.sh "
+                         "installs it): ",
+                         std::strerror(errno)));
+}
+
+/// The lowered program: the file's own, or the training step compiled for
+/// `stage` on `ranks` ranks.
+static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
+                                                 int ranks) {
+  auto programs = module.getOps<zrt::ProgramOp>();
+  if (!programs.empty()) {
+    if (stageFlag >= 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat(programPath.getValue(),
+                       " is already lowered; --stage applies to training "
+                       "steps only"));
+    return *programs.begin();
+  }
+  if (stageFlag < 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        programPath.getValue(),
+        " is a training step, not a lowered zrt program: pass --stage 0..3 "
+        "to compile it"));
+  std::string pipeline =
+      absl::StrCat("builtin.module(zero-pipeline{stage=", stageFlag.getValue(),
+                   " ranks=", ranks, " lower-to-runtime=true ",
+                   pipelineOptionsFlag.getValue(), "})");
+  mlir::PassManager pm(module.getContext());
+  std::string errors;
+  llvm::raw_string_ostream errorStream(errors);
+  if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, errorStream)))
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad --pipeline-options: ", errors));
+  if (mlir::failed(pm.run(module)))
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot compile ", programPath.getValue(), " for stage ",
+                     stageFlag.getValue(), " on ", ranks,
+                     " ranks (see the diagnostics above)"));
+  programs = module.getOps<zrt::ProgramOp>();
+  if (programs.empty())
+    return absl::InternalError("the pipeline produced no zrt program");
+  return *programs.begin();
+}
+
+static void setThreads(int ranks) {
+  int threads = threadsFlag;
+  if (threads <= 0) {
+    int local = ranks;
+    if (const char *value = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+      local = std::max(1, std::atoi(value));
+    int cores = static_cast<int>(std::thread::hardware_concurrency());
+    threads = std::max(1, cores / std::max(1, local));
+  }
+  setCpuKernelThreads(threads);
+}
+
+static float readLoss(Executor &executor) {
+  int index = executor.findBuffer("output0");
+  if (index < 0)
+    return NAN;
+  const BufferDecl &decl = executor.buffers()[index];
+  if (!isFloat(decl.spec.dtype))
+    return NAN;
+  return loadAsFloat(executor.bufferData(index), decl.spec.dtype, 0);
+}
+
+int main(int argc, char **argv) {
+  cl::HideUnrelatedOptions(runCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "zero-run: trains a ZeRO program on N CPU ranks over MPI\n\n"
+      "  zero-run examples/mlp.mlir -n 4 --stage 3 --steps 20\n");
+  if (stageFlag != -1 && (stageFlag < 0 || stageFlag > 3))
+    failEarly(absl::StrCat("--stage must be 0, 1, 2 or 3, got ",
+                           stageFlag.getValue()));
+  if (stepsFlag < 1)
+    failEarly("--steps must be at least 1");
+  if (ranksFlag < 0 || (ranksFlag == 0 && ranksFlag.getNumOccurrences()))
+    failEarly("-n must be at least 1");
+  if (ranksFlag > 1 && !underMpirun())
+    relaunchUnderMpirun(argc, argv);
+
+  CommOptions commOptions;
+  commOptions.deterministic = deterministicFlag;
+  commOptions.timeoutSeconds = timeoutFlag;
+  absl::StatusOr<std::unique_ptr<Communicator>> created =
+      createMpiCommunicator(commOptions);
+  if (!created.ok())
+    failEarly(std::string(created.status().message()));
+  Communicator &comm = **created;
+  bool leader = comm.rank() == 0;
+  if (ranksFlag > 0 && ranksFlag != comm.size())
+    fail(comm, absl::InvalidArgumentError(absl::StrCat(
+                   "-n ", ranksFlag.getValue(), " but mpirun started ",
+                   comm.size(), " ranks")));
+  setThreads(comm.size());
+
+  mlir::DialectRegistry registry;
+  registry.insert<dist::DistDialect, train::TrainDialect, zrt::ZrtDialect,
+                  mlir::arith::ArithDialect, mlir::func::FuncDialect>();
+  mlir::MLIRContext context(registry);
+  // One rank speaks for all: the others would print the same diagnostics.
+  llvm::SourceMgr sourceMgr;
+  std::optional<mlir::SourceMgrDiagnosticHandler> printer;
+  std::optional<mlir::ScopedDiagnosticHandler> silencer;
+  if (leader)
+    printer.emplace(sourceMgr, &context);
+  else
+    silencer.emplace(&context,
+                     [](mlir::Diagnostic &) { return mlir::success(); });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(programPath, sourceMgr, &context);
+  if (!module)
+    fail(comm, absl::InvalidArgumentError(
+                   absl::StrCat("cannot load ", programPath.getValue(),
+                                " (missing file or malformed IR)")));
+  absl::StatusOr<zrt::ProgramOp> program = getProgram(*module, comm.size());
+  if (!program.ok())
+    fail(comm, program.status());
+  if (!emitProgramFlag.empty() && leader) {
+    std::error_code error;
+    llvm::raw_fd_ostream os(emitProgramFlag, error);
+    if (error)
+      fail(comm, absl::InvalidArgumentError(
+                     absl::StrCat("cannot write ", emitProgramFlag.getValue(),
+                                  ": ", error.message())));
+    module->print(os);
+  }
+
+  absl::StatusOr<std::unique_ptr<Executor>> executor =
+      Executor::create(*program, comm);
+  if (!executor.ok())
+    fail(comm, executor.status());
+  if (absl::Status status =
+          initializeState(**executor, seedFlag, initFlag.getValue());
+      !status.ok())
+    fail(comm, status);
+  absl::StatusOr<std::unique_ptr<BatchSource>> batches =
+      dataFlag.empty() ? createSyntheticBatches(**executor, seedFlag)
+                       : createFileBatches(**executor, dataFlag);
+  if (!batches.ok())
+    fail(comm, batches.status());
+
+  RunMetrics metrics(**executor, *program);
+  metrics.steps = stepsFlag;
+  metrics.globalBatch = (*batches)->globalBatch();
+  metrics.deterministic = deterministicFlag;
+  metrics.seed = seedFlag;
+  metrics.data = (*batches)->describe();
+  if (leader && !quietFlag)
+    llvm::outs() << metrics.describeStart() << "\n";
+
+  comm.resetTraffic();
+  for (int64_t step = 1; step <= stepsFlag; ++step) {
+    if (absl::Status status = (*batches)->fill(step); !status.ok())
+      fail(comm, status);
+    auto start = std::chrono::steady_clock::now();
+    if (absl::Status status = (*executor)->runStep(step); !status.ok())
+      fail(comm, status);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (step == 1)
+      metrics.trafficPerStep = comm.traffic();
+    metrics.recordStep(readLoss(**executor), seconds);
+    if (leader && !quietFlag)
+      llvm::outs() << metrics.describeStep(step) << "\n";
+  }
+  metrics.trafficTotal = comm.traffic();
+
+  if (absl::Status status = metrics.gatherRanks(comm); !status.ok())
+    fail(comm, status);
+  if (!saveStateFlag.empty()) {
+    absl::StatusOr<TensorMap> state = gatherState(**executor);
+    if (!state.ok())
+      fail(comm, state.status());
+    if (leader)
+      if (absl::Status status = writeSafetensors(saveStateFlag, *state);
+          !status.ok())
+        fail(comm, status);
+  }
+  if (leader) {
+    if (!metricsFlag.empty())
+      if (absl::Status status = metrics.writeJson(metricsFlag); !status.ok())
+        fail(comm, status);
+    if (!quietFlag)
+      llvm::outs() << metrics.describeEnd() << "\n";
+    llvm::outs().flush();
+  }
+  if (absl::Status status = comm.barrier(); !status.ok())
+    fail(comm, status);
+  executor->reset();
+  created->reset();
+  finalizeMpi();
+  return 0;
+}

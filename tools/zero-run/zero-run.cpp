@@ -93,7 +93,8 @@ static cl::opt<double> timeoutFlag(
     cl::desc("Seconds a collective may wait before the job is ended"),
     cl::init(120), cl::cat(runCategory));
 static cl::opt<int> threadsFlag(
-    "threads", cl::desc("BLAS threads per rank (0: cores / ranks on the node)"),
+    "blas-threads",
+    cl::desc("BLAS threads per rank (0: cores / ranks on the node)"),
     cl::init(0), cl::cat(runCategory));
 static cl::opt<bool> quietFlag("quiet", cl::desc("No progress lines"),
                                cl::init(false), cl::cat(runCategory));
@@ -109,10 +110,11 @@ static cl::opt<bool> quietFlag("quiet", cl::desc("No progress lines"),
 /// others waiting in a collective.
 [[noreturn]] static void fail(Communicator &comm, const absl::Status &status) {
   if (comm.size() == 1) {
-    llvm::errs() << "zero-run: " << status.message() << "\n";
+    llvm::errs() << "zero-run: " << std::string(status.message()) << "\n";
     std::exit(1);
   }
   comm.abortJob(status.message(), 1);
+  std::exit(1); // abortJob does not return; this tells the compiler so.
 }
 
 static bool underMpirun() {
@@ -164,16 +166,20 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
         programPath.getValue(),
         " is a training step, not a lowered zrt program: pass --stage 0..3 "
         "to compile it"));
-  std::string pipeline =
-      absl::StrCat("builtin.module(zero-pipeline{stage=", stageFlag.getValue(),
-                   " ranks=", ranks, " lower-to-runtime=true ",
-                   pipelineOptionsFlag.getValue(), "})");
-  mlir::PassManager pm(module.getContext());
+  std::string options =
+      absl::StrCat("stage=", stageFlag.getValue(), " ranks=", ranks,
+                   " lower-to-runtime=true ", pipelineOptionsFlag.getValue());
+  auto pm = mlir::PassManager::on<mlir::ModuleOp>(module.getContext());
+  const mlir::PassInfo *info = mlir::PassInfo::lookup("zero-pipeline");
   std::string errors;
-  llvm::raw_string_ostream errorStream(errors);
-  if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, errorStream)))
+  auto onError = [&](const llvm::Twine &message) {
+    errors = message.str();
+    return mlir::failure();
+  };
+  if (!info || mlir::failed(info->addToPipeline(pm, options, onError)))
     return absl::InvalidArgumentError(
-        absl::StrCat("bad --pipeline-options: ", errors));
+        absl::StrCat("bad --pipeline-options '", pipelineOptionsFlag.getValue(),
+                     "': ", errors));
   if (mlir::failed(pm.run(module)))
     return absl::InvalidArgumentError(
         absl::StrCat("cannot compile ", programPath.getValue(), " for stage ",
@@ -208,6 +214,7 @@ static float readLoss(Executor &executor) {
 }
 
 int main(int argc, char **argv) {
+  registerZeroPasses();
   cl::HideUnrelatedOptions(runCategory);
   cl::ParseCommandLineOptions(
       argc, argv,

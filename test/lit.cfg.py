@@ -35,3 +35,32 @@ import shutil
 
 if shutil.which("clang-format"):
     config.available_features.add("clang-format")
+
+# Multi-rank runtime tests (test/runtime) run under Open MPI's mpirun: as root
+# in containers (--allow-run-as-root), with more ranks than cores
+# (--oversubscribe), over shared memory only (no network probing), and
+# without the cross-process single-copy mechanism, which needs ptrace rights
+# that containers often lack.
+mpirun = shutil.which("mpirun")
+if mpirun and os.path.exists(os.path.join(config.zero_tools_dir, "zero-comm-check")):
+    config.available_features.add("mpi")
+    config.substitutions.append(
+        (
+            "%mpirun",
+            mpirun
+            + " --allow-run-as-root --oversubscribe --bind-to none"
+            + " --mca btl self,vader --mca btl_vader_single_copy_mechanism none",
+        )
+    )
+    llvm_config.add_tool_substitutions(
+        [ToolSubst("zero-comm-check", unresolved="ignore")], tool_dirs
+    )
+
+# zero-run launches its own ranks through mpirun (with -n) and so needs MPI.
+if "mpi" in config.available_features and os.path.exists(
+    os.path.join(config.zero_tools_dir, "zero-run")
+):
+    config.available_features.add("zero-run")
+    llvm_config.add_tool_substitutions(
+        [ToolSubst("zero-run", unresolved="fatal")], tool_dirs
+    )

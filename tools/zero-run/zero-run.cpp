@@ -129,7 +129,11 @@ static bool underMpirun() {
     failEarly("cannot find this executable to launch it under mpirun");
   self[length] = '\0';
   std::string ranks = std::to_string(ranksFlag);
-  std::vector<std::string> args = {"mpirun", "--oversubscribe", "-np", ranks};
+  // More ranks than cores is normal here (tests, laptops); unbound ranks let
+  // BLAS threads use whatever cores are free; shared memory only.
+  std::vector<std::string> args = {
+      "mpirun", "--oversubscribe", "--bind-to", "none", "--mca",
+      "btl",    "self,vader",      "-np",       ranks};
   if (geteuid() == 0)
     args.insert(args.begin() + 1, "--allow-run-as-root");
   args.push_back(self);

@@ -1,0 +1,169 @@
+//===- Communicator.h - Collectives between the ranks of a job --*- C++ -*-===//
+//
+// The runtime moves tensors between ranks only through this interface, so
+// that the executor does not depend on MPI or NCCL. Every collective starts
+// non-blocking and returns a ticket; the executor overlaps the transfer with
+// compute and waits where the program consumes the result.
+//
+// All ranks must start the same collectives in the same order (ZeRO programs
+// are SPMD), and may wait for them in any order.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_RUNTIME_COMMUNICATOR_H
+#define ZERO_RUNTIME_COMMUNICATOR_H
+
+#include "zero/runtime/DType.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace zero::rt {
+
+enum class ReduceKind { sum, mean, max };
+
+/// Traffic of one collective kind, accounted like the compile-time plan
+/// report (lib/analysis/PlanReport.cpp) so that both can be compared.
+struct TrafficStats {
+  int64_t count = 0;
+  /// Elements of the collectives' full tensors, padding included.
+  int64_t elements = 0;
+  int64_t bytes = 0;
+  /// Ring accounting: (N-1)/N of the payload, twice for an all-reduce.
+  double sentBytesPerRank = 0;
+};
+
+struct CommOptions {
+  /// Every floating-point reduction adds the ranks' contributions in rank
+  /// order, so results are bitwise reproducible and an all-reduce equals a
+  /// reduce-scatter followed by an all-gather.
+  bool deterministic = false;
+  /// How long `wait` lets one collective run before it reports a dead or
+  /// stuck rank; zero or less waits forever.
+  double timeoutSeconds = 120;
+};
+
+class Communicator {
+public:
+  using Ticket = int64_t;
+
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // Non-blocking starts; the buffers must stay untouched until wait(ticket).
+  // Float types reduce in f32 and round once into the element type; integer
+  // types support sum and max.
+
+  /// `in == out` is allowed.
+  virtual absl::StatusOr<Ticket> startAllReduce(const void *in, void *out,
+                                                int64_t count, DType dtype,
+                                                ReduceKind kind) = 0;
+  /// `in` holds size() * countPerRank elements; block r ends on rank r.
+  virtual absl::StatusOr<Ticket> startReduceScatter(const void *in, void *out,
+                                                    int64_t countPerRank,
+                                                    DType dtype,
+                                                    ReduceKind kind) = 0;
+  /// `out` holds size() * countPerRank elements, rank-major. `in` may be
+  /// this rank's block of `out`.
+  virtual absl::StatusOr<Ticket> startAllGather(const void *in, void *out,
+                                                int64_t countPerRank,
+                                                DType dtype) = 0;
+  /// `in` is read on `root` only.
+  virtual absl::StatusOr<Ticket> startBroadcast(const void *in, void *out,
+                                                int64_t count, DType dtype,
+                                                int root) = 0;
+  /// Block r of every rank's `in` goes to rank r, where it lands in block
+  /// (sender) of `out`.
+  virtual absl::StatusOr<Ticket> startAllToAll(const void *in, void *out,
+                                               int64_t countPerRank,
+                                               DType dtype) = 0;
+  virtual absl::Status wait(Ticket ticket) = 0;
+
+  // Blocking forms.
+  absl::Status allReduce(const void *in, void *out, int64_t count, DType dtype,
+                         ReduceKind kind) {
+    return finish(startAllReduce(in, out, count, dtype, kind));
+  }
+  absl::Status reduceScatter(const void *in, void *out, int64_t countPerRank,
+                             DType dtype, ReduceKind kind) {
+    return finish(startReduceScatter(in, out, countPerRank, dtype, kind));
+  }
+  absl::Status allGather(const void *in, void *out, int64_t countPerRank,
+                         DType dtype) {
+    return finish(startAllGather(in, out, countPerRank, dtype));
+  }
+  absl::Status broadcast(const void *in, void *out, int64_t count, DType dtype,
+                         int root) {
+    return finish(startBroadcast(in, out, count, dtype, root));
+  }
+  absl::Status allToAll(const void *in, void *out, int64_t countPerRank,
+                        DType dtype) {
+    return finish(startAllToAll(in, out, countPerRank, dtype));
+  }
+
+  virtual absl::Status barrier() = 0;
+
+  /// Ends every rank of the job with `message` on stderr (prefixed
+  /// "zero-run: rank R: "); never returns.
+  [[noreturn]] virtual void abortJob(absl::string_view message,
+                                     int exitCode) = 0;
+
+  /// Bytes moved per collective kind ("all_reduce", "reduce_scatter",
+  /// "all_gather", "broadcast", "all_to_all") since the last reset.
+  const std::map<std::string, TrafficStats> &traffic() const {
+    return traffic_;
+  }
+  void resetTraffic() { traffic_.clear(); }
+
+protected:
+  /// Accounts one collective exactly as PlanReport's addTraffic does for one
+  /// op: `elements` is the full tensor (for reduce_scatter and all_gather
+  /// size() times the per-rank block).
+  void countTraffic(const std::string &kind, int64_t elements, DType dtype) {
+    int64_t ranks = size();
+    int64_t bytes = elements * dtypeBytes(dtype);
+    int64_t factor = kind == "all_reduce" ? 2 : 1;
+    int64_t repeat = 1;
+    TrafficStats &stats = traffic_[kind];
+    stats.count += repeat;
+    stats.elements += elements * repeat;
+    stats.bytes += bytes * repeat;
+    // Same expression and evaluation order as PlanReport, so that the
+    // doubles agree bit for bit.
+    stats.sentBytesPerRank +=
+        repeat * factor * static_cast<double>(bytes) * (ranks - 1) / ranks;
+  }
+
+private:
+  absl::Status finish(absl::StatusOr<Ticket> ticket) {
+    if (!ticket.ok())
+      return ticket.status();
+    return wait(*ticket);
+  }
+
+  std::map<std::string, TrafficStats> traffic_;
+};
+
+/// Initializes MPI when needed (MPI_Init_thread; also works as a singleton
+/// without mpirun) and duplicates MPI_COMM_WORLD with MPI_ERRORS_RETURN. May
+/// be called more than once (each communicator has its own duplicate); all
+/// ranks must create communicators in the same order.
+absl::StatusOr<std::unique_ptr<Communicator>>
+createMpiCommunicator(const CommOptions &options);
+
+/// MPI_Finalize if this process initialized MPI. Call once at exit, on every
+/// rank, after the communicators are destroyed. A process that initialized
+/// MPI and exits non-zero without it ends the whole job with a message.
+void finalizeMpi();
+
+} // namespace zero::rt
+
+#endif // ZERO_RUNTIME_COMMUNICATOR_H

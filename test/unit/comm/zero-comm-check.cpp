@@ -1,0 +1,183 @@
+//===- zero-comm-check.cpp - Multi-rank communicator check ----------------===//
+//
+// Run under mpirun (or alone, as a one-rank singleton):
+//   zero-comm-check collectives
+//       every collective's values on every rank, in both modes;
+//   zero-comm-check exit-early | killed
+//       the last rank exits with status 3 / is killed while the others wait
+//       in an all_reduce: the job must end, not hang;
+//   zero-comm-check timeout [--deterministic]
+//       the last rank sleeps past a 1 s timeout: the others report the
+//       deadline and end the job;
+//   zero-comm-check mismatch
+//       ranks disagree on a count: MPI's error comes back as a status;
+//   zero-comm-check bench
+//       times all_reduce in both modes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommCheck.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+using namespace zero::rt;
+
+namespace {
+
+std::unique_ptr<Communicator> create(const CommOptions &options) {
+  absl::StatusOr<std::unique_ptr<Communicator>> comm =
+      createMpiCommunicator(options);
+  if (!comm.ok()) {
+    std::fprintf(stderr, "zero-comm-check: %s\n",
+                 comm.status().ToString().c_str());
+    std::exit(1);
+  }
+  return *std::move(comm);
+}
+
+int runCollectives() {
+  std::unique_ptr<Communicator> deterministic = create({true, 60});
+  std::unique_ptr<Communicator> plain = create({false, 60});
+  check::Checker checker(plain->rank());
+  check::checkCollectives(checker, *plain, false);
+  check::checkCollectives(checker, *deterministic, true);
+
+  // Agree on the outcome, so that every rank exits alike.
+  int64_t totals[2] = {checker.failures(), checker.checks()};
+  absl::Status status =
+      plain->allReduce(totals, totals, 2, DType::i64, ReduceKind::sum);
+  if (!status.ok())
+    plain->abortJob(status.message(), 1);
+  if (plain->rank() == 0)
+    std::printf("zero-comm-check: collectives on %d ranks: %s (%lld checks, "
+                "%lld failures)\n",
+                plain->size(), totals[0] == 0 ? "PASS" : "FAIL",
+                static_cast<long long>(totals[1]),
+                static_cast<long long>(totals[0]));
+  std::fflush(stdout);
+  deterministic.reset();
+  plain.reset();
+  finalizeMpi();
+  return totals[0] == 0 ? 0 : 1;
+}
+
+/// The last rank fails in `how` while the others wait for it.
+int runDeadRank(const char *how) {
+  std::unique_ptr<Communicator> comm = create({false, 100});
+  int last = comm->size() - 1;
+  if (absl::Status status = comm->barrier(); !status.ok())
+    comm->abortJob(status.message(), 1);
+  if (comm->rank() == last && last > 0) {
+    // Let the others enter the all_reduce first.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (std::strcmp(how, "killed") == 0)
+      std::raise(SIGKILL);
+    std::exit(3);
+  }
+  float data[256] = {};
+  absl::Status status =
+      comm->allReduce(data, data, 256, DType::f32, ReduceKind::sum);
+  if (!status.ok())
+    comm->abortJob(status.message(), 1);
+  std::printf("zero-comm-check: rank %d: all_reduce completed\n", comm->rank());
+  comm.reset();
+  finalizeMpi();
+  return 0;
+}
+
+int runTimeout(bool deterministic) {
+  std::unique_ptr<Communicator> comm = create({deterministic, 1});
+  int last = comm->size() - 1;
+  if (absl::Status status = comm->barrier(); !status.ok())
+    comm->abortJob(status.message(), 1);
+  if (comm->rank() == last && last > 0)
+    // Longer than the lit test's own timeout: only abortJob ends this.
+    std::this_thread::sleep_for(std::chrono::seconds(120));
+  float data[1024] = {};
+  absl::Status status =
+      comm->allReduce(data, data, 1024, DType::f32, ReduceKind::sum);
+  if (!status.ok())
+    comm->abortJob(status.message(), 2);
+  std::printf("zero-comm-check: rank %d: all_reduce completed\n", comm->rank());
+  comm.reset();
+  finalizeMpi();
+  return 0;
+}
+
+/// Breaks the SPMD contract on purpose: rank r reduces 64 * (r + 1) bf16
+/// elements, so rank 0 receives more than it expects, and MPI's error must
+/// come back as a status.
+int runMismatch() {
+  std::unique_ptr<Communicator> comm = create({false, 20});
+  std::vector<uint16_t> data(64 * (comm->rank() + 1), 0);
+  absl::Status status = comm->allReduce(data.data(), data.data(),
+                                        static_cast<int64_t>(data.size()),
+                                        DType::bf16, ReduceKind::sum);
+  if (!status.ok())
+    comm->abortJob(status.ToString(), 4);
+  std::printf("zero-comm-check: rank %d: all_reduce completed\n", comm->rank());
+  comm.reset();
+  finalizeMpi();
+  return 0;
+}
+
+/// Times blocking all_reduces (not a test; for judging the fixed-order
+/// path's cost against MPI's own).
+int runBench() {
+  std::unique_ptr<Communicator> deterministic = create({true, 600});
+  std::unique_ptr<Communicator> plain = create({false, 600});
+  for (int64_t count : {int64_t{1} << 10, int64_t{1} << 20, int64_t{1} << 24})
+    for (DType dtype : {DType::f32, DType::bf16})
+      for (Communicator *comm : {plain.get(), deterministic.get()}) {
+        check::Buffer data(dtype, count);
+        int repeats = count >= (int64_t{1} << 24) ? 3 : 20;
+        absl::Status status = comm->barrier();
+        auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < repeats && status.ok(); ++i)
+          status = comm->allReduce(data.data(), data.data(), count, dtype,
+                                   ReduceKind::sum);
+        double seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start)
+                             .count() /
+                         repeats;
+        if (!status.ok())
+          comm->abortJob(status.message(), 1);
+        if (comm->rank() == 0)
+          std::printf("all_reduce %s %9lld elements %-17s %10.3f ms\n",
+                      std::string(dtypeName(dtype)).c_str(),
+                      static_cast<long long>(count),
+                      comm == plain.get() ? "plain" : "deterministic",
+                      seconds * 1e3);
+      }
+  deterministic.reset();
+  plain.reset();
+  finalizeMpi();
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const char *scenario = argc > 1 ? argv[1] : "";
+  bool deterministic = argc > 2 && std::strcmp(argv[2], "--deterministic") == 0;
+  if (std::strcmp(scenario, "collectives") == 0)
+    return runCollectives();
+  if (std::strcmp(scenario, "exit-early") == 0 ||
+      std::strcmp(scenario, "killed") == 0)
+    return runDeadRank(scenario);
+  if (std::strcmp(scenario, "timeout") == 0)
+    return runTimeout(deterministic);
+  if (std::strcmp(scenario, "mismatch") == 0)
+    return runMismatch();
+  if (std::strcmp(scenario, "bench") == 0)
+    return runBench();
+  std::fprintf(stderr,
+               "usage: zero-comm-check collectives | exit-early | "
+               "killed | timeout [--deterministic] | mismatch | bench\n");
+  return 2;
+}

@@ -1,0 +1,79 @@
+//===- CpuKernels.h - CPU kernels of the runtime ----------------*- C++ -*-===//
+//
+// The runtime binds each instruction of a lowered program to a kernel once,
+// when it loads the program, and replays the bound kernels every step. All
+// parsing, shape checking and scratch allocation happens at bind time so
+// that a step does no host work beyond the arithmetic.
+//
+// Kernels store f32, bf16 or f16 and compute in f32; every reduction runs
+// in a fixed order, so the same inputs give the same bits on every call.
+//
+// Aliasing: an output may be the very buffer of an input of the same shape
+// and element size for the elementwise kernels (unary, binary, scale, bias_add,
+// the activation gradients, casts between types of one width), causal_mask,
+// softmax, softmax_grad, layer_norm's result, layer_norm_grad's input
+// gradient, softmax_cross_entropy_grad, reshape and the update ops. Other
+// kernels need outputs that do not overlap their inputs.
+//
+// A bound kernel owns its scratch, so one bound kernel must not run on two
+// threads at once; bind it twice for that.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_RUNTIME_CPUKERNELS_H
+#define ZERO_RUNTIME_CPUKERNELS_H
+
+#include "zero/runtime/DType.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace zero::rt {
+
+struct TensorSpec {
+  DType dtype;
+  std::vector<int64_t> shape;
+  int64_t numElements() const {
+    int64_t count = 1;
+    for (int64_t extent : shape)
+      count *= extent;
+    return count;
+  }
+};
+
+/// What a kernel may read about the running program.
+struct KernelContext {
+  int64_t step = 1; // 1-based optimizer step
+  int rank = 0;
+  int groupSize = 1;
+};
+
+/// A bound kernel: shapes, dtypes and attributes are resolved once at bind
+/// time; calls do no parsing or allocation.
+using KernelFn = std::function<absl::Status(absl::Span<const void *const> ins,
+                                            absl::Span<void *const> outs,
+                                            const KernelContext &ctx)>;
+
+/// Binds kernel `name` (e.g. "train.matmul") for these operand/result specs
+/// and attribute dictionary. Unknown names give UnimplementedError; bad
+/// shapes, dtypes or attributes give InvalidArgumentError naming the kernel
+/// and what is wrong.
+absl::StatusOr<KernelFn> bindCpuKernel(absl::string_view name,
+                                       mlir::DictionaryAttr params,
+                                       absl::Span<const TensorSpec> ins,
+                                       absl::Span<const TensorSpec> outs);
+
+/// Threads BLAS may use (the runtime sets 1 when several ranks share the
+/// cores).
+void setCpuKernelThreads(int threads);
+
+} // namespace zero::rt
+
+#endif // ZERO_RUNTIME_CPUKERNELS_H

@@ -1,0 +1,370 @@
+//===- Elementwise.cpp - Elementwise kernels ------------------------------===//
+//
+// Unary and binary math, scale, bias_add, causal_mask, cast, the activation
+// gradients, and the runtime's fill and step_index.
+//
+// Every elementwise kernel walks its tensors in blocks: inputs are converted
+// to f32, the operation runs on plain float arrays (which vectorize), and the
+// result is rounded into the output. A block reads all of its inputs before
+// it writes, so an output may be the same buffer as an input.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelSupport.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace zero::rt::cpu {
+namespace {
+
+/// Runs `op(x, y, n)` over a tensor of `count` elements.
+template <typename Op>
+KernelFn unaryKernel(DType inType, DType outType, int64_t count, Op op) {
+  return [=](absl::Span<const void *const> ins, absl::Span<void *const> outs,
+             const KernelContext &) -> absl::Status {
+    if (inType == DType::f32 && outType == DType::f32) {
+      op(static_cast<const float *>(ins[0]), static_cast<float *>(outs[0]),
+         count);
+      return absl::OkStatus();
+    }
+    float x[kBlock], y[kBlock];
+    for (int64_t offset = 0; offset < count; offset += kBlock) {
+      int64_t n = std::min(kBlock, count - offset);
+      loadFloats(ins[0], inType, offset, n, x);
+      op(x, y, n);
+      storeFloats(outs[0], outType, offset, n, y);
+    }
+    return absl::OkStatus();
+  };
+}
+
+/// Runs `op(a, b, y, n)` over two operands and one result of one dtype.
+template <typename Op>
+KernelFn binaryKernel(DType dtype, int64_t count, Op op) {
+  return [=](absl::Span<const void *const> ins, absl::Span<void *const> outs,
+             const KernelContext &) -> absl::Status {
+    if (dtype == DType::f32) {
+      op(static_cast<const float *>(ins[0]), static_cast<const float *>(ins[1]),
+         static_cast<float *>(outs[0]), count);
+      return absl::OkStatus();
+    }
+    float a[kBlock], b[kBlock], y[kBlock];
+    for (int64_t offset = 0; offset < count; offset += kBlock) {
+      int64_t n = std::min(kBlock, count - offset);
+      loadFloats(ins[0], dtype, offset, n, a);
+      loadFloats(ins[1], dtype, offset, n, b);
+      op(a, b, y, n);
+      storeFloats(outs[0], dtype, offset, n, y);
+    }
+    return absl::OkStatus();
+  };
+}
+
+// sqrt(2 / pi) and the cubic coefficient of GPT-2's tanh approximation.
+constexpr float kGeluC = 0.7978845608028654f;
+constexpr float kGeluA = 0.044715f;
+
+// 0.5 (1 + tanh(u)) is the logistic function of 2u: one expf instead of a
+// tanhf (several times slower), and 1 - s = e s has no cancellation. The
+// exponent is capped so that e stays finite and e * s never becomes inf * 0.
+inline float geluSigmoid(float x, float &oneMinus) {
+  float u = kGeluC * (x + kGeluA * x * x * x);
+  float e = std::exp(std::min(-2.0f * u, 80.0f));
+  float s = 1.0f / (1.0f + e);
+  oneMinus = e * s;
+  return s;
+}
+
+inline float gelu(float x) {
+  float oneMinus;
+  return x * geluSigmoid(x, oneMinus);
+}
+
+// d/dx [x s(2u)] = s + 2 x s (1 - s) u'(x), u' = c (1 + 3 a x^2).
+inline float geluDerivative(float x) {
+  float oneMinus;
+  float s = geluSigmoid(x, oneMinus);
+  return s + 2.0f * x * s * oneMinus * kGeluC * (1.0f + 3.0f * kGeluA * x * x);
+}
+
+/// Checks one operand and one result of one float type.
+absl::Status checkUnarySpecs(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
+    return status;
+  if (absl::Status status = checkFloat(request, request.ins[0], "input");
+      !status.ok())
+    return status;
+  return checkSameSpec(request, request.ins[0], "input", request.outs[0],
+                       "result");
+}
+
+absl::Status checkBinarySpecs(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
+    return status;
+  if (absl::Status status = checkFloat(request, request.ins[0], "operands");
+      !status.ok())
+    return status;
+  if (absl::Status status = checkSameSpec(request, request.ins[0], "operand 0",
+                                          request.ins[1], "operand 1");
+      !status.ok())
+    return status;
+  return checkSameSpec(request, request.ins[0], "operands", request.outs[0],
+                       "result");
+}
+
+} // namespace
+
+absl::StatusOr<KernelFn> bindUnary(const BindRequest &request) {
+  if (absl::Status status = checkUnarySpecs(request); !status.ok())
+    return status;
+  DType dtype = request.ins[0].dtype;
+  int64_t count = request.ins[0].numElements();
+  absl::string_view op = request.name.substr(request.name.find('.') + 1);
+  auto make = [&](auto scalar) {
+    return unaryKernel(dtype, dtype, count,
+                       [scalar](const float *x, float *y, int64_t n) {
+                         for (int64_t i = 0; i < n; ++i)
+                           y[i] = scalar(x[i]);
+                       });
+  };
+  if (op == "neg")
+    return make([](float x) { return -x; });
+  if (op == "exp")
+    return make([](float x) { return std::exp(x); });
+  if (op == "log")
+    return make([](float x) { return std::log(x); });
+  if (op == "sqrt")
+    return make([](float x) { return std::sqrt(x); });
+  if (op == "rsqrt")
+    return make([](float x) { return 1.0f / std::sqrt(x); });
+  if (op == "tanh")
+    return make([](float x) { return std::tanh(x); });
+  if (op == "relu")
+    return make([](float x) { return x > 0.0f ? x : 0.0f; });
+  if (op == "gelu")
+    return make([](float x) { return gelu(x); });
+  return absl::UnimplementedError(
+      absl::StrCat("no CPU kernel for '", request.name, "'"));
+}
+
+absl::StatusOr<KernelFn> bindBinary(const BindRequest &request) {
+  if (absl::Status status = checkBinarySpecs(request); !status.ok())
+    return status;
+  DType dtype = request.ins[0].dtype;
+  int64_t count = request.ins[0].numElements();
+  absl::string_view op = request.name.substr(request.name.find('.') + 1);
+  auto make = [&](auto scalar) {
+    return binaryKernel(
+        dtype, count,
+        [scalar](const float *a, const float *b, float *y, int64_t n) {
+          for (int64_t i = 0; i < n; ++i)
+            y[i] = scalar(a[i], b[i]);
+        });
+  };
+  if (op == "add")
+    return make([](float a, float b) { return a + b; });
+  if (op == "sub")
+    return make([](float a, float b) { return a - b; });
+  if (op == "mul")
+    return make([](float a, float b) { return a * b; });
+  if (op == "div")
+    return make([](float a, float b) { return a / b; });
+  return absl::UnimplementedError(
+      absl::StrCat("no CPU kernel for '", request.name, "'"));
+}
+
+absl::StatusOr<KernelFn> bindActivationGrad(const BindRequest &request) {
+  if (absl::Status status = checkBinarySpecs(request); !status.ok())
+    return status;
+  DType dtype = request.ins[0].dtype;
+  int64_t count = request.ins[0].numElements();
+  absl::string_view op = request.name.substr(request.name.find('.') + 1);
+  auto make = [&](auto scalar) {
+    return binaryKernel(
+        dtype, count,
+        [scalar](const float *saved, const float *dy, float *dx, int64_t n) {
+          for (int64_t i = 0; i < n; ++i)
+            dx[i] = scalar(saved[i], dy[i]);
+        });
+  };
+  if (op == "relu_grad")
+    return make([](float x, float dy) { return x > 0.0f ? dy : 0.0f; });
+  if (op == "gelu_grad")
+    return make([](float x, float dy) { return dy * geluDerivative(x); });
+  if (op == "tanh_grad")
+    return make([](float y, float dy) { return dy * (1.0f - y * y); });
+  return absl::UnimplementedError(
+      absl::StrCat("no CPU kernel for '", request.name, "'"));
+}
+
+absl::StatusOr<KernelFn> bindScale(const BindRequest &request) {
+  if (absl::Status status = checkUnarySpecs(request); !status.ok())
+    return status;
+  absl::StatusOr<double> factor = getF64(request, "factor");
+  if (!factor.ok())
+    return factor.status();
+  float scale = static_cast<float>(*factor);
+  DType dtype = request.ins[0].dtype;
+  return unaryKernel(dtype, dtype, request.ins[0].numElements(),
+                     [scale](const float *x, float *y, int64_t n) {
+                       for (int64_t i = 0; i < n; ++i)
+                         y[i] = x[i] * scale;
+                     });
+}
+
+absl::StatusOr<KernelFn> bindCast(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
+    return status;
+  const TensorSpec &in = request.ins[0], &out = request.outs[0];
+  if (absl::Status status = checkFloat(request, in, "input"); !status.ok())
+    return status;
+  if (absl::Status status = checkFloat(request, out, "result"); !status.ok())
+    return status;
+  if (in.shape != out.shape)
+    return request.invalid("converts elements only, but the shape changes "
+                           "from ",
+                           specString(in), " to ", specString(out));
+  if (in.dtype == out.dtype) {
+    int64_t bytes = in.numElements() * dtypeBytes(in.dtype);
+    return KernelFn([bytes](absl::Span<const void *const> ins,
+                            absl::Span<void *const> outs,
+                            const KernelContext &) -> absl::Status {
+      copyBytes(outs[0], ins[0], bytes);
+      return absl::OkStatus();
+    });
+  }
+  return unaryKernel(
+      in.dtype, out.dtype, in.numElements(),
+      [](const float *x, float *y, int64_t n) { std::copy(x, x + n, y); });
+}
+
+absl::StatusOr<KernelFn> bindBiasAdd(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
+    return status;
+  const TensorSpec &in = request.ins[0], &bias = request.ins[1];
+  if (absl::Status status = checkFloat(request, in, "input"); !status.ok())
+    return status;
+  if (absl::Status status = checkFloat(request, bias, "bias"); !status.ok())
+    return status;
+  if (absl::Status status =
+          checkSameSpec(request, in, "input", request.outs[0], "result");
+      !status.ok())
+    return status;
+  if (in.shape.empty())
+    return request.invalid("needs an input of rank >= 1, got ", specString(in));
+  int64_t features = in.shape.back();
+  if (absl::Status status = checkShape(request, bias, {features}, "bias");
+      !status.ok())
+    return status;
+  int64_t rows = features == 0 ? 0 : in.numElements() / features;
+  DType dtype = in.dtype, biasType = bias.dtype;
+  return KernelFn([=, biasRow = std::vector<float>(features)](
+                      absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) mutable -> absl::Status {
+    loadFloats(ins[1], biasType, 0, features, biasRow.data());
+    const float *b = biasRow.data();
+    if (dtype == DType::f32) {
+      const float *x = static_cast<const float *>(ins[0]);
+      float *y = static_cast<float *>(outs[0]);
+      for (int64_t row = 0; row < rows; ++row)
+        for (int64_t j = 0; j < features; ++j)
+          y[row * features + j] = x[row * features + j] + b[j];
+      return absl::OkStatus();
+    }
+    float block[kBlock];
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t j0 = 0; j0 < features; j0 += kBlock) {
+        int64_t n = std::min(kBlock, features - j0);
+        loadFloats(ins[0], dtype, row * features + j0, n, block);
+        for (int64_t j = 0; j < n; ++j)
+          block[j] += b[j0 + j];
+        storeFloats(outs[0], dtype, row * features + j0, n, block);
+      }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<KernelFn> bindCausalMask(const BindRequest &request) {
+  if (absl::Status status = checkUnarySpecs(request); !status.ok())
+    return status;
+  const TensorSpec &in = request.ins[0];
+  if (in.shape.size() < 2)
+    return request.invalid("masks the last two dimensions, but ",
+                           specString(in), " has rank ", in.shape.size());
+  absl::StatusOr<double> fill = getF64(request, "fill");
+  if (!fill.ok())
+    return fill.status();
+  int64_t cols = in.shape.back(), rowsPerMatrix = in.shape[in.shape.size() - 2];
+  int64_t matrices =
+      cols * rowsPerMatrix == 0 ? 0 : in.numElements() / (cols * rowsPerMatrix);
+  DType dtype = in.dtype;
+  int64_t elementBytes = dtypeBytes(dtype);
+  float value = static_cast<float>(*fill);
+  return KernelFn([=](absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) -> absl::Status {
+    const char *src = static_cast<const char *>(ins[0]);
+    char *dst = static_cast<char *>(outs[0]);
+    for (int64_t matrix = 0; matrix < matrices; ++matrix)
+      for (int64_t i = 0; i < rowsPerMatrix; ++i) {
+        int64_t row = matrix * rowsPerMatrix + i;
+        int64_t kept = std::min(i + 1, cols);
+        copyBytes(dst + row * cols * elementBytes,
+                  src + row * cols * elementBytes, kept * elementBytes);
+        fillFloats(dst, dtype, row * cols + kept, cols - kept, value);
+      }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<KernelFn> bindFill(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 0, 1); !status.ok())
+    return status;
+  absl::StatusOr<double> value = getF64(request, "value");
+  if (!value.ok())
+    return value.status();
+  const TensorSpec &out = request.outs[0];
+  int64_t count = out.numElements();
+  DType dtype = out.dtype;
+  if (isFloat(dtype)) {
+    float number = static_cast<float>(*value);
+    return KernelFn([=](absl::Span<const void *const>,
+                        absl::Span<void *const> outs,
+                        const KernelContext &) -> absl::Status {
+      fillFloats(outs[0], dtype, 0, count, number);
+      return absl::OkStatus();
+    });
+  }
+  double limit = dtype == DType::i32 ? 2147483648.0 : 9223372036854775808.0;
+  if (!(std::trunc(*value) == *value && *value >= -limit && *value < limit))
+    return request.invalid("cannot fill ", specString(out), " with ", *value);
+  int64_t number = static_cast<int64_t>(*value);
+  return KernelFn([=](absl::Span<const void *const>,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) -> absl::Status {
+    if (dtype == DType::i32)
+      std::fill_n(static_cast<int32_t *>(outs[0]), count,
+                  static_cast<int32_t>(number));
+    else
+      std::fill_n(static_cast<int64_t *>(outs[0]), count, number);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 0, 1); !status.ok())
+    return status;
+  const TensorSpec &out = request.outs[0];
+  if (out.dtype != DType::i64 || !out.shape.empty())
+    return request.invalid("writes a tensor<i64>, got ", specString(out));
+  return KernelFn([](absl::Span<const void *const>,
+                     absl::Span<void *const> outs,
+                     const KernelContext &ctx) -> absl::Status {
+    *static_cast<int64_t *>(outs[0]) = ctx.step;
+    return absl::OkStatus();
+  });
+}
+
+} // namespace zero::rt::cpu

@@ -1,0 +1,253 @@
+//===- EmbeddingLoss.cpp - Embedding lookups and cross-entropy ------------===//
+//
+// The kernels that index with integer tensors. Every id is checked against
+// its range before anything is read or written, so a bad id is an error at
+// call time and never an out-of-bounds access.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelSupport.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace zero::rt::cpu {
+namespace {
+
+/// `ids` shape followed by the feature extent: the rows a table lookup gives.
+absl::Status checkLookupShapes(const BindRequest &request,
+                               const TensorSpec &table, const TensorSpec &ids,
+                               const TensorSpec &rows,
+                               absl::string_view rowsRole) {
+  if (absl::Status status = checkFloat(request, table, "table"); !status.ok())
+    return status;
+  if (absl::Status status = checkFloat(request, rows, rowsRole); !status.ok())
+    return status;
+  if (absl::Status status = checkIndex(request, ids, "ids"); !status.ok())
+    return status;
+  if (table.shape.size() != 2)
+    return request.invalid("needs a 2-D [vocabulary, features] table, got ",
+                           specString(table));
+  std::vector<int64_t> expected = ids.shape;
+  expected.push_back(table.shape[1]);
+  return checkShape(request, rows, expected, rowsRole);
+}
+
+/// Logits [S..., C] and labels [S...]; returns the number of label
+/// positions.
+absl::StatusOr<int64_t> checkLabels(const BindRequest &request,
+                                    const TensorSpec &logits,
+                                    const TensorSpec &labels) {
+  if (absl::Status status = checkFloat(request, logits, "logits"); !status.ok())
+    return status;
+  if (absl::Status status = checkIndex(request, labels, "labels"); !status.ok())
+    return status;
+  if (logits.shape.empty() || logits.shape.back() == 0)
+    return request.invalid("needs logits with a non-empty class dimension, "
+                           "got ",
+                           specString(logits));
+  std::vector<int64_t> expected(logits.shape.begin(), logits.shape.end() - 1);
+  if (absl::Status status = checkShape(request, labels, expected, "labels");
+      !status.ok())
+    return status;
+  int64_t count = labels.numElements();
+  if (count == 0)
+    return request.invalid("averages over no label positions (",
+                           specString(labels), ")");
+  return count;
+}
+
+absl::Status checkScalarF32(const BindRequest &request, const TensorSpec &spec,
+                            absl::string_view role) {
+  if (spec.dtype != DType::f32 || !spec.shape.empty())
+    return request.invalid("needs a tensor<f32> ", role, ", got ",
+                           specString(spec));
+  return absl::OkStatus();
+}
+
+/// Overwrites `x` with exp(x - max) and returns log(sum) + max.
+float expShifted(float *x, int64_t n) {
+  float max = maxOf(x, n);
+  for (int64_t j = 0; j < n; ++j)
+    x[j] = std::exp(x[j] - max);
+  return std::log(sumFixed(x, n)) + max;
+}
+
+} // namespace
+
+absl::StatusOr<KernelFn> bindEmbedding(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
+    return status;
+  const TensorSpec &table = request.ins[0], &ids = request.ins[1],
+                   &out = request.outs[0];
+  if (absl::Status status =
+          checkLookupShapes(request, table, ids, out, "result");
+      !status.ok())
+    return status;
+  if (absl::Status status =
+          checkSameDType(request, table, "table", out, "result");
+      !status.ok())
+    return status;
+  int64_t vocabulary = table.shape[0];
+  int64_t rowBytes = table.shape[1] * dtypeBytes(table.dtype);
+  int64_t count = ids.numElements();
+  DType idType = ids.dtype;
+  std::string name(request.name);
+  return KernelFn([=](absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) -> absl::Status {
+    if (absl::Status status =
+            checkIds(name, ins[1], idType, count, vocabulary, "id");
+        !status.ok())
+      return status;
+    const char *src = static_cast<const char *>(ins[0]);
+    char *dst = static_cast<char *>(outs[0]);
+    for (int64_t position = 0; position < count; ++position)
+      copyBytes(dst + position * rowBytes,
+                src + loadIndex(ins[1], idType, position) * rowBytes, rowBytes);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
+    return status;
+  const TensorSpec &dy = request.ins[0], &ids = request.ins[1],
+                   &table = request.outs[0];
+  if (absl::Status status =
+          checkLookupShapes(request, table, ids, dy, "result gradient");
+      !status.ok())
+    return status;
+  int64_t vocabulary = table.shape[0], features = table.shape[1];
+  int64_t count = ids.numElements();
+  DType idType = ids.dtype, dyType = dy.dtype, tableType = table.dtype;
+  std::string name(request.name);
+  // Positions grouped by id (a counting sort) let each table row be summed
+  // in f32 scratch of one row, in position order, whatever the output type;
+  // a V x D f32 accumulator would cost more than the table itself.
+  return KernelFn([=, ends = std::vector<int64_t>(vocabulary),
+                   order = std::vector<int64_t>(count),
+                   scratch = std::vector<float>(2 * features)](
+                      absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) mutable -> absl::Status {
+    if (absl::Status status =
+            checkIds(name, ins[1], idType, count, vocabulary, "id");
+        !status.ok())
+      return status;
+    std::fill(ends.begin(), ends.end(), 0);
+    for (int64_t position = 0; position < count; ++position)
+      ++ends[loadIndex(ins[1], idType, position)];
+    int64_t start = 0;
+    for (int64_t &slot : ends) {
+      int64_t size = slot;
+      slot = start; // The next free place for this id, then its end.
+      start += size;
+    }
+    for (int64_t position = 0; position < count; ++position)
+      order[ends[loadIndex(ins[1], idType, position)]++] = position;
+
+    float *sum = scratch.data(), *row = sum + features;
+    int64_t begin = 0;
+    for (int64_t id = 0; id < vocabulary; ++id) {
+      int64_t end = ends[id];
+      if (begin == end) {
+        fillFloats(outs[0], tableType, id * features, features, 0.0f);
+        continue;
+      }
+      loadFloats(ins[0], dyType, order[begin] * features, features, sum);
+      for (int64_t i = begin + 1; i < end; ++i) {
+        loadFloats(ins[0], dyType, order[i] * features, features, row);
+        for (int64_t j = 0; j < features; ++j)
+          sum[j] += row[j];
+      }
+      storeFloats(outs[0], tableType, id * features, features, sum);
+      begin = end;
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
+    return status;
+  const TensorSpec &logits = request.ins[0], &labels = request.ins[1];
+  absl::StatusOr<int64_t> rows = checkLabels(request, logits, labels);
+  if (!rows.ok())
+    return rows.status();
+  if (absl::Status status = checkScalarF32(request, request.outs[0], "loss");
+      !status.ok())
+    return status;
+  int64_t count = *rows, classes = logits.shape.back();
+  DType dtype = logits.dtype, labelType = labels.dtype;
+  std::string name(request.name);
+  return KernelFn([=, row = std::vector<float>(classes)](
+                      absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) mutable -> absl::Status {
+    if (absl::Status status =
+            checkIds(name, ins[1], labelType, count, classes, "label");
+        !status.ok())
+      return status;
+    // Row terms in f32; their mean in double, so that a large batch does
+    // not lose the small per-row differences.
+    double total = 0.0;
+    for (int64_t r = 0; r < count; ++r) {
+      loadFloats(ins[0], dtype, r * classes, classes, row.data());
+      float target = row[loadIndex(ins[1], labelType, r)];
+      float logSum = expShifted(row.data(), classes);
+      total += static_cast<double>(logSum - target);
+    }
+    *static_cast<float *>(outs[0]) =
+        static_cast<float>(total / static_cast<double>(count));
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 3, 1); !status.ok())
+    return status;
+  const TensorSpec &logits = request.ins[0], &labels = request.ins[1];
+  absl::StatusOr<int64_t> rows = checkLabels(request, logits, labels);
+  if (!rows.ok())
+    return rows.status();
+  if (absl::Status status =
+          checkScalarF32(request, request.ins[2], "loss gradient");
+      !status.ok())
+    return status;
+  if (absl::Status status =
+          checkSameSpec(request, logits, "logits", request.outs[0], "result");
+      !status.ok())
+    return status;
+  int64_t count = *rows, classes = logits.shape.back();
+  DType dtype = logits.dtype, labelType = labels.dtype;
+  std::string name(request.name);
+  return KernelFn([=, row = std::vector<float>(classes)](
+                      absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) mutable -> absl::Status {
+    if (absl::Status status =
+            checkIds(name, ins[1], labelType, count, classes, "label");
+        !status.ok())
+      return status;
+    float scale =
+        *static_cast<const float *>(ins[2]) / static_cast<float>(count);
+    float *x = row.data();
+    for (int64_t r = 0; r < count; ++r) {
+      loadFloats(ins[0], dtype, r * classes, classes, x);
+      float max = maxOf(x, classes);
+      for (int64_t j = 0; j < classes; ++j)
+        x[j] = std::exp(x[j] - max);
+      float inverse = 1.0f / sumFixed(x, classes);
+      for (int64_t j = 0; j < classes; ++j)
+        x[j] *= inverse;
+      x[loadIndex(ins[1], labelType, r)] -= 1.0f;
+      for (int64_t j = 0; j < classes; ++j)
+        x[j] *= scale;
+      storeFloats(outs[0], dtype, r * classes, classes, x);
+    }
+    return absl::OkStatus();
+  });
+}
+
+} // namespace zero::rt::cpu

@@ -1,0 +1,269 @@
+//===- KernelSupport.cpp - Shared pieces of the CPU kernels ---------------===//
+
+#include "KernelSupport.h"
+
+#include "absl/strings/str_join.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <limits>
+
+namespace zero::rt::cpu {
+
+std::string shapeString(absl::Span<const int64_t> shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+std::string specString(const TensorSpec &spec) {
+  std::string text = "tensor<";
+  for (int64_t extent : spec.shape)
+    absl::StrAppend(&text, extent, "x");
+  absl::StrAppend(&text, dtypeName(spec.dtype), ">");
+  return text;
+}
+
+absl::Status checkArity(const BindRequest &request, size_t ins, size_t outs) {
+  if (request.ins.size() != ins || request.outs.size() != outs)
+    return request.invalid("takes ", ins, " operand(s) and ", outs,
+                           " result(s), got ", request.ins.size(), " and ",
+                           request.outs.size());
+  return absl::OkStatus();
+}
+
+absl::Status checkFloat(const BindRequest &request, const TensorSpec &spec,
+                        absl::string_view role) {
+  if (!isFloat(spec.dtype))
+    return request.invalid("needs f32, bf16 or f16 for the ", role, ", got ",
+                           specString(spec));
+  return absl::OkStatus();
+}
+
+absl::Status checkIndex(const BindRequest &request, const TensorSpec &spec,
+                        absl::string_view role) {
+  if (spec.dtype != DType::i32 && spec.dtype != DType::i64)
+    return request.invalid("needs i32 or i64 for the ", role, ", got ",
+                           specString(spec));
+  return absl::OkStatus();
+}
+
+absl::Status checkShape(const BindRequest &request, const TensorSpec &spec,
+                        absl::Span<const int64_t> shape,
+                        absl::string_view role) {
+  if (absl::Span<const int64_t>(spec.shape) != shape)
+    return request.invalid("needs the ", role, " to have shape ",
+                           shapeString(shape), ", got ", specString(spec));
+  return absl::OkStatus();
+}
+
+absl::Status checkSameDType(const BindRequest &request, const TensorSpec &a,
+                            absl::string_view roleA, const TensorSpec &b,
+                            absl::string_view roleB) {
+  if (a.dtype != b.dtype)
+    return request.invalid("needs the ", roleA, " and ", roleB,
+                           " to have one element type, got ", specString(a),
+                           " and ", specString(b));
+  return absl::OkStatus();
+}
+
+absl::Status checkSameSpec(const BindRequest &request, const TensorSpec &a,
+                           absl::string_view roleA, const TensorSpec &b,
+                           absl::string_view roleB) {
+  if (a.dtype != b.dtype || a.shape != b.shape)
+    return request.invalid("needs the ", roleA, " and ", roleB,
+                           " to have one type, got ", specString(a), " and ",
+                           specString(b));
+  return absl::OkStatus();
+}
+
+absl::Status checkSpecs(const BindRequest &request) {
+  // Element counts stay far below 2^62 so that byte offsets never overflow.
+  constexpr int64_t kLimit = int64_t{1} << 50;
+  for (auto specs : {request.ins, request.outs})
+    for (const TensorSpec &spec : specs) {
+      int64_t count = 1;
+      for (int64_t extent : spec.shape) {
+        if (extent < 0)
+          return request.invalid("has a negative extent in ", specString(spec));
+        if (extent > 0 && count > kLimit / extent)
+          return request.invalid("has a tensor too large to address, ",
+                                 specString(spec));
+        count *= extent;
+      }
+    }
+  return absl::OkStatus();
+}
+
+static mlir::Attribute lookup(const BindRequest &request,
+                              absl::string_view key) {
+  if (!request.params)
+    return {};
+  return request.params.get(llvm::StringRef(key.data(), key.size()));
+}
+
+static std::string attrString(mlir::Attribute attr) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  attr.print(os);
+  return os.str();
+}
+
+static std::optional<double> asDouble(mlir::Attribute attr) {
+  if (auto value = mlir::dyn_cast<mlir::FloatAttr>(attr))
+    return value.getValueAsDouble();
+  if (auto value = mlir::dyn_cast<mlir::IntegerAttr>(attr))
+    if (!mlir::isa<mlir::BoolAttr>(attr))
+      return static_cast<double>(value.getValue().getSExtValue());
+  return std::nullopt;
+}
+
+absl::StatusOr<double> getF64(const BindRequest &request,
+                              absl::string_view key) {
+  mlir::Attribute attr = lookup(request, key);
+  if (!attr)
+    return request.invalid("needs a float attribute '", key, "'");
+  std::optional<double> value = asDouble(attr);
+  if (!value)
+    return request.invalid("needs a float for '", key, "', got ",
+                           attrString(attr));
+  return *value;
+}
+
+absl::StatusOr<double> getF64Or(const BindRequest &request,
+                                absl::string_view key, double fallback) {
+  if (!lookup(request, key))
+    return fallback;
+  return getF64(request, key);
+}
+
+absl::StatusOr<int64_t> getI64(const BindRequest &request,
+                               absl::string_view key) {
+  mlir::Attribute attr = lookup(request, key);
+  if (!attr)
+    return request.invalid("needs an integer attribute '", key, "'");
+  auto value = mlir::dyn_cast<mlir::IntegerAttr>(attr);
+  if (!value || mlir::isa<mlir::BoolAttr>(attr))
+    return request.invalid("needs an integer for '", key, "', got ",
+                           attrString(attr));
+  return value.getValue().getSExtValue();
+}
+
+absl::StatusOr<bool> getFlag(const BindRequest &request,
+                             absl::string_view key) {
+  mlir::Attribute attr = lookup(request, key);
+  if (!attr)
+    return false;
+  if (mlir::isa<mlir::UnitAttr>(attr))
+    return true;
+  if (auto flag = mlir::dyn_cast<mlir::BoolAttr>(attr))
+    return flag.getValue();
+  return request.invalid("needs a unit attribute for '", key, "', got ",
+                         attrString(attr));
+}
+
+absl::StatusOr<std::vector<int64_t>> getI64Array(const BindRequest &request,
+                                                 absl::string_view key) {
+  mlir::Attribute attr = lookup(request, key);
+  if (!attr)
+    return request.invalid("needs an i64 array attribute '", key, "'");
+  if (auto dense = mlir::dyn_cast<mlir::DenseI64ArrayAttr>(attr))
+    return std::vector<int64_t>(dense.asArrayRef().begin(),
+                                dense.asArrayRef().end());
+  if (auto array = mlir::dyn_cast<mlir::ArrayAttr>(attr)) {
+    std::vector<int64_t> values;
+    for (mlir::Attribute element : array) {
+      auto integer = mlir::dyn_cast<mlir::IntegerAttr>(element);
+      if (!integer)
+        return request.invalid("needs integers in '", key, "', got ",
+                               attrString(attr));
+      values.push_back(integer.getValue().getSExtValue());
+    }
+    return values;
+  }
+  return request.invalid("needs an i64 array for '", key, "', got ",
+                         attrString(attr));
+}
+
+void loadFloats(const void *src, DType dtype, int64_t offset, int64_t count,
+                float *dst) {
+  switch (dtype) {
+  case DType::f32:
+    std::memcpy(dst, static_cast<const float *>(src) + offset,
+                static_cast<size_t>(count) * sizeof(float));
+    return;
+  case DType::bf16: {
+    const uint16_t *bits = static_cast<const uint16_t *>(src) + offset;
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = bf16ToFloat(bits[i]);
+    return;
+  }
+  case DType::f16: {
+    const uint16_t *bits = static_cast<const uint16_t *>(src) + offset;
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = f16ToFloat(bits[i]);
+    return;
+  }
+  default:
+    return;
+  }
+}
+
+void storeFloats(void *dst, DType dtype, int64_t offset, int64_t count,
+                 const float *src) {
+  switch (dtype) {
+  case DType::f32:
+    std::memcpy(static_cast<float *>(dst) + offset, src,
+                static_cast<size_t>(count) * sizeof(float));
+    return;
+  case DType::bf16: {
+    uint16_t *bits = static_cast<uint16_t *>(dst) + offset;
+    for (int64_t i = 0; i < count; ++i)
+      bits[i] = floatToBf16(src[i]);
+    return;
+  }
+  case DType::f16: {
+    uint16_t *bits = static_cast<uint16_t *>(dst) + offset;
+    for (int64_t i = 0; i < count; ++i)
+      bits[i] = floatToF16(src[i]);
+    return;
+  }
+  default:
+    return;
+  }
+}
+
+void fillFloats(void *dst, DType dtype, int64_t offset, int64_t count,
+                float value) {
+  switch (dtype) {
+  case DType::f32: {
+    float *data = static_cast<float *>(dst) + offset;
+    for (int64_t i = 0; i < count; ++i)
+      data[i] = value;
+    return;
+  }
+  case DType::bf16:
+  case DType::f16: {
+    uint16_t bits =
+        dtype == DType::bf16 ? floatToBf16(value) : floatToF16(value);
+    uint16_t *data = static_cast<uint16_t *>(dst) + offset;
+    for (int64_t i = 0; i < count; ++i)
+      data[i] = bits;
+    return;
+  }
+  default:
+    return;
+  }
+}
+
+absl::Status checkIds(absl::string_view kernel, const void *ids, DType dtype,
+                      int64_t count, int64_t limit, absl::string_view what) {
+  for (int64_t position = 0; position < count; ++position) {
+    int64_t id = loadIndex(ids, dtype, position);
+    if (id < 0 || id >= limit)
+      return absl::InvalidArgumentError(
+          absl::StrCat(kernel, ": ", what, " ", id, " at position ", position,
+                       " is out of range [0, ", limit, ")"));
+  }
+  return absl::OkStatus();
+}
+
+} // namespace zero::rt::cpu

@@ -1,0 +1,193 @@
+//===- KernelSupport.h - Shared pieces of the CPU kernels -------*- C++ -*-===//
+//
+// Bind-time checking (arity, dtypes, shapes, attributes) with messages that
+// name the kernel, and the call-time helpers every kernel family uses:
+// block-wise conversion between storage and f32, and fixed-order sums.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_RUNTIME_CPU_KERNELSUPPORT_H
+#define ZERO_RUNTIME_CPU_KERNELSUPPORT_H
+
+#include "zero/runtime/CpuKernels.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zero::rt::cpu {
+
+/// Everything a binder sees.
+struct BindRequest {
+  absl::string_view name;
+  mlir::DictionaryAttr params;
+  absl::Span<const TensorSpec> ins;
+  absl::Span<const TensorSpec> outs;
+
+  /// InvalidArgumentError "NAME: pieces...".
+  template <typename... Pieces>
+  absl::Status invalid(const Pieces &...pieces) const {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": ", pieces...));
+  }
+};
+
+using Binder = absl::StatusOr<KernelFn> (*)(const BindRequest &request);
+
+/// "tensor<4x8xf32>", as MLIR prints it, so messages match the IR.
+std::string specString(const TensorSpec &spec);
+std::string shapeString(absl::Span<const int64_t> shape);
+
+/// Checks of one request; each returns an error naming the kernel.
+absl::Status checkArity(const BindRequest &request, size_t ins, size_t outs);
+absl::Status checkFloat(const BindRequest &request, const TensorSpec &spec,
+                        absl::string_view role);
+absl::Status checkIndex(const BindRequest &request, const TensorSpec &spec,
+                        absl::string_view role);
+absl::Status checkShape(const BindRequest &request, const TensorSpec &spec,
+                        absl::Span<const int64_t> shape,
+                        absl::string_view role);
+/// Same dtype and shape.
+absl::Status checkSameSpec(const BindRequest &request, const TensorSpec &a,
+                           absl::string_view roleA, const TensorSpec &b,
+                           absl::string_view roleB);
+absl::Status checkSameDType(const BindRequest &request, const TensorSpec &a,
+                            absl::string_view roleA, const TensorSpec &b,
+                            absl::string_view roleB);
+/// Every extent is >= 0 and the element count fits the index types.
+absl::Status checkSpecs(const BindRequest &request);
+
+/// Attribute readers. A missing required attribute, or one of another kind,
+/// is an InvalidArgumentError.
+absl::StatusOr<double> getF64(const BindRequest &request,
+                              absl::string_view key);
+absl::StatusOr<double> getF64Or(const BindRequest &request,
+                                absl::string_view key, double fallback);
+absl::StatusOr<int64_t> getI64(const BindRequest &request,
+                               absl::string_view key);
+/// A UnitAttr (or BoolAttr) flag; absent means false.
+absl::StatusOr<bool> getFlag(const BindRequest &request, absl::string_view key);
+/// A DenseI64ArrayAttr (or an ArrayAttr of integers).
+absl::StatusOr<std::vector<int64_t>> getI64Array(const BindRequest &request,
+                                                 absl::string_view key);
+
+/// Elements converted per block: small enough to stay in L1 next to the
+/// other operands' blocks, large enough to amortize the loop overhead.
+constexpr int64_t kBlock = 512;
+
+/// Reads `count` elements starting at `offset` of a float buffer as f32.
+void loadFloats(const void *src, DType dtype, int64_t offset, int64_t count,
+                float *dst);
+/// Writes `count` f32 values into a float buffer, rounding to nearest even.
+void storeFloats(void *dst, DType dtype, int64_t offset, int64_t count,
+                 const float *src);
+/// `count` elements at `offset` as f32: the buffer itself when it holds
+/// f32, else `scratch` after converting into it.
+inline const float *viewFloats(const void *src, DType dtype, int64_t offset,
+                               int64_t count, float *scratch) {
+  if (dtype == DType::f32)
+    return static_cast<const float *>(src) + offset;
+  loadFloats(src, dtype, offset, count, scratch);
+  return scratch;
+}
+
+/// Writes `count` copies of `value`.
+void fillFloats(void *dst, DType dtype, int64_t offset, int64_t count,
+                float value);
+
+/// Sum in a fixed order (eight interleaved partial sums, then a fixed tree):
+/// deterministic, and the compiler can keep the partial sums in a vector.
+inline float sumFixed(const float *x, int64_t n) {
+  float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int lane = 0; lane < 8; ++lane)
+      lanes[lane] += x[i + lane];
+  float tail = 0.0f;
+  for (; i < n; ++i)
+    tail += x[i];
+  return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+         ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7])) + tail;
+}
+
+/// Sum of x[i] * y[i] in the same fixed order.
+inline float dotFixed(const float *x, const float *y, int64_t n) {
+  float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int lane = 0; lane < 8; ++lane)
+      lanes[lane] += x[i + lane] * y[i + lane];
+  float tail = 0.0f;
+  for (; i < n; ++i)
+    tail += x[i] * y[i];
+  return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+         ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7])) + tail;
+}
+
+inline float maxOf(const float *x, int64_t n) {
+  float best = -INFINITY;
+  for (int64_t i = 0; i < n; ++i)
+    best = x[i] > best ? x[i] : best;
+  return best;
+}
+
+/// Reads index `position` of an i32 or i64 tensor.
+inline int64_t loadIndex(const void *data, DType dtype, int64_t position) {
+  if (dtype == DType::i32)
+    return static_cast<const int32_t *>(data)[position];
+  return static_cast<const int64_t *>(data)[position];
+}
+
+/// Checks that every id lies in [0, limit) before a kernel uses any.
+absl::Status checkIds(absl::string_view kernel, const void *ids, DType dtype,
+                      int64_t count, int64_t limit, absl::string_view what);
+
+/// Copies raw elements; a no-op when source and destination coincide, so
+/// that in-place moves are free.
+inline void copyBytes(void *dst, const void *src, int64_t bytes) {
+  if (dst != src && bytes > 0)
+    std::memmove(dst, src, static_cast<size_t>(bytes));
+}
+
+// Binders of each kernel family (one file each).
+absl::StatusOr<KernelFn> bindUnary(const BindRequest &request);
+absl::StatusOr<KernelFn> bindBinary(const BindRequest &request);
+absl::StatusOr<KernelFn> bindScale(const BindRequest &request);
+absl::StatusOr<KernelFn> bindBiasAdd(const BindRequest &request);
+absl::StatusOr<KernelFn> bindCausalMask(const BindRequest &request);
+absl::StatusOr<KernelFn> bindCast(const BindRequest &request);
+absl::StatusOr<KernelFn> bindActivationGrad(const BindRequest &request);
+absl::StatusOr<KernelFn> bindFill(const BindRequest &request);
+absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &request);
+
+absl::StatusOr<KernelFn> bindMatmul(const BindRequest &request);
+
+absl::StatusOr<KernelFn> bindSoftmax(const BindRequest &request);
+absl::StatusOr<KernelFn> bindSoftmaxGrad(const BindRequest &request);
+absl::StatusOr<KernelFn> bindLayerNorm(const BindRequest &request);
+absl::StatusOr<KernelFn> bindLayerNormGrad(const BindRequest &request);
+
+absl::StatusOr<KernelFn> bindEmbedding(const BindRequest &request);
+absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request);
+absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request);
+absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &request);
+
+absl::StatusOr<KernelFn> bindReduce(const BindRequest &request);
+absl::StatusOr<KernelFn> bindExpand(const BindRequest &request);
+absl::StatusOr<KernelFn> bindReshape(const BindRequest &request);
+absl::StatusOr<KernelFn> bindTranspose(const BindRequest &request);
+absl::StatusOr<KernelFn> bindSlice(const BindRequest &request);
+
+absl::StatusOr<KernelFn> bindSgd(const BindRequest &request);
+absl::StatusOr<KernelFn> bindSgdMomentum(const BindRequest &request);
+absl::StatusOr<KernelFn> bindAdam(const BindRequest &request);
+
+} // namespace zero::rt::cpu
+
+#endif // ZERO_RUNTIME_CPU_KERNELSUPPORT_H

@@ -1,0 +1,263 @@
+//===- Normalization.cpp - Softmax and layer norm over the last dim -------===//
+//
+// Each row is widened into f32 scratch owned by the bound kernel, processed
+// there, and rounded once on store; so a row may be written back over its
+// own input. Row sums use sumFixed/dotFixed, so results do not depend on
+// anything but the inputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelSupport.h"
+
+#include <cmath>
+
+namespace zero::rt::cpu {
+namespace {
+
+/// Rows and columns of a tensor seen as [rows, last dimension].
+struct RowShape {
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+RowShape rowShape(const TensorSpec &spec) {
+  RowShape shape;
+  shape.cols = spec.shape.back();
+  shape.rows = 1;
+  for (size_t i = 0; i + 1 < spec.shape.size(); ++i)
+    shape.rows *= spec.shape[i];
+  return shape;
+}
+
+std::vector<int64_t> leadingShape(const TensorSpec &spec) {
+  return std::vector<int64_t>(spec.shape.begin(), spec.shape.end() - 1);
+}
+
+absl::Status checkRowInput(const BindRequest &request, const TensorSpec &in) {
+  if (absl::Status status = checkFloat(request, in, "input"); !status.ok())
+    return status;
+  if (in.shape.empty())
+    return request.invalid("needs an input of rank >= 1, got ", specString(in));
+  return absl::OkStatus();
+}
+
+/// A per-feature vector (scale, shift, their gradients) of `features`.
+absl::Status checkFeatures(const BindRequest &request, const TensorSpec &spec,
+                           int64_t features, absl::string_view role) {
+  if (absl::Status status = checkFloat(request, spec, role); !status.ok())
+    return status;
+  return checkShape(request, spec, {features}, role);
+}
+
+/// Per-row statistics: f32, one per row of `in`.
+absl::Status checkStats(const BindRequest &request, const TensorSpec &in,
+                        const TensorSpec &stats, absl::string_view role) {
+  if (stats.dtype != DType::f32)
+    return request.invalid("needs f32 for the ", role, ", got ",
+                           specString(stats));
+  return checkShape(request, stats, leadingShape(in), role);
+}
+
+} // namespace
+
+absl::StatusOr<KernelFn> bindSoftmax(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
+    return status;
+  const TensorSpec &in = request.ins[0];
+  if (absl::Status status = checkRowInput(request, in); !status.ok())
+    return status;
+  if (absl::Status status =
+          checkSameSpec(request, in, "input", request.outs[0], "result");
+      !status.ok())
+    return status;
+  RowShape shape = rowShape(in);
+  DType dtype = in.dtype;
+  return KernelFn([=, row = std::vector<float>(shape.cols)](
+                      absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) mutable -> absl::Status {
+    float *x = row.data();
+    int64_t cols = shape.cols;
+    for (int64_t r = 0; r < shape.rows; ++r) {
+      loadFloats(ins[0], dtype, r * cols, cols, x);
+      float max = maxOf(x, cols);
+      for (int64_t j = 0; j < cols; ++j)
+        x[j] = std::exp(x[j] - max);
+      float inverse = 1.0f / sumFixed(x, cols);
+      for (int64_t j = 0; j < cols; ++j)
+        x[j] *= inverse;
+      storeFloats(outs[0], dtype, r * cols, cols, x);
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<KernelFn> bindSoftmaxGrad(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
+    return status;
+  const TensorSpec &saved = request.ins[0];
+  if (absl::Status status = checkRowInput(request, saved); !status.ok())
+    return status;
+  if (absl::Status status = checkSameSpec(request, saved, "saved result",
+                                          request.ins[1], "result gradient");
+      !status.ok())
+    return status;
+  if (absl::Status status = checkSameSpec(request, saved, "saved result",
+                                          request.outs[0], "input gradient");
+      !status.ok())
+    return status;
+  RowShape shape = rowShape(saved);
+  DType dtype = saved.dtype;
+  return KernelFn([=, rows = std::vector<float>(2 * shape.cols)](
+                      absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) mutable -> absl::Status {
+    int64_t cols = shape.cols;
+    float *y = rows.data(), *dy = rows.data() + cols;
+    for (int64_t r = 0; r < shape.rows; ++r) {
+      loadFloats(ins[0], dtype, r * cols, cols, y);
+      loadFloats(ins[1], dtype, r * cols, cols, dy);
+      // d softmax: dx = y * (dy - <y, dy>).
+      float dot = dotFixed(y, dy, cols);
+      for (int64_t j = 0; j < cols; ++j)
+        dy[j] = y[j] * (dy[j] - dot);
+      storeFloats(outs[0], dtype, r * cols, cols, dy);
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<KernelFn> bindLayerNorm(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 3, 3); !status.ok())
+    return status;
+  const TensorSpec &in = request.ins[0];
+  if (absl::Status status = checkRowInput(request, in); !status.ok())
+    return status;
+  RowShape shape = rowShape(in);
+  if (shape.cols == 0)
+    return request.invalid("normalizes an empty last dimension in ",
+                           specString(in));
+  if (absl::Status status =
+          checkFeatures(request, request.ins[1], shape.cols, "scale");
+      !status.ok())
+    return status;
+  if (absl::Status status =
+          checkFeatures(request, request.ins[2], shape.cols, "shift");
+      !status.ok())
+    return status;
+  if (absl::Status status =
+          checkSameSpec(request, in, "input", request.outs[0], "result");
+      !status.ok())
+    return status;
+  for (int i = 1; i < 3; ++i)
+    if (absl::Status status =
+            checkStats(request, in, request.outs[i], "mean and rstd");
+        !status.ok())
+      return status;
+  absl::StatusOr<double> eps = getF64(request, "eps");
+  if (!eps.ok())
+    return eps.status();
+  if (!(*eps > 0.0))
+    return request.invalid("needs eps > 0, got ", *eps);
+  DType dtype = in.dtype, gammaType = request.ins[1].dtype,
+        betaType = request.ins[2].dtype;
+  float epsilon = static_cast<float>(*eps);
+  return KernelFn([=, scratch = std::vector<float>(3 * shape.cols)](
+                      absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) mutable -> absl::Status {
+    int64_t cols = shape.cols;
+    float *x = scratch.data(), *gamma = x + cols, *beta = gamma + cols;
+    loadFloats(ins[1], gammaType, 0, cols, gamma);
+    loadFloats(ins[2], betaType, 0, cols, beta);
+    float *means = static_cast<float *>(outs[1]);
+    float *rstds = static_cast<float *>(outs[2]);
+    float inverseCols = 1.0f / static_cast<float>(cols);
+    for (int64_t r = 0; r < shape.rows; ++r) {
+      loadFloats(ins[0], dtype, r * cols, cols, x);
+      // Two passes: the variance of centred values does not cancel.
+      float mean = sumFixed(x, cols) * inverseCols;
+      for (int64_t j = 0; j < cols; ++j)
+        x[j] -= mean;
+      float variance = dotFixed(x, x, cols) * inverseCols;
+      float rstd = 1.0f / std::sqrt(variance + epsilon);
+      for (int64_t j = 0; j < cols; ++j)
+        x[j] = x[j] * rstd * gamma[j] + beta[j];
+      storeFloats(outs[0], dtype, r * cols, cols, x);
+      means[r] = mean;
+      rstds[r] = rstd;
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<KernelFn> bindLayerNormGrad(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 5, 3); !status.ok())
+    return status;
+  const TensorSpec &dy = request.ins[0], &in = request.ins[1];
+  if (absl::Status status = checkRowInput(request, in); !status.ok())
+    return status;
+  RowShape shape = rowShape(in);
+  if (shape.cols == 0)
+    return request.invalid("normalizes an empty last dimension in ",
+                           specString(in));
+  if (absl::Status status =
+          checkSameSpec(request, dy, "result gradient", in, "input");
+      !status.ok())
+    return status;
+  if (absl::Status status = checkSameSpec(request, in, "input", request.outs[0],
+                                          "input gradient");
+      !status.ok())
+    return status;
+  if (absl::Status status =
+          checkFeatures(request, request.ins[2], shape.cols, "scale");
+      !status.ok())
+    return status;
+  for (int i = 3; i < 5; ++i)
+    if (absl::Status status =
+            checkStats(request, in, request.ins[i], "mean and rstd");
+        !status.ok())
+      return status;
+  for (int i = 1; i < 3; ++i)
+    if (absl::Status status = checkFeatures(request, request.outs[i],
+                                            shape.cols, "scale gradients");
+        !status.ok())
+      return status;
+  DType dtype = in.dtype, gammaType = request.ins[2].dtype,
+        dgammaType = request.outs[1].dtype, dbetaType = request.outs[2].dtype;
+  return KernelFn([=, scratch = std::vector<float>(6 * shape.cols)](
+                      absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) mutable -> absl::Status {
+    int64_t cols = shape.cols;
+    float *xhat = scratch.data(), *g = xhat + cols, *gy = g + cols,
+          *gamma = gy + cols, *dgamma = gamma + cols, *dbeta = dgamma + cols;
+    loadFloats(ins[2], gammaType, 0, cols, gamma);
+    std::fill_n(dgamma, 2 * cols, 0.0f);
+    const float *means = static_cast<const float *>(ins[3]);
+    const float *rstds = static_cast<const float *>(ins[4]);
+    float inverseCols = 1.0f / static_cast<float>(cols);
+    for (int64_t r = 0; r < shape.rows; ++r) {
+      loadFloats(ins[1], dtype, r * cols, cols, xhat);
+      loadFloats(ins[0], dtype, r * cols, cols, g);
+      float mean = means[r], rstd = rstds[r];
+      for (int64_t j = 0; j < cols; ++j) {
+        xhat[j] = (xhat[j] - mean) * rstd;
+        dgamma[j] += g[j] * xhat[j];
+        dbeta[j] += g[j];
+        gy[j] = g[j] * gamma[j];
+      }
+      // dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)).
+      float meanGy = sumFixed(gy, cols) * inverseCols;
+      float meanGyXhat = dotFixed(gy, xhat, cols) * inverseCols;
+      for (int64_t j = 0; j < cols; ++j)
+        g[j] = rstd * (gy[j] - meanGy - xhat[j] * meanGyXhat);
+      storeFloats(outs[0], dtype, r * cols, cols, g);
+    }
+    storeFloats(outs[1], dgammaType, 0, cols, dgamma);
+    storeFloats(outs[2], dbetaType, 0, cols, dbeta);
+    return absl::OkStatus();
+  });
+}
+
+} // namespace zero::rt::cpu

@@ -1,0 +1,100 @@
+//===- Registry.cpp - Kernel names to binders -----------------------------===//
+
+#include "KernelSupport.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+namespace zero::rt {
+namespace {
+
+using cpu::Binder;
+
+/// Sorted by name so that lookup is a binary search over a constant table.
+constexpr std::pair<absl::string_view, Binder> kBinders[] = {
+    {"dist.slice", cpu::bindSlice},
+    {"train.adam", cpu::bindAdam},
+    {"train.adamw", cpu::bindAdam},
+    {"train.add", cpu::bindBinary},
+    {"train.bias_add", cpu::bindBiasAdd},
+    {"train.cast", cpu::bindCast},
+    {"train.causal_mask", cpu::bindCausalMask},
+    {"train.div", cpu::bindBinary},
+    {"train.embedding", cpu::bindEmbedding},
+    {"train.embedding_grad", cpu::bindEmbeddingGrad},
+    {"train.exp", cpu::bindUnary},
+    {"train.expand", cpu::bindExpand},
+    {"train.gelu", cpu::bindUnary},
+    {"train.gelu_grad", cpu::bindActivationGrad},
+    {"train.layer_norm", cpu::bindLayerNorm},
+    {"train.layer_norm_grad", cpu::bindLayerNormGrad},
+    {"train.log", cpu::bindUnary},
+    {"train.matmul", cpu::bindMatmul},
+    {"train.mul", cpu::bindBinary},
+    {"train.neg", cpu::bindUnary},
+    {"train.reduce_mean", cpu::bindReduce},
+    {"train.reduce_sum", cpu::bindReduce},
+    {"train.relu", cpu::bindUnary},
+    {"train.relu_grad", cpu::bindActivationGrad},
+    {"train.reshape", cpu::bindReshape},
+    {"train.rsqrt", cpu::bindUnary},
+    {"train.scale", cpu::bindScale},
+    {"train.sgd", cpu::bindSgd},
+    {"train.sgd_momentum", cpu::bindSgdMomentum},
+    {"train.softmax", cpu::bindSoftmax},
+    {"train.softmax_cross_entropy", cpu::bindCrossEntropy},
+    {"train.softmax_cross_entropy_grad", cpu::bindCrossEntropyGrad},
+    {"train.softmax_grad", cpu::bindSoftmaxGrad},
+    {"train.sqrt", cpu::bindUnary},
+    {"train.step_index", cpu::bindStepIndex},
+    {"train.sub", cpu::bindBinary},
+    {"train.tanh", cpu::bindUnary},
+    {"train.tanh_grad", cpu::bindActivationGrad},
+    {"train.transpose", cpu::bindTranspose},
+    {"zrt.fill", cpu::bindFill},
+};
+
+} // namespace
+
+absl::StatusOr<KernelFn> bindCpuKernel(absl::string_view name,
+                                       mlir::DictionaryAttr params,
+                                       absl::Span<const TensorSpec> ins,
+                                       absl::Span<const TensorSpec> outs) {
+  auto *end = std::end(kBinders);
+  auto *found = std::lower_bound(std::begin(kBinders), end, name,
+                                 [](const auto &entry, absl::string_view key) {
+                                   return entry.first < key;
+                                 });
+  if (found == end || found->first != name)
+    return absl::UnimplementedError(
+        absl::StrCat("no CPU kernel for '", name, "'"));
+  cpu::BindRequest request{name, params, ins, outs};
+  if (absl::Status status = cpu::checkSpecs(request); !status.ok())
+    return status;
+  absl::StatusOr<KernelFn> kernel = found->second(request);
+  if (!kernel.ok())
+    return kernel.status();
+  // Kernels index their buffer lists without looking; a call with the wrong
+  // number of buffers is caught here rather than read out of bounds.
+  return KernelFn([kernel = *std::move(kernel), name = std::string(name),
+                   inCount = ins.size(), outCount = outs.size()](
+                      absl::Span<const void *const> inBuffers,
+                      absl::Span<void *const> outBuffers,
+                      const KernelContext &ctx) -> absl::Status {
+    if (inBuffers.size() != inCount || outBuffers.size() != outCount)
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": bound for ", inCount, " operand(s) and ",
+                       outCount, " result(s), called with ", inBuffers.size(),
+                       " and ", outBuffers.size()));
+    return kernel(inBuffers, outBuffers, ctx);
+  });
+}
+
+void setCpuKernelThreads(int threads) {
+  openblas_set_num_threads(std::max(threads, 1));
+}
+
+} // namespace zero::rt

@@ -1,0 +1,203 @@
+//===- Updates.cpp - Optimizer update kernels -----------------------------===//
+//
+// sgd, sgd_momentum, adam and adamw on whole tensors or shards alike. The
+// parameter may be 16-bit or f32, the gradient 16-bit, the moments f32; the
+// arithmetic is f32 throughout. Each block reads every input before it
+// writes, so results may overwrite their inputs in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelSupport.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace zero::rt::cpu {
+namespace {
+
+/// Operands [0, ins) and results [0, outs) are float tensors of one shape,
+/// and result i has the type of operand i.
+absl::Status checkUpdateSpecs(const BindRequest &request, size_t ins,
+                              size_t outs) {
+  static constexpr absl::string_view kRoles[] = {"parameter", "gradient",
+                                                 "first state", "second state"};
+  const TensorSpec &param = request.ins[0];
+  for (size_t i = 0; i < ins; ++i) {
+    const TensorSpec &spec = request.ins[i];
+    if (absl::Status status = checkFloat(request, spec, kRoles[i]);
+        !status.ok())
+      return status;
+    if (spec.shape != param.shape)
+      return request.invalid("needs every operand in the shape of the "
+                             "parameter ",
+                             specString(param), ", got ", specString(spec),
+                             " for the ", kRoles[i]);
+  }
+  for (size_t i = 0; i < outs; ++i) {
+    size_t operand = i == 0 ? 0 : i + 1; // Results skip the gradient.
+    if (absl::Status status =
+            checkSameSpec(request, request.ins[operand], kRoles[operand],
+                          request.outs[i], "its updated value");
+        !status.ok())
+      return status;
+  }
+  return absl::OkStatus();
+}
+
+struct Hyper {
+  float lr, weightDecay, momentum, beta1, beta2, eps;
+};
+
+absl::StatusOr<Hyper> readHyper(const BindRequest &request, bool momentum) {
+  Hyper hyper{};
+  struct Entry {
+    absl::string_view key;
+    float *slot;
+    std::optional<double> fallback;
+  };
+  Entry entries[] = {{"lr", &hyper.lr, std::nullopt},
+                     {"weight_decay", &hyper.weightDecay, 0.0},
+                     {"beta1", &hyper.beta1, 0.9},
+                     {"beta2", &hyper.beta2, 0.999},
+                     {"eps", &hyper.eps, 1e-8},
+                     {"momentum", &hyper.momentum,
+                      momentum ? std::nullopt : std::optional<double>(0.0)}};
+  for (const Entry &entry : entries) {
+    absl::StatusOr<double> value =
+        entry.fallback ? getF64Or(request, entry.key, *entry.fallback)
+                       : getF64(request, entry.key);
+    if (!value.ok())
+      return value.status();
+    *entry.slot = static_cast<float>(*value);
+  }
+  return hyper;
+}
+
+} // namespace
+
+absl::StatusOr<KernelFn> bindSgd(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
+    return status;
+  if (absl::Status status = checkUpdateSpecs(request, 2, 1); !status.ok())
+    return status;
+  absl::StatusOr<Hyper> hyper = readHyper(request, /*momentum=*/false);
+  if (!hyper.ok())
+    return hyper.status();
+  int64_t count = request.ins[0].numElements();
+  DType paramType = request.ins[0].dtype, gradType = request.ins[1].dtype;
+  float lr = hyper->lr, wd = hyper->weightDecay;
+  return KernelFn([=](absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) -> absl::Status {
+    float pBlock[kBlock], gBlock[kBlock], out[kBlock];
+    for (int64_t offset = 0; offset < count; offset += kBlock) {
+      int64_t n = std::min(kBlock, count - offset);
+      const float *p = viewFloats(ins[0], paramType, offset, n, pBlock);
+      const float *g = viewFloats(ins[1], gradType, offset, n, gBlock);
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = p[i] - lr * (g[i] + wd * p[i]);
+      storeFloats(outs[0], paramType, offset, n, out);
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<KernelFn> bindSgdMomentum(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 3, 2); !status.ok())
+    return status;
+  if (absl::Status status = checkUpdateSpecs(request, 3, 2); !status.ok())
+    return status;
+  absl::StatusOr<Hyper> hyper = readHyper(request, /*momentum=*/true);
+  if (!hyper.ok())
+    return hyper.status();
+  int64_t count = request.ins[0].numElements();
+  DType paramType = request.ins[0].dtype, gradType = request.ins[1].dtype,
+        bufType = request.ins[2].dtype;
+  float lr = hyper->lr, wd = hyper->weightDecay, mu = hyper->momentum;
+  return KernelFn([=](absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) -> absl::Status {
+    float pBlock[kBlock], gBlock[kBlock], bBlock[kBlock];
+    float newP[kBlock], newB[kBlock];
+    for (int64_t offset = 0; offset < count; offset += kBlock) {
+      int64_t n = std::min(kBlock, count - offset);
+      const float *p = viewFloats(ins[0], paramType, offset, n, pBlock);
+      const float *g = viewFloats(ins[1], gradType, offset, n, gBlock);
+      const float *b = viewFloats(ins[2], bufType, offset, n, bBlock);
+      for (int64_t i = 0; i < n; ++i) {
+        newB[i] = mu * b[i] + (g[i] + wd * p[i]);
+        newP[i] = p[i] - lr * newB[i];
+      }
+      storeFloats(outs[0], paramType, offset, n, newP);
+      storeFloats(outs[1], bufType, offset, n, newB);
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<KernelFn> bindAdam(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 5, 3); !status.ok())
+    return status;
+  if (absl::Status status = checkUpdateSpecs(request, 4, 3); !status.ok())
+    return status;
+  for (int i = 2; i < 4; ++i)
+    if (request.ins[i].dtype != DType::f32)
+      return request.invalid("needs f32 moments, got ",
+                             specString(request.ins[i]));
+  const TensorSpec &step = request.ins[4];
+  if (step.dtype != DType::i64 || !step.shape.empty())
+    return request.invalid("needs a tensor<i64> step, got ", specString(step));
+  absl::StatusOr<Hyper> hyper = readHyper(request, /*momentum=*/false);
+  if (!hyper.ok())
+    return hyper.status();
+  bool decoupled = request.name == "train.adamw";
+  int64_t count = request.ins[0].numElements();
+  DType paramType = request.ins[0].dtype, gradType = request.ins[1].dtype;
+  Hyper h = *hyper;
+  std::string name(request.name);
+  return KernelFn([=](absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) -> absl::Status {
+    int64_t t = *static_cast<const int64_t *>(ins[4]);
+    if (t < 1)
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": the step is 1-based, got ", t));
+    // The PyTorch form: lr / (1 - beta1^t) * m / (sqrt(v / (1 - beta2^t))
+    // + eps), with sqrt(1 - beta2^t) factored out of the square root.
+    double t64 = static_cast<double>(t);
+    float stepSize = static_cast<float>(
+        h.lr / (1.0 - std::pow(static_cast<double>(h.beta1), t64)));
+    float correction2Sqrt = static_cast<float>(
+        std::sqrt(1.0 - std::pow(static_cast<double>(h.beta2), t64)));
+    float wdGrad = decoupled ? 0.0f : h.weightDecay;
+    float shrink = decoupled ? 1.0f - h.lr * h.weightDecay : 1.0f;
+    float b1 = h.beta1, b2 = h.beta2, eps = h.eps;
+    float oneMinusB1 = 1.0f - b1, oneMinusB2 = 1.0f - b2;
+    const float *mIn = static_cast<const float *>(ins[2]);
+    const float *vIn = static_cast<const float *>(ins[3]);
+    float *mOut = static_cast<float *>(outs[1]);
+    float *vOut = static_cast<float *>(outs[2]);
+    float pBlock[kBlock], gBlock[kBlock], newP[kBlock];
+    for (int64_t offset = 0; offset < count; offset += kBlock) {
+      int64_t n = std::min(kBlock, count - offset);
+      const float *p = viewFloats(ins[0], paramType, offset, n, pBlock);
+      const float *g = viewFloats(ins[1], gradType, offset, n, gBlock);
+      const float *m = mIn + offset;
+      const float *v = vIn + offset;
+      float *mNew = mOut + offset, *vNew = vOut + offset;
+      for (int64_t i = 0; i < n; ++i) {
+        float grad = g[i] + wdGrad * p[i];
+        float mi = b1 * m[i] + oneMinusB1 * grad;
+        float vi = b2 * v[i] + oneMinusB2 * grad * grad;
+        float denom = std::sqrt(vi) / correction2Sqrt + eps;
+        newP[i] = p[i] * shrink - stepSize * mi / denom;
+        mNew[i] = mi;
+        vNew[i] = vi;
+      }
+      storeFloats(outs[0], paramType, offset, n, newP);
+    }
+    return absl::OkStatus();
+  });
+}
+
+} // namespace zero::rt::cpu

@@ -1,0 +1,310 @@
+//===- ElementwiseTest.cpp - Elementwise kernels against double -----------===//
+
+#include "KernelTestSupport.h"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <tuple>
+
+using namespace zero::rt;
+using namespace zero::rt::test;
+
+namespace {
+
+double geluRef(double x) {
+  constexpr double c = 0.7978845608028654;
+  return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+}
+
+struct UnaryCase {
+  const char *op;
+  double lo, hi;
+  std::function<double(double)> ref;
+};
+
+const std::vector<UnaryCase> &unaryCases() {
+  static const std::vector<UnaryCase> cases = {
+      {"neg", -3, 3, [](double x) { return -x; }},
+      {"exp", -3, 3, [](double x) { return std::exp(x); }},
+      {"log", 0.05, 4, [](double x) { return std::log(x); }},
+      {"sqrt", 0.05, 4, [](double x) { return std::sqrt(x); }},
+      {"rsqrt", 0.05, 4, [](double x) { return 1.0 / std::sqrt(x); }},
+      {"tanh", -3, 3, [](double x) { return std::tanh(x); }},
+      {"relu", -3, 3, [](double x) { return x > 0 ? x : 0.0; }},
+      {"gelu", -4, 4, geluRef},
+  };
+  return cases;
+}
+
+const DType kFloatTypes[] = {DType::f32, DType::bf16, DType::f16};
+
+// 1055 elements: more than two conversion blocks, and not a multiple of one.
+const std::vector<int64_t> kShape = {5, 211};
+
+TEST(ElementwiseTest, UnaryOpsMatchDoubleReference) {
+  for (const UnaryCase &c : unaryCases())
+    for (DType dtype : kFloatTypes) {
+      SCOPED_TRACE(std::string(c.op) + " " + dtypeLabel(dtype));
+      Tensor x = randomTensor(dtype, kShape, 1, c.lo, c.hi);
+      Tensor y(dtype, kShape);
+      y.poison();
+      ASSERT_TRUE(runKernel(std::string("train.") + c.op, {}, {&x}, {&y}).ok());
+      std::vector<double> want;
+      for (double v : x.values())
+        want.push_back(c.ref(v));
+      EXPECT_TRUE(allClose(y, want, 1e-6, relativeTolerance(dtype)));
+    }
+}
+
+TEST(ElementwiseTest, BinaryOpsMatchDoubleReference) {
+  struct Case {
+    const char *op;
+    std::function<double(double, double)> ref;
+  };
+  const Case cases[] = {
+      {"add", [](double a, double b) { return a + b; }},
+      {"sub", [](double a, double b) { return a - b; }},
+      {"mul", [](double a, double b) { return a * b; }},
+      {"div", [](double a, double b) { return a / b; }},
+  };
+  for (const Case &c : cases)
+    for (DType dtype : kFloatTypes) {
+      SCOPED_TRACE(std::string(c.op) + " " + dtypeLabel(dtype));
+      Tensor a = randomTensor(dtype, kShape, 2, -2, 2);
+      // Divisors kept away from zero so the quotient is well conditioned.
+      Tensor b = randomTensor(dtype, kShape, 3, 0.5, 2);
+      Tensor y(dtype, kShape);
+      y.poison();
+      ASSERT_TRUE(
+          runKernel(std::string("train.") + c.op, {}, {&a, &b}, {&y}).ok());
+      std::vector<double> want;
+      for (int64_t i = 0; i < a.size(); ++i)
+        want.push_back(c.ref(a.at(i), b.at(i)));
+      EXPECT_TRUE(allClose(y, want, 1e-6, relativeTolerance(dtype)));
+    }
+}
+
+TEST(ElementwiseTest, ResultsMayOverwriteTheirInputs) {
+  for (DType dtype : kFloatTypes) {
+    SCOPED_TRACE(dtypeLabel(dtype));
+    Tensor a = randomTensor(dtype, kShape, 4, 0.1, 2);
+    Tensor b = randomTensor(dtype, kShape, 5, 0.5, 2);
+    Tensor separate(dtype, kShape);
+    ASSERT_TRUE(runKernel("train.div", {}, {&a, &b}, {&separate}).ok());
+    Tensor inPlace = a;
+    ASSERT_TRUE(runKernel("train.div", {}, {&inPlace, &b}, {&inPlace}).ok());
+    EXPECT_TRUE(inPlace.sameBytes(separate));
+
+    Tensor logSeparate(dtype, kShape);
+    ASSERT_TRUE(runKernel("train.log", {}, {&a}, {&logSeparate}).ok());
+    Tensor logInPlace = a;
+    ASSERT_TRUE(runKernel("train.log", {}, {&logInPlace}, {&logInPlace}).ok());
+    EXPECT_TRUE(logInPlace.sameBytes(logSeparate));
+  }
+}
+
+TEST(ElementwiseTest, ScaleMultipliesByFactor) {
+  for (DType dtype : kFloatTypes)
+    for (double factor : {0.125, -3.0}) {
+      Tensor x = randomTensor(dtype, kShape, 6);
+      Tensor y(dtype, kShape);
+      ASSERT_TRUE(
+          runKernel("train.scale", dict({{"factor", f64(factor)}}), {&x}, {&y})
+              .ok());
+      std::vector<double> want;
+      for (double v : x.values())
+        want.push_back(v * factor);
+      EXPECT_TRUE(allClose(y, want, 1e-7, relativeTolerance(dtype)));
+    }
+}
+
+TEST(ElementwiseTest, BiasAddBroadcastsAlongLastDim) {
+  for (DType dtype : kFloatTypes)
+    for (std::vector<int64_t> shape :
+         {std::vector<int64_t>{6, 10}, std::vector<int64_t>{2, 3, 700},
+          std::vector<int64_t>{9}}) {
+      SCOPED_TRACE(dtypeLabel(dtype) + " rank " + std::to_string(shape.size()));
+      int64_t features = shape.back();
+      Tensor x = randomTensor(dtype, shape, 7);
+      Tensor b = randomTensor(dtype, {features}, 8);
+      Tensor y(dtype, shape);
+      y.poison();
+      ASSERT_TRUE(runKernel("train.bias_add", {}, {&x, &b}, {&y}).ok());
+      std::vector<double> want;
+      for (int64_t i = 0; i < x.size(); ++i)
+        want.push_back(x.at(i) + b.at(i % features));
+      EXPECT_TRUE(allClose(y, want, 1e-7, relativeTolerance(dtype)));
+    }
+}
+
+TEST(ElementwiseTest, CausalMaskFillsAboveDiagonal) {
+  for (DType dtype : kFloatTypes)
+    for (std::vector<int64_t> shape :
+         {std::vector<int64_t>{2, 5, 7}, std::vector<int64_t>{3, 7, 5},
+          std::vector<int64_t>{4, 4}})
+      for (double fill : {-std::numeric_limits<double>::infinity(), 0.0}) {
+        Tensor x = randomTensor(dtype, shape, 9);
+        Tensor y(dtype, shape);
+        y.poison();
+        ASSERT_TRUE(runKernel("train.causal_mask", dict({{"fill", f64(fill)}}),
+                              {&x}, {&y})
+                        .ok());
+        int64_t cols = shape.back(), rows = shape[shape.size() - 2];
+        std::vector<double> want;
+        for (int64_t i = 0; i < x.size(); ++i) {
+          int64_t col = i % cols, row = (i / cols) % rows;
+          want.push_back(col > row ? fill : x.at(i));
+        }
+        EXPECT_TRUE(allClose(y, want, 0.0, 0.0));
+      }
+}
+
+TEST(ElementwiseTest, CastRoundsToNearestEven) {
+  for (DType from : kFloatTypes)
+    for (DType to : kFloatTypes) {
+      SCOPED_TRACE(dtypeLabel(from) + " -> " + dtypeLabel(to));
+      Tensor x = randomTensor(from, kShape, 10, -300, 300);
+      x.set(0, 1.0 + 1.0 / 512); // A bf16 tie: rounds to even (1.0).
+      x.set(1, 70000.0);         // Beyond f16's range.
+      x.set(2, 1e-6);            // An f16 subnormal.
+      Tensor y(to, kShape);
+      ASSERT_TRUE(runKernel("train.cast", {}, {&x}, {&y}).ok());
+      Tensor want(to, kShape);
+      for (int64_t i = 0; i < x.size(); ++i)
+        storeFromFloat(want.data(), to, i, loadAsFloat(x.data(), from, i));
+      EXPECT_TRUE(y.sameBytes(want));
+    }
+}
+
+TEST(ElementwiseTest, FillWritesEveryElement) {
+  for (DType dtype :
+       {DType::f32, DType::bf16, DType::f16, DType::i32, DType::i64}) {
+    Tensor out(dtype, {3, 5});
+    out.poison();
+    ASSERT_TRUE(
+        runKernel("zrt.fill", dict({{"value", f64(-7.0)}}), {}, {&out}).ok());
+    EXPECT_TRUE(allClose(out, std::vector<double>(15, -7.0), 0.0, 0.0));
+  }
+  Tensor scalar(DType::f32, {});
+  ASSERT_TRUE(
+      runKernel("zrt.fill", dict({{"value", f64(0.25)}}), {}, {&scalar}).ok());
+  EXPECT_EQ(scalar.at(0), 0.25);
+  Tensor ints(DType::i32, {4});
+  EXPECT_EQ(
+      runKernel("zrt.fill", dict({{"value", f64(0.5)}}), {}, {&ints}).code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElementwiseTest, StepIndexWritesTheStep) {
+  Tensor out(DType::i64, {});
+  KernelContext ctx;
+  ctx.step = 42;
+  ASSERT_TRUE(runKernel("train.step_index", {}, {}, {&out}, ctx).ok());
+  EXPECT_EQ(*static_cast<int64_t *>(out.data()), 42);
+}
+
+//===----------------------------------------------------------------------===//
+// Activation gradients
+//===----------------------------------------------------------------------===//
+
+struct GradCase {
+  const char *forward;
+  const char *grad;
+  bool savesResult; // tanh_grad takes tanh's result, the others its input.
+  std::function<double(double)> derivative;
+};
+
+const GradCase kGradCases[] = {
+    {"relu", "relu_grad", false, [](double x) { return x > 0 ? 1.0 : 0.0; }},
+    {"gelu", "gelu_grad", false,
+     [](double x) {
+       double h = 1e-6;
+       return (geluRef(x + h) - geluRef(x - h)) / (2 * h);
+     }},
+    {"tanh", "tanh_grad", true,
+     [](double x) { return 1.0 - std::tanh(x) * std::tanh(x); }},
+};
+
+/// Inputs for activation checks: away from relu's kink at 0.
+Tensor activationInput(DType dtype, std::vector<int64_t> shape, uint32_t seed) {
+  Tensor x = randomTensor(dtype, shape, seed, 0.1, 3);
+  for (int64_t i = 0; i < x.size(); i += 2)
+    x.set(i, -x.at(i));
+  return x;
+}
+
+TEST(ElementwiseTest, ActivationGradsMatchDerivatives) {
+  for (const GradCase &c : kGradCases)
+    for (DType dtype : kFloatTypes) {
+      SCOPED_TRACE(std::string(c.grad) + " " + dtypeLabel(dtype));
+      Tensor x = activationInput(dtype, kShape, 11);
+      Tensor dy = randomTensor(dtype, kShape, 12);
+      Tensor saved = x;
+      if (c.savesResult) {
+        ASSERT_TRUE(
+            runKernel(std::string("train.") + c.forward, {}, {&x}, {&saved})
+                .ok());
+      }
+      Tensor dx(dtype, kShape);
+      dx.poison();
+      ASSERT_TRUE(
+          runKernel(std::string("train.") + c.grad, {}, {&saved, &dy}, {&dx})
+              .ok());
+      std::vector<double> want;
+      for (int64_t i = 0; i < x.size(); ++i)
+        want.push_back(dy.at(i) * (c.savesResult
+                                       ? 1.0 - saved.at(i) * saved.at(i)
+                                       : c.derivative(x.at(i))));
+      EXPECT_TRUE(allClose(dx, want, 1e-6, relativeTolerance(dtype)));
+    }
+}
+
+TEST(ElementwiseTest, GeluStaysFiniteAtExtremes) {
+  const std::vector<double> xs = {-1e4, -100, -12, -1e-3, 0,
+                                  1e-3, 12,   100, 1e4};
+  Tensor x = fromValues(DType::f32, {9}, xs);
+  Tensor ones = fromValues(DType::f32, {9}, std::vector<double>(9, 1.0));
+  Tensor y(DType::f32, {9}), dx(DType::f32, {9});
+  ASSERT_TRUE(runKernel("train.gelu", {}, {&x}, {&y}).ok());
+  ASSERT_TRUE(runKernel("train.gelu_grad", {}, {&x, &ones}, {&dx}).ok());
+  std::vector<double> wantY, wantDx;
+  for (double v : xs) {
+    constexpr double c = 0.7978845608028654, a = 0.044715;
+    double t = std::tanh(c * (v + a * v * v * v));
+    wantY.push_back(0.5 * v * (1 + t));
+    wantDx.push_back(0.5 * (1 + t) +
+                     0.5 * v * (1 - t * t) * c * (1 + 3 * a * v * v));
+  }
+  EXPECT_TRUE(allClose(y, wantY, 1e-9, 2e-6));
+  EXPECT_TRUE(allClose(dx, wantDx, 1e-9, 2e-6));
+}
+
+TEST(ElementwiseTest, ActivationGradsMatchFiniteDifferences) {
+  const std::vector<int64_t> shape = {4, 6};
+  for (const GradCase &c : kGradCases) {
+    SCOPED_TRACE(c.grad);
+    std::string forward = std::string("train.") + c.forward;
+    Tensor x = activationInput(DType::f32, shape, 13);
+    Tensor w = randomTensor(DType::f32, shape, 14);
+    std::vector<double> weights = w.values();
+    auto loss = [&](const Tensor &input) {
+      Tensor y(DType::f32, shape);
+      EXPECT_TRUE(runKernel(forward, {}, {&input}, {&y}).ok());
+      return weightedSum(y, weights);
+    };
+    Tensor saved = x;
+    if (c.savesResult) {
+      ASSERT_TRUE(runKernel(forward, {}, {&x}, {&saved}).ok());
+    }
+    Tensor dx(DType::f32, shape);
+    ASSERT_TRUE(
+        runKernel(std::string("train.") + c.grad, {}, {&saved, &w}, {&dx})
+            .ok());
+    // f32 forward, h = 1e-2: truncation ~h^2 |f'''| and rounding
+    // ~1e-7 / h stay below 1e-3.
+    EXPECT_TRUE(checkGradient(x, loss, dx.values(), 1e-2, 2e-3, 1e-2));
+  }
+}
+
+} // namespace

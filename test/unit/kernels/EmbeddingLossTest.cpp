@@ -1,0 +1,201 @@
+//===- EmbeddingLossTest.cpp - Lookups, cross-entropy and bad ids ---------===//
+
+#include "KernelTestSupport.h"
+
+#include <cmath>
+
+using namespace zero::rt;
+using namespace zero::rt::test;
+
+namespace {
+
+const DType kFloatTypes[] = {DType::f32, DType::bf16, DType::f16};
+const DType kIndexTypes[] = {DType::i32, DType::i64};
+
+TEST(EmbeddingLossTest, EmbeddingCopiesRows) {
+  for (DType dtype : kFloatTypes)
+    for (DType idType : kIndexTypes) {
+      Tensor table = randomTensor(dtype, {11, 6}, 51);
+      Tensor ids = randomIds(idType, {2, 5}, 52, 11);
+      Tensor out(dtype, {2, 5, 6});
+      out.poison();
+      ASSERT_TRUE(
+          runKernel("train.embedding", {}, {&table, &ids}, {&out}).ok());
+      std::vector<double> want;
+      for (int64_t p = 0; p < ids.size(); ++p)
+        for (int64_t j = 0; j < 6; ++j)
+          want.push_back(table.at(static_cast<int64_t>(ids.at(p)) * 6 + j));
+      EXPECT_TRUE(allClose(out, want, 0.0, 0.0));
+    }
+}
+
+TEST(EmbeddingLossTest, EmbeddingGradScatterAdds) {
+  for (DType dtype : kFloatTypes)
+    for (DType idType : kIndexTypes) {
+      SCOPED_TRACE(dtypeLabel(dtype) + " ids " + dtypeLabel(idType));
+      const int64_t vocab = 9, features = 5;
+      // More positions than rows: ids repeat, and some rows get none.
+      Tensor ids = randomIds(idType, {3, 8}, 53, vocab - 2);
+      Tensor dy = randomTensor(dtype, {3, 8, features}, 54);
+      Tensor table(dtype, {vocab, features});
+      table.poison();
+      ASSERT_TRUE(
+          runKernel("train.embedding_grad", {}, {&dy, &ids}, {&table}).ok());
+      std::vector<double> want(vocab * features, 0.0);
+      for (int64_t p = 0; p < ids.size(); ++p)
+        for (int64_t j = 0; j < features; ++j)
+          want[static_cast<int64_t>(ids.at(p)) * features + j] +=
+              dy.at(p * features + j);
+      EXPECT_TRUE(allClose(table, want, 1e-6, relativeTolerance(dtype)));
+    }
+}
+
+TEST(EmbeddingLossTest, EmbeddingGradMatchesFiniteDifferences) {
+  Tensor table = randomTensor(DType::f32, {7, 4}, 55);
+  Tensor ids = fromValues(DType::i64, {6}, {3, 0, 3, 6, 1, 3});
+  Tensor w = randomTensor(DType::f32, {6, 4}, 56);
+  auto loss = [&](const Tensor &t) {
+    Tensor out(DType::f32, {6, 4});
+    EXPECT_TRUE(runKernel("train.embedding", {}, {&t, &ids}, {&out}).ok());
+    return weightedSum(out, w.values());
+  };
+  Tensor grad(DType::f32, {7, 4});
+  ASSERT_TRUE(runKernel("train.embedding_grad", {}, {&w, &ids}, {&grad}).ok());
+  EXPECT_TRUE(checkGradient(table, loss, grad.values(), 1e-2, 1e-4, 1e-3));
+}
+
+TEST(EmbeddingLossTest, OutOfRangeIdsAreErrors) {
+  for (DType idType : kIndexTypes)
+    for (double bad : {11.0, -1.0}) {
+      Tensor table = randomTensor(DType::f32, {11, 6}, 57);
+      Tensor ids = fromValues(idType, {3}, {2, bad, 4});
+      Tensor out(DType::f32, {3, 6});
+      absl::Status status =
+          runKernel("train.embedding", {}, {&table, &ids}, {&out});
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+      std::string message(status.message());
+      EXPECT_NE(message.find("train.embedding"), std::string::npos) << message;
+      EXPECT_NE(message.find(std::to_string(static_cast<int64_t>(bad))),
+                std::string::npos)
+          << message;
+      EXPECT_NE(message.find("[0, 11)"), std::string::npos) << message;
+
+      Tensor dy(DType::f32, {3, 6}), grad(DType::f32, {11, 6});
+      EXPECT_EQ(
+          runKernel("train.embedding_grad", {}, {&dy, &ids}, {&grad}).code(),
+          absl::StatusCode::kInvalidArgument);
+
+      Tensor logits(DType::f32, {3, 11}), loss(DType::f32, {});
+      EXPECT_EQ(
+          runKernel("train.softmax_cross_entropy", {}, {&logits, &ids}, {&loss})
+              .code(),
+          absl::StatusCode::kInvalidArgument);
+      Tensor one = fromValues(DType::f32, {}, {1.0});
+      Tensor dlogits(DType::f32, {3, 11});
+      EXPECT_EQ(runKernel("train.softmax_cross_entropy_grad", {},
+                          {&logits, &ids, &one}, {&dlogits})
+                    .code(),
+                absl::StatusCode::kInvalidArgument);
+    }
+}
+
+double crossEntropyRef(const Tensor &logits, const Tensor &labels) {
+  int64_t rows = labels.size(), classes = logits.size() / rows;
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double max = -INFINITY, sum = 0.0;
+    for (int64_t j = 0; j < classes; ++j)
+      max = std::max(max, logits.at(r * classes + j));
+    for (int64_t j = 0; j < classes; ++j)
+      sum += std::exp(logits.at(r * classes + j) - max);
+    total += std::log(sum) + max -
+             logits.at(r * classes + static_cast<int64_t>(labels.at(r)));
+  }
+  return total / rows;
+}
+
+TEST(EmbeddingLossTest, CrossEntropyMatchesReference) {
+  for (DType dtype : kFloatTypes)
+    for (DType idType : kIndexTypes) {
+      SCOPED_TRACE(dtypeLabel(dtype) + " labels " + dtypeLabel(idType));
+      Tensor logits = randomTensor(dtype, {2, 6, 10}, 58, -4, 4);
+      Tensor labels = randomIds(idType, {2, 6}, 59, 10);
+      Tensor loss(DType::f32, {});
+      ASSERT_TRUE(runKernel("train.softmax_cross_entropy", {},
+                            {&logits, &labels}, {&loss})
+                      .ok());
+      // The loss is f32 whatever the logits' type.
+      EXPECT_TRUE(
+          allClose(loss, {crossEntropyRef(logits, labels)}, 1e-6, 1e-5));
+    }
+}
+
+TEST(EmbeddingLossTest, CrossEntropyGradMatchesReferenceAndFiniteDifferences) {
+  const double lossGrad = 1.7;
+  Tensor scale = fromValues(DType::f32, {}, {lossGrad});
+  for (DType dtype : kFloatTypes) {
+    SCOPED_TRACE(dtypeLabel(dtype));
+    Tensor logits = randomTensor(dtype, {4, 9}, 60, -3, 3);
+    Tensor labels = randomIds(DType::i32, {4}, 61, 9);
+    Tensor grad(dtype, {4, 9});
+    ASSERT_TRUE(runKernel("train.softmax_cross_entropy_grad", {},
+                          {&logits, &labels, &scale}, {&grad})
+                    .ok());
+    std::vector<double> want;
+    for (int64_t r = 0; r < 4; ++r) {
+      double max = -INFINITY, sum = 0.0;
+      for (int64_t j = 0; j < 9; ++j)
+        max = std::max(max, logits.at(r * 9 + j));
+      for (int64_t j = 0; j < 9; ++j)
+        sum += std::exp(logits.at(r * 9 + j) - max);
+      for (int64_t j = 0; j < 9; ++j)
+        want.push_back((std::exp(logits.at(r * 9 + j) - max) / sum -
+                        (j == labels.at(r) ? 1.0 : 0.0)) *
+                       lossGrad / 4.0);
+    }
+    EXPECT_TRUE(allClose(grad, want, 1e-6, relativeTolerance(dtype)));
+  }
+
+  Tensor logits = randomTensor(DType::f32, {2, 3, 5}, 62, -3, 3);
+  Tensor labels = randomIds(DType::i64, {2, 3}, 63, 5);
+  auto loss = [&](const Tensor &t) {
+    Tensor out(DType::f32, {});
+    EXPECT_TRUE(
+        runKernel("train.softmax_cross_entropy", {}, {&t, &labels}, {&out})
+            .ok());
+    return lossGrad * out.at(0);
+  };
+  Tensor grad(DType::f32, {2, 3, 5});
+  ASSERT_TRUE(runKernel("train.softmax_cross_entropy_grad", {},
+                        {&logits, &labels, &scale}, {&grad})
+                  .ok());
+  EXPECT_TRUE(checkGradient(logits, loss, grad.values(), 1e-2, 1e-3, 1e-2));
+}
+
+TEST(EmbeddingLossTest, RejectsBadSpecs) {
+  Tensor table(DType::f32, {11, 6}), ids(DType::i32, {4});
+  Tensor out(DType::f32, {4, 6});
+  EXPECT_TRUE(bindKernel("train.embedding", {}, {&table, &ids}, {&out}).ok());
+  Tensor floatIds(DType::f32, {4}), wrongRows(DType::f32, {4, 5}),
+      flatTable(DType::f32, {66}), bf16Out(DType::bf16, {4, 6});
+  EXPECT_FALSE(
+      bindKernel("train.embedding", {}, {&table, &floatIds}, {&out}).ok());
+  EXPECT_FALSE(
+      bindKernel("train.embedding", {}, {&table, &ids}, {&wrongRows}).ok());
+  EXPECT_FALSE(
+      bindKernel("train.embedding", {}, {&flatTable, &ids}, {&out}).ok());
+  EXPECT_FALSE(
+      bindKernel("train.embedding", {}, {&table, &ids}, {&bf16Out}).ok());
+
+  Tensor logits(DType::f32, {4, 3}), labels(DType::i64, {5}),
+      loss(DType::f32, {}), vectorLoss(DType::f32, {1});
+  EXPECT_FALSE(
+      bindKernel("train.softmax_cross_entropy", {}, {&logits, &labels}, {&loss})
+          .ok());
+  Tensor goodLabels(DType::i64, {4});
+  EXPECT_FALSE(bindKernel("train.softmax_cross_entropy", {},
+                          {&logits, &goodLabels}, {&vectorLoss})
+                   .ok());
+}
+
+} // namespace

@@ -10,7 +10,7 @@ PACKAGES=(
   # Build tools.
   cmake ninja-build g++ python3 clang-format
   # Runtime dependencies.
-  libopenmpi-dev openmpi-bin libabsl-dev nlohmann-json3-dev libopenblas-dev
+  libopenmpi-dev openmpi-bin libabsl-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev
   # Tests.
   libgtest-dev libgmock-dev
 )

@@ -166,8 +166,8 @@ absl::Status RunMetrics::writeJson(const std::string &path) const {
   return absl::OkStatus();
 }
 
-static std::string megabytes(int64_t bytes) {
-  return absl::StrFormat("%.2f MB", static_cast<double>(bytes) / 1e6);
+static std::string megabytes(double bytes) {
+  return absl::StrFormat("%.3f MB", bytes / 1e6);
 }
 
 std::string RunMetrics::describeStart() const {
@@ -189,8 +189,39 @@ std::string RunMetrics::describeStep(int64_t step) const {
                          seconds > 0 ? globalBatch / seconds : 0.0);
 }
 
+/// Bytes one rank sent per step over all collective kinds.
+static double sentPerStep(const llvm::json::Object &traffic) {
+  double sent = 0;
+  for (const auto &entry : traffic)
+    if (const llvm::json::Object *kind = entry.second.getAsObject())
+      if (std::optional<double> bytes = kind->getNumber("sent_bytes_per_rank"))
+        sent += *bytes;
+  return sent;
+}
+
 std::string RunMetrics::describeEnd() const {
-  return absl::StrFormat("done: %d steps, loss %.6f -> %.6f, %.1f samples/s",
-                         steps, losses.front(), losses.back(),
-                         samplesPerSecond());
+  std::string text =
+      absl::StrFormat("done: %d steps, loss %.6f -> %.6f, %.1f samples/s",
+                      steps, losses.front(), losses.back(), samplesPerSecond());
+  if (perRank.empty() || report.empty())
+    return text;
+  // Rank 0 speaks for all: every rank holds and sends the same amounts.
+  llvm::json::Object measured = rankJson(perRank.front());
+  llvm::json::Object planned = reportJson();
+  auto number = [](const llvm::json::Object &object, llvm::StringRef key) {
+    return object.getNumber(key).value_or(0.0);
+  };
+  auto traffic = [](const llvm::json::Object &object, llvm::StringRef key) {
+    const llvm::json::Object *kinds = object.getObject(key);
+    return kinds ? sentPerStep(*kinds) : 0.0;
+  };
+  absl::StrAppend(
+      &text, "\nper rank, measured (compile-time report):", "\n  model state  ",
+      megabytes(number(measured, "persistent")), " (",
+      megabytes(number(planned, "persistent")), ")", "\n  sent/step    ",
+      megabytes(traffic(measured, "traffic_per_step")), " (",
+      megabytes(traffic(planned, "traffic")), ")", "\n  peak         ",
+      megabytes(number(measured, "peak")), " (",
+      megabytes(number(planned, "peak")), ")");
+  return text;
 }

@@ -1,0 +1,295 @@
+//===- Safetensors.cpp - The safetensors format ---------------------------===//
+//
+// Layout: u64 little-endian N, N bytes of JSON header, then the data buffer.
+// The header maps each tensor name to {"dtype", "shape", "data_offsets"}
+// (offsets relative to the data buffer) plus an optional "__metadata__"
+// object of strings.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/runtime/TensorFile.h"
+
+#include "FileIO.h"
+
+#include "absl/strings/str_join.h"
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <new>
+
+namespace zero::rt {
+namespace {
+
+using nlohmann::json;
+
+// Far above any real header (the reference implementation caps at 100 MB),
+// and it keeps a corrupt length from allocating gigabytes.
+constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;
+
+const char *safetensorsDType(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return "F32";
+  case DType::bf16:
+    return "BF16";
+  case DType::f16:
+    return "F16";
+  case DType::i32:
+    return "I32";
+  case DType::i64:
+    return "I64";
+  }
+  return "?";
+}
+
+absl::StatusOr<DType> parseSafetensorsDType(const std::string &name,
+                                            const std::string &path,
+                                            const std::string &tensor) {
+  for (DType dtype :
+       {DType::f32, DType::bf16, DType::f16, DType::i32, DType::i64})
+    if (name == safetensorsDType(dtype))
+      return dtype;
+  std::string hint = "expected F32, BF16, F16, I32 or I64";
+  if (name == "F64")
+    hint = "float64 is not supported: convert the tensor to F32";
+  return io::formatError(path, absl::StrCat("tensor '", tensor,
+                                            "': unsupported dtype '", name,
+                                            "' (", hint, ")"));
+}
+
+// Reads a JSON integer that must be >= 0 and small enough to compute with.
+bool readCount(const json &value, int64_t *out) {
+  if (!value.is_number_integer())
+    return false;
+  if (value.is_number_unsigned()) {
+    uint64_t v = value.get<uint64_t>();
+    if (v > (uint64_t{1} << 62))
+      return false;
+    *out = static_cast<int64_t>(v);
+    return true;
+  }
+  int64_t v = value.get<int64_t>();
+  if (v < 0)
+    return false;
+  *out = v;
+  return true;
+}
+
+struct Entry {
+  std::string name;
+  HostTensor tensor;
+  uint64_t begin = 0, end = 0;
+};
+
+absl::StatusOr<TensorMap>
+readImpl(const std::string &path,
+         std::map<std::string, std::string> *metadata) {
+  auto fileOr = io::InputFile::open(path);
+  if (!fileOr.ok())
+    return fileOr.status();
+  const io::InputFile &file = **fileOr;
+
+  uint8_t lengthBytes[8];
+  if (absl::Status s = file.readAt(0, 8, lengthBytes, "the header length");
+      !s.ok())
+    return s;
+  uint64_t headerBytes = io::loadLE64(lengthBytes);
+  if (headerBytes > kMaxHeaderBytes)
+    return io::formatError(
+        path, absl::StrCat("header length ", headerBytes,
+                           " is implausibly large (not a safetensors file?)"));
+  std::string headerText(headerBytes, '\0');
+  if (absl::Status s =
+          file.readAt(8, headerBytes, headerText.data(), "the JSON header");
+      !s.ok())
+    return s;
+  uint64_t dataStart = 8 + headerBytes;
+  uint64_t dataBytes = file.size() - dataStart;
+
+  json header;
+  try {
+    header = json::parse(headerText);
+  } catch (const json::exception &e) {
+    return io::formatError(path, absl::StrCat("header JSON error: ", e.what()));
+  }
+  if (!header.is_object())
+    return io::formatError(path, "header JSON is not an object");
+
+  std::vector<Entry> entries;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    const std::string &name = it.key();
+    const json &value = it.value();
+    if (name == "__metadata__") {
+      if (!value.is_object())
+        return io::formatError(path, "__metadata__ is not an object");
+      for (auto m = value.begin(); m != value.end(); ++m) {
+        if (!m.value().is_string())
+          return io::formatError(path,
+                                 absl::StrCat("__metadata__ value of '",
+                                              m.key(), "' is not a string"));
+        if (metadata)
+          (*metadata)[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    auto bad = [&](absl::string_view what) {
+      return io::formatError(path, absl::StrCat("tensor '", name, "': ", what));
+    };
+    if (!value.is_object())
+      return bad("header entry is not an object");
+    auto dtypeIt = value.find("dtype");
+    auto shapeIt = value.find("shape");
+    auto offsetsIt = value.find("data_offsets");
+    if (dtypeIt == value.end() || !dtypeIt->is_string())
+      return bad("missing or non-string \"dtype\"");
+    if (shapeIt == value.end() || !shapeIt->is_array())
+      return bad("missing or non-array \"shape\"");
+    if (offsetsIt == value.end() || !offsetsIt->is_array() ||
+        offsetsIt->size() != 2)
+      return bad("\"data_offsets\" is not an array of two integers");
+
+    Entry entry;
+    entry.name = name;
+    auto dtype = parseSafetensorsDType(dtypeIt->get<std::string>(), path, name);
+    if (!dtype.ok())
+      return dtype.status();
+    entry.tensor.dtype = *dtype;
+    // Counting bytes, not elements, so that the byte count cannot overflow.
+    int64_t expected = dtypeBytes(*dtype);
+    for (const json &dim : *shapeIt) {
+      int64_t extent;
+      if (!readCount(dim, &extent))
+        return bad(absl::StrCat("bad shape ", shapeIt->dump(),
+                                " (dimensions must be integers >= 0)"));
+      if (!io::multiplyChecked(extent, &expected))
+        return bad(absl::StrCat("shape ", shapeIt->dump(), " is too large"));
+      entry.tensor.shape.push_back(extent);
+    }
+    int64_t begin, end;
+    if (!readCount((*offsetsIt)[0], &begin) ||
+        !readCount((*offsetsIt)[1], &end))
+      return bad(absl::StrCat("bad data_offsets ", offsetsIt->dump()));
+    if (begin > end)
+      return bad(absl::StrCat("data_offsets ", offsetsIt->dump(),
+                              " end before they begin"));
+    if (static_cast<uint64_t>(end) > dataBytes)
+      return io::fileError(absl::StatusCode::kDataLoss, path,
+                           absl::StrCat("tensor '", name, "': data_offsets ",
+                                        offsetsIt->dump(),
+                                        " out of range: the data buffer has ",
+                                        dataBytes, " bytes (truncated file?)"));
+    if (end - begin != expected)
+      return bad(absl::StrCat("shape ", shapeIt->dump(), " of ",
+                              dtypeIt->get<std::string>(), " needs ", expected,
+                              " bytes but data_offsets ", offsetsIt->dump(),
+                              " span ", end - begin));
+    entry.begin = static_cast<uint64_t>(begin);
+    entry.end = static_cast<uint64_t>(end);
+    entries.push_back(std::move(entry));
+  }
+
+  // Overlapping tensors would alias each other's data in any zero-copy
+  // reader; the format forbids them, and they point at a corrupt header.
+  std::vector<const Entry *> byOffset;
+  for (const Entry &entry : entries)
+    if (entry.end > entry.begin)
+      byOffset.push_back(&entry);
+  std::sort(byOffset.begin(), byOffset.end(),
+            [](const Entry *a, const Entry *b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < byOffset.size(); ++i)
+    if (byOffset[i]->begin < byOffset[i - 1]->end)
+      return io::formatError(path,
+                             absl::StrCat("tensors '", byOffset[i - 1]->name,
+                                          "' and '", byOffset[i]->name,
+                                          "' overlap in the data buffer"));
+
+  TensorMap tensors;
+  for (Entry &entry : entries) {
+    entry.tensor.data.resize(entry.end - entry.begin);
+    if (absl::Status s =
+            file.readAt(dataStart + entry.begin, entry.end - entry.begin,
+                        entry.tensor.data.data(),
+                        absl::StrCat("tensor '", entry.name, "'"));
+        !s.ok())
+      return s;
+    tensors.emplace(entry.name, std::move(entry.tensor));
+  }
+  return tensors;
+}
+
+absl::Status writeImpl(const std::string &path, const TensorMap &tensors,
+                       const std::map<std::string, std::string> &metadata) {
+  json header = json::object();
+  uint64_t offset = 0;
+  for (const auto &[name, tensor] : tensors) {
+    if (name == "__metadata__")
+      return io::formatError(path,
+                             "'__metadata__' cannot be used as a tensor name");
+    if (absl::Status s =
+            checkTensor(tensor, absl::StrCat(path, ": tensor '", name, "'"));
+        !s.ok())
+      return s;
+    uint64_t end = offset + tensor.data.size();
+    header[name] = {{"dtype", safetensorsDType(tensor.dtype)},
+                    {"shape", tensor.shape},
+                    {"data_offsets", {offset, end}}};
+    offset = end;
+  }
+  if (!metadata.empty())
+    header["__metadata__"] = metadata;
+  std::string text = header.dump();
+  // Padding to 8 bytes keeps the data buffer aligned for readers that map
+  // the file, as the reference implementation does.
+  text.append((8 - text.size() % 8) % 8, ' ');
+
+  auto outOr = io::AtomicOutputFile::create(path);
+  if (!outOr.ok())
+    return outOr.status();
+  io::AtomicOutputFile &out = **outOr;
+  std::string prefix;
+  io::appendLE64(prefix, text.size());
+  if (absl::Status s = out.write(prefix.data(), prefix.size()); !s.ok())
+    return s;
+  if (absl::Status s = out.write(text.data(), text.size()); !s.ok())
+    return s;
+  for (const auto &entry : tensors)
+    if (absl::Status s =
+            out.write(entry.second.data.data(), entry.second.data.size());
+        !s.ok())
+      return s;
+  return out.commit();
+}
+
+} // namespace
+
+absl::StatusOr<TensorMap>
+readSafetensors(const std::string &path,
+                std::map<std::string, std::string> *metadata) {
+  // The JSON library throws (also on type mismatches we have not foreseen)
+  // and allocation may fail: neither may escape to the caller.
+  try {
+    return readImpl(path, metadata);
+  } catch (const std::bad_alloc &) {
+    return io::fileError(absl::StatusCode::kResourceExhausted, path,
+                         "out of memory while reading");
+  } catch (const std::exception &e) {
+    return io::formatError(path, absl::StrCat("malformed file: ", e.what()));
+  }
+}
+
+absl::StatusOr<TensorMap> readSafetensors(const std::string &path) {
+  return readSafetensors(path, nullptr);
+}
+
+absl::Status
+writeSafetensors(const std::string &path, const TensorMap &tensors,
+                 const std::map<std::string, std::string> &metadata) {
+  try {
+    return writeImpl(path, tensors, metadata);
+  } catch (const std::exception &e) {
+    return io::fileError(absl::StatusCode::kInternal, path,
+                         absl::StrCat("cannot write: ", e.what()));
+  }
+}
+
+} // namespace zero::rt

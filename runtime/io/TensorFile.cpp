@@ -1,0 +1,47 @@
+//===- TensorFile.cpp - Helpers shared by the tensor file formats ---------===//
+
+#include "zero/runtime/TensorFile.h"
+
+#include "FileIO.h"
+
+#include "absl/strings/str_join.h"
+
+namespace zero::rt {
+
+int64_t HostTensor::numElements() const {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    if (!io::multiplyChecked(dim, &count))
+      return -1;
+  return count;
+}
+
+absl::Status checkTensor(const HostTensor &tensor, absl::string_view what) {
+  int64_t bytes = dtypeBytes(tensor.dtype);
+  for (int64_t dim : tensor.shape)
+    if (!io::multiplyChecked(dim, &bytes))
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": invalid shape [", absl::StrJoin(tensor.shape, ", "), "]"));
+  if (static_cast<uint64_t>(bytes) != tensor.data.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": shape [", absl::StrJoin(tensor.shape, ", "),
+                     "] of ", dtypeName(tensor.dtype), " needs ", bytes,
+                     " bytes but the data has ", tensor.data.size()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const HostTensor *> findTensor(const TensorMap &tensors,
+                                              absl::string_view name,
+                                              absl::string_view path) {
+  auto it = tensors.find(std::string(name));
+  if (it != tensors.end())
+    return &it->second;
+  std::vector<std::string> names;
+  for (const auto &entry : tensors)
+    names.push_back(entry.first);
+  return io::fileError(absl::StatusCode::kNotFound, path,
+                       absl::StrCat("no tensor '", name, "' (the file has ",
+                                    io::listNames(names), ")"));
+}
+
+} // namespace zero::rt

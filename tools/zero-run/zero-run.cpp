@@ -30,6 +30,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -185,10 +186,10 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
         absl::StrCat("bad --pipeline-options '", pipelineOptionsFlag.getValue(),
                      "': ", errors));
   if (mlir::failed(pm.run(module)))
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot compile ", programPath.getValue(), " for stage ",
-                     stageFlag.getValue(), " on ", ranks,
-                     " ranks (see the diagnostics above)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot compile ", programPath.getValue(), " for stage ",
+        stageFlag.getValue(), " on ", ranks, ranks == 1 ? " rank" : " ranks",
+        " (see the diagnostics above)"));
   programs = module.getOps<zrt::ProgramOp>();
   if (programs.empty())
     return absl::InternalError("the pipeline produced no zrt program");
@@ -231,6 +232,11 @@ int main(int argc, char **argv) {
     failEarly("--steps must be at least 1");
   if (ranksFlag < 0 || (ranksFlag == 0 && ranksFlag.getNumOccurrences()))
     failEarly("-n must be at least 1");
+  // Checked before launching ranks, so that the message is said once.
+  for (const std::string &path :
+       {programPath.getValue(), initFlag.getValue(), dataFlag.getValue()})
+    if (!path.empty() && !llvm::sys::fs::exists(path))
+      failEarly(absl::StrCat(path, ": no such file"));
   if (ranksFlag > 1 && !underMpirun())
     relaunchUnderMpirun(argc, argv);
 

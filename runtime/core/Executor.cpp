@@ -168,7 +168,10 @@ struct Executor::Loader {
   absl::Status error(mlir::Operation *op, absl::string_view message) {
     std::string text;
     llvm::raw_string_ostream os(text);
-    os << op->getName() << " (" << op->getLoc() << ")";
+    os << op->getName();
+    if (auto location = mlir::dyn_cast<mlir::FileLineColLoc>(op->getLoc()))
+      os << " at " << location.getFilename().getValue() << ":"
+         << location.getLine() << ":" << location.getColumn();
     return absl::InvalidArgumentError(absl::StrCat(text, ": ", message));
   }
 };

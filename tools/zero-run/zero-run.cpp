@@ -114,6 +114,10 @@ static cl::opt<bool> quietFlag("quiet", cl::desc("No progress lines"),
     llvm::errs() << "zero-run: " << std::string(status.message()) << "\n";
     std::exit(1);
   }
+  // Rank 0 prints the diagnostics; let it finish before the job is torn down.
+  if (comm.rank() != 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  llvm::errs().flush();
   comm.abortJob(status.message(), 1);
   std::exit(1); // abortJob does not return; this tells the compiler so.
 }
@@ -273,7 +277,7 @@ int main(int argc, char **argv) {
   if (!module)
     fail(comm, absl::InvalidArgumentError(
                    absl::StrCat("cannot load ", programPath.getValue(),
-                                " (missing file or malformed IR)")));
+                                " (see the diagnostics above)")));
   absl::StatusOr<zrt::ProgramOp> program = getProgram(*module, comm.size());
   if (!program.ok())
     fail(comm, program.status());

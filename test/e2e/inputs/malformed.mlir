@@ -1,0 +1,5 @@
+// Not parseable: the argument list of @step never closes.
+module {
+  func.func @step( {
+  }
+}

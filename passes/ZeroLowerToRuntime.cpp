@@ -101,14 +101,14 @@ private:
   func::FuncOp step;
   int64_t alignment;
   bool asyncCollectives;
-  int64_t groupSize = 1;
   OpBuilder builder;
   SymbolTableCollection symbols;
 
   zrt::ProgramOp program;
   Block *declarations = nullptr;
   Block *body = nullptr;
-  /// Where buffer_refs go: the top of the step body, so they dominate all.
+  /// Where buffer_refs go: before the first instruction, so that a
+  /// reference made at any later point dominates every use.
   Operation *firstInstruction = nullptr;
 
   DenseMap<Value, Value> memrefOf;
@@ -453,10 +453,12 @@ LogicalResult StepLowering::lowerConstant(arith::ConstantOp constant) {
     return constant.emitOpError()
            << "cannot be lowered to the runtime: only splat tensor constants "
               "are supported";
-  double value =
-      isa<FloatType>(dense.getElementType())
-          ? dense.getSplatValue<APFloat>().convertToDouble()
-          : static_cast<double>(dense.getSplatValue<APInt>().getSExtValue());
+  double value = isa<FloatType>(dense.getElementType())
+                     ? dense.getSplatValue<APFloat>().convertToDouble()
+                     : static_cast<double>(
+                           dense.getElementType().isInteger(1)
+                               ? dense.getSplatValue<APInt>().getZExtValue()
+                               : dense.getSplatValue<APInt>().getSExtValue());
   Value target = newArenaBuffer(toMemRef(constant.getType()));
   emitFill(target, value);
   memrefOf[constant] = target;
@@ -525,9 +527,16 @@ LogicalResult StepLowering::lowerCollective(Operation *op) {
            << "splits dimension " << dim.getInt()
            << "; the runtime's collectives split dimension 0 (use layout=flat "
               "or dim0)";
+  if (auto allToAll = dyn_cast<dist::AllToAllOp>(op);
+      allToAll && (allToAll.getSplitDim() != 0 || allToAll.getConcatDim() != 0))
+    return op->emitOpError()
+           << "exchanges along dimensions " << allToAll.getSplitDim() << " -> "
+           << allToAll.getConcatDim()
+           << "; the runtime's all_to_all splits and concatenates dimension 0";
   Value input = lookup(op->getOperand(0));
   Type resultType = op->getResult(0).getType();
   auto axis = op->getAttrOfType<IntegerAttr>("axis");
+  int64_t groupSize = dist::getGroupSize(op, axis.getInt());
 
   if (auto allReduce = dyn_cast<dist::AllReduceOp>(op)) {
     Value output = newArenaBuffer(toMemRef(resultType));
@@ -662,6 +671,13 @@ void StepLowering::lowerReturn(func::ReturnOp ret) {
 }
 
 LogicalResult StepLowering::lowerOp(Operation *op) {
+  Dialect *dialect = op->getDialect();
+  if (!isa_and_nonnull<train::TrainDialect, dist::DistDialect>(dialect) &&
+      !isa<arith::ConstantOp, func::ReturnOp>(op))
+    return op->emitOpError()
+           << "has no runtime kernel: the runtime executes train and dist ops "
+              "and splat arith.constant (the ZeRO passes accept other compute, "
+              "the runtime does not run it)";
   if (op->getNumRegions() != 0)
     return op->emitOpError()
            << "holds regions; zero-lower-to-runtime lowers straight-line steps "
@@ -705,9 +721,12 @@ LogicalResult StepLowering::lowerOp(Operation *op) {
     lowerCompute(op, op->getName().getStringRef(), op->getAttrDictionary());
     return success();
   }
-  return op->emitOpError()
-         << "has no runtime kernel; the runtime executes train and dist ops "
-            "and splat arith.constant";
+  if (isa<dist::DistDialect>(op->getDialect()))
+    return op->emitOpError()
+           << "is not lowered to the runtime: reshards and asynchronous "
+              "collectives must be turned into the synchronous collectives "
+              "first";
+  return op->emitOpError() << "has no runtime kernel";
 }
 
 void StepLowering::planMemory() {
@@ -728,7 +747,6 @@ LogicalResult StepLowering::lower(DictionaryAttr report) {
   if (!placement)
     return mlir::emitError(module.getLoc())
            << "zero-lower-to-runtime: the module needs a dist.placement";
-  groupSize = placement.getGrid().front();
   int64_t index = 0;
   step.walk([&](Operation *op) { opIndex[op] = index++; });
 
@@ -846,6 +864,16 @@ struct ZeroLowerToRuntimePass
                               "(--inline) before zero-lower-to-runtime";
         return signalPassFailure();
       }
+    for (Type type : llvm::concat<const Type>(step.getArgumentTypes(),
+                                              step.getResultTypes())) {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      if (!tensor || !tensor.hasStaticShape()) {
+        step.emitOpError() << "takes or returns " << type
+                           << "; the runtime's inputs and outputs are "
+                              "statically shaped tensors";
+        return signalPassFailure();
+      }
+    }
     if (!step.getBody().hasOneBlock()) {
       step.emitOpError() << "has several blocks; zero-lower-to-runtime lowers "
                             "straight-line steps only";
@@ -855,8 +883,13 @@ struct ZeroLowerToRuntimePass
     Builder builder(module.getContext());
     DictionaryAttr report = getReportAttr(module, builder);
     StepLowering lowering(module, step, alignment, asyncCollectives);
-    if (failed(lowering.lower(report)))
+    if (failed(lowering.lower(report))) {
+      // Leave the module as it was, not half lowered.
+      for (auto program :
+           llvm::make_early_inc_range(module.getOps<zrt::ProgramOp>()))
+        program.erase();
       return signalPassFailure();
+    }
     // Only the program remains: the state and the step are now in it.
     for (Operation &op : llvm::make_early_inc_range(module.getOps()))
       if (!isa<zrt::ProgramOp>(op))

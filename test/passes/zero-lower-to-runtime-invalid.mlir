@@ -100,7 +100,7 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 
 module attributes {dist.placement = #dist.placement<cpu, [2]>} {
   func.func @region(%x: tensor<4xf32>) -> tensor<4xf32> attributes {train.step} {
-    // expected-error @below {{'scf.execute_region' op holds regions; zero-lower-to-runtime lowers straight-line steps only}}
+    // expected-error @below {{'scf.execute_region' op has no runtime kernel}}
     %y = scf.execute_region -> tensor<4xf32> {
       %r = train.relu %x : tensor<4xf32>
       scf.yield %r : tensor<4xf32>
@@ -148,7 +148,7 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 
 module attributes {dist.placement = #dist.placement<cpu, [2]>} {
   func.func @math_op(%x: tensor<4xf32>) -> tensor<4xf32> attributes {train.step} {
-    // expected-error @below {{'math.exp' op has no runtime kernel; the runtime executes train and dist ops and splat arith.constant}}
+    // expected-error @below {{'math.exp' op has no runtime kernel: the runtime executes train and dist ops and splat arith.constant}}
     %y = math.exp %x : tensor<4xf32>
     return %y : tensor<4xf32>
   }
@@ -160,7 +160,7 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 
 module attributes {dist.placement = #dist.placement<cpu, [2]>} {
   func.func @arith_op(%x: tensor<4xf32>) -> tensor<4xf32> attributes {train.step} {
-    // expected-error @below {{'arith.addf' op has no runtime kernel; the runtime executes train and dist ops and splat arith.constant}}
+    // expected-error @below {{'arith.addf' op has no runtime kernel: the runtime executes train and dist ops and splat arith.constant}}
     %y = arith.addf %x, %x : tensor<4xf32>
     return %y : tensor<4xf32>
   }
@@ -172,7 +172,7 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 
 module attributes {dist.placement = #dist.placement<cpu, [2]>} {
   func.func @tensor_op() -> tensor<4xf32> attributes {train.step} {
-    // expected-error @below {{'tensor.empty' op has no runtime kernel; the runtime executes train and dist ops and splat arith.constant}}
+    // expected-error @below {{'tensor.empty' op has no runtime kernel: the runtime executes train and dist ops and splat arith.constant}}
     %y = tensor.empty() : tensor<4xf32>
     return %y : tensor<4xf32>
   }
@@ -200,7 +200,7 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 
 module attributes {dist.placement = #dist.placement<cpu, [2]>} {
   func.func @reshard(%x: tensor<4xf32>) -> tensor<4xf32> attributes {train.step} {
-    // expected-error-re @below {{'dist.reshard' op has no runtime {{kernel|lowering}}{{.*}}}}
+    // expected-error-re @below {{'dist.reshard' op is not lowered to the runtime: reshards and asynchronous collectives{{.*}}}}
     %y = dist.reshard %x from [P(sum)] to [B] : tensor<4xf32> -> tensor<4xf32>
     return %y : tensor<4xf32>
   }
@@ -213,7 +213,7 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 
 module attributes {dist.placement = #dist.placement<cpu, [2]>} {
   func.func @start_and_wait(%x: tensor<4xf32>) -> tensor<4xf32> attributes {train.step} {
-    // expected-error-re @below {{'dist.all_reduce_start' op has no runtime {{kernel|lowering}}{{.*}}}}
+    // expected-error-re @below {{'dist.all_reduce_start' op is not lowered to the runtime: reshards and asynchronous collectives{{.*}}}}
     %t = dist.all_reduce_start sum %x axis 0 : tensor<4xf32> -> !dist.token<tensor<4xf32>>
     %y = dist.wait %t : !dist.token<tensor<4xf32>>
     return %y : tensor<4xf32>
@@ -245,5 +245,35 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
     // expected-error @below {{'dist.all_gather' op splits dimension 1; the runtime's collectives split dimension 0 (use layout=flat or dim0)}}
     %y = dist.all_gather %x axis 0 dim 1 : tensor<4x1xf32> -> tensor<4x2xf32>
     return %y : tensor<4x2xf32>
+  }
+}
+
+// -----
+
+// The runtime's inputs are statically shaped tensors.
+module attributes {dist.placement = #dist.placement<cpu, [2]>} {
+  // expected-error @below {{'func.func' op takes or returns 'i1'; the runtime's inputs and outputs are statically shaped tensors}}
+  func.func @step(%c: i1) attributes {train.step} {
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.placement = #dist.placement<cpu, [2]>} {
+  // expected-error @below {{'func.func' op takes or returns 'tensor<?xf32>'; the runtime's inputs and outputs are statically shaped tensors}}
+  func.func @step(%x: tensor<?xf32>) attributes {train.step} {
+    return
+  }
+}
+
+// -----
+
+// The runtime's all_to_all exchanges blocks of dimension 0 only.
+module attributes {dist.placement = #dist.placement<cpu, [2]>} {
+  func.func @step(%x: tensor<4x4xf32>) -> tensor<4x4xf32> attributes {train.step} {
+    // expected-error @below {{'dist.all_to_all' op exchanges along dimensions 1 -> 1; the runtime's all_to_all splits and concatenates dimension 0}}
+    %y = dist.all_to_all %x axis 0 split 1 concat 1 : tensor<4x4xf32> -> tensor<4x4xf32>
+    return %y : tensor<4x4xf32>
   }
 }

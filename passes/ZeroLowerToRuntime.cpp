@@ -95,7 +95,12 @@ private:
   void lowerReturn(func::ReturnOp ret);
 
   void planMemory();
+  /// The last op (by index in the step) that reads `value` or a view of it.
+  int64_t getLastUse(Value value);
   bool loadNeedsCopy(train::LoadOp load);
+  /// The state an update's result may be written to directly (the kernels
+  /// update in place), instead of through the arena and a copy.
+  std::optional<StringRef> getInPlaceState(Operation *update, Value result);
 
   ModuleOp module;
   func::FuncOp step;
@@ -400,29 +405,49 @@ void StepLowering::emitCollective(Value input, Value output, Args &&...args) {
 // Ops of the step
 //===----------------------------------------------------------------------===//
 
+int64_t StepLowering::getLastUse(Value value) {
+  int64_t last = opIndex.lookup(value.getDefiningOp());
+  for (Operation *user : value.getUsers()) {
+    last = std::max(last, opIndex.lookup(user));
+    bool aliases =
+        isa<train::ReshapeOp>(user) ||
+        (isa<dist::UnpackOp>(user) && !cast<dist::UnpackOp>(user).getShards());
+    if (aliases)
+      for (Value result : user->getResults())
+        last = std::max(last, getLastUse(result));
+  }
+  return last;
+}
+
 bool StepLowering::loadNeedsCopy(train::LoadOp load) {
-  // The last use of the loaded value, following the views (reshapes and
-  // unpacked members) that alias it.
-  std::function<int64_t(Value)> lastUse = [&](Value value) {
-    int64_t last = opIndex.lookup(value.getDefiningOp());
-    for (Operation *user : value.getUsers()) {
-      last = std::max(last, opIndex.lookup(user));
-      bool aliases = isa<train::ReshapeOp>(user) ||
-                     (isa<dist::UnpackOp>(user) &&
-                      !cast<dist::UnpackOp>(user).getShards());
-      if (aliases)
-        for (Value result : user->getResults())
-          last = std::max(last, lastUse(result));
-    }
-    return last;
-  };
-  int64_t begin = opIndex.lookup(load), end = lastUse(load.getResult());
+  int64_t begin = opIndex.lookup(load), end = getLastUse(load.getResult());
   for (auto store : step.getOps<train::StoreOp>()) {
     int64_t at = opIndex.lookup(store);
     if (store.getState() == load.getState() && at > begin && at < end)
       return true;
   }
   return false;
+}
+
+std::optional<StringRef> StepLowering::getInPlaceState(Operation *update,
+                                                       Value result) {
+  if (!result.hasOneUse())
+    return std::nullopt;
+  auto store = dyn_cast<train::StoreOp>(*result.getUsers().begin());
+  if (!store)
+    return std::nullopt;
+  // Nothing may read the state's old value after the update writes it.
+  int64_t at = opIndex.lookup(update), storedAt = opIndex.lookup(store);
+  for (auto load : step.getOps<train::LoadOp>())
+    if (load.getState() == store.getState() && getLastUse(load) > at)
+      return std::nullopt;
+  for (auto other : step.getOps<train::StoreOp>()) {
+    int64_t otherAt = opIndex.lookup(other);
+    if (other != store && other.getState() == store.getState() &&
+        otherAt > at && otherAt < storedAt)
+      return std::nullopt;
+  }
+  return store.getState();
 }
 
 LogicalResult StepLowering::lowerLoad(train::LoadOp load) {
@@ -471,7 +496,13 @@ void StepLowering::lowerCompute(Operation *op, StringRef kernel,
   for (Value operand : op->getOperands())
     ins.push_back(lookup(operand));
   for (Value result : op->getResults()) {
-    Value out = newArenaBuffer(toMemRef(result.getType()));
+    std::optional<StringRef> state;
+    if (isUpdateOp(op))
+      state = getInPlaceState(op, result);
+    Value out =
+        state && getBufferRef(*state).getType() == toMemRef(result.getType())
+            ? getBufferRef(*state)
+            : newArenaBuffer(toMemRef(result.getType()));
     memrefOf[result] = out;
     outs.push_back(out);
   }

@@ -201,20 +201,17 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
   }
 }
 
+// Each update writes its results straight into the state it stores them to
+// (the kernels update in place), so no copy follows it.
 // CHECK-LABEL: zrt.program @update_hyperparameters
 // CHECK:         %[[G:.+]] = zrt.buffer_ref @input0 : memref<4xf32>
 // CHECK:         zrt.launch "train.step_index" on @compute outs(%[[T:.+]] : memref<i64>)
 // CHECK-NEXT:    %[[W:.+]] = zrt.buffer_ref @w : memref<4xf32>
 // CHECK-NEXT:    %[[M:.+]] = zrt.buffer_ref @w.m : memref<4xf32>
 // CHECK-NEXT:    %[[V:.+]] = zrt.buffer_ref @w.v : memref<4xf32>
-// CHECK-NEXT:    %[[W1:.+]] = zrt.arena_view
-// CHECK-NEXT:    %[[M1:.+]] = zrt.arena_view
-// CHECK-NEXT:    %[[V1:.+]] = zrt.arena_view
-// CHECK-NEXT:    zrt.launch "train.adam" on @compute ins(%[[W]], %[[G]], %[[M]], %[[V]], %[[T]] : memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<i64>) outs(%[[W1]], %[[M1]], %[[V1]] : memref<4xf32>, memref<4xf32>, memref<4xf32>)
+// CHECK-NEXT:    zrt.launch "train.adam" on @compute ins(%[[W]], %[[G]], %[[M]], %[[V]], %[[T]] : memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<i64>) outs(%[[W]], %[[M]], %[[V]] : memref<4xf32>, memref<4xf32>, memref<4xf32>)
 // CHECK-SAME:      params {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, lr = 1.000000e-03 : f64, weight_decay = 0.000000e+00 : f64}
-// CHECK-NEXT:    zrt.copy on @compute %[[W1]] to %[[W]] : memref<4xf32> to memref<4xf32>
-// CHECK-NEXT:    zrt.copy on @compute %[[M1]] to %[[M]] : memref<4xf32> to memref<4xf32>
-// CHECK-NEXT:    zrt.copy on @compute %[[V1]] to %[[V]] : memref<4xf32> to memref<4xf32>
+// CHECK-NOT:     zrt.copy
 // CHECK:         zrt.launch "train.sgd_momentum"
 // CHECK-SAME:      params {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, lr = 5.000000e-01 : f64, momentum = 9.000000e-01 : f64, weight_decay = 0.000000e+00 : f64}
 // CHECK:         zrt.launch "train.sgd"
@@ -378,3 +375,29 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 // CHECK-NEXT:      zrt.copy on @compute %[[Q]] to %[[P]] : memref<3xf32> to memref<3xf32>
 // CHECK-NEXT:      zrt.copy on @compute %[[P_COPY]] to %[[Q]] : memref<3xf32> to memref<3xf32>
 // CHECK-NEXT:    }
+
+// -----
+
+// An update cannot write its parameter in place when the old value is still
+// read after it: here the step returns the loaded parameter, so the new value
+// goes through the arena and a copy.
+
+module attributes {dist.placement = #dist.placement<cpu, [1]>} {
+  train.param @w param : tensor<4xf32> init zeros
+  train.optimizer @sgd sgd lr 1.0e-01
+
+  func.func @update_not_in_place(%g: tensor<4xf32>) -> tensor<4xf32> attributes {train.step} {
+    %w = train.load @w : tensor<4xf32>
+    %w1 = train.sgd %w, %g with @sgd : tensor<4xf32>, tensor<4xf32>
+    train.store %w1 to @w : tensor<4xf32>
+    return %w : tensor<4xf32>
+  }
+}
+
+// CHECK-LABEL: zrt.program @update_not_in_place
+// CHECK:         %[[W:.+]] = zrt.buffer_ref @w : memref<4xf32>
+// CHECK:         %[[OLD:.+]] = zrt.arena_view [{{[0-9]+}}] : memref<4xf32>
+// CHECK-NEXT:    zrt.copy on @compute %[[W]] to %[[OLD]]
+// CHECK:         %[[NEW:.+]] = zrt.arena_view [{{[0-9]+}}] : memref<4xf32>
+// CHECK-NEXT:    zrt.launch "train.sgd" on @compute ins(%[[OLD]], %{{.+}} : memref<4xf32>, memref<4xf32>) outs(%[[NEW]] : memref<4xf32>)
+// CHECK-NEXT:    zrt.copy on @compute %[[NEW]] to %[[W]]

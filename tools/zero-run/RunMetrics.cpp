@@ -178,8 +178,12 @@ std::string RunMetrics::describeStart() const {
       executor.numInstructions(), " instructions; per rank: state ",
       megabytes(memory.parameters + memory.masters + memory.slots +
                 memory.gradAccumulators),
-      ", arena ", megabytes(memory.arenaBytes), "; global batch ", globalBatch,
-      "; data ", data, deterministic ? "; deterministic" : "");
+      ", arena ", megabytes(memory.arenaBytes),
+      absl::StrFormat(" (%.0f%% live)",
+                      memory.arenaBytes ? 100.0 * liveBytes / memory.arenaBytes
+                                        : 100.0),
+      "; global batch ", globalBatch, "; data ", data,
+      deterministic ? "; deterministic" : "");
 }
 
 std::string RunMetrics::describeStep(int64_t step) const {

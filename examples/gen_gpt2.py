@@ -35,6 +35,11 @@ transposes to [B, H, T, Dh].
 cast to f32 for the loss and its gradient is cast back to bf16 (layer-norm
 statistics are f32 in either case, as the dialect requires).
 
+`--forward-only` stops after the loss: the step ends with
+`train.minimize %loss` instead of the backward and the apply_gradients,
+which `zero-opt --train-autodiff` then generates (the same ops, up to
+names and order).
+
 `--frozen NAME[,NAME...]` gives those parameters the role `frozen`: they
 take no `train.apply_gradient`, and every backward op whose result no
 applied gradient needs is left out (their weight and bias gradients, and
@@ -50,6 +55,7 @@ Examples:
 
   python3 examples/gen_gpt2.py --layers 2 > examples/gpt2-tiny.mlir
   python3 examples/gen_gpt2.py --layers 12 --dtype bf16 --frozen wpe -o /tmp/g.mlir
+  python3 examples/gen_gpt2.py --layers 2 --forward-only | zero-opt --train-autodiff
   python3 examples/gen_gpt2.py --help
 """
 
@@ -70,6 +76,7 @@ DEFAULTS = {
     "frozen": "",
     "ranks": 1,
     "device": "cpu",
+    "forward_only": False,
 }
 
 NEG_INF = "0xFFF0000000000000"  # -inf as an f64 attribute.
@@ -280,6 +287,8 @@ def command_line(cfg):
         value = getattr(cfg, key)
         if value != DEFAULTS[key]:
             words.append("--%s %s" % (key, shlex.quote(str(value))))
+    if cfg.forward_only:
+        words.append("--forward-only")
     return " ".join(words)
 
 
@@ -357,85 +366,92 @@ def generate(cfg, frozen):
             "train.softmax_cross_entropy %%%s, %%targets : %s, %s -> tensor<f32>" % (
                 loss_logits, tensor((B, T, V), "f32"), tensor(BT, "i32")), keep=True)
 
+    def emit_backward():
+        body.comment("Backward, seeded with dloss = 1. Loss and LM head.")
+        body.op(["one"], [], "arith.constant dense<1.0> : tensor<f32>")
+        body.op([loss_logits + ".grad"], [loss_logits, "targets", "one"],
+                "train.softmax_cross_entropy_grad %%%s, %%targets, %%one : %s, %s" % (
+                    loss_logits, tensor((B, T, V), "f32"), tensor(BT, "i32")))
+        if bf16:
+            s.cast("logits.grad", "logits.f32.grad", (B, T, V), "f32", "bf16")
+        s.reshape("logits.2d.grad", "logits.grad", (B, T, V), (N, V))
+        s.matmul("wte.grad.head", "logits.2d.grad", "ln_f", (N, V), ND, (V, D), ta=True)
+        s.matmul("ln_f.grad", "logits.2d.grad", "wte", (N, V), (V, D), ND)
+        s.layer_norm_grad([xl + ".grad", "ln_f.g.grad", "ln_f.b.grad"],
+                          "ln_f.grad", xl, "ln_f.g", "ln_f.mean", "ln_f.rstd", ND)
+
+        def linear_grads(prefix, x, dy, xshape, wshape):
+            """dW = x^T dy and db = sum over rows of dy for y = x W + b (2-D)."""
+            yshape = (xshape[0], wshape[1])
+            s.reduce_sum(prefix + ".b.grad", dy, [0], yshape)
+            s.matmul(prefix + ".w.grad", x, dy, xshape, yshape, wshape, ta=True)
+
+        for i in reversed(range(L)):
+            p = "h%d." % i
+            m = p + "mlp."
+            a = p + "attn."
+            x = "x%d" % i
+            dx_out = "x%d.grad" % (i + 1)
+
+            body.comment("Block %d backward: MLP." % i)
+            linear_grads(m + "proj", m + "gelu", dx_out, (N, F), (F, D))
+            s.matmul(m + "gelu.grad", dx_out, m + "proj.w", ND, (F, D), (N, F), tb=True)
+            s.act_grad("gelu_grad", m + "fc.grad", m + "fc", m + "gelu.grad", (N, F))
+            linear_grads(m + "fc", p + "ln_2", m + "fc.grad", ND, (D, F))
+            s.matmul(p + "ln_2.grad", m + "fc.grad", m + "fc.w", (N, F), (D, F), ND, tb=True)
+            s.layer_norm_grad([p + "ln_2.in.grad", p + "ln_2.g.grad", p + "ln_2.b.grad"],
+                              p + "ln_2.grad", p + "resid", p + "ln_2.g",
+                              p + "ln_2.mean", p + "ln_2.rstd", ND)
+            s.binary("add", p + "resid.grad", dx_out, p + "ln_2.in.grad", ND)
+
+            body.comment("Block %d backward: attention." % i)
+            dres = p + "resid.grad"
+            linear_grads(a + "proj", a + "ctx", dres, ND, (D, D))
+            s.matmul(a + "ctx.grad", dres, a + "proj.w", ND, (D, D), ND, tb=True)
+            s.reshape(a + "ctx.split.grad", a + "ctx.grad", ND, split_shape)
+            s.transpose(a + "ctx.heads.grad", a + "ctx.split.grad", perm, split_shape)
+            # ctx = probs @ v: dprobs = dctx v^T, dv = probs^T dctx.
+            s.matmul(a + "probs.grad", a + "ctx.heads.grad", a + "v.heads",
+                     heads_shape, heads_shape, scores_shape, tb=True)
+            s.matmul(a + "v.heads.grad", a + "probs", a + "ctx.heads.grad",
+                     scores_shape, heads_shape, heads_shape, ta=True)
+            s.act_grad("softmax_grad", a + "masked.grad", a + "probs", a + "probs.grad", scores_shape)
+            s.causal_mask(a + "scaled.grad", a + "masked.grad", "0.0", scores_shape)
+            s.scale(a + "scores.grad", a + "scaled.grad", inv_sqrt_dh, scores_shape)
+            # scores = q k^T: dq = dscores k, dk = dscores^T q.
+            s.matmul(a + "q.heads.grad", a + "scores.grad", a + "k.heads",
+                     scores_shape, heads_shape, heads_shape)
+            s.matmul(a + "k.heads.grad", a + "scores.grad", a + "q.heads",
+                     scores_shape, heads_shape, heads_shape, ta=True)
+            for z in ("q", "k", "v"):
+                az = a + z
+                s.transpose(az + ".split.grad", az + ".heads.grad", perm, heads_shape)
+                s.reshape(az + ".grad", az + ".split.grad", split_shape, ND)
+                linear_grads(az, p + "ln_1", az + ".grad", ND, (D, D))
+                s.matmul(p + "ln_1.grad." + z, az + ".grad", az + ".w", ND, (D, D), ND, tb=True)
+            s.binary("add", p + "ln_1.grad.qk", p + "ln_1.grad.q", p + "ln_1.grad.k", ND)
+            s.binary("add", p + "ln_1.grad", p + "ln_1.grad.qk", p + "ln_1.grad.v", ND)
+            s.layer_norm_grad([p + "ln_1.in.grad", p + "ln_1.g.grad", p + "ln_1.b.grad"],
+                              p + "ln_1.grad", x, p + "ln_1.g", p + "ln_1.mean", p + "ln_1.rstd", ND)
+            s.binary("add", x + ".grad", dres, p + "ln_1.in.grad", ND)
+
+        body.comment("Embeddings backward; the tied wte sums its LM-head and embedding gradients."
+                     if "wte" not in frozen else "Embeddings backward.")
+        s.reshape("emb.grad", "x0.grad", ND, (B, T, D))
+        s.embedding_grad("wte.grad.embed", "emb.grad", "tokens", (V, D), BT)
+        s.binary("add", "wte.grad", "wte.grad.head", "wte.grad.embed", (V, D))
+        s.embedding_grad("wpe.grad", "emb.grad", "positions", (T, D), BT)
+
+        body.comment("Update: one apply_gradient per trainable parameter.")
+        for name, shape, _ in trainable:
+            s.apply_gradient(name + ".grad", name, shape)
+
     # ---------------------------------------------------------------- backward
-    body.comment("Backward, seeded with dloss = 1. Loss and LM head.")
-    body.op(["one"], [], "arith.constant dense<1.0> : tensor<f32>")
-    body.op([loss_logits + ".grad"], [loss_logits, "targets", "one"],
-            "train.softmax_cross_entropy_grad %%%s, %%targets, %%one : %s, %s" % (
-                loss_logits, tensor((B, T, V), "f32"), tensor(BT, "i32")))
-    if bf16:
-        s.cast("logits.grad", "logits.f32.grad", (B, T, V), "f32", "bf16")
-    s.reshape("logits.2d.grad", "logits.grad", (B, T, V), (N, V))
-    s.matmul("wte.grad.head", "logits.2d.grad", "ln_f", (N, V), ND, (V, D), ta=True)
-    s.matmul("ln_f.grad", "logits.2d.grad", "wte", (N, V), (V, D), ND)
-    s.layer_norm_grad([xl + ".grad", "ln_f.g.grad", "ln_f.b.grad"],
-                      "ln_f.grad", xl, "ln_f.g", "ln_f.mean", "ln_f.rstd", ND)
-
-    def linear_grads(prefix, x, dy, xshape, wshape):
-        """dW = x^T dy and db = sum over rows of dy for y = x W + b (2-D)."""
-        yshape = (xshape[0], wshape[1])
-        s.reduce_sum(prefix + ".b.grad", dy, [0], yshape)
-        s.matmul(prefix + ".w.grad", x, dy, xshape, yshape, wshape, ta=True)
-
-    for i in reversed(range(L)):
-        p = "h%d." % i
-        m = p + "mlp."
-        a = p + "attn."
-        x = "x%d" % i
-        dx_out = "x%d.grad" % (i + 1)
-
-        body.comment("Block %d backward: MLP." % i)
-        linear_grads(m + "proj", m + "gelu", dx_out, (N, F), (F, D))
-        s.matmul(m + "gelu.grad", dx_out, m + "proj.w", ND, (F, D), (N, F), tb=True)
-        s.act_grad("gelu_grad", m + "fc.grad", m + "fc", m + "gelu.grad", (N, F))
-        linear_grads(m + "fc", p + "ln_2", m + "fc.grad", ND, (D, F))
-        s.matmul(p + "ln_2.grad", m + "fc.grad", m + "fc.w", (N, F), (D, F), ND, tb=True)
-        s.layer_norm_grad([p + "ln_2.in.grad", p + "ln_2.g.grad", p + "ln_2.b.grad"],
-                          p + "ln_2.grad", p + "resid", p + "ln_2.g",
-                          p + "ln_2.mean", p + "ln_2.rstd", ND)
-        s.binary("add", p + "resid.grad", dx_out, p + "ln_2.in.grad", ND)
-
-        body.comment("Block %d backward: attention." % i)
-        dres = p + "resid.grad"
-        linear_grads(a + "proj", a + "ctx", dres, ND, (D, D))
-        s.matmul(a + "ctx.grad", dres, a + "proj.w", ND, (D, D), ND, tb=True)
-        s.reshape(a + "ctx.split.grad", a + "ctx.grad", ND, split_shape)
-        s.transpose(a + "ctx.heads.grad", a + "ctx.split.grad", perm, split_shape)
-        # ctx = probs @ v: dprobs = dctx v^T, dv = probs^T dctx.
-        s.matmul(a + "probs.grad", a + "ctx.heads.grad", a + "v.heads",
-                 heads_shape, heads_shape, scores_shape, tb=True)
-        s.matmul(a + "v.heads.grad", a + "probs", a + "ctx.heads.grad",
-                 scores_shape, heads_shape, heads_shape, ta=True)
-        s.act_grad("softmax_grad", a + "masked.grad", a + "probs", a + "probs.grad", scores_shape)
-        s.causal_mask(a + "scaled.grad", a + "masked.grad", "0.0", scores_shape)
-        s.scale(a + "scores.grad", a + "scaled.grad", inv_sqrt_dh, scores_shape)
-        # scores = q k^T: dq = dscores k, dk = dscores^T q.
-        s.matmul(a + "q.heads.grad", a + "scores.grad", a + "k.heads",
-                 scores_shape, heads_shape, heads_shape)
-        s.matmul(a + "k.heads.grad", a + "scores.grad", a + "q.heads",
-                 scores_shape, heads_shape, heads_shape, ta=True)
-        for z in ("q", "k", "v"):
-            az = a + z
-            s.transpose(az + ".split.grad", az + ".heads.grad", perm, heads_shape)
-            s.reshape(az + ".grad", az + ".split.grad", split_shape, ND)
-            linear_grads(az, p + "ln_1", az + ".grad", ND, (D, D))
-            s.matmul(p + "ln_1.grad." + z, az + ".grad", az + ".w", ND, (D, D), ND, tb=True)
-        s.binary("add", p + "ln_1.grad.qk", p + "ln_1.grad.q", p + "ln_1.grad.k", ND)
-        s.binary("add", p + "ln_1.grad", p + "ln_1.grad.qk", p + "ln_1.grad.v", ND)
-        s.layer_norm_grad([p + "ln_1.in.grad", p + "ln_1.g.grad", p + "ln_1.b.grad"],
-                          p + "ln_1.grad", x, p + "ln_1.g", p + "ln_1.mean", p + "ln_1.rstd", ND)
-        s.binary("add", x + ".grad", dres, p + "ln_1.in.grad", ND)
-
-    body.comment("Embeddings backward; the tied wte sums its LM-head and embedding gradients."
-                 if "wte" not in frozen else "Embeddings backward.")
-    s.reshape("emb.grad", "x0.grad", ND, (B, T, D))
-    s.embedding_grad("wte.grad.embed", "emb.grad", "tokens", (V, D), BT)
-    s.binary("add", "wte.grad", "wte.grad.head", "wte.grad.embed", (V, D))
-    s.embedding_grad("wpe.grad", "emb.grad", "positions", (T, D), BT)
-
-    body.comment("Update: one apply_gradient per trainable parameter.")
-    for name, shape, _ in trainable:
-        s.apply_gradient(name + ".grad", name, shape)
+    if cfg.forward_only:
+        # train-autodiff builds the backward and the apply_gradients.
+        body.op([], ["loss"], "train.minimize %loss : tensor<f32>", keep=True)
+    else:
+        emit_backward()
 
     # ------------------------------------------------------------------ output
     out = []
@@ -452,9 +468,14 @@ def generate(cfg, frozen):
     w("//")
     w("// Pre-LN blocks with causal multi-head self-attention (separate q, k, v")
     w("// projections) and a GELU MLP; the LM head is tied to @wte; mean softmax")
-    w("// cross-entropy against %targets. Forward and backward are written out by")
-    w("// hand (the tied @wte takes the sum of its LM-head and embedding gradients);")
-    w("// every trainable parameter gets one train.apply_gradient with AdamW.")
+    if cfg.forward_only:
+        w("// cross-entropy against %targets. Forward only: train.minimize names the")
+        w("// loss, and train-autodiff builds the backward and one train.apply_gradient")
+        w("// with AdamW per trainable parameter.")
+    else:
+        w("// cross-entropy against %targets. Forward and backward are written out by")
+        w("// hand (the tied @wte takes the sum of its LM-head and embedding gradients);")
+        w("// every trainable parameter gets one train.apply_gradient with AdamW.")
     w("// %tokens, %positions (0..T-1 on every row) and %targets are BxT ids.")
     if bf16:
         w("// bf16: parameters and compute are bf16; the loss takes f32 logits.")
@@ -507,6 +528,9 @@ def main(argv=None):
                         help="ranks of the module's dist.placement (default %(default)s)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default=DEFAULTS["device"],
                         help="device kind of the placement (default %(default)s)")
+    parser.add_argument("--forward-only", action="store_true",
+                        help="emit the forward pass and train.minimize %%loss only, "
+                             "for train-autodiff to differentiate")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write to FILE instead of stdout")
     cfg = parser.parse_args(argv)

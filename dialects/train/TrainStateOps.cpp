@@ -5,6 +5,7 @@
 #include "zero/dialects/dist/DistDialect.h"
 #include "zero/support/ShardLayout.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
 using namespace mlir;
@@ -357,3 +358,33 @@ ZERO_TRAIN_UPDATE_OP(SgdMomentumOp,
 ZERO_TRAIN_UPDATE_OP(AdamOp, ({getParam(), getGrad(), getM()}))
 ZERO_TRAIN_UPDATE_OP(AdamWOp, ({getParam(), getGrad(), getM()}))
 #undef ZERO_TRAIN_UPDATE_OP
+
+//===----------------------------------------------------------------------===//
+// MinimizeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MinimizeOp::verify() {
+  auto type = dyn_cast<RankedTensorType>(getLoss().getType());
+  if (!type || type.getRank() != 0 || !isa<FloatType>(type.getElementType()))
+    return emitOpError() << "minimizes a value of type " << getLoss().getType()
+                         << ", but the loss must be a scalar: a 0-d float "
+                            "tensor such as tensor<f32> (reduce it first, "
+                            "e.g. with train.reduce_mean)";
+  auto function = (*this)->getParentOfType<func::FuncOp>();
+  if (!function || !function->hasAttr(TrainDialect::getStepAttrName()))
+    return emitOpError() << "must be in a function marked 'train.step': the "
+                            "loss belongs to a training step";
+  // Two losses would need two backward passes and a rule to combine them;
+  // the user adds them into one scalar instead.
+  MinimizeOp first;
+  function.walk([&](MinimizeOp op) {
+    first = op;
+    return WalkResult::interrupt();
+  });
+  if (first != *this)
+    return emitOpError() << "is a second train.minimize in @"
+                         << function.getSymName()
+                         << "; a step minimizes one loss (add the losses into "
+                            "one scalar first)";
+  return success();
+}

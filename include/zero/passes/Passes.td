@@ -11,6 +11,43 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TrainAutodiff : Pass<"train-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Generates the backward pass and apply_gradients of a forward-only step";
+  let description = [{
+    In every `train.step` function that names its loss with
+    `train.minimize %loss`, builds the reverse-mode backward pass after the
+    forward (seeded with d loss = 1), one `train.apply_gradient` per
+    trainable parameter the loss depends on, and removes the
+    `train.minimize`. Each op's gradient comes from its
+    `train::GradientOpInterface` rule: every train compute op has one, and
+    `arith.addf`, `subf`, `mulf`, `divf` and `negf` on f32/bf16/f16 tensors
+    get one as external models.
+
+    Only values on a path from a trainable parameter (`train.load` of a
+    `param`-role `train.param`) to the loss are differentiated: frozen
+    parameters, step inputs, integer ids and labels get no gradient, and no
+    gradient op is left whose result no parameter needs. A value used
+    several times gets the sum (`train.add`) of its uses' gradients, added
+    in forward order; a tied parameter (loaded several times, or one load
+    used several times) gets one summed gradient and one `apply_gradient`.
+    A trainable parameter the loss does not depend on gets none.
+
+    The optimizer is `optimizer=NAME`, or else the module's only
+    `train.optimizer`. An op without a gradient rule on the path from a
+    parameter to the loss, control flow on that path, a loss that depends
+    on no trainable parameter, a step that already applies gradients, or a
+    sharded parameter (run this pass before `zero-shard`) is a located
+    error.
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", "\"\"",
+           "Symbol name (without @) of the train.optimizer the generated "
+           "apply_gradients use; empty takes the module's only optimizer">,
+  ];
+  let dependentDialects = ["::zero::train::TrainDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def TrainMaterializeOptimizer : Pass<"train-materialize-optimizer", "::mlir::ModuleOp"> {
   let summary = "Turns apply_gradient into explicit optimizer slots and update ops";
   let description = [{

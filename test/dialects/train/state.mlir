@@ -289,4 +289,14 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
       return
     }
   }
+
+  // train.minimize names the scalar loss of a forward-only step.
+  // CHECK-LABEL: module @minimize
+  // CHECK: train.minimize %{{.*}} : tensor<f32>
+  module @minimize {
+    func.func @step(%loss: tensor<f32>) -> tensor<f32> attributes {train.step} {
+      train.minimize %loss : tensor<f32>
+      return %loss : tensor<f32>
+    }
+  }
 }

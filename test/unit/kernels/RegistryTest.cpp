@@ -84,10 +84,11 @@ constexpr const char *kModule = R"mlir(
   }
 )mlir";
 
-/// State ops: the runtime moves their data itself, no kernel involved.
-const std::set<std::string> kNoKernel = {"train.param", "train.load",
-                                         "train.store", "train.optimizer",
-                                         "train.apply_gradient"};
+/// State ops: the runtime moves their data itself, no kernel involved; and
+/// train.minimize, which only marks the loss until train-autodiff removes it.
+const std::set<std::string> kNoKernel = {
+    "train.param",     "train.load",           "train.store",
+    "train.optimizer", "train.apply_gradient", "train.minimize"};
 
 TensorSpec specOf(mlir::Type type) {
   auto tensor = mlir::cast<mlir::RankedTensorType>(type);

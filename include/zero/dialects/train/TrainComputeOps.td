@@ -9,6 +9,12 @@
 #ifndef ZERO_TRAIN_COMPUTE_OPS
 #define ZERO_TRAIN_COMPUTE_OPS
 
+include "zero/dialects/train/TrainGradientInterface.td"
+
+// An op `train-autodiff` can differentiate through; its rule is in
+// dialects/train/TrainGradients.cpp.
+def Train_Differentiable : DeclareOpInterfaceMethods<Train_GradientOpInterface>;
+
 // Single-result ops name their result after `resultName` in printed IR.
 class Train_ComputeOp<string mnemonic, string resultName, list<Trait> traits = []>
     : Train_Op<mnemonic, traits # [Pure,
@@ -26,7 +32,8 @@ class Train_ComputeOp<string mnemonic, string resultName, list<Trait> traits = [
 //===----------------------------------------------------------------------===//
 
 class Train_UnaryOp<string mnemonic, string formula>
-    : Train_ComputeOp<mnemonic, mnemonic, [SameOperandsAndResultType]> {
+    : Train_ComputeOp<mnemonic, mnemonic, [SameOperandsAndResultType,
+        Train_Differentiable]> {
   let summary = "Elementwise " # formula;
   let description = [{
     ```mlir
@@ -49,7 +56,8 @@ def Train_GeluOp : Train_UnaryOp<"gelu",
     "GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as in GPT-2">;
 
 class Train_BinaryOp<string mnemonic, string formula>
-    : Train_ComputeOp<mnemonic, mnemonic, [SameOperandsAndResultType]> {
+    : Train_ComputeOp<mnemonic, mnemonic, [SameOperandsAndResultType,
+        Train_Differentiable]> {
   let summary = "Elementwise " # formula # " of two tensors of one type";
   let description = [{
     ```mlir
@@ -66,7 +74,8 @@ def Train_SubOp : Train_BinaryOp<"sub", "difference">;
 def Train_MulOp : Train_BinaryOp<"mul", "product">;
 def Train_DivOp : Train_BinaryOp<"div", "quotient">;
 
-def Train_ScaleOp : Train_ComputeOp<"scale", "scaled", [SameOperandsAndResultType]> {
+def Train_ScaleOp : Train_ComputeOp<"scale", "scaled", [SameOperandsAndResultType,
+    Train_Differentiable]> {
   let summary = "Multiplies every element by a constant";
   let description = [{
     ```mlir
@@ -79,7 +88,7 @@ def Train_ScaleOp : Train_ComputeOp<"scale", "scaled", [SameOperandsAndResultTyp
 }
 
 def Train_BiasAddOp : Train_ComputeOp<"bias_add", "biased", [
-    AllTypesMatch<["input", "result"]>]> {
+    AllTypesMatch<["input", "result"]>, Train_Differentiable]> {
   let summary = "Adds a 1-D bias along the last dimension";
   let description = [{
     Its gradient is `reduce_sum` of the result gradient over the leading
@@ -95,7 +104,8 @@ def Train_BiasAddOp : Train_ComputeOp<"bias_add", "biased", [
   let hasVerifier = 1;
 }
 
-def Train_CausalMaskOp : Train_ComputeOp<"causal_mask", "masked", [SameOperandsAndResultType]> {
+def Train_CausalMaskOp : Train_ComputeOp<"causal_mask", "masked", [
+    SameOperandsAndResultType, Train_Differentiable]> {
   let summary = "Fills positions above the diagonal of the last two dimensions";
   let description = [{
     Element `[..., i, j]` with `j > i` becomes `fill`: `-inf` (printed as
@@ -116,7 +126,7 @@ def Train_CausalMaskOp : Train_ComputeOp<"causal_mask", "masked", [SameOperandsA
 // Matmul, normalization, softmax
 //===----------------------------------------------------------------------===//
 
-def Train_MatmulOp : Train_ComputeOp<"matmul", "mm"> {
+def Train_MatmulOp : Train_ComputeOp<"matmul", "mm", [Train_Differentiable]> {
   let summary = "Matrix product with optional transposes and batching";
   let description = [{
     `[..., M, K] x [..., K, N] -> [..., M, N]` after transposing the last two
@@ -139,7 +149,8 @@ def Train_MatmulOp : Train_ComputeOp<"matmul", "mm"> {
   let hasVerifier = 1;
 }
 
-def Train_SoftmaxOp : Train_ComputeOp<"softmax", "softmax", [SameOperandsAndResultType]> {
+def Train_SoftmaxOp : Train_ComputeOp<"softmax", "softmax", [
+    SameOperandsAndResultType, Train_Differentiable]> {
   let summary = "Softmax over the last dimension";
   let description = [{
     ```mlir
@@ -156,7 +167,8 @@ def Train_SoftmaxOp : Train_ComputeOp<"softmax", "softmax", [SameOperandsAndResu
 // type is spelled out once in the format and tied by TypesMatchWith.
 def Train_LayerNormOp : Train_ComputeOp<"layer_norm", "ln", [
     AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>,
-    TypesMatchWith<"rstd has the type of mean", "mean", "rstd", "$_self">]> {
+    TypesMatchWith<"rstd has the type of mean", "mean", "rstd", "$_self">,
+    Train_Differentiable]> {
   let summary = "Layer normalization over the last dimension, with scale and shift";
   let description = [{
     Returns the normalized tensor and, for the gradient, the f32 mean and
@@ -189,7 +201,7 @@ def Train_LayerNormOp : Train_ComputeOp<"layer_norm", "ln", [
 // Embedding and loss
 //===----------------------------------------------------------------------===//
 
-def Train_EmbeddingOp : Train_ComputeOp<"embedding", "embedded"> {
+def Train_EmbeddingOp : Train_ComputeOp<"embedding", "embedded", [Train_Differentiable]> {
   let summary = "Looks up rows of a table by integer ids";
   let description = [{
     `[V, D]` table, ids of any shape `S` -> `S x D`.
@@ -206,7 +218,8 @@ def Train_EmbeddingOp : Train_ComputeOp<"embedding", "embedded"> {
   let hasVerifier = 1;
 }
 
-def Train_SoftmaxCrossEntropyOp : Train_ComputeOp<"softmax_cross_entropy", "loss"> {
+def Train_SoftmaxCrossEntropyOp : Train_ComputeOp<"softmax_cross_entropy", "loss", [
+    Train_Differentiable]> {
   let summary = "Mean softmax cross-entropy of logits against integer labels";
   let description = [{
     Logits `S x C`, labels `S` -> the f32 mean over all label positions.
@@ -229,7 +242,7 @@ def Train_SoftmaxCrossEntropyOp : Train_ComputeOp<"softmax_cross_entropy", "loss
 //===----------------------------------------------------------------------===//
 
 class Train_ReduceOp<string mnemonic, string what>
-    : Train_ComputeOp<mnemonic, "reduced"> {
+    : Train_ComputeOp<mnemonic, "reduced", [Train_Differentiable]> {
   let summary = "Reduces (" # what # ") over the given dimensions, dropping them";
   let description = [{
     ```mlir
@@ -245,7 +258,7 @@ class Train_ReduceOp<string mnemonic, string what>
 def Train_ReduceSumOp : Train_ReduceOp<"reduce_sum", "sum">;
 def Train_ReduceMeanOp : Train_ReduceOp<"reduce_mean", "mean">;
 
-def Train_ExpandOp : Train_ComputeOp<"expand", "expanded"> {
+def Train_ExpandOp : Train_ComputeOp<"expand", "expanded", [Train_Differentiable]> {
   let summary = "Repeats a tensor along new dimensions (the gradient of a reduction)";
   let description = [{
     The inverse of `reduce_sum` with the same `dims`: the result has the
@@ -261,7 +274,7 @@ def Train_ExpandOp : Train_ComputeOp<"expand", "expanded"> {
   let hasVerifier = 1;
 }
 
-def Train_ReshapeOp : Train_ComputeOp<"reshape", "reshaped"> {
+def Train_ReshapeOp : Train_ComputeOp<"reshape", "reshaped", [Train_Differentiable]> {
   let summary = "Reinterprets a tensor with another shape of the same size";
   let description = [{
     ```mlir
@@ -274,7 +287,7 @@ def Train_ReshapeOp : Train_ComputeOp<"reshape", "reshaped"> {
   let hasVerifier = 1;
 }
 
-def Train_TransposeOp : Train_ComputeOp<"transpose", "transposed"> {
+def Train_TransposeOp : Train_ComputeOp<"transpose", "transposed", [Train_Differentiable]> {
   let summary = "Permutes dimensions: result dim i is input dim permutation[i]";
   let description = [{
     ```mlir
@@ -290,7 +303,7 @@ def Train_TransposeOp : Train_ComputeOp<"transpose", "transposed"> {
   let hasVerifier = 1;
 }
 
-def Train_CastOp : Train_ComputeOp<"cast", "cast"> {
+def Train_CastOp : Train_ComputeOp<"cast", "cast", [Train_Differentiable]> {
   let summary = "Converts between f32, bf16 and f16, rounding to nearest even";
   let description = [{
     ```mlir

@@ -190,6 +190,25 @@ def Train_ApplyGradientOp : Train_Op<"apply_gradient", [
   let assemblyFormat = "$grad `to` $param `with` $optimizer attr-dict `:` type($grad)";
 }
 
+def Train_MinimizeOp : Train_Op<"minimize"> {
+  let summary = "Marks the loss a forward-only step minimizes";
+  let description = [{
+    A `train.step` function that holds only the forward pass names its
+    scalar loss with one `train.minimize`; `train-autodiff` replaces it
+    with the backward pass (seeded with d loss = 1) and one
+    `train.apply_gradient` per trainable parameter the loss depends on.
+
+    ```mlir
+    %loss = train.softmax_cross_entropy %logits, %labels
+        : tensor<32x10xf32>, tensor<32xi32> -> tensor<f32>
+    train.minimize %loss : tensor<f32>
+    ```
+  }];
+  let arguments = (ins AnyType:$loss);
+  let assemblyFormat = "$loss attr-dict `:` type($loss)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Explicit updates
 //===----------------------------------------------------------------------===//

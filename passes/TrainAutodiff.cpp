@@ -1,0 +1,332 @@
+//===- TrainAutodiff.cpp - Reverse-mode backward of a forward-only step ---===//
+//
+// Turns a `train.step` function whose loss is named by `train.minimize` into
+// a complete step: the backward pass built from each op's
+// `train::GradientOpInterface` rule, and one `train.apply_gradient` per
+// trainable parameter. The later passes then see exactly what a hand-written
+// backward would give them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/passes/Passes.h"
+
+#include "zero/dialects/train/TrainGradients.h"
+#include "zero/dialects/train/TrainOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace zero {
+#define GEN_PASS_DEF_TRAINAUTODIFF
+#include "zero/passes/Passes.h.inc"
+} // namespace zero
+
+using namespace mlir;
+using namespace zero;
+
+namespace {
+
+/// Float tensors and scalars: the values a gradient can flow through.
+bool isDifferentiableType(Type type) {
+  if (auto shaped = dyn_cast<ShapedType>(type))
+    type = shaped.getElementType();
+  return isa<FloatType>(type);
+}
+
+/// Builds the backward of one step function.
+class Differentiator {
+public:
+  Differentiator(func::FuncOp step, train::MinimizeOp minimize,
+                 train::OptimizerOp optimizer, SymbolTableCollection &symbols)
+      : step(step), minimize(minimize), optimizer(optimizer), symbols(symbols) {
+  }
+
+  LogicalResult run();
+
+private:
+  LogicalResult checkShape();
+  /// The trainable parameter `op` loads, or null.
+  train::ParamOp getTrainableParam(Operation *op);
+  /// Marks the values on a path from a trainable parameter to the loss.
+  void findActiveValues();
+  LogicalResult differentiate(Operation *op, OpBuilder &builder);
+  /// The gradient of `value`: its contributions summed in forward order.
+  Value takeGradient(Value value, OpBuilder &builder);
+  void applyGradients(OpBuilder &builder);
+  void eraseUnusedGradients(Operation *first);
+  InFlightDiagnostic emitNoRule(Operation *op);
+
+  func::FuncOp step;
+  train::MinimizeOp minimize;
+  train::OptimizerOp optimizer;
+  SymbolTableCollection &symbols;
+  /// The forward ops, in order: those before the train.minimize.
+  SmallVector<Operation *> forward;
+  DenseSet<Value> active;
+  /// Gradient contributions of each active value, in the order the reverse
+  /// sweep produced them (reverse order of the uses).
+  DenseMap<Value, SmallVector<Value, 2>> contributions;
+};
+
+train::ParamOp Differentiator::getTrainableParam(Operation *op) {
+  auto load = dyn_cast<train::LoadOp>(op);
+  if (!load)
+    return nullptr;
+  auto param = symbols.lookupNearestSymbolFrom<train::ParamOp>(
+      load, load.getStateAttr());
+  if (!param || param.getRole() != train::Role::param)
+    return nullptr;
+  return param;
+}
+
+LogicalResult Differentiator::checkShape() {
+  if (minimize->getBlock() != &step.getBody().front())
+    return minimize.emitOpError()
+           << "is nested in control flow; train-autodiff needs the loss to "
+              "be minimized at the top level of @"
+           << step.getSymName();
+  if (!step.getBody().hasOneBlock())
+    return step.emitOpError()
+           << "has several blocks; train-autodiff differentiates a step "
+              "whose body is one block";
+  for (auto apply : step.getOps<train::ApplyGradientOp>())
+    return apply.emitOpError()
+           << "is in a step with a train.minimize; train-autodiff generates "
+              "every apply_gradient of such a step, remove the hand-written "
+              "ones";
+  for (Operation &op : step.getBody().front()) {
+    if (&op == minimize.getOperation())
+      break;
+    // Shards have no gradient of their own: the step must still be the
+    // single-device one.
+    if (train::ParamOp param = getTrainableParam(&op);
+        param && param.isSharded())
+      return op.emitOpError()
+             << "loads " << param.getSymName()
+             << ", which is stored sharded; run train-autodiff before "
+                "zero-shard";
+    forward.push_back(&op);
+  }
+  return success();
+}
+
+void Differentiator::findActiveValues() {
+  DenseSet<Value> varied;
+  for (Operation *op : forward) {
+    bool fromParam = getTrainableParam(op) != nullptr;
+    // Values captured by a region count as operands.
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        fromParam |= varied.contains(operand);
+    });
+    if (fromParam)
+      for (Value result : op->getResults())
+        if (isDifferentiableType(result.getType()))
+          varied.insert(result);
+  }
+  DenseSet<Value> useful{minimize.getLoss()};
+  for (Operation *op : llvm::reverse(forward)) {
+    if (llvm::none_of(op->getResults(),
+                      [&](Value v) { return useful.contains(v); }))
+      continue;
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        useful.insert(operand);
+    });
+  }
+  for (Value value : varied)
+    if (useful.contains(value))
+      active.insert(value);
+}
+
+InFlightDiagnostic Differentiator::emitNoRule(Operation *op) {
+  InFlightDiagnostic diag =
+      op->emitOpError()
+      << "is on the path from a trainable parameter to the loss but has no "
+         "gradient rule; train-autodiff differentiates ops that implement "
+         "train::GradientOpInterface (the train compute ops, and arith.addf, "
+         "subf, mulf, divf and negf on tensors)";
+  diag.attachNote(minimize.getLoc()) << "the loss is minimized here";
+  return diag;
+}
+
+Value Differentiator::takeGradient(Value value, OpBuilder &builder) {
+  auto it = contributions.find(value);
+  if (it == contributions.end())
+    return nullptr;
+  // Summing in forward order of the uses, as a hand-written backward does,
+  // gives the same rounding.
+  SmallVector<Value, 2> terms(llvm::reverse(it->second));
+  Value sum = terms.front();
+  for (Value term : llvm::drop_begin(terms))
+    sum =
+        builder.create<train::AddOp>(value.getLoc(), sum.getType(), sum, term);
+  contributions.erase(it);
+  return sum;
+}
+
+LogicalResult Differentiator::differentiate(Operation *op, OpBuilder &builder) {
+  SmallVector<Value> resultGradients;
+  bool any = false;
+  for (Value result : op->getResults()) {
+    resultGradients.push_back(
+        active.contains(result) ? takeGradient(result, builder) : Value());
+    any |= resultGradients.back() != nullptr;
+  }
+  if (!any)
+    return success();
+  auto rule = dyn_cast<train::GradientOpInterface>(op);
+  if (!rule)
+    return emitNoRule(op);
+  SmallVector<Value> operandGradients;
+  if (failed(rule.buildGradients(builder, resultGradients, operandGradients)))
+    return failure();
+  if (operandGradients.size() != op->getNumOperands())
+    return op->emitOpError()
+           << "gradient rule built " << operandGradients.size()
+           << " gradients for " << op->getNumOperands() << " operands";
+  for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGradients)) {
+    if (!grad || !active.contains(operand))
+      continue;
+    if (grad.getType() != operand.getType())
+      return op->emitOpError()
+             << "gradient rule built a " << grad.getType()
+             << " gradient for an operand of type " << operand.getType();
+    contributions[operand].push_back(grad);
+  }
+  return success();
+}
+
+void Differentiator::applyGradients(OpBuilder &builder) {
+  // One summed gradient per parameter, however many loads tie it.
+  llvm::MapVector<Operation *, SmallVector<Value>> perParam;
+  for (Operation *op : forward)
+    if (train::ParamOp param = getTrainableParam(op))
+      if (Value grad = takeGradient(op->getResult(0), builder))
+        perParam[param].push_back(grad);
+  for (auto &[paramOp, grads] : perParam) {
+    auto param = cast<train::ParamOp>(paramOp);
+    Value sum = grads.front();
+    for (Value grad : llvm::drop_begin(grads))
+      sum = builder.create<train::AddOp>(minimize.getLoc(), sum.getType(), sum,
+                                         grad);
+    builder.create<train::ApplyGradientOp>(
+        minimize.getLoc(), sum, FlatSymbolRefAttr::get(param.getSymNameAttr()),
+        FlatSymbolRefAttr::get(optimizer.getSymNameAttr()));
+  }
+}
+
+void Differentiator::eraseUnusedGradients(Operation *first) {
+  SmallVector<Operation *> backward;
+  for (Operation *op = first; op; op = op->getNextNode())
+    backward.push_back(op);
+  for (Operation *op : llvm::reverse(backward))
+    if (isOpTriviallyDead(op))
+      op->erase();
+}
+
+LogicalResult Differentiator::run() {
+  if (failed(checkShape()))
+    return failure();
+  findActiveValues();
+  if (!active.contains(minimize.getLoss()))
+    return minimize.emitOpError()
+           << "minimizes a loss that depends on no trainable parameter "
+              "(every parameter it reads is frozen, or it reads none); "
+              "there is nothing to train";
+  for (Operation *op : forward)
+    for (Value result : op->getResults())
+      if (active.contains(result) && !isa<RankedTensorType>(result.getType()))
+        return op->emitOpError()
+               << "produces a " << result.getType()
+               << " on the path from a parameter to the loss; "
+                  "train-autodiff differentiates ranked tensors only";
+
+  OpBuilder builder(step.getBody().front().getTerminator());
+  Value loss = minimize.getLoss();
+  auto seed = builder.create<arith::ConstantOp>(
+      minimize.getLoc(),
+      DenseElementsAttr::get(
+          cast<ShapedType>(loss.getType()),
+          builder.getFloatAttr(getElementTypeOrSelf(loss.getType()), 1.0)));
+  contributions[loss].push_back(seed);
+  for (Operation *op : llvm::reverse(forward)) {
+    if (getTrainableParam(op))
+      continue; // A gradient sink: applied below.
+    if (op->getNumRegions() != 0 &&
+        llvm::any_of(op->getResults(),
+                     [&](Value v) { return active.contains(v); }))
+      return emitNoRule(op);
+    if (failed(differentiate(op, builder)))
+      return failure();
+  }
+  applyGradients(builder);
+  minimize.erase();
+  eraseUnusedGradients(seed);
+  return success();
+}
+
+struct TrainAutodiffPass : zero::impl::TrainAutodiffBase<TrainAutodiffPass> {
+  using TrainAutodiffBase::TrainAutodiffBase;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    TrainAutodiffBase::getDependentDialects(registry);
+    // The arith gradient rules live outside the arith dialect.
+    train::registerGradientInterfaceExternalModels(registry);
+  }
+
+  /// The optimizer named by the option, or the module's only one.
+  FailureOr<train::OptimizerOp> getOptimizer(train::MinimizeOp minimize);
+
+  void runOnOperation() override;
+};
+
+FailureOr<train::OptimizerOp>
+TrainAutodiffPass::getOptimizer(train::MinimizeOp minimize) {
+  ModuleOp module = getOperation();
+  if (!optimizer.empty()) {
+    if (auto named = SymbolTable(module).lookup<train::OptimizerOp>(optimizer))
+      return named;
+    minimize.emitError() << "train-autodiff: optimizer=" << optimizer
+                         << " names no train.optimizer in the module";
+    return failure();
+  }
+  auto optimizers = llvm::to_vector(module.getOps<train::OptimizerOp>());
+  if (optimizers.size() == 1)
+    return optimizers.front();
+  if (optimizers.empty()) {
+    minimize.emitError() << "train-autodiff: the module declares no "
+                            "train.optimizer to apply the gradients with; "
+                            "declare one";
+    return failure();
+  }
+  InFlightDiagnostic diag = minimize.emitError()
+                            << "train-autodiff: the module declares "
+                            << optimizers.size() << " optimizers (";
+  llvm::interleaveComma(optimizers, diag, [&](train::OptimizerOp op) {
+    diag << "@" << op.getSymName();
+  });
+  diag << "); choose one with the pass option optimizer=NAME";
+  return failure();
+}
+
+void TrainAutodiffPass::runOnOperation() {
+  SymbolTableCollection symbols;
+  for (auto step : getOperation().getOps<func::FuncOp>()) {
+    if (!step->hasAttr(train::TrainDialect::getStepAttrName()))
+      continue;
+    train::MinimizeOp minimize;
+    step.walk([&](train::MinimizeOp op) { minimize = op; });
+    if (!minimize)
+      continue;
+    FailureOr<train::OptimizerOp> chosen = getOptimizer(minimize);
+    if (failed(chosen) ||
+        failed(Differentiator(step, minimize, *chosen, symbols).run()))
+      return signalPassFailure();
+  }
+}
+
+} // namespace

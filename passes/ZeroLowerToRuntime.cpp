@@ -128,8 +128,12 @@ private:
   bool computeSinceLastHandoff = true;
   int64_t eventCount = 0;
   FlatSymbolRefAttr computeStream, commStream;
-  /// Original op -> index, to decide when a load must be copied.
+  /// Original op -> index, to decide when a load must be copied, and what
+  /// the step loads and stores of each state, so that deciding is linear.
   DenseMap<Operation *, int64_t> opIndex;
+  DenseMap<Value, int64_t> lastUses;
+  llvm::StringMap<SmallVector<train::LoadOp>> loadsOf;
+  llvm::StringMap<SmallVector<train::StoreOp>> storesOf;
 };
 
 } // namespace
@@ -406,6 +410,8 @@ void StepLowering::emitCollective(Value input, Value output, Args &&...args) {
 //===----------------------------------------------------------------------===//
 
 int64_t StepLowering::getLastUse(Value value) {
+  if (auto it = lastUses.find(value); it != lastUses.end())
+    return it->second;
   int64_t last = opIndex.lookup(value.getDefiningOp());
   for (Operation *user : value.getUsers()) {
     last = std::max(last, opIndex.lookup(user));
@@ -416,14 +422,15 @@ int64_t StepLowering::getLastUse(Value value) {
       for (Value result : user->getResults())
         last = std::max(last, getLastUse(result));
   }
+  lastUses[value] = last;
   return last;
 }
 
 bool StepLowering::loadNeedsCopy(train::LoadOp load) {
   int64_t begin = opIndex.lookup(load), end = getLastUse(load.getResult());
-  for (auto store : step.getOps<train::StoreOp>()) {
+  for (train::StoreOp store : storesOf.lookup(load.getState())) {
     int64_t at = opIndex.lookup(store);
-    if (store.getState() == load.getState() && at > begin && at < end)
+    if (at > begin && at < end)
       return true;
   }
   return false;
@@ -438,13 +445,12 @@ std::optional<StringRef> StepLowering::getInPlaceState(Operation *update,
     return std::nullopt;
   // Nothing may read the state's old value after the update writes it.
   int64_t at = opIndex.lookup(update), storedAt = opIndex.lookup(store);
-  for (auto load : step.getOps<train::LoadOp>())
-    if (load.getState() == store.getState() && getLastUse(load) > at)
+  for (train::LoadOp load : loadsOf.lookup(store.getState()))
+    if (getLastUse(load) > at)
       return std::nullopt;
-  for (auto other : step.getOps<train::StoreOp>()) {
+  for (train::StoreOp other : storesOf.lookup(store.getState())) {
     int64_t otherAt = opIndex.lookup(other);
-    if (other != store && other.getState() == store.getState() &&
-        otherAt > at && otherAt < storedAt)
+    if (other != store && otherAt > at && otherAt < storedAt)
       return std::nullopt;
   }
   return store.getState();
@@ -779,7 +785,13 @@ LogicalResult StepLowering::lower(DictionaryAttr report) {
     return mlir::emitError(module.getLoc())
            << "zero-lower-to-runtime: the module needs a dist.placement";
   int64_t index = 0;
-  step.walk([&](Operation *op) { opIndex[op] = index++; });
+  step.walk([&](Operation *op) {
+    opIndex[op] = index++;
+    if (auto load = dyn_cast<train::LoadOp>(op))
+      loadsOf[load.getState()].push_back(load);
+    if (auto store = dyn_cast<train::StoreOp>(op))
+      storesOf[store.getState()].push_back(store);
+  });
 
   builder.setInsertionPointToEnd(module.getBody());
   program = builder.create<zrt::ProgramOp>(step.getLoc(), step.getSymName(),

@@ -40,6 +40,12 @@ statistics are f32 in either case, as the dialect requires).
 which `zero-opt --train-autodiff` then generates (the same ops, up to
 names and order).
 
+`--recompute` (with `--forward-only`) marks every op of each transformer
+block except the block's output `x{i+1}` with `{train.recompute}`, so that
+`zero-opt --train-autodiff=recompute=true` recomputes the block's internals
+in the backward from its input (activation checkpointing per block) instead
+of keeping them alive from the forward.
+
 `--frozen NAME[,NAME...]` gives those parameters the role `frozen`: they
 take no `train.apply_gradient`, and every backward op whose result no
 applied gradient needs is left out (their weight and bias gradients, and
@@ -106,11 +112,18 @@ class Body:
 
     def __init__(self):
         self.entries = []  # (kind, results, operands, text, keep)
+        # While set, ops get the `train.recompute` mark (`--recompute`).
+        self.recompute = False
 
     def comment(self, text):
         self.entries.append(("comment", (), (), text, False))
 
     def op(self, results, operands, text, keep=False):
+        if self.recompute:
+            # The attribute dictionary of every train op comes just before
+            # the ` : ` that starts its types.
+            head, sep, types = text.partition(" : ")
+            text = head + " {train.recompute}" + sep + types
         self.entries.append(("op", tuple(results), tuple(operands), text, keep))
 
     def render(self, indent):
@@ -289,6 +302,8 @@ def command_line(cfg):
             words.append("--%s %s" % (key, shlex.quote(str(value))))
     if cfg.forward_only:
         words.append("--forward-only")
+    if cfg.recompute:
+        words.append("--recompute")
     return " ".join(words)
 
 
@@ -325,6 +340,9 @@ def generate(cfg, frozen):
         p = "h%d." % i
         x = "x%d" % i
         body.comment("Block %d: x%d -> x%d. Attention." % (i, i, i + 1))
+        # Checkpointing per block: only the block's input and output stay
+        # alive for the backward; everything in between is recomputed.
+        body.recompute = cfg.recompute
         ln1 = s.layer_norm(p + "ln_1", x, p + "ln_1.g", p + "ln_1.b", ND)[0]
         for z in ("q", "k", "v"):
             a = p + "attn." + z
@@ -352,6 +370,7 @@ def generate(cfg, frozen):
         s.unary("gelu", m + "gelu", m + "fc", (N, F))
         s.matmul(m + "proj.mm", m + "gelu", m + "proj.w", (N, F), (F, D), ND)
         s.bias_add(m + "proj", m + "proj.mm", m + "proj.b", ND)
+        body.recompute = False
         s.binary("add", "x%d" % (i + 1), p + "resid", m + "proj", ND)
 
     xl = "x%d" % L
@@ -472,6 +491,9 @@ def generate(cfg, frozen):
         w("// cross-entropy against %targets. Forward only: train.minimize names the")
         w("// loss, and train-autodiff builds the backward and one train.apply_gradient")
         w("// with AdamW per trainable parameter.")
+        if cfg.recompute:
+            w("// Every op of a block except its output is marked train.recompute, for")
+            w("// train-autodiff recompute=true to recompute in the backward.")
     else:
         w("// cross-entropy against %targets. Forward and backward are written out by")
         w("// hand (the tied @wte takes the sum of its LM-head and embedding gradients);")
@@ -531,9 +553,15 @@ def main(argv=None):
     parser.add_argument("--forward-only", action="store_true",
                         help="emit the forward pass and train.minimize %%loss only, "
                              "for train-autodiff to differentiate")
+    parser.add_argument("--recompute", action="store_true",
+                        help="with --forward-only, mark every op of each transformer "
+                             "block except its output train.recompute, for "
+                             "train-autodiff recompute=true to recompute in the backward")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write to FILE instead of stdout")
     cfg = parser.parse_args(argv)
+    if cfg.recompute and not cfg.forward_only:
+        parser.error("--recompute marks ops for train-autodiff; it needs --forward-only")
     if cfg.dim % cfg.heads:
         parser.error("--heads %d does not divide --dim %d" % (cfg.heads, cfg.dim))
     names = [name for name, _, _ in param_specs(cfg)]

@@ -6,6 +6,12 @@
 // trainable parameter. The later passes then see exactly what a hand-written
 // backward would give them.
 //
+// With `recompute=true`, the backward recomputes the results of forward ops
+// marked `train.recompute` (activation checkpointing): it uses clones of
+// those ops, emitted just before the first backward use, so the forward
+// values die at their last forward use instead of living until the
+// backward reaches them.
+//
 //===----------------------------------------------------------------------===//
 
 #include "zero/passes/Passes.h"
@@ -16,6 +22,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -40,9 +47,10 @@ bool isDifferentiableType(Type type) {
 class Differentiator {
 public:
   Differentiator(func::FuncOp step, train::MinimizeOp minimize,
-                 train::OptimizerOp optimizer, SymbolTableCollection &symbols)
-      : step(step), minimize(minimize), optimizer(optimizer), symbols(symbols) {
-  }
+                 train::OptimizerOp optimizer, SymbolTableCollection &symbols,
+                 bool recompute)
+      : step(step), minimize(minimize), optimizer(optimizer), symbols(symbols),
+        recomputeMarked(recompute) {}
 
   LogicalResult run();
 
@@ -57,18 +65,32 @@ private:
   Value takeGradient(Value value, OpBuilder &builder);
   void applyGradients(OpBuilder &builder);
   void eraseUnusedGradients(Operation *first);
+  /// Whether `op` is a forward op whose results the backward recomputes.
+  bool isRecomputed(Operation *op) const;
+  LogicalResult checkRecomputeMarks();
+  /// Makes the backward from `first` on use recomputed clones instead of the
+  /// results of marked forward ops.
+  void recompute(Operation *first);
+  /// Clones `op` before `builder`'s insertion point, after the clones of
+  /// the marked ops it depends on that are not cloned yet.
+  void cloneForBackward(Operation *op, OpBuilder &builder);
   InFlightDiagnostic emitNoRule(Operation *op);
 
   func::FuncOp step;
   train::MinimizeOp minimize;
   train::OptimizerOp optimizer;
   SymbolTableCollection &symbols;
+  /// The pass option: honor the `train.recompute` marks.
+  bool recomputeMarked;
   /// The forward ops, in order: those before the train.minimize.
   SmallVector<Operation *> forward;
   DenseSet<Value> active;
   /// Gradient contributions of each active value, in the order the reverse
   /// sweep produced them (reverse order of the uses).
   DenseMap<Value, SmallVector<Value, 2>> contributions;
+  DenseSet<Operation *> forwardOps;
+  /// Forward values of marked ops -> their recomputed clones.
+  IRMapping recomputed;
 };
 
 train::ParamOp Differentiator::getTrainableParam(Operation *op) {
@@ -228,8 +250,70 @@ void Differentiator::eraseUnusedGradients(Operation *first) {
       op->erase();
 }
 
+bool Differentiator::isRecomputed(Operation *op) const {
+  return recomputeMarked && forwardOps.contains(op) &&
+         op->hasAttr(train::TrainDialect::getRecomputeAttrName());
+}
+
+LogicalResult Differentiator::checkRecomputeMarks() {
+  for (Operation *op : forward) {
+    if (!isRecomputed(op))
+      continue;
+    // Running an op twice is only the same as keeping its result when the
+    // op does nothing but compute it: a second train.load could see
+    // another value, a second store would store twice.
+    if (!isMemoryEffectFree(op))
+      return op->emitOpError()
+             << "is marked " << train::TrainDialect::getRecomputeAttrName()
+             << " but reads or writes state; train-autodiff recompute=true "
+                "recomputes side-effect-free ops only, remove the mark";
+  }
+  return success();
+}
+
+void Differentiator::cloneForBackward(Operation *op, OpBuilder &builder) {
+  // Operands of the op and values its regions capture alike.
+  op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && isRecomputed(def) && !recomputed.contains(operand))
+        cloneForBackward(def, builder);
+    }
+  });
+  // clone() maps the results into `recomputed` for later uses; its mark
+  // goes with the forward op's in run().
+  builder.clone(*op, recomputed);
+}
+
+void Differentiator::recompute(Operation *first) {
+  SmallVector<Operation *> backward;
+  for (Operation *op = first; op && !op->hasTrait<OpTrait::IsTerminator>();
+       op = op->getNextNode())
+    backward.push_back(op);
+  OpBuilder builder(step.getContext());
+  for (Operation *op : backward) {
+    op->walk([&](Operation *nested) {
+      for (OpOperand &use : nested->getOpOperands()) {
+        Value value = use.get();
+        Operation *def = value.getDefiningOp();
+        if (!def || !isRecomputed(def))
+          continue;
+        // The first backward use recomputes; later uses share the clone.
+        if (!recomputed.contains(value)) {
+          builder.setInsertionPoint(op);
+          cloneForBackward(def, builder);
+        }
+        use.set(recomputed.lookup(value));
+      }
+    });
+  }
+}
+
 LogicalResult Differentiator::run() {
   if (failed(checkShape()))
+    return failure();
+  forwardOps.insert(forward.begin(), forward.end());
+  if (failed(checkRecomputeMarks()))
     return failure();
   findActiveValues();
   if (!active.contains(minimize.getLoss()))
@@ -266,6 +350,14 @@ LogicalResult Differentiator::run() {
   applyGradients(builder);
   minimize.erase();
   eraseUnusedGradients(seed);
+  // After the erasure, so that no gradient left out recomputes anything.
+  recompute(seed);
+  // The marks are consumed like train.minimize: the result is the same
+  // step as one written without them (with recompute=false, the same as
+  // an unmarked step), and later passes and tools need not know them.
+  step.walk([](Operation *op) {
+    op->removeAttr(train::TrainDialect::getRecomputeAttrName());
+  });
   return success();
 }
 
@@ -324,7 +416,8 @@ void TrainAutodiffPass::runOnOperation() {
       continue;
     FailureOr<train::OptimizerOp> chosen = getOptimizer(minimize);
     if (failed(chosen) ||
-        failed(Differentiator(step, minimize, *chosen, symbols).run()))
+        failed(
+            Differentiator(step, minimize, *chosen, symbols, recompute).run()))
       return signalPassFailure();
   }
 }

@@ -35,12 +35,20 @@ void TrainDialect::initialize() {
 LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  // The recompute mark goes on the ops of a step, not on the function.
+  if (name == getRecomputeAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' is a unit attribute and takes no value";
+    return success();
+  }
   if (name != getStepAttrName() && name != getApplyStepAttrName() &&
       name != getAccumulateStepsAttrName())
     return op->emitError() << "unknown train attribute '" << name
                            << "'; the dialect defines '" << getStepAttrName()
-                           << "', '" << getAccumulateStepsAttrName()
-                           << "' and '" << getApplyStepAttrName() << "'";
+                           << "', '" << getAccumulateStepsAttrName() << "', '"
+                           << getApplyStepAttrName() << "' and '"
+                           << getRecomputeAttrName() << "'";
   if (!isa<func::FuncOp>(op))
     return op->emitError() << "'" << name
                            << "' marks a training-step func.func, not '"

@@ -38,11 +38,24 @@ def TrainAutodiff : Pass<"train-autodiff", "::mlir::ModuleOp"> {
     on no trainable parameter, a step that already applies gradients, or a
     sharded parameter (run this pass before `zero-shard`) is a located
     error.
+
+    Activation checkpointing: with `recompute=true`, every result of a
+    forward op marked with the unit attribute `train.recompute` that the
+    backward uses is recomputed there, by a clone of the op (and of the
+    marked ops it depends on) emitted just before its first backward use;
+    the forward values then die at their last forward use. Unmarked values
+    (parameters, block inputs and outputs) are used directly. A marked op
+    that reads or writes state is an error. With `recompute=false` (the
+    default) the marks are ignored. Either way the pass removes them.
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"\"",
            "Symbol name (without @) of the train.optimizer the generated "
            "apply_gradients use; empty takes the module's only optimizer">,
+    Option<"recompute", "recompute", "bool", "false",
+           "Recompute in the backward the results of forward ops marked "
+           "train.recompute instead of keeping them from the forward "
+           "(activation checkpointing); false ignores the marks">,
   ];
   let dependentDialects = ["::zero::train::TrainDialect",
                            "::mlir::arith::ArithDialect"];

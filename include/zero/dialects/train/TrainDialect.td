@@ -47,6 +47,12 @@ def Train_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getApplyStepAttrName() {
       return ::llvm::StringLiteral("train.apply_step");
     }
+    /// Unit attribute on a forward op of a step: `train-autodiff
+    /// recompute=true` recomputes its results in the backward instead of
+    /// keeping them alive from the forward.
+    static constexpr ::llvm::StringLiteral getRecomputeAttrName() {
+      return ::llvm::StringLiteral("train.recompute");
+    }
   }];
 }
 

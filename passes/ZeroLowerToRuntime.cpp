@@ -101,6 +101,8 @@ private:
   /// The state an update's result may be written to directly (the kernels
   /// update in place), instead of through the arena and a copy.
   std::optional<StringRef> getInPlaceState(Operation *update, Value result);
+  /// `result` written directly into that state's buffer, or null.
+  Value getInPlaceTarget(Operation *op, Value result);
 
   ModuleOp module;
   func::FuncOp step;
@@ -436,11 +438,23 @@ bool StepLowering::loadNeedsCopy(train::LoadOp load) {
   return false;
 }
 
+/// The store `value` reaches through single-use reshapes, if any.
+static train::StoreOp getStoreThroughReshapes(Value value) {
+  while (value.hasOneUse()) {
+    Operation *user = *value.getUsers().begin();
+    if (auto store = dyn_cast<train::StoreOp>(user))
+      return store;
+    auto reshape = dyn_cast<train::ReshapeOp>(user);
+    if (!reshape)
+      return {};
+    value = reshape.getResult();
+  }
+  return {};
+}
+
 std::optional<StringRef> StepLowering::getInPlaceState(Operation *update,
                                                        Value result) {
-  if (!result.hasOneUse())
-    return std::nullopt;
-  auto store = dyn_cast<train::StoreOp>(*result.getUsers().begin());
+  train::StoreOp store = getStoreThroughReshapes(result);
   if (!store)
     return std::nullopt;
   // Nothing may read the state's old value after the update writes it.
@@ -454,6 +468,19 @@ std::optional<StringRef> StepLowering::getInPlaceState(Operation *update,
       return std::nullopt;
   }
   return store.getState();
+}
+
+Value StepLowering::getInPlaceTarget(Operation *op, Value result) {
+  std::optional<StringRef> state = getInPlaceState(op, result);
+  if (!state)
+    return {};
+  Value buffer = getBufferRef(*state);
+  auto bufferType = cast<MemRefType>(buffer.getType());
+  MemRefType type = toMemRef(result.getType());
+  if (bufferType.getNumElements() != type.getNumElements() ||
+      bufferType.getElementType() != type.getElementType())
+    return {};
+  return getView(buffer, 0, type);
 }
 
 LogicalResult StepLowering::lowerLoad(train::LoadOp load) {
@@ -502,13 +529,9 @@ void StepLowering::lowerCompute(Operation *op, StringRef kernel,
   for (Value operand : op->getOperands())
     ins.push_back(lookup(operand));
   for (Value result : op->getResults()) {
-    std::optional<StringRef> state;
-    if (isUpdateOp(op))
-      state = getInPlaceState(op, result);
-    Value out =
-        state && getBufferRef(*state).getType() == toMemRef(result.getType())
-            ? getBufferRef(*state)
-            : newArenaBuffer(toMemRef(result.getType()));
+    Value out = isUpdateOp(op) ? getInPlaceTarget(op, result) : Value();
+    if (!out)
+      out = newArenaBuffer(toMemRef(result.getType()));
     memrefOf[result] = out;
     outs.push_back(out);
   }
@@ -689,7 +712,11 @@ void StepLowering::lowerUnpack(dist::UnpackOp unpack) {
     perShard += chunks.back();
   }
   for (auto [index, result] : llvm::enumerate(unpack.getResults())) {
-    Value out = newArenaBuffer(toMemRef(result.getType()));
+    // Gathered parameters go straight into their buffers when nothing reads
+    // the old values afterwards (stages 1 and 2 end this way).
+    Value out = getInPlaceTarget(unpack, result);
+    if (!out)
+      out = newArenaBuffer(toMemRef(result.getType()));
     memrefOf[result] = out;
     int64_t elements = cast<ShapedType>(result.getType()).getNumElements();
     for (int64_t shard = 0; shard < shards; ++shard) {
@@ -830,6 +857,12 @@ LogicalResult StepLowering::lower(DictionaryAttr report) {
   }
   pending.clear();
   planMemory();
+  // Views made along the way that no instruction reads (a flat view whose
+  // pieces were taken, a reference to a state stored in place) only clutter
+  // the program.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body)))
+    if (isa<zrt::ViewOp, zrt::BufferRefOp>(op) && op.use_empty())
+      op.erase();
   return success();
 }
 

@@ -1,0 +1,119 @@
+//===- CompiledGraph.h - A compiled step and its in-process trainer -*- C++
+//-*-===//
+//
+// What Graph::compile returns: the MLIR forms of the step (the built forward
+// step, the differentiated training step that zero-opt and
+// `zero-run --stage` take, and the lowered zrt program `zero-run` runs), the
+// zero-report figures, and a Trainer that runs the program in this process
+// on the runtime (one rank, or each rank of an mpirun job).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_FRONTEND_COMPILEDGRAPH_H
+#define ZERO_FRONTEND_COMPILEDGRAPH_H
+
+#include "zero/frontend/Graph.h"
+#include "zero/runtime/Communicator.h"
+#include "zero/runtime/Executor.h"
+#include "zero/runtime/TensorFile.h"
+#include "zero/runtime/TrainingState.h"
+
+#include "absl/status/statusor.h"
+
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
+
+namespace zero::frontend {
+
+/// The forms of the step a CompiledGraph keeps.
+enum class Form {
+  /// As built: forward pass and `train.minimize` (zero-opt --train-autodiff).
+  forward,
+  /// After train-autodiff: forward, backward and apply_gradients; what
+  /// `zero-opt --zero-pipeline` and `zero-run --stage N` take.
+  step,
+  /// The lowered zrt program (`zero-run program.mlir`).
+  program,
+};
+
+struct CollectiveTraffic {
+  int64_t count = 0;
+  int64_t bytes = 0;
+  double sentBytesPerRank = 0;
+};
+
+/// zero-report's figures for one rank (every rank holds and sends the same).
+struct MemoryReport {
+  int stage = 0;
+  int ranks = 1;
+  int64_t parameters = 0;
+  int64_t gradients = 0;
+  int64_t slots = 0;
+  int64_t masters = 0;
+  int64_t modelState = 0;
+  int64_t persistent = 0;
+  int64_t peakTransient = 0;
+  /// Per step, by collective kind ("all_reduce", "reduce_scatter", ...).
+  std::map<std::string, CollectiveTraffic> traffic;
+};
+
+class CompiledGraph {
+public:
+  struct Impl;
+  explicit CompiledGraph(std::unique_ptr<Impl> impl);
+  ~CompiledGraph();
+  CompiledGraph(CompiledGraph &&) noexcept;
+  CompiledGraph &operator=(CompiledGraph &&) noexcept;
+
+  int ranks() const;
+  int stage() const;
+  void print(std::ostream &os, Form form = Form::program) const;
+  std::string str(Form form = Form::program) const;
+  absl::Status save(const std::string &path, Form form = Form::program) const;
+  mlir::ModuleOp module(Form form) const;
+  const MemoryReport &report() const;
+
+private:
+  std::unique_ptr<Impl> impl;
+};
+
+/// Runs a compiled program in this process: every rank of the job creates
+/// one with its communicator (the ranks must match the compiled ones).
+class Trainer {
+public:
+  /// Builds the executor and draws the initial state from `seed` (or reads
+  /// it from `initFile`, a .safetensors file, when not empty). Batches are
+  /// synthetic from `seed` unless `useBatches` replaces them.
+  static absl::StatusOr<std::unique_ptr<Trainer>>
+  create(const CompiledGraph &compiled, rt::Communicator &comm, uint64_t seed,
+         const std::string &initFile = "");
+  ~Trainer();
+
+  void useBatches(std::unique_ptr<rt::BatchSource> batches);
+  /// Fills the next batch, runs one step, returns its loss.
+  absl::StatusOr<float> step();
+  /// `steps` steps; the losses in order.
+  absl::StatusOr<std::vector<float>> run(int64_t steps);
+  /// The logical parameters (every rank must call it: it gathers shards).
+  absl::StatusOr<rt::TensorMap> gatherState();
+  rt::Executor &executor() { return *executorPtr; }
+  int64_t stepsDone() const { return stepsRun; }
+
+private:
+  Trainer() = default;
+  std::unique_ptr<rt::Executor> executorPtr;
+  std::unique_ptr<rt::BatchSource> batches;
+  int lossBuffer = -1;
+  int64_t stepsRun = 0;
+};
+
+} // namespace zero::frontend
+
+#endif // ZERO_FRONTEND_COMPILEDGRAPH_H

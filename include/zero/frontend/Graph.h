@@ -1,0 +1,302 @@
+//===- Graph.h - The C++ graph builder of a training step -------*- C++ -*-===//
+//
+// Users describe the forward pass and the loss of a one-device training step
+// with typed tensors, pick an optimizer and a ZeRO stage, and compile: the
+// builder emits the `train` dialect step (parameters, optimizer, loads,
+// compute ops, `train.minimize`), and `compile` runs `train-autodiff` and
+// `zero-pipeline` on it. Nobody writes IR or a backward pass by hand.
+//
+//   zero::frontend::Graph graph("mlp");
+//   Tensor x = graph.input("x", {32, 784}, DType::f32);
+//   ...
+//   graph.minimize(softmaxCrossEntropy(logits, labels));
+//   graph.config().optimizer(Adam{1e-3}).enable_zero(true, 3);
+//   absl::StatusOr<CompiledGraph> compiled = graph.compile(ranks);
+//
+// Shape errors do not throw or abort: the first one is recorded in the graph
+// (later ops on its result are skipped) and `compile` returns it, naming the
+// layer or op in the user's terms.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_FRONTEND_GRAPH_H
+#define ZERO_FRONTEND_GRAPH_H
+
+#include "zero/runtime/DType.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace zero::frontend {
+
+class CompiledGraph;
+
+namespace detail {
+struct GraphState;
+} // namespace detail
+
+// The runtime's element types: what the builder declares is what runs.
+using ::zero::rt::DType;
+using ::zero::rt::dtypeName;
+using ::zero::rt::isFloat;
+
+using Shape = std::vector<int64_t>;
+
+/// A value of the step: a graph input, a parameter's value, or an op result.
+/// Cheap to copy; it refers to its graph, which must outlive it.
+class Tensor {
+public:
+  Tensor() = default;
+  /// False for a default-constructed tensor and for the result of an op that
+  /// failed (the graph holds the error).
+  bool valid() const { return state != nullptr && id >= 0; }
+  const Shape &shape() const;
+  int64_t rank() const { return static_cast<int64_t>(shape().size()); }
+  int64_t numElements() const;
+  DType dtype() const;
+
+private:
+  friend struct detail::GraphState;
+  Tensor(detail::GraphState *state, int id) : state(state), id(id) {}
+  detail::GraphState *state = nullptr;
+  int id = -1;
+};
+
+/// How a parameter's logical value is first drawn (from the run's seed).
+struct Init {
+  enum class Kind { zeros, ones, constant, normal, uniform };
+  Kind kind = Kind::zeros;
+  double first = 0.0;  // value, mean or low
+  double second = 0.0; // std or high
+
+  static Init zeros() { return {Kind::zeros, 0.0, 0.0}; }
+  static Init ones() { return {Kind::ones, 0.0, 0.0}; }
+  static Init constant(double value) { return {Kind::constant, value, 0.0}; }
+  static Init normal(double mean, double std) {
+    return {Kind::normal, mean, std};
+  }
+  static Init uniform(double low, double high) {
+    return {Kind::uniform, low, high};
+  }
+};
+
+/// A persistent trainable tensor. Converts to the Tensor of its value in the
+/// step; using it several times (a tied LM head) is one parameter with
+/// several uses, and its gradients are summed.
+class Parameter {
+public:
+  Parameter() = default;
+  /// False for a default-constructed handle (a Linear without bias).
+  bool defined() const { return state != nullptr && index >= 0; }
+  const std::string &name() const;
+  Tensor value() const;
+  operator Tensor() const { return value(); }
+  /// A frozen parameter gets no gradient, no optimizer state, no update.
+  Parameter &requiresGrad(bool trainable);
+  bool requiresGrad() const;
+
+private:
+  friend struct detail::GraphState;
+  Parameter(detail::GraphState *state, int index)
+      : state(state), index(index) {}
+  detail::GraphState *state = nullptr;
+  int index = -1;
+};
+
+//===----------------------------------------------------------------------===//
+// Optimizers (what `train.optimizer` declares)
+//===----------------------------------------------------------------------===//
+
+struct SGD {
+  double lr = 1e-2;
+  double weightDecay = 0.0; // L2
+};
+struct Momentum {
+  double lr = 1e-2;
+  double momentum = 0.9;
+  double weightDecay = 0.0; // L2
+};
+struct Adam {
+  double lr = 1e-3;
+  std::pair<double, double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weightDecay = 0.0; // L2
+};
+struct AdamW {
+  double lr = 1e-3;
+  std::pair<double, double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weightDecay = 1e-2; // decoupled
+};
+
+struct OptimizerSpec {
+  enum class Kind { sgd, momentum, adam, adamw };
+  Kind kind = Kind::adamw;
+  double lr = 1e-3;
+  double momentum = 0.0;
+  std::pair<double, double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weightDecay = 0.0;
+};
+
+//===----------------------------------------------------------------------===//
+// Configuration (OneFlow's nn.Graph config)
+//===----------------------------------------------------------------------===//
+
+/// The ZeRO options, as `zero-pipeline` takes them.
+struct ZeroOptions {
+  enum class Layout { flat, dim0 };
+  /// Flat shards padded to a multiple of the ranks (DeepSpeed), or dimension
+  /// 0 split with padding (FSDP2).
+  Layout layout = Layout::flat;
+  /// Tensors with fewer elements stay replicated.
+  int64_t minShardElements = 0;
+  /// Largest fused gradient-reduction and parameter all-gather buckets; 0
+  /// leaves every collective on its own.
+  int64_t reduceBucketBytes = 25 << 20;
+  int64_t allgatherBucketBytes = 25 << 20;
+  /// Stage 3: gather parameters again for their backward uses (otherwise
+  /// the forward gathers stay alive until the backward).
+  bool regatherInBackward = true;
+  /// Stage 3: re-gather when uses are more than this many ops apart (0: no
+  /// re-gather for distance alone).
+  int64_t maxReuseDistance = 0;
+};
+
+class GraphConfig {
+public:
+  GraphConfig &optimizer(const SGD &sgd);
+  GraphConfig &optimizer(const Momentum &momentum);
+  GraphConfig &optimizer(const Adam &adam);
+  GraphConfig &optimizer(const AdamW &adamw);
+  /// `enable_zero(true, stage)` partitions optimizer state (stage 1), plus
+  /// gradients (2), plus parameters (3) over the ranks; `enable_zero(false)`
+  /// is plain data parallelism. Named as in OneFlow's GraphConfig.
+  GraphConfig &enable_zero(bool enabled = true, int stage = 2);
+  /// Micro-batches per optimizer step (gradients accumulate in between).
+  GraphConfig &set_gradient_accumulation_steps(int steps);
+  ZeroOptions &zero() { return zeroOptions; }
+
+  const OptimizerSpec &optimizerSpec() const { return optimizerChoice; }
+  const ZeroOptions &zero() const { return zeroOptions; }
+  bool zeroEnabled() const { return zeroOn; }
+  int zeroStage() const { return zeroOn ? stage : 0; }
+  int accumulationSteps() const { return accumulateSteps; }
+  /// The first invalid setting, in the user's terms (checked by compile).
+  absl::Status validate() const;
+
+private:
+  OptimizerSpec optimizerChoice;
+  ZeroOptions zeroOptions;
+  bool zeroOn = false;
+  int stage = 0;
+  int accumulateSteps = 1;
+};
+
+//===----------------------------------------------------------------------===//
+// The graph
+//===----------------------------------------------------------------------===//
+
+class Graph {
+public:
+  explicit Graph(std::string name);
+  ~Graph();
+  Graph(Graph &&) noexcept;
+  Graph &operator=(Graph &&) noexcept;
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+
+  const std::string &name() const;
+
+  /// An argument of the step, batch-major: dimension 0 is the per-rank
+  /// batch (the step runs on each rank's slice of the global batch).
+  Tensor input(const std::string &name, const Shape &shape, DType dtype);
+  /// A parameter named `name` (names must be unique; dots group them, as in
+  /// "h0.attn.q.w").
+  Parameter parameter(const std::string &name, const Shape &shape,
+                      const Init &init, DType dtype = DType::f32);
+  /// The scalar f32 loss the training step minimizes.
+  void minimize(const Tensor &loss);
+
+  GraphConfig &config();
+  const GraphConfig &config() const;
+
+  /// OK, or the first error met while building (shapes, names, ...).
+  absl::Status status() const;
+
+  /// Builds the MLIR module, differentiates it and compiles it for `ranks`
+  /// data-parallel ranks at the configured ZeRO stage, down to the runtime
+  /// program. The graph can be compiled again (other ranks, other config).
+  absl::StatusOr<CompiledGraph> compile(int ranks) const;
+
+  detail::GraphState &internals() { return *state; }
+  const detail::GraphState &internals() const { return *state; }
+
+private:
+  std::unique_ptr<detail::GraphState> state;
+};
+
+//===----------------------------------------------------------------------===//
+// Ops: one function per `train` compute op, shapes checked as the op's
+// verifier does. An invalid operand gives an invalid result, silently (the
+// graph already holds the error).
+//===----------------------------------------------------------------------===//
+
+enum class Transpose { none, a, b, both };
+
+Tensor add(const Tensor &lhs, const Tensor &rhs);
+Tensor sub(const Tensor &lhs, const Tensor &rhs);
+Tensor mul(const Tensor &lhs, const Tensor &rhs);
+Tensor div(const Tensor &lhs, const Tensor &rhs);
+inline Tensor operator+(const Tensor &lhs, const Tensor &rhs) {
+  return add(lhs, rhs);
+}
+inline Tensor operator-(const Tensor &lhs, const Tensor &rhs) {
+  return sub(lhs, rhs);
+}
+inline Tensor operator*(const Tensor &lhs, const Tensor &rhs) {
+  return mul(lhs, rhs);
+}
+
+Tensor neg(const Tensor &x);
+Tensor exp(const Tensor &x);
+Tensor log(const Tensor &x);
+Tensor sqrt(const Tensor &x);
+Tensor rsqrt(const Tensor &x);
+Tensor tanh(const Tensor &x);
+Tensor relu(const Tensor &x);
+Tensor gelu(const Tensor &x);
+Tensor softmax(const Tensor &x);
+
+Tensor scale(const Tensor &x, double factor);
+/// Sets the entries above the diagonal of the last two dimensions to `fill`.
+Tensor causalMask(const Tensor &x, double fill);
+/// x + bias broadcast along the last dimension.
+Tensor biasAdd(const Tensor &x, const Tensor &bias);
+/// [..., M, K] x [..., K, N] after the requested transposes of the last two
+/// dimensions; `rhs` may be 2-D and shared by every batch.
+Tensor matmul(const Tensor &lhs, const Tensor &rhs,
+              Transpose transpose = Transpose::none);
+/// Normalizes the last dimension; gamma and beta have its size.
+Tensor layerNorm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
+                 double eps = 1e-5);
+/// Rows of `table` [V, D] picked by integer `ids`: ids.shape + [D].
+Tensor embedding(const Tensor &table, const Tensor &ids);
+/// Mean cross-entropy of softmax(logits) against integer labels of shape
+/// logits.shape[:-1]; a scalar f32.
+Tensor softmaxCrossEntropy(const Tensor &logits, const Tensor &labels);
+Tensor reduceSum(const Tensor &x, const std::vector<int64_t> &dims);
+Tensor reduceMean(const Tensor &x, const std::vector<int64_t> &dims);
+Tensor reshape(const Tensor &x, const Shape &shape);
+Tensor transpose(const Tensor &x, const std::vector<int64_t> &permutation);
+Tensor cast(const Tensor &x, DType dtype);
+
+} // namespace zero::frontend
+
+#endif // ZERO_FRONTEND_GRAPH_H

@@ -1,0 +1,214 @@
+//===- CompiledGraph.cpp - Graph::compile and the compiled forms ----------===//
+//
+// compile = emit the forward step, verify it, train-autodiff, then
+// zero-pipeline{stage, ranks, ZeRO options, lower-to-runtime}: the same
+// passes, in the same order, as `zero-opt --train-autodiff` followed by
+// `zero-run --stage`, so a graph trains exactly as its saved step does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/frontend/CompiledGraph.h"
+
+#include "EmitModule.h"
+#include "GraphState.h"
+
+#include "zero/dialects/dist/DistDialect.h"
+#include "zero/dialects/train/TrainDialect.h"
+#include "zero/dialects/zrt/ZrtDialect.h"
+#include "zero/dialects/zrt/ZrtOps.h"
+#include "zero/passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <fstream>
+
+using namespace zero::frontend;
+using namespace zero::frontend::detail;
+
+struct CompiledGraph::Impl {
+  // Declared first so that it is destroyed after the modules it owns.
+  std::unique_ptr<mlir::MLIRContext> context;
+  mlir::OwningOpRef<mlir::ModuleOp> forward, step, program;
+  MemoryReport report;
+};
+
+namespace {
+
+/// Collects the diagnostics of a compilation, to return them as a Status.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(mlir::MLIRContext &context)
+      : handler(&context, [this](mlir::Diagnostic &diagnostic) {
+          if (!messages.empty())
+            messages += "\n";
+          messages += diagnostic.str();
+          for (mlir::Diagnostic &note : diagnostic.getNotes())
+            messages += "\n  note: " + note.str();
+          return mlir::success();
+        }) {}
+  const std::string &text() const { return messages; }
+
+private:
+  std::string messages;
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+std::unique_ptr<mlir::MLIRContext> makeContext() {
+  mlir::DialectRegistry registry;
+  registry.insert<zero::dist::DistDialect, zero::train::TrainDialect,
+                  zero::zrt::ZrtDialect, mlir::arith::ArithDialect,
+                  mlir::func::FuncDialect>();
+  auto context = std::make_unique<mlir::MLIRContext>(registry);
+  context->loadAllAvailableDialects();
+  // Compilation is small next to training; the ranks own the cores.
+  context->disableMultithreading();
+  return context;
+}
+
+zero::ZeroPipelineOptions pipelineOptions(const GraphConfig &config,
+                                          int ranks) {
+  const ZeroOptions &zero = config.zero();
+  zero::ZeroPipelineOptions options;
+  options.stage = config.zeroStage();
+  options.ranks = ranks;
+  options.accumulateSteps = config.accumulationSteps();
+  options.layout = zero.layout == ZeroOptions::Layout::dim0 ? "dim0" : "flat";
+  options.minShardElements = zero.minShardElements;
+  options.regatherInBackward = zero.regatherInBackward;
+  options.maxReuseDistance = zero.maxReuseDistance;
+  options.reduceBucketBytes = zero.reduceBucketBytes;
+  options.allgatherBucketBytes = zero.allgatherBucketBytes;
+  options.lowerToRuntime = true;
+  return options;
+}
+
+int64_t intField(mlir::DictionaryAttr dict, llvm::StringRef name) {
+  auto value = dict ? dict.getAs<mlir::IntegerAttr>(name) : nullptr;
+  return value ? value.getInt() : 0;
+}
+
+/// The figures zero-lower-to-runtime attached as `zrt.report`.
+MemoryReport readReport(mlir::ModuleOp module, int stage, int ranks) {
+  MemoryReport report;
+  report.stage = stage;
+  report.ranks = ranks;
+  mlir::DictionaryAttr dict;
+  for (auto program : module.getOps<zero::zrt::ProgramOp>())
+    dict = program->getAttrOfType<mlir::DictionaryAttr>("zrt.report");
+  report.parameters = intField(dict, "parameters");
+  report.gradients = intField(dict, "gradients");
+  report.slots = intField(dict, "slots");
+  report.masters = intField(dict, "masters");
+  report.modelState = intField(dict, "model_state");
+  report.persistent = intField(dict, "persistent");
+  report.peakTransient = intField(dict, "peak_transient");
+  auto traffic = dict ? dict.getAs<mlir::DictionaryAttr>("traffic") : nullptr;
+  for (mlir::NamedAttribute kind :
+       traffic ? traffic.getValue() : llvm::ArrayRef<mlir::NamedAttribute>{}) {
+    auto entry = llvm::dyn_cast<mlir::DictionaryAttr>(kind.getValue());
+    CollectiveTraffic &counts = report.traffic[kind.getName().str()];
+    counts.count = intField(entry, "count");
+    counts.bytes = intField(entry, "bytes");
+    if (auto sent = entry ? entry.getAs<mlir::FloatAttr>("sent_bytes_per_rank")
+                          : nullptr)
+      counts.sentBytesPerRank = sent.getValueAsDouble();
+  }
+  return report;
+}
+
+} // namespace
+
+absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
+  const GraphState &graph = *state;
+  if (!graph.firstError.ok())
+    return graph.firstError;
+  std::string what = absl::StrCat("compile graph '", graph.name, "'");
+  if (absl::Status status = graph.config.validate(); !status.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", status.message()));
+  if (ranks < 1)
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ranks must be at least 1, got ", ranks));
+  if (graph.lossNode < 0)
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, ": no loss; call graph.minimize(loss) before compile"));
+
+  auto impl = std::make_unique<CompiledGraph::Impl>();
+  impl->context = makeContext();
+  DiagnosticCollector diagnostics(*impl->context);
+  auto failure = [&](const std::string &stepName) {
+    return absl::InternalError(
+        absl::StrCat(what, " (stage ", graph.config.zeroStage(), ", ", ranks,
+                     " ranks): ", stepName, " failed:\n", diagnostics.text()));
+  };
+
+  impl->forward = emitModule(graph, *impl->context);
+  if (mlir::failed(mlir::verify(*impl->forward)))
+    return failure("verifying the built step");
+  impl->step = (*impl->forward).clone();
+  mlir::PassManager autodiff(impl->context.get());
+  autodiff.addPass(zero::createTrainAutodiff());
+  if (mlir::failed(autodiff.run(*impl->step)))
+    return failure("train-autodiff");
+  impl->program = (*impl->step).clone();
+  mlir::PassManager pipeline(impl->context.get());
+  pipeline.addPass(
+      zero::createZeroPipeline(pipelineOptions(graph.config, ranks)));
+  if (mlir::failed(pipeline.run(*impl->program)))
+    return failure("zero-pipeline");
+  impl->report = readReport(*impl->program, graph.config.zeroStage(), ranks);
+  return CompiledGraph(std::move(impl));
+}
+
+CompiledGraph::CompiledGraph(std::unique_ptr<Impl> impl)
+    : impl(std::move(impl)) {}
+CompiledGraph::~CompiledGraph() = default;
+CompiledGraph::CompiledGraph(CompiledGraph &&) noexcept = default;
+CompiledGraph &CompiledGraph::operator=(CompiledGraph &&) noexcept = default;
+
+int CompiledGraph::ranks() const { return impl->report.ranks; }
+int CompiledGraph::stage() const { return impl->report.stage; }
+const MemoryReport &CompiledGraph::report() const { return impl->report; }
+
+mlir::ModuleOp CompiledGraph::module(Form form) const {
+  switch (form) {
+  case Form::forward:
+    return *impl->forward;
+  case Form::step:
+    return *impl->step;
+  case Form::program:
+    return *impl->program;
+  }
+  return *impl->program;
+}
+
+std::string CompiledGraph::str(Form form) const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module(form).print(os);
+  os.flush();
+  return text;
+}
+
+void CompiledGraph::print(std::ostream &os, Form form) const {
+  os << str(form);
+}
+
+absl::Status CompiledGraph::save(const std::string &path, Form form) const {
+  std::ofstream file(path);
+  if (!file)
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot write ", path, ": cannot open the file"));
+  file << str(form);
+  file.close();
+  if (!file)
+    return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}

@@ -1,0 +1,168 @@
+//===- EmitModule.cpp - A recorded graph as a train-dialect module --------===//
+
+#include "EmitModule.h"
+
+#include "zero/dialects/dist/DistDialect.h"
+#include "zero/dialects/train/TrainDialect.h"
+#include "zero/dialects/train/TrainOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+using namespace zero;
+using zero::frontend::DType;
+using zero::frontend::Init;
+using zero::frontend::OptimizerSpec;
+using zero::frontend::detail::GraphState;
+using zero::frontend::detail::InputDecl;
+using zero::frontend::detail::Node;
+using zero::frontend::detail::ParameterDecl;
+
+namespace {
+
+Type elementType(DType dtype, Builder &builder) {
+  switch (dtype) {
+  case DType::f32:
+    return builder.getF32Type();
+  case DType::bf16:
+    return builder.getBF16Type();
+  case DType::f16:
+    return builder.getF16Type();
+  case DType::i32:
+    return builder.getI32Type();
+  case DType::i64:
+    return builder.getI64Type();
+  }
+  return builder.getF32Type();
+}
+
+RankedTensorType tensorType(const frontend::Shape &shape, DType dtype,
+                            Builder &builder) {
+  return RankedTensorType::get(shape, elementType(dtype, builder));
+}
+
+train::InitAttr initAttr(const Init &init, MLIRContext *context) {
+  train::InitKind kind = train::InitKind::zeros;
+  switch (init.kind) {
+  case Init::Kind::zeros:
+    kind = train::InitKind::zeros;
+    break;
+  case Init::Kind::ones:
+    kind = train::InitKind::ones;
+    break;
+  case Init::Kind::constant:
+    kind = train::InitKind::constant;
+    break;
+  case Init::Kind::normal:
+    kind = train::InitKind::normal;
+    break;
+  case Init::Kind::uniform:
+    kind = train::InitKind::uniform;
+    break;
+  }
+  return train::InitAttr::get(context, kind, APFloat(init.first),
+                              APFloat(init.second));
+}
+
+/// `train.optimizer @<kind> <kind> lr ...`, with betas and eps for the Adam
+/// family and weight decay only when set (as the examples write it).
+std::string emitOptimizer(const OptimizerSpec &spec, OpBuilder &builder,
+                          Location loc) {
+  static const std::pair<OptimizerSpec::Kind, train::OptimizerKind> kinds[] = {
+      {OptimizerSpec::Kind::sgd, train::OptimizerKind::sgd},
+      {OptimizerSpec::Kind::momentum, train::OptimizerKind::momentum},
+      {OptimizerSpec::Kind::adam, train::OptimizerKind::adam},
+      {OptimizerSpec::Kind::adamw, train::OptimizerKind::adamw}};
+  train::OptimizerKind kind = train::OptimizerKind::adamw;
+  for (const auto &[mine, theirs] : kinds)
+    if (mine == spec.kind)
+      kind = theirs;
+  bool adamLike =
+      kind == train::OptimizerKind::adam || kind == train::OptimizerKind::adamw;
+  auto f64 = [&](bool present, double value) {
+    return present ? builder.getF64FloatAttr(value) : FloatAttr();
+  };
+  std::string name = train::stringifyOptimizerKind(kind).str();
+  builder.create<train::OptimizerOp>(
+      loc, name, kind, APFloat(spec.lr),
+      f64(kind == train::OptimizerKind::momentum, spec.momentum),
+      f64(adamLike, spec.betas.first), f64(adamLike, spec.betas.second),
+      f64(adamLike, spec.eps),
+      f64(spec.weightDecay != 0.0 || kind == train::OptimizerKind::adamw,
+          spec.weightDecay));
+  return name;
+}
+
+/// One recorded op, built generically from its name and attributes: the
+/// node already carries the result types its verifier expects.
+Operation *emitOp(const Node &node, ArrayRef<Value> values, OpBuilder &builder,
+                  Location loc) {
+  OperationState state(loc, node.opName);
+  for (int operand : node.operands)
+    state.addOperands(values[operand]);
+  state.addTypes(tensorType(node.shape, node.dtype, builder));
+  for (const auto &[shape, dtype] : node.extraResults)
+    state.addTypes(tensorType(shape, dtype, builder));
+  for (const std::string &name : node.unitAttrs)
+    state.addAttribute(name, builder.getUnitAttr());
+  for (const auto &[name, value] : node.f64Attrs)
+    state.addAttribute(name, builder.getF64FloatAttr(value));
+  for (const auto &[name, array] : node.arrayAttrs)
+    state.addAttribute(name, builder.getDenseI64ArrayAttr(array));
+  return builder.create(state);
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp>
+zero::frontend::detail::emitModule(const GraphState &graph,
+                                   MLIRContext &context) {
+  OpBuilder builder(&context);
+  Location loc = NameLoc::get(builder.getStringAttr(graph.name));
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  // The step is written for one device; zero-pipeline's `ranks` makes it
+  // data parallel, as for the examples.
+  (*module)->setAttr(
+      dist::DistDialect::getPlacementAttrName(),
+      dist::PlacementAttr::get(&context, dist::DeviceKind::cpu, {1}));
+  builder.setInsertionPointToEnd(module->getBody());
+  for (const ParameterDecl &param : graph.parameters)
+    builder.create<train::ParamOp>(
+        NameLoc::get(builder.getStringAttr(param.name)), param.name,
+        param.trainable ? train::Role::param : train::Role::frozen,
+        FlatSymbolRefAttr(), tensorType(param.shape, param.dtype, builder),
+        train::StorageLayoutKind::replicated, /*shard_axis=*/0,
+        /*local_type=*/TypeAttr(), initAttr(param.init, &context));
+  emitOptimizer(graph.config.optimizerSpec(), builder, loc);
+
+  SmallVector<Type> argumentTypes;
+  for (const InputDecl &input : graph.inputs) {
+    const Node &node = graph.nodes[input.node];
+    argumentTypes.push_back(tensorType(node.shape, node.dtype, builder));
+  }
+  auto lossType = RankedTensorType::get({}, builder.getF32Type());
+  auto step = builder.create<func::FuncOp>(
+      loc, "step", builder.getFunctionType(argumentTypes, {lossType}));
+  step->setAttr("train.step", builder.getUnitAttr());
+  Block *body = step.addEntryBlock();
+  builder.setInsertionPointToEnd(body);
+
+  SmallVector<Value> values(graph.nodes.size());
+  for (const InputDecl &input : graph.inputs)
+    values[input.node] = body->getArgument(graph.nodes[input.node].index);
+  // Every parameter is loaded up front, in declaration order.
+  for (const ParameterDecl &param : graph.parameters)
+    values[param.node] = builder.create<train::LoadOp>(
+        NameLoc::get(builder.getStringAttr(param.name)),
+        tensorType(param.shape, param.dtype, builder), param.name);
+  for (auto [index, node] : llvm::enumerate(graph.nodes))
+    if (node.kind == Node::Kind::op)
+      values[index] = emitOp(node, values, builder, loc)->getResult(0);
+
+  Value loss = values[graph.lossNode];
+  builder.create<train::MinimizeOp>(loc, loss);
+  builder.create<func::ReturnOp>(loc, loss);
+  return module;
+}

@@ -1,0 +1,250 @@
+//===- Graph.cpp - Inputs, parameters, the loss and the configuration -----===//
+
+#include "GraphState.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+#include <algorithm>
+
+using namespace zero::frontend;
+using namespace zero::frontend::detail;
+
+std::string detail::shapeText(const Shape &shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+std::string detail::describe(const Tensor &tensor) {
+  return absl::StrCat(shapeText(tensor.shape()), " ",
+                      dtypeName(tensor.dtype()));
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor and Parameter
+//===----------------------------------------------------------------------===//
+
+static const Shape kNoShape;
+
+const Shape &Tensor::shape() const {
+  return valid() ? state->nodes[id].shape : kNoShape;
+}
+
+int64_t Tensor::numElements() const {
+  int64_t count = 1;
+  for (int64_t extent : shape())
+    count *= extent;
+  return count;
+}
+
+DType Tensor::dtype() const {
+  return valid() ? state->nodes[id].dtype : DType::f32;
+}
+
+const std::string &Parameter::name() const {
+  static const std::string none;
+  return state ? state->parameters[index].name : none;
+}
+
+Tensor Parameter::value() const {
+  if (!state)
+    return Tensor();
+  return state->tensorOf(state->parameters[index].node);
+}
+
+Parameter &Parameter::requiresGrad(bool trainable) {
+  if (state)
+    state->parameters[index].trainable = trainable;
+  return *this;
+}
+
+bool Parameter::requiresGrad() const {
+  return state && state->parameters[index].trainable;
+}
+
+Tensor GraphState::fail(const std::string &message) {
+  if (firstError.ok())
+    firstError = absl::InvalidArgumentError(
+        absl::StrCat("graph '", name, "': ", message));
+  return Tensor();
+}
+
+Tensor GraphState::add(Node node) {
+  nodes.push_back(std::move(node));
+  return Tensor(this, static_cast<int>(nodes.size()) - 1);
+}
+
+//===----------------------------------------------------------------------===//
+// GraphConfig
+//===----------------------------------------------------------------------===//
+
+GraphConfig &GraphConfig::optimizer(const SGD &sgd) {
+  optimizerChoice =
+      OptimizerSpec{OptimizerSpec::Kind::sgd, sgd.lr, 0.0, {0.9, 0.999}, 1e-8,
+                    sgd.weightDecay};
+  return *this;
+}
+
+GraphConfig &GraphConfig::optimizer(const Momentum &momentum) {
+  optimizerChoice = OptimizerSpec{OptimizerSpec::Kind::momentum,
+                                  momentum.lr,
+                                  momentum.momentum,
+                                  {0.9, 0.999},
+                                  1e-8,
+                                  momentum.weightDecay};
+  return *this;
+}
+
+GraphConfig &GraphConfig::optimizer(const Adam &adam) {
+  optimizerChoice = OptimizerSpec{
+      OptimizerSpec::Kind::adam, adam.lr, 0.0, adam.betas, adam.eps,
+      adam.weightDecay};
+  return *this;
+}
+
+GraphConfig &GraphConfig::optimizer(const AdamW &adamw) {
+  optimizerChoice = OptimizerSpec{
+      OptimizerSpec::Kind::adamw, adamw.lr, 0.0, adamw.betas, adamw.eps,
+      adamw.weightDecay};
+  return *this;
+}
+
+GraphConfig &GraphConfig::enable_zero(bool enabled, int zeroStage) {
+  zeroOn = enabled;
+  stage = zeroStage;
+  return *this;
+}
+
+GraphConfig &GraphConfig::set_gradient_accumulation_steps(int steps) {
+  accumulateSteps = steps;
+  return *this;
+}
+
+absl::Status GraphConfig::validate() const {
+  if (zeroOn && (stage < 1 || stage > 3))
+    return absl::InvalidArgumentError(
+        absl::StrCat("enable_zero: stage must be 1, 2 or 3, got ", stage,
+                     " (enable_zero(false) trains plain data parallel)"));
+  if (accumulateSteps < 1)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "set_gradient_accumulation_steps: must be at least 1, got ",
+        accumulateSteps));
+  const OptimizerSpec &o = optimizerChoice;
+  if (!(o.lr > 0))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer: the learning rate must be positive, got ", o.lr));
+  if (o.weightDecay < 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer: weight decay must not be negative, got ", o.weightDecay));
+  bool adamLike = o.kind == OptimizerSpec::Kind::adam ||
+                  o.kind == OptimizerSpec::Kind::adamw;
+  if (adamLike && !(o.betas.first >= 0 && o.betas.first < 1 &&
+                    o.betas.second >= 0 && o.betas.second < 1))
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer: betas must lie in [0, 1), got (",
+                     o.betas.first, ", ", o.betas.second, ")"));
+  if (adamLike && !(o.eps > 0))
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer: eps must be positive, got ", o.eps));
+  const ZeroOptions &z = zeroOptions;
+  if (z.minShardElements < 0 || z.reduceBucketBytes < 0 ||
+      z.allgatherBucketBytes < 0 || z.maxReuseDistance < 0)
+    return absl::InvalidArgumentError(
+        "zero options: min-shard-elements, bucket bytes and reuse distance "
+        "must not be negative");
+  return absl::OkStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// Graph
+//===----------------------------------------------------------------------===//
+
+Graph::Graph(std::string name) : state(std::make_unique<GraphState>()) {
+  state->name = std::move(name);
+}
+
+Graph::~Graph() = default;
+Graph::Graph(Graph &&) noexcept = default;
+Graph &Graph::operator=(Graph &&) noexcept = default;
+
+const std::string &Graph::name() const { return state->name; }
+GraphConfig &Graph::config() { return state->config; }
+const GraphConfig &Graph::config() const { return state->config; }
+absl::Status Graph::status() const { return state->firstError; }
+
+/// Whether `name` is taken by an input or a parameter.
+static bool nameTaken(const GraphState &state, const std::string &name) {
+  return std::any_of(state.inputs.begin(), state.inputs.end(),
+                     [&](const InputDecl &d) { return d.name == name; }) ||
+         std::any_of(state.parameters.begin(), state.parameters.end(),
+                     [&](const ParameterDecl &d) { return d.name == name; });
+}
+
+static bool validShape(const Shape &shape) {
+  return std::all_of(shape.begin(), shape.end(),
+                     [](int64_t extent) { return extent > 0; });
+}
+
+Tensor Graph::input(const std::string &name, const Shape &shape, DType dtype) {
+  if (name.empty() || nameTaken(*state, name))
+    return state->fail(
+        absl::StrCat("input: the name '", name, "' is empty or already taken"));
+  if (shape.empty() || !validShape(shape))
+    return state->fail(
+        absl::StrCat("input '", name,
+                     "': needs a batch dimension and positive extents, got ",
+                     shapeText(shape)));
+  Node node;
+  node.kind = Node::Kind::input;
+  node.index = static_cast<int>(state->inputs.size());
+  node.shape = shape;
+  node.dtype = dtype;
+  Tensor value = state->add(std::move(node));
+  state->inputs.push_back({name, GraphState::idOf(value)});
+  return value;
+}
+
+Parameter Graph::parameter(const std::string &name, const Shape &shape,
+                           const Init &init, DType dtype) {
+  if (name.empty() || nameTaken(*state, name)) {
+    state->fail(absl::StrCat("parameter: the name '", name,
+                             "' is empty or already taken"));
+    return Parameter();
+  }
+  if (!validShape(shape) || !isFloat(dtype)) {
+    state->fail(absl::StrCat("parameter '", name,
+                             "': needs positive extents and a float type, got ",
+                             shapeText(shape), " ", dtypeName(dtype)));
+    return Parameter();
+  }
+  Node node;
+  node.kind = Node::Kind::parameter;
+  node.index = static_cast<int>(state->parameters.size());
+  node.shape = shape;
+  node.dtype = dtype;
+  Tensor value = state->add(std::move(node));
+  state->parameters.push_back(
+      {name, shape, dtype, init, /*trainable=*/true, GraphState::idOf(value)});
+  return state->parameterHandle(static_cast<int>(state->parameters.size()) - 1);
+}
+
+void Graph::minimize(const Tensor &loss) {
+  if (!loss.valid()) {
+    state->fail("minimize: the loss is not a valid tensor");
+    return;
+  }
+  if (GraphState::of(loss) != state.get()) {
+    state->fail("minimize: the loss belongs to another graph");
+    return;
+  }
+  if (loss.rank() != 0 || loss.dtype() != DType::f32) {
+    state->fail(absl::StrCat(
+        "minimize: the loss must be a scalar f32, got ", describe(loss),
+        "; reduce it first (e.g. reduceMean over every dimension)"));
+    return;
+  }
+  if (state->lossNode >= 0) {
+    state->fail("minimize: called twice; a step minimizes one loss");
+    return;
+  }
+  state->lossNode = GraphState::idOf(loss);
+}

@@ -1,0 +1,84 @@
+//===- GraphState.h - What a Graph records, before any MLIR ----*- C++ -*-===//
+//
+// The builder records the step as a list of nodes (one per value) and emits
+// MLIR only in `compile`: building stays cheap and context-free, and the
+// same graph can be compiled for several rank counts and configurations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_LIB_FRONTEND_GRAPHSTATE_H
+#define ZERO_LIB_FRONTEND_GRAPHSTATE_H
+
+#include "zero/frontend/Graph.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zero::frontend::detail {
+
+/// One value of the step and the op that defines it.
+struct Node {
+  enum class Kind { input, parameter, op };
+  Kind kind = Kind::op;
+  /// Index into GraphState::inputs or ::parameters for those kinds.
+  int index = -1;
+  /// The op ("train.matmul", ...) for Kind::op.
+  std::string opName;
+  std::vector<int> operands;
+  Shape shape;
+  DType dtype = DType::f32;
+  /// Inherent attributes, by the op's attribute names.
+  std::vector<std::string> unitAttrs;
+  std::vector<std::pair<std::string, double>> f64Attrs;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> arrayAttrs;
+  /// Results after the first (layer_norm's row statistics), never used by
+  /// the forward pass but part of the op.
+  std::vector<std::pair<Shape, DType>> extraResults;
+};
+
+struct InputDecl {
+  std::string name;
+  int node = -1;
+};
+
+struct ParameterDecl {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::f32;
+  Init init;
+  bool trainable = true;
+  int node = -1;
+};
+
+struct GraphState {
+  std::string name;
+  GraphConfig config;
+  std::vector<Node> nodes;
+  std::vector<InputDecl> inputs;
+  std::vector<ParameterDecl> parameters;
+  int lossNode = -1;
+  absl::Status firstError;
+
+  /// Records `message` unless an earlier error is recorded; returns an
+  /// invalid tensor for the caller to hand back.
+  Tensor fail(const std::string &message);
+  Tensor add(Node node);
+  Tensor tensorOf(int id) { return Tensor(this, id); }
+  const Node &node(const Tensor &tensor) const { return nodes[tensor.id]; }
+
+  static GraphState *of(const Tensor &tensor) { return tensor.state; }
+  static int idOf(const Tensor &tensor) { return tensor.id; }
+  Parameter parameterHandle(int index) { return Parameter(this, index); }
+  static GraphState *of(const Parameter &param) { return param.state; }
+  static int indexOf(const Parameter &param) { return param.index; }
+};
+
+/// "[32, 784]".
+std::string shapeText(const Shape &shape);
+/// "tensor [32, 784] of f32".
+std::string describe(const Tensor &tensor);
+
+} // namespace zero::frontend::detail
+
+#endif // ZERO_LIB_FRONTEND_GRAPHSTATE_H

@@ -1,0 +1,308 @@
+//===- Ops.cpp - One builder function per train compute op ---------------===//
+//
+// Each function checks its operands as the op's verifier would, so that a
+// mistake is reported where the user made it (naming the op and the shapes)
+// instead of as a verifier failure on emitted IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphState.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <limits>
+
+using namespace zero::frontend;
+using namespace zero::frontend::detail;
+
+namespace {
+
+/// The graph all operands belong to, or null when one of them is invalid
+/// (its error is already recorded) or they come from different graphs.
+GraphState *graphOf(std::initializer_list<const Tensor *> operands,
+                    const char *op) {
+  GraphState *state = nullptr;
+  for (const Tensor *operand : operands) {
+    if (!operand->valid())
+      return nullptr;
+    GraphState *owner = GraphState::of(*operand);
+    if (state && owner != state) {
+      state->fail(absl::StrCat(op, ": operands belong to different graphs"));
+      return nullptr;
+    }
+    state = owner;
+  }
+  return state;
+}
+
+Node opNode(const char *opName, std::initializer_list<const Tensor *> operands,
+            Shape shape, DType dtype) {
+  Node node;
+  node.opName = opName;
+  for (const Tensor *operand : operands)
+    node.operands.push_back(GraphState::idOf(*operand));
+  node.shape = std::move(shape);
+  node.dtype = dtype;
+  return node;
+}
+
+Tensor elementwise(const char *opName, const Tensor &lhs, const Tensor &rhs) {
+  GraphState *state = graphOf({&lhs, &rhs}, opName);
+  if (!state)
+    return Tensor();
+  if (lhs.shape() != rhs.shape() || lhs.dtype() != rhs.dtype() ||
+      !isFloat(lhs.dtype()))
+    return state->fail(absl::StrCat(opName,
+                                    ": operands must be float tensors "
+                                    "of one shape and type, got ",
+                                    describe(lhs), " and ", describe(rhs)));
+  return state->add(opNode(opName, {&lhs, &rhs}, lhs.shape(), lhs.dtype()));
+}
+
+Tensor unary(const char *opName, const Tensor &x) {
+  GraphState *state = graphOf({&x}, opName);
+  if (!state)
+    return Tensor();
+  if (!isFloat(x.dtype()))
+    return state->fail(
+        absl::StrCat(opName, ": needs a float tensor, got ", describe(x)));
+  return state->add(opNode(opName, {&x}, x.shape(), x.dtype()));
+}
+
+Tensor withF64(const char *opName, const Tensor &x, const char *attr,
+               double value) {
+  Tensor result = unary(opName, x);
+  if (result.valid())
+    GraphState::of(result)->nodes.back().f64Attrs.push_back({attr, value});
+  return result;
+}
+
+bool isIndex(DType dtype) { return dtype == DType::i32 || dtype == DType::i64; }
+
+Tensor reduce(const char *opName, const Tensor &x,
+              const std::vector<int64_t> &dims) {
+  GraphState *state = graphOf({&x}, opName);
+  if (!state)
+    return Tensor();
+  std::vector<int64_t> sorted = dims;
+  std::sort(sorted.begin(), sorted.end());
+  bool inRange = std::all_of(sorted.begin(), sorted.end(),
+                             [&](int64_t d) { return d >= 0 && d < x.rank(); });
+  if (!isFloat(x.dtype()) || !inRange ||
+      std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    return state->fail(absl::StrCat(opName, ": dimensions ", shapeText(dims),
+                                    " do not name distinct dimensions of ",
+                                    describe(x)));
+  Shape shape;
+  for (int64_t d = 0; d < x.rank(); ++d)
+    if (!std::binary_search(sorted.begin(), sorted.end(), d))
+      shape.push_back(x.shape()[d]);
+  Node node = opNode(opName, {&x}, shape, x.dtype());
+  node.arrayAttrs.push_back({"dims", sorted});
+  return state->add(std::move(node));
+}
+
+} // namespace
+
+Tensor zero::frontend::add(const Tensor &l, const Tensor &r) {
+  return elementwise("train.add", l, r);
+}
+Tensor zero::frontend::sub(const Tensor &l, const Tensor &r) {
+  return elementwise("train.sub", l, r);
+}
+Tensor zero::frontend::mul(const Tensor &l, const Tensor &r) {
+  return elementwise("train.mul", l, r);
+}
+Tensor zero::frontend::div(const Tensor &l, const Tensor &r) {
+  return elementwise("train.div", l, r);
+}
+Tensor zero::frontend::neg(const Tensor &x) { return unary("train.neg", x); }
+Tensor zero::frontend::exp(const Tensor &x) { return unary("train.exp", x); }
+Tensor zero::frontend::log(const Tensor &x) { return unary("train.log", x); }
+Tensor zero::frontend::sqrt(const Tensor &x) { return unary("train.sqrt", x); }
+Tensor zero::frontend::rsqrt(const Tensor &x) {
+  return unary("train.rsqrt", x);
+}
+Tensor zero::frontend::tanh(const Tensor &x) { return unary("train.tanh", x); }
+Tensor zero::frontend::relu(const Tensor &x) { return unary("train.relu", x); }
+Tensor zero::frontend::gelu(const Tensor &x) { return unary("train.gelu", x); }
+Tensor zero::frontend::softmax(const Tensor &x) {
+  return unary("train.softmax", x);
+}
+
+Tensor zero::frontend::scale(const Tensor &x, double factor) {
+  return withF64("train.scale", x, "factor", factor);
+}
+
+Tensor zero::frontend::causalMask(const Tensor &x, double fill) {
+  if (x.valid() && x.rank() < 2)
+    return GraphState::of(x)->fail(absl::StrCat(
+        "causalMask: needs at least two dimensions, got ", describe(x)));
+  return withF64("train.causal_mask", x, "fill", fill);
+}
+
+Tensor zero::frontend::biasAdd(const Tensor &x, const Tensor &bias) {
+  GraphState *state = graphOf({&x, &bias}, "biasAdd");
+  if (!state)
+    return Tensor();
+  if (x.rank() < 1 || bias.rank() != 1 || bias.shape()[0] != x.shape().back() ||
+      x.dtype() != bias.dtype() || !isFloat(x.dtype()))
+    return state->fail(absl::StrCat(
+        "biasAdd: the bias must be 1-D with the input's last dimension and "
+        "type, got input ",
+        describe(x), " and bias ", describe(bias)));
+  return state->add(
+      opNode("train.bias_add", {&x, &bias}, x.shape(), x.dtype()));
+}
+
+Tensor zero::frontend::matmul(const Tensor &lhs, const Tensor &rhs,
+                              Transpose transpose) {
+  GraphState *state = graphOf({&lhs, &rhs}, "matmul");
+  if (!state)
+    return Tensor();
+  bool ta = transpose == Transpose::a || transpose == Transpose::both;
+  bool tb = transpose == Transpose::b || transpose == Transpose::both;
+  auto mismatch = [&](const char *why) {
+    return state->fail(absl::StrCat("matmul: ", why, ": ", describe(lhs),
+                                    ta ? " (transposed)" : "", " x ",
+                                    describe(rhs), tb ? " (transposed)" : ""));
+  };
+  if (lhs.rank() < 2 || rhs.rank() < 2 || lhs.dtype() != rhs.dtype() ||
+      !isFloat(lhs.dtype()))
+    return mismatch("needs float operands of one type with at least 2 "
+                    "dimensions");
+  const Shape &a = lhs.shape(), &b = rhs.shape();
+  size_t ra = a.size(), rb = b.size();
+  int64_t m = ta ? a[ra - 1] : a[ra - 2], k = ta ? a[ra - 2] : a[ra - 1];
+  int64_t kb = tb ? b[rb - 1] : b[rb - 2], n = tb ? b[rb - 2] : b[rb - 1];
+  if (k != kb)
+    return mismatch("inner dimensions differ");
+  bool sharedRhs = rb == 2;
+  if (!sharedRhs &&
+      (ra != rb || !std::equal(a.begin(), a.end() - 2, b.begin())))
+    return mismatch("batch dimensions differ");
+  Shape shape(a.begin(), a.end() - 2);
+  shape.push_back(m);
+  shape.push_back(n);
+  Node node = opNode("train.matmul", {&lhs, &rhs}, shape, lhs.dtype());
+  if (ta)
+    node.unitAttrs.push_back("transpose_a");
+  if (tb)
+    node.unitAttrs.push_back("transpose_b");
+  return state->add(std::move(node));
+}
+
+Tensor zero::frontend::layerNorm(const Tensor &x, const Tensor &gamma,
+                                 const Tensor &beta, double eps) {
+  GraphState *state = graphOf({&x, &gamma, &beta}, "layerNorm");
+  if (!state)
+    return Tensor();
+  Shape param = {x.rank() > 0 ? x.shape().back() : 0};
+  if (x.rank() < 1 || gamma.shape() != param || beta.shape() != param ||
+      gamma.dtype() != x.dtype() || beta.dtype() != x.dtype() ||
+      !isFloat(x.dtype()))
+    return state->fail(absl::StrCat(
+        "layerNorm: gamma and beta must be 1-D with the input's last "
+        "dimension and type, got input ",
+        describe(x), ", gamma ", describe(gamma), ", beta ", describe(beta)));
+  Node node =
+      opNode("train.layer_norm", {&x, &gamma, &beta}, x.shape(), x.dtype());
+  node.f64Attrs.push_back({"eps", eps});
+  // The row statistics are f32 whatever the input type.
+  Shape rows(x.shape().begin(), x.shape().end() - 1);
+  node.extraResults = {{rows, DType::f32}, {rows, DType::f32}};
+  return state->add(std::move(node));
+}
+
+Tensor zero::frontend::embedding(const Tensor &table, const Tensor &ids) {
+  GraphState *state = graphOf({&table, &ids}, "embedding");
+  if (!state)
+    return Tensor();
+  if (table.rank() != 2 || !isFloat(table.dtype()) || !isIndex(ids.dtype()))
+    return state->fail(absl::StrCat(
+        "embedding: needs a 2-D float table and integer ids, got table ",
+        describe(table), " and ids ", describe(ids)));
+  Shape shape = ids.shape();
+  shape.push_back(table.shape()[1]);
+  return state->add(
+      opNode("train.embedding", {&table, &ids}, shape, table.dtype()));
+}
+
+Tensor zero::frontend::softmaxCrossEntropy(const Tensor &logits,
+                                           const Tensor &labels) {
+  GraphState *state = graphOf({&logits, &labels}, "softmaxCrossEntropy");
+  if (!state)
+    return Tensor();
+  Shape rows(logits.shape().begin(),
+             logits.shape().end() - (logits.rank() > 0 ? 1 : 0));
+  if (logits.rank() < 2 || logits.dtype() != DType::f32 ||
+      !isIndex(labels.dtype()) || labels.shape() != rows)
+    return state->fail(absl::StrCat(
+        "softmaxCrossEntropy: needs f32 logits [..., classes] and integer "
+        "labels of the logits' shape without the class dimension, got "
+        "logits ",
+        describe(logits), " and labels ", describe(labels),
+        logits.dtype() != DType::f32 ? " (cast 16-bit logits to f32 first)"
+                                     : ""));
+  return state->add(opNode("train.softmax_cross_entropy", {&logits, &labels},
+                           {}, DType::f32));
+}
+
+Tensor zero::frontend::reduceSum(const Tensor &x,
+                                 const std::vector<int64_t> &dims) {
+  return reduce("train.reduce_sum", x, dims);
+}
+
+Tensor zero::frontend::reduceMean(const Tensor &x,
+                                  const std::vector<int64_t> &dims) {
+  return reduce("train.reduce_mean", x, dims);
+}
+
+Tensor zero::frontend::reshape(const Tensor &x, const Shape &shape) {
+  GraphState *state = graphOf({&x}, "reshape");
+  if (!state)
+    return Tensor();
+  int64_t count = 1;
+  for (int64_t extent : shape)
+    count = extent > 0 ? count * extent : -1;
+  if (count != x.numElements())
+    return state->fail(absl::StrCat("reshape: cannot reshape ", describe(x),
+                                    " (", x.numElements(), " elements) to ",
+                                    shapeText(shape)));
+  return state->add(opNode("train.reshape", {&x}, shape, x.dtype()));
+}
+
+Tensor zero::frontend::transpose(const Tensor &x,
+                                 const std::vector<int64_t> &permutation) {
+  GraphState *state = graphOf({&x}, "transpose");
+  if (!state)
+    return Tensor();
+  std::vector<int64_t> sorted = permutation;
+  std::sort(sorted.begin(), sorted.end());
+  bool isPermutation = static_cast<int64_t>(sorted.size()) == x.rank();
+  for (size_t i = 0; isPermutation && i < sorted.size(); ++i)
+    isPermutation = sorted[i] == static_cast<int64_t>(i);
+  if (!isPermutation || !isFloat(x.dtype()))
+    return state->fail(absl::StrCat("transpose: ", shapeText(permutation),
+                                    " is not a permutation of the dimensions "
+                                    "of ",
+                                    describe(x)));
+  Shape shape;
+  for (int64_t d : permutation)
+    shape.push_back(x.shape()[d]);
+  Node node = opNode("train.transpose", {&x}, shape, x.dtype());
+  node.arrayAttrs.push_back({"permutation", permutation});
+  return state->add(std::move(node));
+}
+
+Tensor zero::frontend::cast(const Tensor &x, DType dtype) {
+  GraphState *state = graphOf({&x}, "cast");
+  if (!state)
+    return Tensor();
+  if (!isFloat(x.dtype()) || !isFloat(dtype))
+    return state->fail(absl::StrCat("cast: converts between float types, got ",
+                                    describe(x), " to ", dtypeName(dtype)));
+  return state->add(opNode("train.cast", {&x}, x.shape(), dtype));
+}

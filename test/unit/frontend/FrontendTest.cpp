@@ -1,0 +1,377 @@
+//===- FrontendTest.cpp - The graph builder against the .mlir steps -------===//
+//
+// A model built with the frontend must be the same step as its hand-written
+// (examples/mlp-forward.mlir) or generated (gen_gpt2.py --forward-only)
+// counterpart: the same printed IR, and bitwise the same losses when both
+// are compiled with train-autodiff + zero-pipeline and trained in-process
+// from the same seed. Errors come back as Status values in the user's terms.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/frontend/CompiledGraph.h"
+#include "zero/frontend/Graph.h"
+#include "zero/frontend/Layers.h"
+
+#include "zero/dialects/dist/DistDialect.h"
+#include "zero/dialects/train/TrainDialect.h"
+#include "zero/dialects/zrt/ZrtDialect.h"
+#include "zero/dialects/zrt/ZrtOps.h"
+#include "zero/passes/Passes.h"
+#include "zero/runtime/Communicator.h"
+#include "zero/runtime/CpuKernels.h"
+#include "zero/runtime/Executor.h"
+#include "zero/runtime/TrainingState.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace zero;
+using namespace zero::frontend;
+
+namespace {
+
+// MPI may be initialized and finalized once per process, so the single-rank
+// communicator outlives every test.
+rt::Communicator *theComm = nullptr;
+
+class MpiEnvironment : public ::testing::Environment {
+public:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<rt::Communicator>> created =
+        rt::createMpiCommunicator(rt::CommOptions{});
+    ASSERT_TRUE(created.ok()) << created.status().message();
+    comm = std::move(*created);
+    ASSERT_EQ(comm->size(), 1);
+    theComm = comm.get();
+    rt::setCpuKernelThreads(1);
+  }
+  void TearDown() override {
+    theComm = nullptr;
+    comm.reset();
+    rt::finalizeMpi();
+  }
+
+private:
+  std::unique_ptr<rt::Communicator> comm;
+};
+
+std::string sourcePath(const std::string &relative) {
+  return std::string(ZERO_SOURCE_DIR) + "/" + relative;
+}
+
+/// The MLP of examples/mlp-forward.mlir: 784 -> 128 (ReLU) -> 10, batch 32.
+Graph buildMlp() {
+  Graph graph("mlp");
+  Tensor x = graph.input("x", {32, 784}, DType::f32);
+  Tensor labels = graph.input("labels", {32}, DType::i32);
+  Linear fc1(graph, "fc1", 784, 128, true, Init::normal(0.0, 0.036));
+  Linear fc2(graph, "fc2", 128, 10, true, Init::normal(0.0, 0.088));
+  graph.minimize(softmaxCrossEntropy(fc2(relu(fc1(x))), labels));
+  graph.config().optimizer(Adam{1e-3, {0.9, 0.999}, 1e-8});
+  return graph;
+}
+
+/// The GPT-2 of gen_gpt2.py --forward-only --layers 1 --dim 32 --heads 2
+/// --seq 8 --vocab 64 --batch 2.
+Graph buildGpt2() {
+  Graph graph("gpt2");
+  GPT2Config config{/*layers=*/1, /*vocab=*/64, /*seq=*/8, /*dim=*/32,
+                    /*heads=*/2};
+  Tensor tokens = graph.input("tokens", {2, 8}, DType::i32);
+  Tensor positions = graph.input("positions", {2, 8}, DType::i32);
+  Tensor targets = graph.input("targets", {2, 8}, DType::i32);
+  GPT2 model(graph, config);
+  graph.minimize(model.loss(tokens, positions, targets));
+  graph.config().optimizer(AdamW{3e-4, {0.9, 0.95}, 1e-8, 0.1});
+  return graph;
+}
+
+std::string printed(mlir::ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os);
+  return os.str();
+}
+
+/// A context and the parsed step of a .mlir file.
+struct ParsedFile {
+  std::unique_ptr<mlir::MLIRContext> context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+
+ParsedFile parseFile(const std::string &path) {
+  mlir::DialectRegistry registry;
+  registry.insert<dist::DistDialect, train::TrainDialect, zrt::ZrtDialect,
+                  mlir::arith::ArithDialect, mlir::func::FuncDialect>();
+  ParsedFile parsed;
+  parsed.context = std::make_unique<mlir::MLIRContext>(registry);
+  parsed.context->disableMultithreading();
+  parsed.module =
+      mlir::parseSourceFile<mlir::ModuleOp>(path, parsed.context.get());
+  return parsed;
+}
+
+/// The reference: the file compiled as `zero-opt --train-autodiff` then
+/// `zero-run --stage 0`, trained with the runtime directly.
+std::vector<float> trainFile(const std::string &path, int64_t steps,
+                             uint64_t seed) {
+  ParsedFile parsed = parseFile(path);
+  EXPECT_TRUE(parsed.module) << "cannot parse " << path;
+  if (!parsed.module)
+    return {};
+  mlir::PassManager pm(parsed.context.get());
+  pm.addPass(createTrainAutodiff());
+  ZeroPipelineOptions options;
+  options.ranks = 1;
+  options.lowerToRuntime = true;
+  pm.addPass(createZeroPipeline(options));
+  EXPECT_TRUE(mlir::succeeded(pm.run(*parsed.module)));
+  auto programs = parsed.module->getOps<zrt::ProgramOp>();
+  EXPECT_FALSE(programs.empty());
+  if (programs.empty())
+    return {};
+  auto executor = rt::Executor::create(*programs.begin(), *theComm);
+  EXPECT_TRUE(executor.ok()) << executor.status().message();
+  EXPECT_TRUE(rt::initializeState(**executor, seed, "").ok());
+  auto batches = rt::createSyntheticBatches(**executor, seed);
+  EXPECT_TRUE(batches.ok());
+  int output = (*executor)->findBuffer("output0");
+  std::vector<float> losses;
+  for (int64_t step = 1; step <= steps; ++step) {
+    EXPECT_TRUE((*batches)->fill(step).ok());
+    EXPECT_TRUE((*executor)->runStep(step).ok());
+    losses.push_back(*static_cast<float *>((*executor)->bufferData(output)));
+  }
+  return losses;
+}
+
+std::vector<float> trainGraph(const Graph &graph, int64_t steps,
+                              uint64_t seed) {
+  absl::StatusOr<CompiledGraph> compiled = graph.compile(1);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().message();
+  if (!compiled.ok())
+    return {};
+  auto trainer = Trainer::create(*compiled, *theComm, seed);
+  EXPECT_TRUE(trainer.ok()) << trainer.status().message();
+  if (!trainer.ok())
+    return {};
+  absl::StatusOr<std::vector<float>> losses = (*trainer)->run(steps);
+  EXPECT_TRUE(losses.ok()) << losses.status().message();
+  return losses.ok() ? *losses : std::vector<float>{};
+}
+
+/// Bitwise: the same ops in the same order must round the same way.
+void expectSameBits(const std::vector<float> &actual,
+                    const std::vector<float> &expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i)
+    EXPECT_EQ(std::memcmp(&actual[i], &expected[i], sizeof(float)), 0)
+        << "step " << i + 1 << ": " << actual[i] << " vs " << expected[i];
+}
+
+//===----------------------------------------------------------------------===//
+// Same IR
+//===----------------------------------------------------------------------===//
+
+TEST(FrontendModule, MlpIsTheHandWrittenForwardStep) {
+  absl::StatusOr<CompiledGraph> compiled = buildMlp().compile(1);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  ParsedFile reference = parseFile(sourcePath("examples/mlp-forward.mlir"));
+  ASSERT_TRUE(reference.module);
+  EXPECT_EQ(compiled->str(Form::forward), printed(*reference.module));
+}
+
+TEST(FrontendModule, Gpt2IsTheGeneratedForwardStep) {
+  absl::StatusOr<CompiledGraph> compiled = buildGpt2().compile(1);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  ParsedFile reference =
+      parseFile(sourcePath("test/unit/frontend/inputs/gpt2-l1-forward.mlir"));
+  ASSERT_TRUE(reference.module);
+  EXPECT_EQ(compiled->str(Form::forward), printed(*reference.module));
+}
+
+TEST(FrontendModule, SavedFormsParseBack) {
+  absl::StatusOr<CompiledGraph> compiled = buildMlp().compile(1);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  for (Form form : {Form::forward, Form::step, Form::program}) {
+    std::string path = ::testing::TempDir() + "/frontend-mlp.mlir";
+    ASSERT_TRUE(compiled->save(path, form).ok());
+    ParsedFile parsed = parseFile(path);
+    EXPECT_TRUE(parsed.module) << "form " << static_cast<int>(form);
+  }
+  EXPECT_NE(compiled->str(Form::step).find("train.apply_gradient"),
+            std::string::npos);
+  EXPECT_NE(compiled->str(Form::program).find("zrt.program"),
+            std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// Same losses
+//===----------------------------------------------------------------------===//
+
+TEST(FrontendTraining, MlpTrainsLikeTheHandWrittenStep) {
+  std::vector<float> expected =
+      trainFile(sourcePath("examples/mlp-forward.mlir"), 5, 7);
+  expectSameBits(trainGraph(buildMlp(), 5, 7), expected);
+}
+
+TEST(FrontendTraining, Gpt2TrainsLikeTheGeneratedStep) {
+  std::vector<float> expected = trainFile(
+      sourcePath("test/unit/frontend/inputs/gpt2-l1-forward.mlir"), 5, 3);
+  expectSameBits(trainGraph(buildGpt2(), 5, 3), expected);
+}
+
+TEST(FrontendTraining, ZeroStage3OnOneRankMatchesStage0) {
+  std::vector<float> plain = trainGraph(buildMlp(), 5, 11);
+  Graph sharded = buildMlp();
+  sharded.config().enable_zero(true, 3);
+  std::vector<float> stage3 = trainGraph(sharded, 5, 11);
+  expectSameBits(stage3, plain);
+  EXPECT_LT(plain.back(), plain.front()) << "the loss should go down";
+}
+
+TEST(FrontendTraining, ReportShowsShardedSlotsOnFourRanks) {
+  Graph plain = buildMlp();
+  absl::StatusOr<CompiledGraph> replicated = plain.compile(4);
+  ASSERT_TRUE(replicated.ok()) << replicated.status().message();
+  Graph graph = buildMlp();
+  graph.config().enable_zero(true, 3);
+  absl::StatusOr<CompiledGraph> sharded = graph.compile(4);
+  ASSERT_TRUE(sharded.ok()) << sharded.status().message();
+  const MemoryReport &full = replicated->report();
+  const MemoryReport &part = sharded->report();
+  EXPECT_EQ(part.stage, 3);
+  EXPECT_EQ(part.ranks, 4);
+  // Adam: two f32 slots per element; each rank keeps a quarter (padded).
+  EXPECT_GT(full.slots, 0);
+  EXPECT_GE(part.slots * 4, full.slots);
+  EXPECT_LT(part.slots * 4, full.slots + 4 * 4 * 64);
+  EXPECT_LT(part.parameters, full.parameters);
+  EXPECT_TRUE(part.traffic.count("all_gather"));
+  EXPECT_TRUE(part.traffic.count("reduce_scatter"));
+}
+
+TEST(FrontendTraining, TrainerRejectsAWrongRankCount) {
+  absl::StatusOr<CompiledGraph> compiled = buildMlp().compile(2);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  auto trainer = Trainer::create(*compiled, *theComm, 1);
+  ASSERT_FALSE(trainer.ok());
+  EXPECT_NE(trainer.status().message().find("compiled for 2 ranks"),
+            std::string::npos)
+      << trainer.status().message();
+}
+
+//===----------------------------------------------------------------------===//
+// User errors
+//===----------------------------------------------------------------------===//
+
+std::string compileError(const Graph &graph) {
+  absl::StatusOr<CompiledGraph> compiled = graph.compile(1);
+  EXPECT_FALSE(compiled.ok());
+  return compiled.ok() ? "" : std::string(compiled.status().message());
+}
+
+TEST(FrontendErrors, LinearWithTheWrongInputWidth) {
+  Graph graph("mlp");
+  Tensor x = graph.input("x", {32, 100}, DType::f32);
+  Tensor labels = graph.input("labels", {32}, DType::i32);
+  Linear fc1(graph, "fc1", 784, 10);
+  graph.minimize(softmaxCrossEntropy(fc1(x), labels));
+  std::string message = compileError(graph);
+  EXPECT_NE(message.find("Linear 'fc1': expects inputs [..., 784], got "
+                         "[32, 100] f32"),
+            std::string::npos)
+      << message;
+}
+
+TEST(FrontendErrors, MinimizeOfANonScalar) {
+  Graph graph("g");
+  Tensor x = graph.input("x", {4, 8}, DType::f32);
+  Linear fc(graph, "fc", 8, 2);
+  graph.minimize(fc(x));
+  std::string message = compileError(graph);
+  EXPECT_NE(message.find("minimize: the loss must be a scalar f32, got "
+                         "[4, 2] f32"),
+            std::string::npos)
+      << message;
+}
+
+TEST(FrontendErrors, CompileWithoutMinimize) {
+  Graph graph("g");
+  Tensor x = graph.input("x", {4, 8}, DType::f32);
+  Linear fc(graph, "fc", 8, 2);
+  (void)fc(x);
+  std::string message = compileError(graph);
+  EXPECT_NE(message.find("no loss; call graph.minimize(loss) before compile"),
+            std::string::npos)
+      << message;
+}
+
+TEST(FrontendErrors, ZeroStageFive) {
+  Graph graph = buildMlp();
+  graph.config().enable_zero(true, 5);
+  std::string message = compileError(graph);
+  EXPECT_NE(message.find("enable_zero: stage must be 1, 2 or 3, got 5"),
+            std::string::npos)
+      << message;
+}
+
+TEST(FrontendErrors, FirstErrorWinsAndLaterOpsAreSkipped) {
+  Graph graph("g");
+  Tensor x = graph.input("x", {4, 8}, DType::f32);
+  Tensor bad = matmul(x, x); // [4, 8] x [4, 8]
+  EXPECT_FALSE(bad.valid());
+  EXPECT_FALSE(relu(bad).valid());
+  EXPECT_NE(std::string(graph.status().message())
+                .find("matmul: inner "
+                      "dimensions differ"),
+            std::string::npos)
+      << graph.status().message();
+}
+
+TEST(FrontendErrors, DuplicateParameterName) {
+  Graph graph("g");
+  graph.parameter("w", {2, 2}, Init::zeros());
+  graph.parameter("w", {2, 2}, Init::zeros());
+  EXPECT_NE(std::string(graph.status().message()).find("'w'"),
+            std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// Frozen parameters
+//===----------------------------------------------------------------------===//
+
+TEST(FrontendModule, FrozenParameterGetsNoUpdate) {
+  Graph frozen("mlp");
+  Tensor x = frozen.input("x", {32, 784}, DType::f32);
+  Tensor labels = frozen.input("labels", {32}, DType::i32);
+  Linear fc1(frozen, "fc1", 784, 128);
+  fc1.weight.requiresGrad(false);
+  Linear fc2(frozen, "fc2", 128, 10);
+  frozen.minimize(softmaxCrossEntropy(fc2(relu(fc1(x))), labels));
+  absl::StatusOr<CompiledGraph> compiled = frozen.compile(1);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  std::string step = compiled->str(Form::step);
+  EXPECT_NE(step.find("train.param @fc1.w frozen"), std::string::npos);
+  EXPECT_EQ(step.find("to @fc1.w with"), std::string::npos);
+  EXPECT_NE(step.find("to @fc1.b with"), std::string::npos);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new MpiEnvironment());
+  return RUN_ALL_TESTS();
+}

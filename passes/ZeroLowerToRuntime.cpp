@@ -561,6 +561,22 @@ LogicalResult StepLowering::lowerUpdate(Operation *op) {
   if (std::optional<double> momentum = optimizer.getMomentumValue())
     params.push_back(
         builder.getNamedAttr("momentum", builder.getF64FloatAttr(*momentum)));
+  // A varying rate goes to the kernels as its schedule; they compute the
+  // step's rate from the runtime's step. A constant rate adds nothing, so
+  // such updates stay what they were.
+  if (optimizer.hasVaryingLr()) {
+    train::ScheduleKind kind = optimizer.getScheduleValue();
+    params.push_back(builder.getNamedAttr(
+        "schedule", builder.getStringAttr(train::stringifyScheduleKind(kind))));
+    params.push_back(builder.getNamedAttr(
+        "warmup", builder.getI64IntegerAttr(optimizer.getWarmupValue())));
+    if (kind != train::ScheduleKind::constant) {
+      params.push_back(builder.getNamedAttr(
+          "total", builder.getI64IntegerAttr(*optimizer.getTotalValue())));
+      params.push_back(builder.getNamedAttr(
+          "min_lr", builder.getF64FloatAttr(optimizer.getMinLrValue())));
+    }
+  }
   lowerCompute(op, op->getName().getStringRef(),
                builder.getDictionaryAttr(params));
   return success();

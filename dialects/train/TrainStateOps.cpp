@@ -248,6 +248,64 @@ double OptimizerOp::getWeightDecayValue() {
   return toDouble(getWeightDecay()).value_or(0.0);
 }
 
+ScheduleKind OptimizerOp::getScheduleValue() {
+  return getSchedule().value_or(ScheduleKind::constant);
+}
+// I64Attr's getters are unsigned; read the signed value the user wrote.
+int64_t OptimizerOp::getWarmupValue() {
+  return getWarmupAttr() ? getWarmupAttr().getInt() : 0;
+}
+std::optional<int64_t> OptimizerOp::getTotalValue() {
+  if (!getTotalAttr())
+    return std::nullopt;
+  return getTotalAttr().getInt();
+}
+double OptimizerOp::getMinLrValue() {
+  return toDouble(getMinLr()).value_or(0.0);
+}
+bool OptimizerOp::hasVaryingLr() {
+  return getScheduleValue() != ScheduleKind::constant || getWarmupValue() > 0;
+}
+
+/// The schedule's settings, in the user's terms.
+static LogicalResult verifySchedule(OptimizerOp op) {
+  if (!op.getSchedule()) {
+    if (op.getWarmup() || op.getTotal() || op.getMinLr())
+      return op.emitOpError()
+             << "takes warmup, total and min_lr only after 'schedule <kind>' "
+                "(constant, linear or cosine)";
+    return success();
+  }
+  ScheduleKind kind = *op.getSchedule();
+  int64_t warmup = op.getWarmupValue();
+  if (warmup < 0)
+    return op.emitOpError() << "needs warmup >= 0 steps, got " << warmup;
+  if (kind == ScheduleKind::constant) {
+    if (op.getTotal() || op.getMinLr())
+      return op.emitOpError()
+             << "with schedule constant keeps lr after the warmup, so it "
+                "takes no total or min_lr; use linear or cosine to decay";
+    return success();
+  }
+  StringRef name = stringifyScheduleKind(kind);
+  std::optional<int64_t> total = op.getTotalValue();
+  if (!total)
+    return op.emitOpError() << "with schedule " << name
+                            << " needs 'total <steps>', the step at which "
+                               "the rate reaches min_lr";
+  if (*total <= warmup)
+    return op.emitOpError()
+           << "with schedule " << name << " needs total > warmup, so that "
+           << "there are steps to decay over; got total " << *total
+           << " and warmup " << warmup;
+  double minLr = op.getMinLrValue();
+  if (minLr < 0.0 || minLr > op.getLrValue())
+    return op.emitOpError() << "needs 0 <= min_lr <= lr (the schedule decays "
+                               "from lr to min_lr), got min_lr "
+                            << minLr << " and lr " << op.getLrValue();
+  return success();
+}
+
 LogicalResult OptimizerOp::verify() {
   OptimizerKind kind = getKind();
   bool isAdam = kind == OptimizerKind::adam || kind == OptimizerKind::adamw;
@@ -278,7 +336,7 @@ LogicalResult OptimizerOp::verify() {
   if (std::optional<double> decay = toDouble(getWeightDecay());
       decay && *decay < 0.0)
     return emitOpError() << "needs weight_decay >= 0, got " << *decay;
-  return success();
+  return verifySchedule(*this);
 }
 
 //===----------------------------------------------------------------------===//

@@ -84,6 +84,22 @@ std::string emitOptimizer(const OptimizerSpec &spec, OpBuilder &builder,
   auto f64 = [&](bool present, double value) {
     return present ? builder.getF64FloatAttr(value) : FloatAttr();
   };
+  // A schedule only when the rate varies, so that constant-rate optimizers
+  // print as they always have.
+  const zero::frontend::Schedule &schedule = spec.schedule;
+  bool scheduled = !schedule.isConstant();
+  bool decays = schedule.kind != zero::frontend::Schedule::Kind::constant;
+  train::ScheduleKindAttr scheduleKind;
+  if (scheduled)
+    scheduleKind = train::ScheduleKindAttr::get(
+        builder.getContext(),
+        schedule.kind == zero::frontend::Schedule::Kind::linear
+            ? train::ScheduleKind::linear
+        : decays ? train::ScheduleKind::cosine
+                 : train::ScheduleKind::constant);
+  auto i64 = [&](bool present, int64_t value) {
+    return present ? builder.getI64IntegerAttr(value) : IntegerAttr();
+  };
   std::string name = train::stringifyOptimizerKind(kind).str();
   builder.create<train::OptimizerOp>(
       loc, name, kind, APFloat(spec.lr),
@@ -91,7 +107,10 @@ std::string emitOptimizer(const OptimizerSpec &spec, OpBuilder &builder,
       f64(adamLike, spec.betas.first), f64(adamLike, spec.betas.second),
       f64(adamLike, spec.eps),
       f64(spec.weightDecay != 0.0 || kind == train::OptimizerKind::adamw,
-          spec.weightDecay));
+          spec.weightDecay),
+      scheduleKind, i64(scheduled && schedule.warmup != 0, schedule.warmup),
+      i64(scheduled && decays, schedule.total),
+      f64(scheduled && decays && schedule.minLr != 0.0, schedule.minLr));
   return name;
 }
 

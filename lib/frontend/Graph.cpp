@@ -77,6 +77,11 @@ Tensor GraphState::add(Node node) {
 // GraphConfig
 //===----------------------------------------------------------------------===//
 
+GraphConfig &GraphConfig::learning_rate_schedule(const Schedule &schedule) {
+  scheduleChoice = schedule;
+  return *this;
+}
+
 GraphConfig &GraphConfig::optimizer(const SGD &sgd) {
   optimizerChoice =
       OptimizerSpec{OptimizerSpec::Kind::sgd, sgd.lr, 0.0, {0.9, 0.999}, 1e-8,
@@ -128,7 +133,7 @@ absl::Status GraphConfig::validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "set_gradient_accumulation_steps: must be at least 1, got ",
         accumulateSteps));
-  const OptimizerSpec &o = optimizerChoice;
+  OptimizerSpec o = optimizerSpec();
   if (!(o.lr > 0))
     return absl::InvalidArgumentError(absl::StrCat(
         "optimizer: the learning rate must be positive, got ", o.lr));
@@ -145,6 +150,22 @@ absl::Status GraphConfig::validate() const {
   if (adamLike && !(o.eps > 0))
     return absl::InvalidArgumentError(
         absl::StrCat("optimizer: eps must be positive, got ", o.eps));
+  const Schedule &schedule = o.schedule;
+  if (schedule.warmup < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer schedule: warmup must not be negative, got ",
+                     schedule.warmup));
+  if (schedule.kind != Schedule::Kind::constant) {
+    if (schedule.total <= schedule.warmup)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "optimizer schedule: the decay must end after the warmup (total > "
+          "warmup), got total ",
+          schedule.total, " and warmup ", schedule.warmup));
+    if (!(schedule.minLr >= 0 && schedule.minLr <= o.lr))
+      return absl::InvalidArgumentError(
+          absl::StrCat("optimizer schedule: minLr must lie in [0, lr] = [0, ",
+                       o.lr, "], got ", schedule.minLr));
+  }
   const ZeroOptions &z = zeroOptions;
   if (z.minShardElements < 0 || z.reduceBucketBytes < 0 ||
       z.allgatherBucketBytes < 0 || z.maxReuseDistance < 0)

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace zero::rt::cpu {
 namespace {
@@ -73,6 +74,78 @@ absl::StatusOr<Hyper> readHyper(const BindRequest &request, bool momentum) {
   return hyper;
 }
 
+/// The schedule params, or nullopt without `schedule` (a constant rate:
+/// the kernels then use `lr` exactly as given).
+absl::StatusOr<std::optional<LrSchedule>>
+readSchedule(const BindRequest &request) {
+  mlir::Attribute kindAttr =
+      request.params ? request.params.get("schedule") : mlir::Attribute();
+  if (!kindAttr) {
+    for (llvm::StringRef key : {"warmup", "total", "min_lr"})
+      if (request.params && request.params.get(key))
+        return request.invalid("takes '", key.str(),
+                               "' only with a 'schedule'");
+    return std::optional<LrSchedule>();
+  }
+  auto kindName = mlir::dyn_cast<mlir::StringAttr>(kindAttr);
+  LrSchedule schedule;
+  if (kindName && kindName.getValue() == "constant")
+    schedule.kind = LrSchedule::Kind::constant;
+  else if (kindName && kindName.getValue() == "linear")
+    schedule.kind = LrSchedule::Kind::linear;
+  else if (kindName && kindName.getValue() == "cosine")
+    schedule.kind = LrSchedule::Kind::cosine;
+  else
+    return request.invalid("needs 'schedule' to be \"constant\", \"linear\" "
+                           "or \"cosine\"");
+  if (request.params.get("warmup")) {
+    absl::StatusOr<int64_t> warmup = getI64(request, "warmup");
+    if (!warmup.ok())
+      return warmup.status();
+    schedule.warmup = *warmup;
+  }
+  if (schedule.warmup < 0)
+    return request.invalid("needs warmup >= 0, got ", schedule.warmup);
+  if (schedule.kind != LrSchedule::Kind::constant) {
+    absl::StatusOr<int64_t> total = getI64(request, "total");
+    if (!total.ok())
+      return total.status();
+    absl::StatusOr<double> minLr = getF64Or(request, "min_lr", 0.0);
+    if (!minLr.ok())
+      return minLr.status();
+    schedule.total = *total;
+    schedule.minLr = *minLr;
+    if (schedule.total <= schedule.warmup)
+      return request.invalid("needs total > warmup, got total ", schedule.total,
+                             " and warmup ", schedule.warmup);
+  }
+  return std::optional<LrSchedule>(schedule);
+}
+
+/// The rate of step `t`: `lr` itself without a schedule (bitwise today's),
+/// else the scheduled rate computed in double from the exact `lr` param.
+struct StepLr {
+  float lr;
+  double exactLr;
+  std::optional<LrSchedule> schedule;
+
+  float at(int64_t t) const {
+    if (!schedule)
+      return lr;
+    return static_cast<float>(scheduledLearningRate(*schedule, exactLr, t));
+  }
+};
+
+absl::StatusOr<StepLr> readStepLr(const BindRequest &request, float lr) {
+  absl::StatusOr<std::optional<LrSchedule>> schedule = readSchedule(request);
+  if (!schedule.ok())
+    return schedule.status();
+  absl::StatusOr<double> exactLr = getF64(request, "lr");
+  if (!exactLr.ok())
+    return exactLr.status();
+  return StepLr{lr, *exactLr, *schedule};
+}
+
 } // namespace
 
 absl::StatusOr<KernelFn> bindSgd(const BindRequest &request) {
@@ -85,10 +158,15 @@ absl::StatusOr<KernelFn> bindSgd(const BindRequest &request) {
     return hyper.status();
   int64_t count = request.ins[0].numElements();
   DType paramType = request.ins[0].dtype, gradType = request.ins[1].dtype;
-  float lr = hyper->lr, wd = hyper->weightDecay;
+  absl::StatusOr<StepLr> stepLr = readStepLr(request, hyper->lr);
+  if (!stepLr.ok())
+    return stepLr.status();
+  float wd = hyper->weightDecay;
+  StepLr rate = *stepLr;
   return KernelFn([=](absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
-                      const KernelContext &) -> absl::Status {
+                      const KernelContext &ctx) -> absl::Status {
+    float lr = rate.at(ctx.step);
     float pBlock[kBlock], gBlock[kBlock], out[kBlock];
     for (int64_t offset = 0; offset < count; offset += kBlock) {
       int64_t n = std::min(kBlock, count - offset);
@@ -113,10 +191,15 @@ absl::StatusOr<KernelFn> bindSgdMomentum(const BindRequest &request) {
   int64_t count = request.ins[0].numElements();
   DType paramType = request.ins[0].dtype, gradType = request.ins[1].dtype,
         bufType = request.ins[2].dtype;
-  float lr = hyper->lr, wd = hyper->weightDecay, mu = hyper->momentum;
+  absl::StatusOr<StepLr> stepLr = readStepLr(request, hyper->lr);
+  if (!stepLr.ok())
+    return stepLr.status();
+  float wd = hyper->weightDecay, mu = hyper->momentum;
+  StepLr rate = *stepLr;
   return KernelFn([=](absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
-                      const KernelContext &) -> absl::Status {
+                      const KernelContext &ctx) -> absl::Status {
+    float lr = rate.at(ctx.step);
     float pBlock[kBlock], gBlock[kBlock], bBlock[kBlock];
     float newP[kBlock], newB[kBlock];
     for (int64_t offset = 0; offset < count; offset += kBlock) {
@@ -153,24 +236,30 @@ absl::StatusOr<KernelFn> bindAdam(const BindRequest &request) {
   bool decoupled = request.name == "train.adamw";
   int64_t count = request.ins[0].numElements();
   DType paramType = request.ins[0].dtype, gradType = request.ins[1].dtype;
+  absl::StatusOr<StepLr> stepLr = readStepLr(request, hyper->lr);
+  if (!stepLr.ok())
+    return stepLr.status();
   Hyper h = *hyper;
+  StepLr rate = *stepLr;
   std::string name(request.name);
   return KernelFn([=](absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
-                      const KernelContext &) -> absl::Status {
+                      const KernelContext &ctx) -> absl::Status {
     int64_t t = *static_cast<const int64_t *>(ins[4]);
     if (t < 1)
       return absl::InvalidArgumentError(
           absl::StrCat(name, ": the step is 1-based, got ", t));
+    // The rate follows the runtime's step, as the sgd kernels' does.
+    float lr = rate.at(ctx.step);
     // The PyTorch form: lr / (1 - beta1^t) * m / (sqrt(v / (1 - beta2^t))
     // + eps), with sqrt(1 - beta2^t) factored out of the square root.
     double t64 = static_cast<double>(t);
     float stepSize = static_cast<float>(
-        h.lr / (1.0 - std::pow(static_cast<double>(h.beta1), t64)));
+        lr / (1.0 - std::pow(static_cast<double>(h.beta1), t64)));
     float correction2Sqrt = static_cast<float>(
         std::sqrt(1.0 - std::pow(static_cast<double>(h.beta2), t64)));
     float wdGrad = decoupled ? 0.0f : h.weightDecay;
-    float shrink = decoupled ? 1.0f - h.lr * h.weightDecay : 1.0f;
+    float shrink = decoupled ? 1.0f - lr * h.weightDecay : 1.0f;
     float b1 = h.beta1, b2 = h.beta2, eps = h.eps;
     float oneMinusB1 = 1.0f - b1, oneMinusB2 = 1.0f - b2;
     const float *mIn = static_cast<const float *>(ins[2]);
@@ -201,3 +290,26 @@ absl::StatusOr<KernelFn> bindAdam(const BindRequest &request) {
 }
 
 } // namespace zero::rt::cpu
+
+namespace zero::rt {
+
+double scheduledLearningRate(const LrSchedule &schedule, double lr,
+                             int64_t step) {
+  double t = static_cast<double>(step);
+  if (schedule.warmup > 0 && step <= schedule.warmup)
+    return lr * t / static_cast<double>(schedule.warmup);
+  if (schedule.kind == LrSchedule::Kind::constant)
+    return lr;
+  if (step >= schedule.total)
+    return schedule.minLr;
+  double progress = (t - static_cast<double>(schedule.warmup)) /
+                    static_cast<double>(schedule.total - schedule.warmup);
+  progress = std::clamp(progress, 0.0, 1.0);
+  double remaining =
+      schedule.kind == LrSchedule::Kind::linear
+          ? 1.0 - progress
+          : 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress));
+  return schedule.minLr + (lr - schedule.minLr) * remaining;
+}
+
+} // namespace zero::rt

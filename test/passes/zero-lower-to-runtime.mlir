@@ -12,6 +12,7 @@
 // and events; zero-lower-to-runtime-arena.mlir the arena offsets, the
 // alignment and the attached report; zero-lower-to-runtime-invalid.mlir and
 // zero-lower-to-runtime-options.mlir the diagnostics;
+// zero-lower-to-runtime-schedule.mlir the learning-rate schedule params;
 // zero-lower-to-runtime-pipeline.test the whole pipeline on the MLP, with
 // check_zrt_program.py replaying the programs for races and clobbered
 // buffers. Arena offsets here are what the planner gives; the arena file

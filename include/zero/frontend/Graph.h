@@ -113,6 +113,30 @@ private:
 // Optimizers (what `train.optimizer` declares)
 //===----------------------------------------------------------------------===//
 
+/// How the learning rate varies with the 1-based optimizer step t (the
+/// optimizer's `lr` is the peak): a linear warmup from 0 over `warmup` steps
+/// (lr * t / warmup), then constant, or a linear or cosine decay to `minLr`
+/// at step `total`, and `minLr` after it. `train.optimizer ... schedule`.
+struct Schedule {
+  enum class Kind { constant, linear, cosine };
+  Kind kind = Kind::constant;
+  int64_t warmup = 0;
+  int64_t total = 0;  // linear and cosine only
+  double minLr = 0.0; // linear and cosine only
+
+  static Schedule constant(int64_t warmup = 0) {
+    return {Kind::constant, warmup, 0, 0.0};
+  }
+  static Schedule linear(int64_t warmup, int64_t total, double minLr = 0.0) {
+    return {Kind::linear, warmup, total, minLr};
+  }
+  static Schedule cosine(int64_t warmup, int64_t total, double minLr = 0.0) {
+    return {Kind::cosine, warmup, total, minLr};
+  }
+  /// The same rate at every step (what an optimizer without one does).
+  bool isConstant() const { return kind == Kind::constant && warmup == 0; }
+};
+
 struct SGD {
   double lr = 1e-2;
   double weightDecay = 0.0; // L2
@@ -143,6 +167,7 @@ struct OptimizerSpec {
   std::pair<double, double> betas = {0.9, 0.999};
   double eps = 1e-8;
   double weightDecay = 0.0;
+  Schedule schedule;
 };
 
 //===----------------------------------------------------------------------===//
@@ -175,6 +200,10 @@ public:
   GraphConfig &optimizer(const Momentum &momentum);
   GraphConfig &optimizer(const Adam &adam);
   GraphConfig &optimizer(const AdamW &adamw);
+  /// How the optimizer's learning rate varies with the step, e.g.
+  /// `learning_rate_schedule(Schedule::cosine(100, 10000, 3e-5))`; without
+  /// one it is constant. Applies to whichever optimizer is chosen.
+  GraphConfig &learning_rate_schedule(const Schedule &schedule);
   /// `enable_zero(true, stage)` partitions optimizer state (stage 1), plus
   /// gradients (2), plus parameters (3) over the ranks; `enable_zero(false)`
   /// is plain data parallelism. Named as in OneFlow's GraphConfig.
@@ -183,7 +212,12 @@ public:
   GraphConfig &set_gradient_accumulation_steps(int steps);
   ZeroOptions &zero() { return zeroOptions; }
 
-  const OptimizerSpec &optimizerSpec() const { return optimizerChoice; }
+  /// The chosen optimizer with the learning-rate schedule.
+  OptimizerSpec optimizerSpec() const {
+    OptimizerSpec spec = optimizerChoice;
+    spec.schedule = scheduleChoice;
+    return spec;
+  }
   const ZeroOptions &zero() const { return zeroOptions; }
   bool zeroEnabled() const { return zeroOn; }
   int zeroStage() const { return zeroOn ? stage : 0; }
@@ -193,6 +227,7 @@ public:
 
 private:
   OptimizerSpec optimizerChoice;
+  Schedule scheduleChoice;
   ZeroOptions zeroOptions;
   bool zeroOn = false;
   int stage = 0;

@@ -70,6 +70,25 @@ absl::StatusOr<KernelFn> bindCpuKernel(absl::string_view name,
                                        absl::Span<const TensorSpec> ins,
                                        absl::Span<const TensorSpec> outs);
 
+/// A learning-rate schedule as the update kernels take it, from the params
+/// `schedule` ("constant", "linear" or "cosine"), `warmup`, `total` and
+/// `min_lr` that `zero-lower-to-runtime` adds for a `train.optimizer` with a
+/// varying rate.
+struct LrSchedule {
+  enum class Kind { constant, linear, cosine };
+  Kind kind = Kind::constant;
+  int64_t warmup = 0; // steps of linear warmup from 0
+  int64_t total = 0;  // linear/cosine: the step at which the rate is minLr
+  double minLr = 0.0;
+};
+
+/// The learning rate at 1-based step `step` for peak rate `lr`, in double:
+/// `lr * step / warmup` during the warmup, then `lr` (constant) or a linear
+/// or cosine decay to `minLr` at `total`, and `minLr` after it. Every rank
+/// passes the same step, so every rank (and ZeRO stage) gets the same bits.
+double scheduledLearningRate(const LrSchedule &schedule, double lr,
+                             int64_t step);
+
 /// Threads BLAS may use (the runtime sets 1 when several ranks share the
 /// cores).
 void setCpuKernelThreads(int threads);

@@ -326,6 +326,48 @@ train.optimizer @adam adam lr 1.0e-3 eps 0.0
 // expected-error @+1 {{needs weight_decay >= 0, got -1.000000e-02}}
 train.optimizer @adamw adamw lr 1.0e-3 weight_decay -0.01
 
+// -----
+
+// Schedule settings without a schedule.
+// expected-error @+1 {{takes warmup, total and min_lr only after 'schedule <kind>' (constant, linear or cosine)}}
+train.optimizer @adamw adamw lr 1.0e-3 warmup 10
+
+// -----
+
+// A negative warmup.
+// expected-error @+1 {{needs warmup >= 0 steps, got -5}}
+train.optimizer @adamw adamw lr 1.0e-3 schedule cosine warmup -5 total 100
+
+// -----
+
+// A constant rate has nothing to decay to.
+// expected-error @+1 {{with schedule constant keeps lr after the warmup, so it takes no total or min_lr; use linear or cosine to decay}}
+train.optimizer @sgd sgd lr 0.1 schedule constant warmup 10 total 100
+
+// -----
+
+// A decay without its end.
+// expected-error @+1 {{with schedule cosine needs 'total <steps>', the step at which the rate reaches min_lr}}
+train.optimizer @adamw adamw lr 1.0e-3 schedule cosine warmup 10
+
+// -----
+
+// A decay that would end before the warmup does.
+// expected-error @+1 {{with schedule linear needs total > warmup, so that there are steps to decay over; got total 100 and warmup 100}}
+train.optimizer @sgd sgd lr 0.1 schedule linear warmup 100 total 100
+
+// -----
+
+// A floor above the peak.
+// expected-error @+1 {{needs 0 <= min_lr <= lr (the schedule decays from lr to min_lr), got min_lr 2.000000e-03 and lr 1.000000e-03}}
+train.optimizer @adamw adamw lr 1.0e-3 schedule cosine total 100 min_lr 2.0e-3
+
+// -----
+
+// A negative floor.
+// expected-error @+1 {{needs 0 <= min_lr <= lr (the schedule decays from lr to min_lr), got min_lr -1.000000e-04 and lr 1.000000e-03}}
+train.optimizer @adamw adamw lr 1.0e-3 schedule linear total 100 min_lr -1.0e-4
+
 //===----------------------------------------------------------------------===//
 // train.apply_gradient
 //===----------------------------------------------------------------------===//

@@ -124,6 +124,23 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
     train.optimizer @adamw_eps adamw lr 3.0e-4 eps 1.0e-5
   }
 
+  // Learning-rate schedules. `lr` is the peak rate; `warmup` ramps to it
+  // from 0 (any kind), `linear` and `cosine` then decay to `min_lr` at step
+  // `total`. Only what was written prints: warmup and min_lr default to 0,
+  // and an optimizer without `schedule` prints exactly as above.
+  // CHECK-LABEL: module @schedules
+  // CHECK-NEXT:    train.optimizer @cosine adamw lr 3.000000e-04 betas(9.000000e-01, 0.94999999999999996) eps 1.000000e-08 weight_decay 1.000000e-01 schedule cosine warmup 100 total 10000 min_lr 3.000000e-05
+  // CHECK-NEXT:    train.optimizer @linear sgd lr 1.000000e-01 schedule linear total 500
+  // CHECK-NEXT:    train.optimizer @warmup_only momentum lr 5.000000e-02 momentum 9.000000e-01 schedule constant warmup 10
+  // CHECK-NEXT:    train.optimizer @constant adam lr 1.000000e-03 schedule constant
+  // CHECK-NEXT:  }
+  module @schedules {
+    train.optimizer @cosine adamw lr 3.0e-4 betas(0.9, 0.95) eps 1.0e-8 weight_decay 0.1 schedule cosine warmup 100 total 10000 min_lr 3.0e-5
+    train.optimizer @linear sgd lr 0.1 schedule linear total 500
+    train.optimizer @warmup_only momentum lr 0.05 momentum 0.9 schedule constant warmup 10
+    train.optimizer @constant adam lr 1.0e-3 schedule constant
+  }
+
   // train.load and train.store use the local type: the whole tensor when
   // replicated, this rank's shard when sharded. Loads name their result
   // after the state they read.

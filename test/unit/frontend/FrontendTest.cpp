@@ -368,6 +368,49 @@ TEST(FrontendModule, FrozenParameterGetsNoUpdate) {
   EXPECT_NE(step.find("to @fc1.b with"), std::string::npos);
 }
 
+TEST(FrontendModule, ScheduleIsEmittedIntoTheOptimizer) {
+  // A schedule prints after the hyper-parameters; without one the optimizer
+  // prints as it always has.
+  Graph graph = buildMlp();
+  graph.config()
+      .optimizer(AdamW{3e-4, {0.9, 0.95}, 1e-8, 0.1})
+      .learning_rate_schedule(Schedule::cosine(100, 10000, 3e-5));
+  absl::StatusOr<CompiledGraph> compiled = graph.compile(1);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  std::string step = compiled->str(Form::step);
+  EXPECT_NE(step.find("weight_decay 1.000000e-01 schedule cosine warmup 100 "
+                      "total 10000 min_lr 3.000000e-05"),
+            std::string::npos)
+      << step;
+
+  Graph warmup = buildMlp();
+  warmup.config().optimizer(SGD{0.1}).learning_rate_schedule(
+      Schedule::constant(/*warmup=*/10));
+  compiled = warmup.compile(1);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  EXPECT_NE(compiled->str(Form::step)
+                .find("train.optimizer @sgd sgd lr 1.000000e-01 schedule "
+                      "constant warmup 10\n"),
+            std::string::npos);
+
+  compiled = buildMlp().compile(1);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  EXPECT_EQ(compiled->str(Form::step).find("schedule"), std::string::npos);
+}
+
+TEST(FrontendErrors, ScheduleEndingInTheWarmup) {
+  Graph graph = buildMlp();
+  graph.config()
+      .optimizer(Adam{1e-3})
+      .learning_rate_schedule(Schedule::linear(100, 50));
+  std::string message = compileError(graph);
+  EXPECT_NE(message.find("optimizer schedule: the decay must end after the "
+                         "warmup (total > warmup), got total 50 and warmup "
+                         "100"),
+            std::string::npos)
+      << message;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {

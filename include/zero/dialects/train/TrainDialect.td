@@ -88,6 +88,15 @@ def Train_OptimizerKind : I32EnumAttr<"OptimizerKind", "optimizer algorithm", [
   let cppNamespace = "::zero::train";
 }
 
+def Train_ScheduleKind : I32EnumAttr<"ScheduleKind",
+    "learning-rate schedule", [
+    I32EnumAttrCase<"constant", 0>,
+    I32EnumAttrCase<"linear", 1>,
+    I32EnumAttrCase<"cosine", 2>
+  ]> {
+  let cppNamespace = "::zero::train";
+}
+
 def Train_InitKind : I32EnumAttr<"InitKind", "initializer of a persistent tensor", [
     I32EnumAttrCase<"zeros", 0>,
     I32EnumAttrCase<"ones", 1>,

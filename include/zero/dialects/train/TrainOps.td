@@ -142,6 +142,21 @@ def Train_OptimizerOp : Train_Op<"optimizer", [Symbol]> {
     ```mlir
     train.optimizer @opt adamw lr 3.0e-04 betas(0.9, 0.95) eps 1.0e-08 weight_decay 0.1
     ```
+
+    An optional `schedule` varies the learning rate with the 1-based step
+    `t` (the runtime's step, the same on every rank). `lr` is the peak rate.
+    `warmup N` (any kind, default 0) ramps linearly from 0: `lr * t / N`
+    for `t <= N`, so the first step takes `lr / N`. After the warmup,
+    `constant` (the default without a schedule) keeps `lr`; `linear` and
+    `cosine` decay from `lr` to `min_lr` (default 0) at step `total`, with
+    progress `p = (t - warmup) / (total - warmup)`: `linear` gives
+    `min_lr + (lr - min_lr) * (1 - p)`, `cosine` gives
+    `min_lr + (lr - min_lr) * (1 + cos(pi * p)) / 2`. After `total` the rate
+    stays at `min_lr`.
+
+    ```mlir
+    train.optimizer @opt adamw lr 3.0e-04 betas(0.9, 0.95) eps 1.0e-08 weight_decay 0.1 schedule cosine warmup 100 total 10000 min_lr 3.0e-05
+    ```
   }];
   let arguments = (ins
     SymbolNameAttr:$sym_name,
@@ -151,12 +166,17 @@ def Train_OptimizerOp : Train_Op<"optimizer", [Symbol]> {
     OptionalAttr<F64Attr>:$beta1,
     OptionalAttr<F64Attr>:$beta2,
     OptionalAttr<F64Attr>:$eps,
-    OptionalAttr<F64Attr>:$weight_decay
+    OptionalAttr<F64Attr>:$weight_decay,
+    OptionalAttr<Train_ScheduleKind>:$schedule,
+    OptionalAttr<I64Attr>:$warmup,
+    OptionalAttr<I64Attr>:$total,
+    OptionalAttr<F64Attr>:$min_lr
   );
   let assemblyFormat = [{
     $sym_name $kind `lr` $lr (`momentum` $momentum^)?
     (`betas` `(` $beta1^ `,` $beta2 `)`)? (`eps` $eps^)?
-    (`weight_decay` $weight_decay^)? attr-dict
+    (`weight_decay` $weight_decay^)? (`schedule` $schedule^)?
+    (`warmup` $warmup^)? (`total` $total^)? (`min_lr` $min_lr^)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -169,6 +189,14 @@ def Train_OptimizerOp : Train_Op<"optimizer", [Symbol]> {
     double getBeta2Value();
     double getEpsValue();
     double getWeightDecayValue();
+    /// The schedule with its defaults: constant, warmup 0, min_lr 0.
+    ::zero::train::ScheduleKind getScheduleValue();
+    int64_t getWarmupValue();
+    std::optional<int64_t> getTotalValue();
+    double getMinLrValue();
+    /// True when the rate varies with the step (a schedule other than
+    /// constant without warmup).
+    bool hasVaryingLr();
   }];
 }
 

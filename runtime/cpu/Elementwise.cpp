@@ -148,52 +148,47 @@ absl::StatusOr<KernelFn> bindUnary(const BindRequest &request) {
       absl::StrCat("no CPU kernel for '", request.name, "'"));
 }
 
+/// A kernel applying `scalar(a[i], b[i])` to two same-shaped inputs.
+template <typename Scalar>
+KernelFn elementwiseBinary(const BindRequest &request, Scalar scalar) {
+  return binaryKernel(
+      request.ins[0].dtype, request.ins[0].numElements(),
+      [scalar](const float *a, const float *b, float *y, int64_t n) {
+        for (int64_t i = 0; i < n; ++i)
+          y[i] = scalar(a[i], b[i]);
+      });
+}
+
 absl::StatusOr<KernelFn> bindBinary(const BindRequest &request) {
   if (absl::Status status = checkBinarySpecs(request); !status.ok())
     return status;
-  DType dtype = request.ins[0].dtype;
-  int64_t count = request.ins[0].numElements();
   absl::string_view op = request.name.substr(request.name.find('.') + 1);
-  auto make = [&](auto scalar) {
-    return binaryKernel(
-        dtype, count,
-        [scalar](const float *a, const float *b, float *y, int64_t n) {
-          for (int64_t i = 0; i < n; ++i)
-            y[i] = scalar(a[i], b[i]);
-        });
-  };
   if (op == "add")
-    return make([](float a, float b) { return a + b; });
+    return elementwiseBinary(request, [](float a, float b) { return a + b; });
   if (op == "sub")
-    return make([](float a, float b) { return a - b; });
+    return elementwiseBinary(request, [](float a, float b) { return a - b; });
   if (op == "mul")
-    return make([](float a, float b) { return a * b; });
+    return elementwiseBinary(request, [](float a, float b) { return a * b; });
   if (op == "div")
-    return make([](float a, float b) { return a / b; });
+    return elementwiseBinary(request, [](float a, float b) { return a / b; });
   return absl::UnimplementedError(
       absl::StrCat("no CPU kernel for '", request.name, "'"));
 }
 
+/// Gradients from the saved input (relu, gelu) or result (tanh) and dy.
 absl::StatusOr<KernelFn> bindActivationGrad(const BindRequest &request) {
   if (absl::Status status = checkBinarySpecs(request); !status.ok())
     return status;
-  DType dtype = request.ins[0].dtype;
-  int64_t count = request.ins[0].numElements();
   absl::string_view op = request.name.substr(request.name.find('.') + 1);
-  auto make = [&](auto scalar) {
-    return binaryKernel(
-        dtype, count,
-        [scalar](const float *saved, const float *dy, float *dx, int64_t n) {
-          for (int64_t i = 0; i < n; ++i)
-            dx[i] = scalar(saved[i], dy[i]);
-        });
-  };
   if (op == "relu_grad")
-    return make([](float x, float dy) { return x > 0.0f ? dy : 0.0f; });
+    return elementwiseBinary(
+        request, [](float x, float dy) { return x > 0.0f ? dy : 0.0f; });
   if (op == "gelu_grad")
-    return make([](float x, float dy) { return dy * geluDerivative(x); });
+    return elementwiseBinary(
+        request, [](float x, float dy) { return dy * geluDerivative(x); });
   if (op == "tanh_grad")
-    return make([](float y, float dy) { return dy * (1.0f - y * y); });
+    return elementwiseBinary(
+        request, [](float y, float dy) { return dy * (1.0f - y * y); });
   return absl::UnimplementedError(
       absl::StrCat("no CPU kernel for '", request.name, "'"));
 }

@@ -1,0 +1,530 @@
+//===- StepLowering.cpp - One training step as a zrt program
+//---------------===//
+//
+// Declarations, memory, compute and state of zero-lower-to-runtime: the
+// buffers of the program, the arena buffers and views every tensor lives in,
+// kernel launches and copies, and when a load or an update can use the
+// state's buffer directly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StepLowering.h"
+
+using namespace mlir;
+using namespace zero;
+using namespace zero::lowering;
+
+//===----------------------------------------------------------------------===//
+// Declarations
+//===----------------------------------------------------------------------===//
+
+MemRefType zero::lowering::toMemRef(Type tensorType) {
+  auto tensor = cast<RankedTensorType>(tensorType);
+  return MemRefType::get(tensor.getShape(), tensor.getElementType());
+}
+
+static zrt::BufferRole getBufferRole(train::Role role) {
+  switch (role) {
+  case train::Role::param:
+    return zrt::BufferRole::param;
+  case train::Role::frozen:
+    return zrt::BufferRole::frozen;
+  case train::Role::master:
+    return zrt::BufferRole::master;
+  case train::Role::slot:
+    return zrt::BufferRole::slot;
+  case train::Role::grad_accum:
+    return zrt::BufferRole::grad_accum;
+  }
+  llvm_unreachable("unknown role");
+}
+
+zrt::BufferOp StepLowering::createBuffer(Location loc, StringRef name,
+                                         zrt::BufferRole role,
+                                         Type tensorType) {
+  return builder.create<zrt::BufferOp>(
+      loc, builder.getStringAttr(name),
+      zrt::BufferRoleAttr::get(builder.getContext(), role),
+      TypeAttr::get(toMemRef(tensorType)));
+}
+
+void StepLowering::declareState() {
+  for (auto param : module.getOps<train::ParamOp>()) {
+    auto buffer = createBuffer(param.getLoc(), param.getSymName(),
+                               getBufferRole(param.getRole()),
+                               param.getLocalTensorType());
+    // What the runtime needs to draw the logical tensor from a seed and keep
+    // its own shard of it.
+    buffer->setAttr("zrt.logical_type", param.getLogicalTypeAttr());
+    buffer->setAttr(
+        "zrt.layout",
+        builder.getStringAttr(stringifyStorageLayoutKind(param.getLayout())));
+    if (auto init = param.getInitAttr())
+      buffer->setAttr("zrt.init", init);
+    // A master copy starts as its parameter's value, in f32.
+    StringRef initName = param.getSymName();
+    if (param.getRole() == train::Role::master && param.getOwner())
+      initName = *param.getOwner();
+    buffer->setAttr("zrt.init_name", builder.getStringAttr(initName));
+  }
+}
+
+/// What an integer input indexes, when an op of the step says so: rows of an
+/// embedding table or classes of a loss, and how many, so that the runtime
+/// can draw valid synthetic ids.
+static std::optional<std::pair<StringRef, int64_t>> getIndexUse(Value input) {
+  for (Operation *user : input.getUsers()) {
+    if (auto embedding = dyn_cast<train::EmbeddingOp>(user))
+      return std::make_pair(
+          StringRef("embedding"),
+          cast<RankedTensorType>(embedding->getOperand(0).getType())
+              .getDimSize(0));
+    if (isa<train::SoftmaxCrossEntropyOp, train::SoftmaxCrossEntropyGradOp>(
+            user))
+      return std::make_pair(
+          StringRef("labels"),
+          cast<RankedTensorType>(user->getOperand(0).getType())
+              .getShape()
+              .back());
+  }
+  return std::nullopt;
+}
+
+void StepLowering::declareInterface() {
+  for (auto [index, argument] : llvm::enumerate(step.getArguments())) {
+    std::string name = "input" + std::to_string(index);
+    auto buffer = createBuffer(step.getLoc(), name, zrt::BufferRole::input,
+                               argument.getType());
+    if (auto sbp = step.getArgAttr(index, "dist.sbp"))
+      buffer->setAttr("zrt.sbp", sbp);
+    if (auto use = getIndexUse(argument)) {
+      buffer->setAttr("zrt.index_of", builder.getStringAttr(use->first));
+      buffer->setAttr("zrt.index_bound",
+                      builder.getI64IntegerAttr(use->second));
+    }
+  }
+  for (auto [index, type] : llvm::enumerate(step.getResultTypes()))
+    createBuffer(step.getLoc(), "output" + std::to_string(index),
+                 zrt::BufferRole::output, type);
+}
+
+FlatSymbolRefAttr StepLowering::declareEvent(StringRef prefix) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(body->getParentOp());
+  std::string name = (prefix + Twine(eventCount++)).str();
+  builder.create<zrt::EventOp>(step.getLoc(), name);
+  return FlatSymbolRefAttr::get(builder.getContext(), name);
+}
+
+Value StepLowering::getBufferRef(StringRef symbol) {
+  if (Value ref = bufferRefs.lookup(symbol))
+    return ref;
+  auto buffer = symbols.lookupNearestSymbolFrom<zrt::BufferOp>(
+      program, builder.getStringAttr(symbol));
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(firstInstruction);
+  Value ref = builder.create<zrt::BufferRefOp>(buffer.getLoc(),
+                                               buffer.getMemRefType(), symbol);
+  bufferRefs[symbol] = ref;
+  persistentBufferOf[ref] = builder.getStringAttr(symbol);
+  return ref;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+Value StepLowering::newArenaBuffer(MemRefType type) {
+  // Offsets are placeholders until planMemory() has seen every lifetime.
+  auto view = builder.create<zrt::ArenaViewOp>(step.getLoc(), type, 0);
+  arenaBufferOf[view] = arenaBuffers.size();
+  arenaBuffers.push_back({view, position, position});
+  return view;
+}
+
+Value StepLowering::getView(Value memref, int64_t elementOffset,
+                            MemRefType type) {
+  if (elementOffset == 0 && memref.getType() == type)
+    return memref;
+  // A view of a view is a view of the underlying buffer.
+  if (auto outer = memref.getDefiningOp<zrt::ViewOp>()) {
+    elementOffset += static_cast<int64_t>(outer.getOffset());
+    memref = outer.getSource();
+    if (elementOffset == 0 && memref.getType() == type)
+      return memref;
+  }
+  Value view =
+      builder.create<zrt::ViewOp>(step.getLoc(), type, memref, elementOffset);
+  if (auto it = arenaBufferOf.find(memref); it != arenaBufferOf.end())
+    arenaBufferOf[view] = it->second;
+  if (auto it = persistentBufferOf.find(memref); it != persistentBufferOf.end())
+    persistentBufferOf[view] = it->second;
+  return view;
+}
+
+Value StepLowering::getFlatView(Value memref, int64_t elementOffset,
+                                int64_t count) {
+  Type element = cast<MemRefType>(memref.getType()).getElementType();
+  return getView(memref, elementOffset, MemRefType::get({count}, element));
+}
+
+void StepLowering::touch(Value memref) {
+  auto it = arenaBufferOf.find(memref);
+  if (it == arenaBufferOf.end())
+    return;
+  ArenaBuffer &buffer = arenaBuffers[it->second];
+  buffer.end = std::max(buffer.end, position);
+}
+
+bool StepLowering::sameMemory(Value a, Value b) {
+  auto arenaA = arenaBufferOf.find(a), arenaB = arenaBufferOf.find(b);
+  if (arenaA != arenaBufferOf.end() && arenaB != arenaBufferOf.end())
+    return arenaA->second == arenaB->second;
+  auto bufferA = persistentBufferOf.find(a),
+       bufferB = persistentBufferOf.find(b);
+  return bufferA != persistentBufferOf.end() &&
+         bufferB != persistentBufferOf.end() &&
+         bufferA->second == bufferB->second;
+}
+
+//===----------------------------------------------------------------------===//
+// Instructions
+//===----------------------------------------------------------------------===//
+
+void StepLowering::finishInstruction(Operation *op, ValueRange memrefs) {
+  (void)op;
+  for (Value memref : memrefs)
+    touch(memref);
+  ++position;
+}
+
+void StepLowering::emitLaunch(StringRef kernel, ValueRange ins, ValueRange outs,
+                              DictionaryAttr params) {
+  waitForCollectives(ins, outs);
+  auto launch = builder.create<zrt::LaunchOp>(
+      step.getLoc(), builder.getStringAttr(kernel), computeStream, ins, outs,
+      params && !params.empty() ? params : DictionaryAttr());
+  SmallVector<Value> memrefs(ins);
+  memrefs.append(outs.begin(), outs.end());
+  finishInstruction(launch, memrefs);
+  computeSinceLastHandoff = true;
+}
+
+void StepLowering::emitCopy(Value source, Value target) {
+  waitForCollectives(source, target);
+  auto copy =
+      builder.create<zrt::CopyOp>(step.getLoc(), computeStream, source, target);
+  finishInstruction(copy, {source, target});
+  computeSinceLastHandoff = true;
+}
+
+void StepLowering::emitFill(Value target, double value) {
+  emitLaunch("zrt.fill", {}, target,
+             builder.getDictionaryAttr(builder.getNamedAttr(
+                 "value", builder.getF64FloatAttr(value))));
+}
+
+//===----------------------------------------------------------------------===//
+// Ops of the step
+//===----------------------------------------------------------------------===//
+
+int64_t StepLowering::getLastUse(Value value) {
+  if (auto it = lastUses.find(value); it != lastUses.end())
+    return it->second;
+  int64_t last = opIndex.lookup(value.getDefiningOp());
+  for (Operation *user : value.getUsers()) {
+    last = std::max(last, opIndex.lookup(user));
+    bool aliases =
+        isa<train::ReshapeOp>(user) ||
+        (isa<dist::UnpackOp>(user) && !cast<dist::UnpackOp>(user).getShards());
+    if (aliases)
+      for (Value result : user->getResults())
+        last = std::max(last, getLastUse(result));
+  }
+  lastUses[value] = last;
+  return last;
+}
+
+bool StepLowering::loadNeedsCopy(train::LoadOp load) {
+  int64_t begin = opIndex.lookup(load), end = getLastUse(load.getResult());
+  for (train::StoreOp store : storesOf.lookup(load.getState())) {
+    int64_t at = opIndex.lookup(store);
+    if (at > begin && at < end)
+      return true;
+  }
+  return false;
+}
+
+/// The store `value` reaches through single-use reshapes, if any.
+static train::StoreOp getStoreThroughReshapes(Value value) {
+  while (value.hasOneUse()) {
+    Operation *user = *value.getUsers().begin();
+    if (auto store = dyn_cast<train::StoreOp>(user))
+      return store;
+    auto reshape = dyn_cast<train::ReshapeOp>(user);
+    if (!reshape)
+      return {};
+    value = reshape.getResult();
+  }
+  return {};
+}
+
+std::optional<StringRef> StepLowering::getInPlaceState(Operation *update,
+                                                       Value result) {
+  train::StoreOp store = getStoreThroughReshapes(result);
+  if (!store)
+    return std::nullopt;
+  // Nothing may read the state's old value after the update writes it.
+  int64_t at = opIndex.lookup(update), storedAt = opIndex.lookup(store);
+  for (train::LoadOp load : loadsOf.lookup(store.getState()))
+    if (getLastUse(load) > at)
+      return std::nullopt;
+  for (train::StoreOp other : storesOf.lookup(store.getState())) {
+    int64_t otherAt = opIndex.lookup(other);
+    if (other != store && otherAt > at && otherAt < storedAt)
+      return std::nullopt;
+  }
+  return store.getState();
+}
+
+Value StepLowering::getInPlaceTarget(Operation *op, Value result) {
+  std::optional<StringRef> state = getInPlaceState(op, result);
+  if (!state)
+    return {};
+  Value buffer = getBufferRef(*state);
+  auto bufferType = cast<MemRefType>(buffer.getType());
+  MemRefType type = toMemRef(result.getType());
+  if (bufferType.getNumElements() != type.getNumElements() ||
+      bufferType.getElementType() != type.getElementType())
+    return {};
+  return getView(buffer, 0, type);
+}
+
+LogicalResult StepLowering::lowerLoad(train::LoadOp load) {
+  Value ref = getBufferRef(load.getState());
+  if (!loadNeedsCopy(load)) {
+    memrefOf[load] = ref;
+    return success();
+  }
+  // The step overwrites the state while this value is still read: keep a
+  // copy of the value as loaded.
+  Value copy = newArenaBuffer(cast<MemRefType>(ref.getType()));
+  emitCopy(ref, copy);
+  memrefOf[load] = copy;
+  return success();
+}
+
+void StepLowering::lowerStore(train::StoreOp store) {
+  Value target = getBufferRef(store.getState());
+  Value source = lookup(store.getValue());
+  if (source == target)
+    return;
+  emitCopy(source, target);
+}
+
+LogicalResult StepLowering::lowerConstant(arith::ConstantOp constant) {
+  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (!dense || !dense.isSplat())
+    return constant.emitOpError()
+           << "cannot be lowered to the runtime: only splat tensor constants "
+              "are supported";
+  double value = isa<FloatType>(dense.getElementType())
+                     ? dense.getSplatValue<APFloat>().convertToDouble()
+                     : static_cast<double>(
+                           dense.getElementType().isInteger(1)
+                               ? dense.getSplatValue<APInt>().getZExtValue()
+                               : dense.getSplatValue<APInt>().getSExtValue());
+  Value target = newArenaBuffer(toMemRef(constant.getType()));
+  emitFill(target, value);
+  memrefOf[constant] = target;
+  return success();
+}
+
+void StepLowering::lowerCompute(Operation *op, StringRef kernel,
+                                DictionaryAttr params) {
+  SmallVector<Value> ins, outs;
+  for (Value operand : op->getOperands())
+    ins.push_back(lookup(operand));
+  for (Value result : op->getResults()) {
+    Value out = isUpdateOp(op) ? getInPlaceTarget(op, result) : Value();
+    if (!out)
+      out = newArenaBuffer(toMemRef(result.getType()));
+    memrefOf[result] = out;
+    outs.push_back(out);
+  }
+  emitLaunch(kernel, ins, outs, params);
+}
+
+LogicalResult StepLowering::lowerUpdate(Operation *op) {
+  auto symbol = op->getAttrOfType<FlatSymbolRefAttr>("optimizer");
+  auto optimizer =
+      symbols.lookupNearestSymbolFrom<train::OptimizerOp>(module, symbol);
+  if (!optimizer)
+    return op->emitOpError()
+           << "names " << symbol << ", which is not a train.optimizer";
+  // Kernels get every hyper-parameter with the documented defaults applied.
+  SmallVector<NamedAttribute> params = {
+      builder.getNamedAttr("lr",
+                           builder.getF64FloatAttr(optimizer.getLrValue())),
+      builder.getNamedAttr("beta1",
+                           builder.getF64FloatAttr(optimizer.getBeta1Value())),
+      builder.getNamedAttr("beta2",
+                           builder.getF64FloatAttr(optimizer.getBeta2Value())),
+      builder.getNamedAttr("eps",
+                           builder.getF64FloatAttr(optimizer.getEpsValue())),
+      builder.getNamedAttr(
+          "weight_decay",
+          builder.getF64FloatAttr(optimizer.getWeightDecayValue()))};
+  if (std::optional<double> momentum = optimizer.getMomentumValue())
+    params.push_back(
+        builder.getNamedAttr("momentum", builder.getF64FloatAttr(*momentum)));
+  // A varying rate goes to the kernels as its schedule; they compute the
+  // step's rate from the runtime's step. A constant rate adds nothing, so
+  // such updates stay what they were.
+  if (optimizer.hasVaryingLr()) {
+    train::ScheduleKind kind = optimizer.getScheduleValue();
+    params.push_back(builder.getNamedAttr(
+        "schedule", builder.getStringAttr(train::stringifyScheduleKind(kind))));
+    params.push_back(builder.getNamedAttr(
+        "warmup", builder.getI64IntegerAttr(optimizer.getWarmupValue())));
+    if (kind != train::ScheduleKind::constant) {
+      params.push_back(builder.getNamedAttr(
+          "total", builder.getI64IntegerAttr(*optimizer.getTotalValue())));
+      params.push_back(builder.getNamedAttr(
+          "min_lr", builder.getF64FloatAttr(optimizer.getMinLrValue())));
+    }
+  }
+  lowerCompute(op, op->getName().getStringRef(),
+               builder.getDictionaryAttr(params));
+  return success();
+}
+
+void StepLowering::lowerReturn(func::ReturnOp ret) {
+  for (auto [index, operand] : llvm::enumerate(ret.getOperands()))
+    emitCopy(lookup(operand), getBufferRef("output" + std::to_string(index)));
+}
+
+LogicalResult StepLowering::lowerOp(Operation *op) {
+  Dialect *dialect = op->getDialect();
+  if (!isa_and_nonnull<train::TrainDialect, dist::DistDialect>(dialect) &&
+      !isa<arith::ConstantOp, func::ReturnOp>(op))
+    return op->emitOpError()
+           << "has no runtime kernel: the runtime executes train and dist ops "
+              "and splat arith.constant (the ZeRO passes accept other compute, "
+              "the runtime does not run it)";
+  if (op->getNumRegions() != 0)
+    return op->emitOpError()
+           << "holds regions; zero-lower-to-runtime lowers straight-line steps "
+              "only";
+  if (auto load = dyn_cast<train::LoadOp>(op))
+    return lowerLoad(load);
+  if (auto store = dyn_cast<train::StoreOp>(op))
+    return lowerStore(store), success();
+  if (auto constant = dyn_cast<arith::ConstantOp>(op))
+    return lowerConstant(constant);
+  if (auto ret = dyn_cast<func::ReturnOp>(op))
+    return lowerReturn(ret), success();
+  if (auto reshape = dyn_cast<train::ReshapeOp>(op)) {
+    memrefOf[reshape] =
+        getView(lookup(reshape.getOperand()), 0, toMemRef(reshape.getType()));
+    return success();
+  }
+  if (auto pack = dyn_cast<dist::PackOp>(op))
+    return lowerPack(pack), success();
+  if (auto unpack = dyn_cast<dist::UnpackOp>(op))
+    return lowerUnpack(unpack), success();
+  if (isa<dist::SliceOp>(op)) {
+    // Which rows a rank keeps depends on the rank: a kernel, not a view.
+    lowerCompute(op, op->getName().getStringRef(),
+                 builder.getDictionaryAttr(
+                     {builder.getNamedAttr("axis", op->getAttr("axis")),
+                      builder.getNamedAttr("dim", op->getAttr("dim"))}));
+    return success();
+  }
+  if (isa<dist::AllReduceOp, dist::ReduceScatterOp, dist::AllGatherOp,
+          dist::BroadcastOp, dist::AllToAllOp>(op))
+    return lowerCollective(op);
+  if (isUpdateOp(op))
+    return lowerUpdate(op);
+  if (isa<train::ApplyGradientOp>(op))
+    return op->emitOpError()
+           << "must be materialized first: run train-materialize-optimizer "
+              "(zero-pipeline does)";
+  if (isa<train::StepIndexOp>(op) ||
+      (isa<train::TrainDialect>(op->getDialect()) && op->getNumResults() > 0)) {
+    lowerCompute(op, op->getName().getStringRef(), op->getAttrDictionary());
+    return success();
+  }
+  if (isa<dist::DistDialect>(op->getDialect()))
+    return op->emitOpError()
+           << "is not lowered to the runtime: reshards and asynchronous "
+              "collectives must be turned into the synchronous collectives "
+              "first";
+  return op->emitOpError() << "has no runtime kernel";
+}
+
+void StepLowering::planMemory() {
+  SmallVector<ArenaRequest> requests;
+  for (ArenaBuffer &buffer : arenaBuffers)
+    requests.push_back(
+        {buffer.view.getSizeInBytes(), buffer.begin, buffer.end});
+  ArenaPlan plan = planArena(requests, alignment);
+  program.setArenaBytesAttr(builder.getI64IntegerAttr(plan.arenaBytes));
+  for (auto [buffer, offset] : llvm::zip(arenaBuffers, plan.offsets))
+    buffer.view.setOffsetAttr(builder.getI64IntegerAttr(offset));
+  program->setAttr("zrt.live_bytes",
+                   builder.getI64IntegerAttr(plan.liveBytesLowerBound));
+}
+
+LogicalResult StepLowering::lower(DictionaryAttr report) {
+  auto placement = module->getAttrOfType<dist::PlacementAttr>("dist.placement");
+  if (!placement)
+    return mlir::emitError(module.getLoc())
+           << "zero-lower-to-runtime: the module needs a dist.placement";
+  int64_t index = 0;
+  step.walk([&](Operation *op) {
+    opIndex[op] = index++;
+    if (auto load = dyn_cast<train::LoadOp>(op))
+      loadsOf[load.getState()].push_back(load);
+    if (auto store = dyn_cast<train::StoreOp>(op))
+      storesOf[store.getState()].push_back(store);
+  });
+
+  builder.setInsertionPointToEnd(module.getBody());
+  program = builder.create<zrt::ProgramOp>(step.getLoc(), step.getSymName(),
+                                           placement, 0, alignment);
+  declarations = builder.createBlock(&program.getBody());
+  builder.setInsertionPointToEnd(declarations);
+  builder.create<zrt::StreamOp>(step.getLoc(), "compute");
+  if (asyncCollectives)
+    builder.create<zrt::StreamOp>(step.getLoc(), "comm");
+  computeStream = FlatSymbolRefAttr::get(builder.getContext(), "compute");
+  commStream = FlatSymbolRefAttr::get(builder.getContext(), "comm");
+  declareState();
+  declareInterface();
+  auto stepOp = builder.create<zrt::StepOp>(step.getLoc());
+  zrt::StepOp::ensureTerminator(stepOp.getBody(), builder, step.getLoc());
+  body = &stepOp.getBody().front();
+  firstInstruction = body->getTerminator();
+  builder.setInsertionPoint(body->getTerminator());
+  if (report)
+    program->setAttr("zrt.report", report);
+  if (auto stage = module->getAttr("dist.zero_stage"))
+    program->setAttr("zrt.zero_stage", stage);
+
+  for (auto [index, argument] : llvm::enumerate(step.getArguments()))
+    memrefOf[argument] = getBufferRef("input" + std::to_string(index));
+  for (Operation &op : step.front())
+    if (failed(lowerOp(&op)))
+      return failure();
+  // The step ends with every collective complete.
+  waitForCollectives({}, {}, /*all=*/true);
+  planMemory();
+  // Views made along the way that no instruction reads (a flat view whose
+  // pieces were taken, a reference to a state stored in place) only clutter
+  // the program.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body)))
+    if (isa<zrt::ViewOp, zrt::BufferRefOp>(op) && op.use_empty())
+      op.erase();
+  return success();
+}

@@ -133,6 +133,13 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
   if (absl::Status status = graph.config.validate(); !status.ok())
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": ", status.message()));
+  if (graph.precisionRead && *graph.precisionRead != graph.config.precision())
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, ": precision: set to ", dtypeName(graph.config.precision()),
+        " after the first parameter or input was declared (as ",
+        dtypeName(*graph.precisionRead),
+        "); call config().precision(...) right after constructing the "
+        "graph"));
   if (ranks < 1)
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": ranks must be at least 1, got ", ranks));

@@ -68,6 +68,13 @@ Tensor GraphState::fail(const std::string &message) {
   return Tensor();
 }
 
+DType GraphState::declaredType(DType dtype) {
+  if (!precisionRead)
+    precisionRead = config.precision();
+  return dtype == DType::f32 && isFloat(*precisionRead) ? *precisionRead
+                                                        : dtype;
+}
+
 Tensor GraphState::add(Node node) {
   nodes.push_back(std::move(node));
   return Tensor(this, static_cast<int>(nodes.size()) - 1);
@@ -124,7 +131,17 @@ GraphConfig &GraphConfig::set_gradient_accumulation_steps(int steps) {
   return *this;
 }
 
+GraphConfig &GraphConfig::precision(DType dtype) {
+  precisionChoice = dtype;
+  return *this;
+}
+
 absl::Status GraphConfig::validate() const {
+  if (!isFloat(precisionChoice))
+    return absl::InvalidArgumentError(
+        absl::StrCat("precision: must be a float type (f32, bf16 or f16), "
+                     "got ",
+                     dtypeName(precisionChoice)));
   if (zeroOn && (stage < 1 || stage > 3))
     return absl::InvalidArgumentError(
         absl::StrCat("enable_zero: stage must be 1, 2 or 3, got ", stage,
@@ -218,7 +235,7 @@ Tensor Graph::input(const std::string &name, const Shape &shape, DType dtype) {
   node.kind = Node::Kind::input;
   node.index = static_cast<int>(state->inputs.size());
   node.shape = shape;
-  node.dtype = dtype;
+  node.dtype = state->declaredType(dtype);
   Tensor value = state->add(std::move(node));
   state->inputs.push_back({name, GraphState::idOf(value)});
   return value;
@@ -237,6 +254,7 @@ Parameter Graph::parameter(const std::string &name, const Shape &shape,
                              shapeText(shape), " ", dtypeName(dtype)));
     return Parameter();
   }
+  dtype = state->declaredType(dtype);
   Node node;
   node.kind = Node::Kind::parameter;
   node.index = static_cast<int>(state->parameters.size());

@@ -59,6 +59,14 @@ struct GraphState {
   std::vector<ParameterDecl> parameters;
   int lossNode = -1;
   absl::Status firstError;
+  /// The configured precision as read by the first declaration (a
+  /// parameter or an input); compile checks that it has not changed since.
+  std::optional<DType> precisionRead;
+
+  /// The type a parameter or input declared `dtype` gets: f32 becomes the
+  /// precision (read now if nothing was declared yet); an integer precision
+  /// leaves it f32, for compile to report.
+  DType declaredType(DType dtype);
 
   /// Records `message` unless an earlier error is recorded; returns an
   /// invalid tensor for the caller to hand back.

@@ -237,17 +237,19 @@ Tensor zero::frontend::softmaxCrossEntropy(const Tensor &logits,
     return Tensor();
   Shape rows(logits.shape().begin(),
              logits.shape().end() - (logits.rank() > 0 ? 1 : 0));
-  if (logits.rank() < 2 || logits.dtype() != DType::f32 ||
+  if (logits.rank() < 2 || !isFloat(logits.dtype()) ||
       !isIndex(labels.dtype()) || labels.shape() != rows)
     return state->fail(absl::StrCat(
-        "softmaxCrossEntropy: needs f32 logits [..., classes] and integer "
+        "softmaxCrossEntropy: needs float logits [..., classes] and integer "
         "labels of the logits' shape without the class dimension, got "
         "logits ",
-        describe(logits), " and labels ", describe(labels),
-        logits.dtype() != DType::f32 ? " (cast 16-bit logits to f32 first)"
-                                     : ""));
-  return state->add(opNode("train.softmax_cross_entropy", {&logits, &labels},
-                           {}, DType::f32));
+        describe(logits), " and labels ", describe(labels)));
+  // The op takes f32 logits: 16-bit ones are cast first (gen_gpt2.py's
+  // `%logits.f32`), and its gradient is cast back by train-autodiff.
+  Tensor wide =
+      logits.dtype() == DType::f32 ? logits : cast(logits, DType::f32);
+  return state->add(
+      opNode("train.softmax_cross_entropy", {&wide, &labels}, {}, DType::f32));
 }
 
 Tensor zero::frontend::reduceSum(const Tensor &x,

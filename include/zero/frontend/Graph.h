@@ -210,6 +210,15 @@ public:
   GraphConfig &enable_zero(bool enabled = true, int stage = 2);
   /// Micro-batches per optimizer step (gradients accumulate in between).
   GraphConfig &set_gradient_accumulation_steps(int steps);
+  /// The model's float type: f32 (the default), bf16 or f16. Every
+  /// parameter and input declared f32 (what the layers declare) is of this
+  /// type, and so is every float activation computed from them; layer-norm
+  /// statistics and the loss stay f32 (softmaxCrossEntropy casts 16-bit
+  /// logits), and train-materialize-optimizer gives each 16-bit trainable
+  /// parameter an fp32 master copy. It is read when the graph declares its
+  /// first parameter or input, so set it right after constructing the
+  /// graph; compile rejects a precision changed after that.
+  GraphConfig &precision(DType dtype);
   ZeroOptions &zero() { return zeroOptions; }
 
   /// The chosen optimizer with the learning-rate schedule.
@@ -222,6 +231,7 @@ public:
   bool zeroEnabled() const { return zeroOn; }
   int zeroStage() const { return zeroOn ? stage : 0; }
   int accumulationSteps() const { return accumulateSteps; }
+  DType precision() const { return precisionChoice; }
   /// The first invalid setting, in the user's terms (checked by compile).
   absl::Status validate() const;
 
@@ -232,6 +242,7 @@ private:
   bool zeroOn = false;
   int stage = 0;
   int accumulateSteps = 1;
+  DType precisionChoice = DType::f32;
 };
 
 //===----------------------------------------------------------------------===//
@@ -250,10 +261,12 @@ public:
   const std::string &name() const;
 
   /// An argument of the step, batch-major: dimension 0 is the per-rank
-  /// batch (the step runs on each rank's slice of the global batch).
+  /// batch (the step runs on each rank's slice of the global batch). A
+  /// float input declared f32 takes the configured precision.
   Tensor input(const std::string &name, const Shape &shape, DType dtype);
   /// A parameter named `name` (names must be unique; dots group them, as in
-  /// "h0.attn.q.w").
+  /// "h0.attn.q.w"). An f32 parameter (the default) takes the configured
+  /// precision; an explicit bf16 or f16 one stays as declared.
   Parameter parameter(const std::string &name, const Shape &shape,
                       const Init &init, DType dtype = DType::f32);
   /// The scalar f32 loss the training step minimizes.
@@ -324,7 +337,8 @@ Tensor layerNorm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
 /// Rows of `table` [V, D] picked by integer `ids`: ids.shape + [D].
 Tensor embedding(const Tensor &table, const Tensor &ids);
 /// Mean cross-entropy of softmax(logits) against integer labels of shape
-/// logits.shape[:-1]; a scalar f32.
+/// logits.shape[:-1]; a scalar f32. 16-bit logits are cast to f32 first (a
+/// `train.cast`), as the op computes on f32 logits.
 Tensor softmaxCrossEntropy(const Tensor &logits, const Tensor &labels);
 Tensor reduceSum(const Tensor &x, const std::vector<int64_t> &dims);
 Tensor reduceMean(const Tensor &x, const std::vector<int64_t> &dims);

@@ -42,7 +42,9 @@ SmallVector<OpOperand *> collectGradientOperands(func::FuncOp function) {
     if (auto apply = dyn_cast<train::ApplyGradientOp>(op))
       operands.push_back(&apply.getGradMutable());
     else if (isUpdateOp(op))
-      operands.push_back(&UpdateView(op).getGradOperand());
+      // A clipped gradient is averaged before the clip, so that the norm is
+      // that of the averaged gradients.
+      operands.push_back(&getRawGradientOperand(UpdateView(op)));
   });
   return operands;
 }

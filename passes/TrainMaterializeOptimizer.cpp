@@ -15,6 +15,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include "llvm/ADT/SetVector.h"
+
 namespace zero {
 #define GEN_PASS_DEF_TRAINMATERIALIZEOPTIMIZER
 #include "zero/passes/Passes.h.inc"
@@ -71,6 +73,9 @@ private:
   DenseMap<Operation *, Operation *> lastDeclaration;
   DenseMap<Operation *, Value> stepIndex;
   func::FuncOp applyFunction;
+  /// The updates of the current step whose optimizer clips, in order.
+  SmallVector<std::pair<Operation *, train::OptimizerOp>> clipped;
+  LogicalResult emitClipping();
 };
 
 FailureOr<train::ParamOp> Materializer::declareState(train::ParamOp param,
@@ -168,6 +173,8 @@ LogicalResult Materializer::emitUpdate(OpBuilder &builder, Location loc,
                                             optimizerRef);
     break;
   }
+  if (optimizer.getClipNorm())
+    clipped.push_back({update, optimizer});
   UpdateView view(update);
   for (auto [index, slot] : llvm::enumerate(slots))
     builder.create<train::StoreOp>(loc, view.getNewSlot(index),
@@ -234,6 +241,56 @@ LogicalResult Materializer::materialize(train::ApplyGradientOp apply,
   return success();
 }
 
+/// One `train.clip_by_global_norm` for every clipped update of the step, so
+/// that they share one global norm. It goes just before the last of them (the
+/// first point where every gradient exists); the earlier updates, with the
+/// casts and stores that follow from them, move after it.
+LogicalResult Materializer::emitClipping() {
+  if (clipped.empty())
+    return success();
+  train::OptimizerOp first = clipped.front().second;
+  for (auto &[update, optimizer] : clipped)
+    if (*optimizer.getClipNorm() != *first.getClipNorm()) {
+      InFlightDiagnostic diag =
+          optimizer.emitOpError()
+          << "clips with clip_norm "
+          << optimizer.getClipNorm()->convertToDouble()
+          << ", but another optimizer of the step clips with "
+          << first.getClipNorm()->convertToDouble()
+          << "; the step clips all gradients by one global norm, so use one "
+             "clip_norm";
+      diag.attachNote(first.getLoc()) << "the other optimizer";
+      return diag;
+    }
+  Operation *last = clipped.back().first;
+  SmallVector<Value> grads;
+  for (auto &[update, optimizer] : clipped)
+    grads.push_back(UpdateView(update).getGrad());
+  OpBuilder builder(last);
+  auto clip = builder.create<train::ClipByGlobalNormOp>(
+      last->getLoc(), grads, first.getClipNorm()->convertToDouble());
+  for (auto [index, entry] : llvm::enumerate(clipped))
+    UpdateView(entry.first).getGradOperand().set(clip.getResult(index));
+
+  Block *block = last->getBlock();
+  llvm::SetVector<Operation *> moved;
+  for (auto &[update, optimizer] : llvm::ArrayRef(clipped).drop_back()) {
+    SmallVector<Operation *> worklist{update};
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      if (op->getBlock() != block || !moved.insert(op))
+        continue;
+      llvm::append_range(worklist, op->getUsers());
+    }
+  }
+  SmallVector<Operation *> ordered(moved.begin(), moved.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  for (Operation *op : ordered)
+    op->moveBefore(last);
+  return success();
+}
+
 LogicalResult Materializer::run() {
   for (func::FuncOp function : getStepFunctions(module)) {
     if (!function->hasAttr(train::TrainDialect::getStepAttrName()))
@@ -267,11 +324,14 @@ LogicalResult Materializer::run() {
     OpBuilder builder(module.getContext());
     Value step = accumulateSteps > 1 ? getStepIndex(applyFunction)
                                      : getStepIndex(function);
+    clipped.clear();
     for (train::ApplyGradientOp apply : applies) {
       if (failed(materialize(apply, builder, step)))
         return failure();
       apply.erase();
     }
+    if (failed(emitClipping()))
+      return failure();
     // Only Adam reads the step index; drop it when nothing does.
     for (auto &[owner, index] : stepIndex)
       if (index && index.use_empty()) {

@@ -90,6 +90,9 @@ struct ZeroLowerToRuntimePass
                          << " micro-steps, which the runtime does not run yet";
       return signalPassFailure();
     }
+    // Clipping that zero-shard did not expand reads whole gradients (stage 0
+    // or a single device): its norm needs no collective.
+    expandClipping(module);
     for (auto func : module.getOps<func::FuncOp>())
       if (func != step) {
         func.emitOpError() << "is not the training step; inline it first "

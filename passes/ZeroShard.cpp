@@ -139,6 +139,13 @@ private:
   };
   llvm::MapVector<Block *, SmallVector<PendingGather>> pendingGathers;
   void emitPendingGathers();
+  /// Clips whose operands became shards.
+  llvm::SetVector<Operation *> clips;
+  /// The gradient shards that clips read.
+  DenseSet<Value> gradShards;
+  /// Moves each clip after its operands (stage 1 reduces just before the
+  /// first update, after the clip) and marks those that read only shards.
+  void placeClips();
 };
 
 /// All gathers first, then the stores, so that the gathers are adjacent and
@@ -186,6 +193,27 @@ void Sharder::emitPendingGathers() {
   }
 }
 
+void Sharder::placeClips() {
+  for (Operation *clip : clips) {
+    // Below min-shard-elements some gradients stay whole: expandClipping
+    // then adds their squares after the all-reduce, once, instead of once
+    // per rank.
+    if (llvm::all_of(clip->getOperands(),
+                     [&](Value v) { return gradShards.contains(v); }))
+      cast<train::ClipByGlobalNormOp>(clip).setSharded(true);
+    Operation *last = nullptr;
+    for (Value operand : clip->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def)
+        def = clip->getBlock()->findAncestorOpInBlock(*def);
+      if (def && (!last || last->isBeforeInBlock(def)))
+        last = def;
+    }
+    if (last && clip->isBeforeInBlock(last))
+      clip->moveAfter(last);
+  }
+}
+
 void Sharder::shardDeclaration(train::ParamOp state, StorageLayoutKind kind) {
   if (state.isSharded())
     return;
@@ -221,7 +249,8 @@ Value Sharder::emitAllGather(OpBuilder &builder, Location loc, Value shard,
 FailureOr<UpdateSite> Sharder::analyzeUpdate(Operation *update) {
   UpdateView view(update);
   UpdateSite site{update, nullptr, nullptr, nullptr, {}, nullptr};
-  site.average = view.getGrad().getDefiningOp<dist::AllReduceOp>();
+  site.average =
+      getRawGradient(view.getGrad()).getDefiningOp<dist::AllReduceOp>();
   if (!site.average || site.average.getReduce() != dist::ReduceKind::mean ||
       site.average.getAxis() != 0)
     return update->emitOpError()
@@ -386,6 +415,16 @@ LogicalResult Sharder::rewriteUpdate(UpdateSite &site) {
         shardTypeOf(cast<RankedTensorType>(full.getType()),
                     StorageLayoutKind::dim0),
         full, /*axis=*/0, /*dim=*/0);
+  }
+  // A clipped gradient: the clip now reads the shard and yields the clipped
+  // shard; its norm becomes a partial sum that expandClipping all-reduces.
+  if (auto clip = view.getGrad().getDefiningOp<train::ClipByGlobalNormOp>()) {
+    unsigned index = cast<OpResult>(view.getGrad()).getResultNumber();
+    clip->setOperand(index, gradShard);
+    clip->getResult(index).setType(gradShard.getType());
+    gradShards.insert(gradShard);
+    clips.insert(clip);
+    gradShard = clip->getResult(index);
   }
   SmallVector<Value> operands{paramShard, gradShard};
   SmallVector<Type> resultTypes{paramShard.getType()};
@@ -623,6 +662,7 @@ LogicalResult Sharder::run() {
   for (UpdateSite &site : sites)
     if (failed(rewriteUpdate(site)))
       return failure();
+  placeClips();
   emitPendingGathers();
 
   if (stage == 3) {
@@ -637,6 +677,7 @@ LogicalResult Sharder::run() {
     for (func::FuncOp function : getStepFunctions(module))
       gatherParameterLoads(function, sharded);
   }
+  expandClipping(module, [&](Value grad) { return gradShards.contains(grad); });
   module->setAttr(
       dist::DistDialect::getZeroStageAttrName(),
       IntegerAttr::get(IntegerType::get(module.getContext(), 64), stage));

@@ -336,6 +336,11 @@ LogicalResult OptimizerOp::verify() {
   if (std::optional<double> decay = toDouble(getWeightDecay());
       decay && *decay < 0.0)
     return emitOpError() << "needs weight_decay >= 0, got " << *decay;
+  if (std::optional<double> clip = toDouble(getClipNorm());
+      clip && !(*clip > 0.0))
+    return emitOpError() << "needs clip_norm > 0 (the largest global "
+                            "gradient norm), got "
+                         << *clip;
   return verifySchedule(*this);
 }
 
@@ -416,6 +421,49 @@ ZERO_TRAIN_UPDATE_OP(SgdMomentumOp,
 ZERO_TRAIN_UPDATE_OP(AdamOp, ({getParam(), getGrad(), getM()}))
 ZERO_TRAIN_UPDATE_OP(AdamWOp, ({getParam(), getGrad(), getM()}))
 #undef ZERO_TRAIN_UPDATE_OP
+
+//===----------------------------------------------------------------------===//
+// Gradient clipping
+//===----------------------------------------------------------------------===//
+
+/// Results mirror the operands one for one, and the bound is positive.
+static LogicalResult verifyClipping(Operation *op, ValueRange inputs,
+                                    double maxNorm) {
+  if (inputs.empty())
+    return op->emitOpError() << "needs at least one gradient";
+  if (inputs.getTypes() != op->getResultTypes())
+    return op->emitOpError()
+           << "needs one result per operand, of the operand's type";
+  if (!(maxNorm > 0.0))
+    return op->emitOpError() << "needs max_norm > 0, got " << maxNorm;
+  return success();
+}
+
+// Result i has the type of gradient i; `train.scale_by_norm` ends with the
+// total, which has no result.
+LogicalResult ClipByGlobalNormOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &types) {
+  llvm::append_range(types, operands.getTypes());
+  return success();
+}
+
+LogicalResult ScaleByNormOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &types) {
+  if (operands.empty())
+    return failure();
+  llvm::append_range(types, operands.drop_back().getTypes());
+  return success();
+}
+
+LogicalResult ClipByGlobalNormOp::verify() {
+  return verifyClipping(*this, getGrads(), getMaxNorm().convertToDouble());
+}
+
+LogicalResult ScaleByNormOp::verify() {
+  return verifyClipping(*this, getInputs(), getMaxNorm().convertToDouble());
+}
 
 //===----------------------------------------------------------------------===//
 // MinimizeOp

@@ -109,6 +109,9 @@ SmallVector<GradientStage> traceGradient(Value grad) {
         bytes = bytesOf(pack.getInputs()[*member].getType());
       else if (!member)
         bytes = bytesOf(next.getType());
+    } else if (isa<train::ClipByGlobalNormOp, train::ScaleByNormOp>(def)) {
+      // Clipping maps gradient i to result i.
+      next = def->getOperand(cast<OpResult>(value).getResultNumber());
     } else if (isa<train::ReshapeOp, train::ScaleOp>(def)) {
       next = def->getOperand(0);
       bytes = bytesOf(next.getType());

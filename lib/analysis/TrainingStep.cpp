@@ -2,7 +2,10 @@
 
 #include "zero/analysis/TrainingStep.h"
 
+#include "zero/dialects/dist/DistOps.h"
 #include "zero/dialects/train/TrainDialect.h"
+
+#include "mlir/IR/Builders.h"
 
 using namespace mlir;
 
@@ -20,6 +23,50 @@ SmallVector<func::FuncOp> getStepFunctions(ModuleOp module) {
 bool isUpdateOp(Operation *op) {
   return isa<train::SgdOp, train::SgdMomentumOp, train::AdamOp, train::AdamWOp>(
       op);
+}
+
+Value getRawGradient(Value grad) {
+  if (auto clip = grad.getDefiningOp<train::ClipByGlobalNormOp>())
+    return clip.getOperand(cast<OpResult>(grad).getResultNumber());
+  return grad;
+}
+
+OpOperand &getRawGradientOperand(const UpdateView &update) {
+  Value grad = update.getGrad();
+  if (auto clip = grad.getDefiningOp<train::ClipByGlobalNormOp>())
+    return clip->getOpOperand(cast<OpResult>(grad).getResultNumber());
+  return update.getGradOperand();
+}
+
+void expandClipping(Operation *root, function_ref<bool(Value)> isShard) {
+  SmallVector<train::ClipByGlobalNormOp> clips;
+  root->walk([&](train::ClipByGlobalNormOp clip) { clips.push_back(clip); });
+  for (train::ClipByGlobalNormOp clip : clips) {
+    OpBuilder builder(clip);
+    Location loc = clip.getLoc();
+    auto scalar = RankedTensorType::get({}, builder.getF32Type());
+    SmallVector<Value> shards, whole;
+    for (Value grad : clip.getGrads()) {
+      bool shard = isShard ? isShard(grad) : clip.getSharded();
+      (shard ? shards : whole).push_back(grad);
+    }
+    Value total;
+    // Shards partition each gradient (padding is zero), so the squares of
+    // the whole gradients are the sum of every rank's partial sum.
+    if (!shards.empty())
+      total = builder.create<dist::AllReduceOp>(
+          loc, builder.create<train::SumSquaresOp>(loc, scalar, shards),
+          dist::ReduceKind::sum, /*axis=*/0);
+    if (!whole.empty()) {
+      Value squares = builder.create<train::SumSquaresOp>(loc, scalar, whole);
+      total =
+          total ? builder.create<train::AddOp>(loc, total, squares) : squares;
+    }
+    auto scaled = builder.create<train::ScaleByNormOp>(
+        loc, clip.getGrads(), total, clip.getMaxNorm().convertToDouble());
+    clip.replaceAllUsesWith(scaled.getResults());
+    clip.erase();
+  }
 }
 
 train::ParamOp getLoadedState(Value value, SymbolTableCollection &symbols) {

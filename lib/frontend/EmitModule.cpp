@@ -110,7 +110,8 @@ std::string emitOptimizer(const OptimizerSpec &spec, OpBuilder &builder,
           spec.weightDecay),
       scheduleKind, i64(scheduled && schedule.warmup != 0, schedule.warmup),
       i64(scheduled && decays, schedule.total),
-      f64(scheduled && decays && schedule.minLr != 0.0, schedule.minLr));
+      f64(scheduled && decays && schedule.minLr != 0.0, schedule.minLr),
+      /*clip_norm=*/FloatAttr());
   return name;
 }
 

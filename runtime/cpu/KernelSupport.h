@@ -185,6 +185,8 @@ absl::StatusOr<KernelFn> bindTranspose(const BindRequest &request);
 absl::StatusOr<KernelFn> bindSlice(const BindRequest &request);
 
 absl::StatusOr<KernelFn> bindSgd(const BindRequest &request);
+absl::StatusOr<KernelFn> bindSumSquares(const BindRequest &request);
+absl::StatusOr<KernelFn> bindScaleByNorm(const BindRequest &request);
 absl::StatusOr<KernelFn> bindSgdMomentum(const BindRequest &request);
 absl::StatusOr<KernelFn> bindAdam(const BindRequest &request);
 

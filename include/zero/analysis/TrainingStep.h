@@ -46,6 +46,25 @@ private:
   mlir::Operation *op;
 };
 
+/// The gradient behind `grad`: the operand of `train.clip_by_global_norm`
+/// that yields `grad`, or `grad` itself. The passes that average and shard
+/// "the gradient of an update" work on this value, so that clipping sees the
+/// averaged (and sharded) gradients.
+mlir::Value getRawGradient(mlir::Value grad);
+/// The use to rewire when the gradient of `update` is replaced: the clip
+/// operand when the update's gradient is clipped, the update's own otherwise.
+mlir::OpOperand &getRawGradientOperand(const UpdateView &update);
+
+/// Replaces every `train.clip_by_global_norm` under `root` by
+/// `train.sum_squares`, a `dist.all_reduce sum` over axis 0 of it when the
+/// operands are shards (`sharded`), and `train.scale_by_norm`. With
+/// `isShard`, it says which operands are shards instead: the whole ones'
+/// squares are added after the all-reduce (they are the same on every rank).
+/// Run once the gradients are final: zero-shard runs it at its end, and
+/// zero-lower-to-runtime on whatever is left (stage 0: whole gradients).
+void expandClipping(mlir::Operation *root,
+                    llvm::function_ref<bool(mlir::Value)> isShard = nullptr);
+
 /// The persistent tensor a `train.load` reads, or null when `value` is not
 /// the result of a load.
 train::ParamOp getLoadedState(mlir::Value value,

@@ -991,3 +991,39 @@ module attributes {dist.placement = #dist.placement<cpu, [2, 2]>} {
 // Persistent state holds numbers of a known byte size.
 // expected-error @+1 {{logical_type}}
 "train.param"() <{sym_name = "w", role = 0 : i32, logical_type = tensor<4xindex>}> : () -> ()
+
+// -----
+
+// Gradient clipping.
+
+// expected-error @+1 {{needs clip_norm > 0 (the largest global gradient norm), got 0.000000e+00}}
+train.optimizer @sgd sgd lr 0.1 clip_norm 0.0
+
+// -----
+
+// expected-error @+1 {{needs clip_norm > 0 (the largest global gradient norm), got -1.000000e+00}}
+train.optimizer @sgd sgd lr 0.1 clip_norm -1.0
+
+// -----
+
+func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{needs max_norm > 0, got 0.000000e+00}}
+  %c = train.clip_by_global_norm %a max_norm 0.0 : tensor<4xf32>
+  return %c : tensor<4xf32>
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{needs at least one gradient}}
+  "train.clip_by_global_norm"() {max_norm = 1.0 : f64} : () -> ()
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4xf32>, %s: tensor<f32>) -> tensor<2xf32> {
+  // expected-error @+1 {{needs one result per operand, of the operand's type}}
+  %c = "train.scale_by_norm"(%a, %s) {max_norm = 1.0 : f64} : (tensor<4xf32>, tensor<f32>) -> tensor<2xf32>
+  return %c : tensor<2xf32>
+}

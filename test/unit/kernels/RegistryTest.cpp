@@ -80,6 +80,9 @@ constexpr const char *kModule = R"mlir(
         : tensor<4x8xf32>, tensor<4x8xbf16>, tensor<4x8xf32>
     %p4, %m4, %v4 = train.adamw %xb, %xb, %x, %y step %t with @adamw
         : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xf32>
+    %sq = train.sum_squares %x, %xb, %b : tensor<4x8xf32>, tensor<4x8xbf16>, tensor<8xf32> -> tensor<f32>
+    %c1, %c2 = train.scale_by_norm %x, %xb total %sq max_norm 1.0
+        : tensor<4x8xf32>, tensor<4x8xbf16>
     return
   }
 )mlir";
@@ -87,8 +90,10 @@ constexpr const char *kModule = R"mlir(
 /// State ops: the runtime moves their data itself, no kernel involved; and
 /// train.minimize, which only marks the loss until train-autodiff removes it.
 const std::set<std::string> kNoKernel = {
-    "train.param",     "train.load",           "train.store",
-    "train.optimizer", "train.apply_gradient", "train.minimize"};
+    "train.param", "train.load", "train.store", "train.optimizer",
+    "train.apply_gradient", "train.minimize",
+    // Expanded into train.sum_squares and train.scale_by_norm before lowering.
+    "train.clip_by_global_norm"};
 
 TensorSpec specOf(mlir::Type type) {
   auto tensor = mlir::cast<mlir::RankedTensorType>(type);

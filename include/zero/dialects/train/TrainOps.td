@@ -157,6 +157,12 @@ def Train_OptimizerOp : Train_Op<"optimizer", [Symbol]> {
     ```mlir
     train.optimizer @opt adamw lr 3.0e-04 betas(0.9, 0.95) eps 1.0e-08 weight_decay 0.1 schedule cosine warmup 100 total 10000 min_lr 3.0e-05
     ```
+
+    An optional `clip_norm X` (X > 0) clips the gradients by their global
+    norm before the update: with `norm = sqrt(sum of g^2)` over every
+    gradient of every optimizer that clips, each gradient is multiplied by
+    `min(1, X / (norm + 1e-6))`. `train-materialize-optimizer` writes one
+    `train.clip_by_global_norm` per step for all of them.
   }];
   let arguments = (ins
     SymbolNameAttr:$sym_name,
@@ -170,13 +176,15 @@ def Train_OptimizerOp : Train_Op<"optimizer", [Symbol]> {
     OptionalAttr<Train_ScheduleKind>:$schedule,
     OptionalAttr<I64Attr>:$warmup,
     OptionalAttr<I64Attr>:$total,
-    OptionalAttr<F64Attr>:$min_lr
+    OptionalAttr<F64Attr>:$min_lr,
+    OptionalAttr<F64Attr>:$clip_norm
   );
   let assemblyFormat = [{
     $sym_name $kind `lr` $lr (`momentum` $momentum^)?
     (`betas` `(` $beta1^ `,` $beta2 `)`)? (`eps` $eps^)?
     (`weight_decay` $weight_decay^)? (`schedule` $schedule^)?
-    (`warmup` $warmup^)? (`total` $total^)? (`min_lr` $min_lr^)? attr-dict
+    (`warmup` $warmup^)? (`total` $total^)? (`min_lr` $min_lr^)?
+    (`clip_norm` $clip_norm^)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -328,6 +336,90 @@ def Train_AdamOp : Train_AdamLikeOp<"adam", "adam",
 def Train_AdamWOp : Train_AdamLikeOp<"adamw", "adamw",
     "AdamW: weight decay applied to the parameter, decoupled from the moments.">;
 
+//===----------------------------------------------------------------------===//
+// Gradient clipping
+//===----------------------------------------------------------------------===//
+
 include "zero/dialects/train/TrainComputeOps.td"
+
+def Train_ClipByGlobalNormOp : Train_ComputeOp<"clip_by_global_norm",
+    "clipped", [DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Scales gradients so that their global norm is at most max_norm";
+  let description = [{
+    With `total = sum_i sum(g_i^2)` over every operand, each result is
+    `g_i * min(1, max_norm / (sqrt(total) + 1e-6))`; result i has the type of
+    operand i. `train-materialize-optimizer` writes it for optimizers with
+    `clip_norm`. It has no kernel: the ZeRO passes look through it to the
+    gradients it reads, and expand it into `train.sum_squares` and
+    `train.scale_by_norm` once the gradients are averaged (and sharded).
+    `sharded` (set by zero-shard) says that the operands are this rank's
+    shards over placement axis 0, whose padding is zero, so that the squared
+    norm is the sum over the ranks of each rank's partial sum.
+
+    ```mlir
+    %c:2 = train.clip_by_global_norm %g0, %g1 max_norm 1.0
+        : tensor<784x128xf32>, tensor<128xf32>
+    %s:2 = train.clip_by_global_norm %s0, %s1 max_norm 1.0 sharded
+        : tensor<50176xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Train_FloatTensor>:$grads, F64Attr:$max_norm,
+                       UnitAttr:$sharded);
+  let results = (outs Variadic<Train_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $grads `max_norm` $max_norm (`sharded` $sharded^)? attr-dict `:`
+    type($grads)
+  }];
+  let builders = [OpBuilder<(ins "::mlir::ValueRange":$grads,
+                                 "double":$maxNorm), [{
+    build($_builder, $_state, grads.getTypes(), grads,
+          $_builder.getF64FloatAttr(maxNorm), /*sharded=*/nullptr);
+  }]>];
+  let hasVerifier = 1;
+}
+
+def Train_SumSquaresOp : Train_ComputeOp<"sum_squares", "sum_squares"> {
+  let summary = "The sum of the squares of every element of every operand";
+  let description = [{
+    Accumulates in f32, operand by operand and element by element in order,
+    so that the result is deterministic. Clipping by global norm computes its
+    (partial) norm with it.
+
+    ```mlir
+    %s = train.sum_squares %g0, %g1 : tensor<784x128xf32>, tensor<128xf32>
+        -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<Train_FloatTensor>:$inputs);
+  let results = (outs Train_ScalarF32:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+}
+
+def Train_ScaleByNormOp : Train_ComputeOp<"scale_by_norm", "clipped",
+    [DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Multiplies tensors by min(1, max_norm / (sqrt(total) + 1e-6))";
+  let description = [{
+    `total` is the sum of squares of the gradients (all-reduced over the ranks
+    when they are shards); result i has the type of operand i.
+
+    ```mlir
+    %c:2 = train.scale_by_norm %g0, %g1 total %s max_norm 1.0
+        : tensor<784x128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Train_FloatTensor>:$inputs,
+                       Train_ScalarF32:$total, F64Attr:$max_norm);
+  let results = (outs Variadic<Train_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $inputs `total` $total `max_norm` $max_norm attr-dict `:` type($inputs)
+  }];
+  let builders = [OpBuilder<(ins "::mlir::ValueRange":$inputs,
+                                 "::mlir::Value":$total,
+                                 "double":$maxNorm), [{
+    build($_builder, $_state, inputs.getTypes(), inputs, total,
+          $_builder.getF64FloatAttr(maxNorm));
+  }]>];
+  let hasVerifier = 1;
+}
 
 #endif // ZERO_TRAIN_OPS

@@ -39,11 +39,11 @@ Value averageAfterDefinition(Value value) {
 SmallVector<OpOperand *> collectGradientOperands(func::FuncOp function) {
   SmallVector<OpOperand *> operands;
   function.walk([&](Operation *op) {
+    // A clipped or unscaled gradient is averaged before the filter, so that
+    // the norm and the overflow check see the averaged gradients.
     if (auto apply = dyn_cast<train::ApplyGradientOp>(op))
-      operands.push_back(&apply.getGradMutable());
+      operands.push_back(&getRawGradientOperand(apply.getGradMutable()));
     else if (isUpdateOp(op))
-      // A clipped gradient is averaged before the clip, so that the norm is
-      // that of the averaged gradients.
       operands.push_back(&getRawGradientOperand(UpdateView(op)));
   });
   return operands;

@@ -35,6 +35,8 @@ static zrt::BufferRole getBufferRole(train::Role role) {
     return zrt::BufferRole::slot;
   case train::Role::grad_accum:
     return zrt::BufferRole::grad_accum;
+  case train::Role::scaler:
+    return zrt::BufferRole::scaler;
   }
   llvm_unreachable("unknown role");
 }

@@ -64,6 +64,13 @@ private:
   /// The gradient of `value`: its contributions summed in forward order.
   Value takeGradient(Value value, OpBuilder &builder);
   void applyGradients(OpBuilder &builder);
+  /// Dynamic loss scaling (the optimizer's `loss_scale`): declares the
+  /// scaler's state and loads the current scale, the backward's seed.
+  FailureOr<Value> loadLossScale(OpBuilder &builder);
+  /// Unscales `grads` (one per parameter), applies them unless they
+  /// overflowed, and steps the scaler.
+  void applyScaledGradients(OpBuilder &builder,
+                            ArrayRef<std::pair<train::ParamOp, Value>> grads);
   void eraseUnusedGradients(Operation *first);
   /// Whether `op` is a forward op whose results the backward recomputes.
   bool isRecomputed(Operation *op) const;
@@ -91,6 +98,9 @@ private:
   DenseSet<Operation *> forwardOps;
   /// Forward values of marked ops -> their recomputed clones.
   IRMapping recomputed;
+  /// With loss scaling: the loaded scale and the scaler's state.
+  Value lossScale;
+  train::ParamOp scaleState, goodStepsState;
 };
 
 train::ParamOp Differentiator::getTrainableParam(Operation *op) {
@@ -229,16 +239,92 @@ void Differentiator::applyGradients(OpBuilder &builder) {
     if (train::ParamOp param = getTrainableParam(op))
       if (Value grad = takeGradient(op->getResult(0), builder))
         perParam[param].push_back(grad);
+  SmallVector<std::pair<train::ParamOp, Value>> summed;
   for (auto &[paramOp, grads] : perParam) {
     auto param = cast<train::ParamOp>(paramOp);
     Value sum = grads.front();
     for (Value grad : llvm::drop_begin(grads))
       sum = builder.create<train::AddOp>(minimize.getLoc(), sum.getType(), sum,
                                          grad);
-    builder.create<train::ApplyGradientOp>(
-        minimize.getLoc(), sum, FlatSymbolRefAttr::get(param.getSymNameAttr()),
-        FlatSymbolRefAttr::get(optimizer.getSymNameAttr()));
+    summed.push_back({param, sum});
   }
+  if (lossScale)
+    return applyScaledGradients(builder, summed);
+  for (auto [param, grad] : summed)
+    builder.create<train::ApplyGradientOp>(
+        minimize.getLoc(), grad, FlatSymbolRefAttr::get(param.getSymNameAttr()),
+        FlatSymbolRefAttr::get(optimizer.getSymNameAttr()),
+        /*skip_if=*/nullptr);
+}
+
+FailureOr<Value> Differentiator::loadLossScale(OpBuilder &builder) {
+  MLIRContext *context = step.getContext();
+  auto module = step->getParentOfType<ModuleOp>();
+  SymbolTable &table = symbols.getSymbolTable(module);
+  auto scalar = RankedTensorType::get({}, Float32Type::get(context));
+  auto declare = [&](StringRef name, double initial) -> train::ParamOp {
+    if (table.lookup(name)) {
+      optimizer.emitOpError()
+          << "scales the loss, which needs the symbol @" << name
+          << " for the loss scaler's state, but it is already taken";
+      return nullptr;
+    }
+    OpBuilder declBuilder(optimizer);
+    declBuilder.setInsertionPointAfter(optimizer);
+    auto init = initial == 0.0
+                    ? train::InitAttr::get(context, train::InitKind::zeros,
+                                           APFloat(0.0), APFloat(0.0))
+                    : train::InitAttr::get(context, train::InitKind::constant,
+                                           APFloat(initial), APFloat(0.0));
+    auto state = declBuilder.create<train::ParamOp>(
+        optimizer.getLoc(), name, train::Role::scaler,
+        /*owner=*/nullptr, scalar, train::StorageLayoutKind::replicated,
+        /*shard_axis=*/0, /*local_type=*/nullptr, init);
+    table.insert(state);
+    return state;
+  };
+  // Declared counter first, so that the scale (inserted after the
+  // optimizer last) prints before it.
+  goodStepsState = declare("loss_scale.good_steps", 0.0);
+  if (!goodStepsState)
+    return failure();
+  scaleState =
+      declare("loss_scale", optimizer.getLossScale()->convertToDouble());
+  if (!scaleState)
+    return failure();
+  Value scale = builder.create<train::LoadOp>(minimize.getLoc(), scalar,
+                                              scaleState.getSymName());
+  lossScale = scale;
+  Type lossType = minimize.getLoss().getType();
+  if (lossType != scalar)
+    scale = builder.create<train::CastOp>(minimize.getLoc(), lossType, scale);
+  return scale;
+}
+
+void Differentiator::applyScaledGradients(
+    OpBuilder &builder, ArrayRef<std::pair<train::ParamOp, Value>> grads) {
+  Location loc = minimize.getLoc();
+  SmallVector<Value> scaled;
+  for (auto [param, grad] : grads)
+    scaled.push_back(grad);
+  auto unscale = builder.create<train::UnscaleOp>(loc, scaled, lossScale);
+  Value found = unscale.getFoundInf();
+  for (auto [index, entry] : llvm::enumerate(grads)) {
+    train::ParamOp param = entry.first;
+    builder.create<train::ApplyGradientOp>(
+        loc, unscale.getResults()[index],
+        FlatSymbolRefAttr::get(param.getSymNameAttr()),
+        FlatSymbolRefAttr::get(optimizer.getSymNameAttr()), found);
+  }
+  auto scalar = lossScale.getType();
+  Value good =
+      builder.create<train::LoadOp>(loc, scalar, goodStepsState.getSymName());
+  auto next = builder.create<train::UpdateLossScaleOp>(
+      loc, lossScale, good, found, optimizer.getGrowthIntervalValue());
+  builder.create<train::StoreOp>(loc, next.getNewScale(),
+                                 scaleState.getSymName());
+  builder.create<train::StoreOp>(loc, next.getNewGoodSteps(),
+                                 goodStepsState.getSymName());
 }
 
 void Differentiator::eraseUnusedGradients(Operation *first) {
@@ -331,11 +417,22 @@ LogicalResult Differentiator::run() {
 
   OpBuilder builder(step.getBody().front().getTerminator());
   Value loss = minimize.getLoss();
-  auto seed = builder.create<arith::ConstantOp>(
-      minimize.getLoc(),
-      DenseElementsAttr::get(
-          cast<ShapedType>(loss.getType()),
-          builder.getFloatAttr(getElementTypeOrSelf(loss.getType()), 1.0)));
+  // The backward starts at d loss = 1, or at the loss scale.
+  Value seed;
+  if (optimizer.getLossScale()) {
+    FailureOr<Value> scale = loadLossScale(builder);
+    if (failed(scale))
+      return failure();
+    seed = *scale;
+  } else {
+    seed = builder.create<arith::ConstantOp>(
+        minimize.getLoc(),
+        DenseElementsAttr::get(
+            cast<ShapedType>(loss.getType()),
+            builder.getFloatAttr(getElementTypeOrSelf(loss.getType()), 1.0)));
+  }
+  Operation *backwardStart =
+      lossScale ? lossScale.getDefiningOp() : seed.getDefiningOp();
   contributions[loss].push_back(seed);
   for (Operation *op : llvm::reverse(forward)) {
     if (getTrainableParam(op))
@@ -349,9 +446,9 @@ LogicalResult Differentiator::run() {
   }
   applyGradients(builder);
   minimize.erase();
-  eraseUnusedGradients(seed);
+  eraseUnusedGradients(backwardStart);
   // After the erasure, so that no gradient left out recomputes anything.
-  recompute(seed);
+  recompute(backwardStart);
   // The marks are consumed like train.minimize: the result is the same
   // step as one written without them (with recompute=false, the same as
   // an unmarked step), and later passes and tools need not know them.

@@ -62,7 +62,7 @@ private:
   /// Emits loads, the update op and stores for `param` with gradient `grad`.
   LogicalResult emitUpdate(OpBuilder &builder, Location loc,
                            train::ParamOp param, train::OptimizerOp optimizer,
-                           Value grad, Value step);
+                           Value grad, Value step, Value skip);
   func::FuncOp createApplyFunction(func::FuncOp step);
   Value getStepIndex(func::FuncOp function);
 
@@ -121,7 +121,7 @@ Value Materializer::getStepIndex(func::FuncOp function) {
 LogicalResult Materializer::emitUpdate(OpBuilder &builder, Location loc,
                                        train::ParamOp param,
                                        train::OptimizerOp optimizer, Value grad,
-                                       Value step) {
+                                       Value step, Value skip) {
   RankedTensorType paramType = param.getLogicalTensorType();
   auto f32Type = RankedTensorType::get(paramType.getShape(),
                                        Float32Type::get(module.getContext()));
@@ -155,22 +155,22 @@ LogicalResult Materializer::emitUpdate(OpBuilder &builder, Location loc,
   Operation *update = nullptr;
   switch (optimizer.getKind()) {
   case train::OptimizerKind::sgd:
-    update = builder.create<train::SgdOp>(loc, operands[0], operands[1],
+    update = builder.create<train::SgdOp>(loc, operands[0], operands[1], skip,
                                           optimizerRef);
     break;
   case train::OptimizerKind::momentum:
-    update = builder.create<train::SgdMomentumOp>(loc, operands[0], operands[1],
-                                                  operands[2], optimizerRef);
+    update = builder.create<train::SgdMomentumOp>(
+        loc, operands[0], operands[1], operands[2], skip, optimizerRef);
     break;
   case train::OptimizerKind::adam:
     update = builder.create<train::AdamOp>(loc, operands[0], operands[1],
-                                           operands[2], operands[3], step,
+                                           operands[2], operands[3], step, skip,
                                            optimizerRef);
     break;
   case train::OptimizerKind::adamw:
     update = builder.create<train::AdamWOp>(loc, operands[0], operands[1],
                                             operands[2], operands[3], step,
-                                            optimizerRef);
+                                            skip, optimizerRef);
     break;
   }
   if (optimizer.getClipNorm())
@@ -211,8 +211,14 @@ LogicalResult Materializer::materialize(train::ApplyGradientOp apply,
   Location loc = apply.getLoc();
   if (accumulateSteps == 1) {
     builder.setInsertionPoint(apply);
-    return emitUpdate(builder, loc, param, optimizer, apply.getGrad(), step);
+    return emitUpdate(builder, loc, param, optimizer, apply.getGrad(), step,
+                      apply.getSkipIf());
   }
+  if (apply.getSkipIf())
+    return apply.emitOpError()
+           << "skips its update on overflow (dynamic loss scaling), which "
+              "gradient accumulation does not support yet; use "
+              "accumulate-steps=1 or drop loss_scale";
 
   // The micro-step adds the gradient into its accumulator ...
   auto gradType = cast<RankedTensorType>(apply.getGrad().getType());
@@ -232,7 +238,8 @@ LogicalResult Materializer::materialize(train::ApplyGradientOp apply,
       builder.create<train::LoadOp>(loc, gradType, accumulator->getSymName());
   grad = builder.create<train::ScaleOp>(
       loc, grad, builder.getF64FloatAttr(1.0 / accumulateSteps));
-  if (failed(emitUpdate(builder, loc, param, optimizer, grad, step)))
+  if (failed(emitUpdate(builder, loc, param, optimizer, grad, step,
+                        /*skip=*/nullptr)))
     return failure();
   Value zeros = builder.create<arith::ConstantOp>(
       loc, DenseElementsAttr::get(

@@ -139,13 +139,15 @@ private:
   };
   llvm::MapVector<Block *, SmallVector<PendingGather>> pendingGathers;
   void emitPendingGathers();
-  /// Clips whose operands became shards.
-  llvm::SetVector<Operation *> clips;
-  /// The gradient shards that clips read.
+  /// Gradient filters (unscales, clips) whose operands became shards, each
+  /// after the filters it reads.
+  llvm::SetVector<Operation *> filters;
+  /// The gradient shards that filters read.
   DenseSet<Value> gradShards;
-  /// Moves each clip after its operands (stage 1 reduces just before the
-  /// first update, after the clip) and marks those that read only shards.
-  void placeClips();
+  /// Moves each filter after its operands (stage 1 reduces just before the
+  /// first update, after the filters) and marks the clips that read only
+  /// shards.
+  void placeFilters();
 };
 
 /// All gathers first, then the stores, so that the gathers are adjacent and
@@ -193,24 +195,26 @@ void Sharder::emitPendingGathers() {
   }
 }
 
-void Sharder::placeClips() {
-  for (Operation *clip : clips) {
+void Sharder::placeFilters() {
+  for (Operation *filter : filters) {
     // Below min-shard-elements some gradients stay whole: expandClipping
     // then adds their squares after the all-reduce, once, instead of once
     // per rank.
-    if (llvm::all_of(clip->getOperands(),
-                     [&](Value v) { return gradShards.contains(v); }))
-      cast<train::ClipByGlobalNormOp>(clip).setSharded(true);
+    auto clip = dyn_cast<train::ClipByGlobalNormOp>(filter);
+    if (clip && llvm::all_of(clip.getGrads(), [&](Value v) {
+          return gradShards.contains(getRawGradient(v));
+        }))
+      clip.setSharded(true);
     Operation *last = nullptr;
-    for (Value operand : clip->getOperands()) {
+    for (Value operand : filter->getOperands()) {
       Operation *def = operand.getDefiningOp();
       if (def)
-        def = clip->getBlock()->findAncestorOpInBlock(*def);
+        def = filter->getBlock()->findAncestorOpInBlock(*def);
       if (def && (!last || last->isBeforeInBlock(def)))
         last = def;
     }
-    if (last && clip->isBeforeInBlock(last))
-      clip->moveAfter(last);
+    if (last && filter->isBeforeInBlock(last))
+      filter->moveAfter(last);
   }
 }
 
@@ -416,15 +420,25 @@ LogicalResult Sharder::rewriteUpdate(UpdateSite &site) {
                     StorageLayoutKind::dim0),
         full, /*axis=*/0, /*dim=*/0);
   }
-  // A clipped gradient: the clip now reads the shard and yields the clipped
-  // shard; its norm becomes a partial sum that expandClipping all-reduces.
-  if (auto clip = view.getGrad().getDefiningOp<train::ClipByGlobalNormOp>()) {
+  // A filtered gradient (unscaled, clipped): each filter now reads the
+  // shard and yields the filtered shard; the norm becomes a partial sum
+  // that expandClipping all-reduces, the overflow flag a partial one that
+  // agreeOnOverflow all-reduces.
+  gradShards.insert(gradShard);
+  for (Operation *filter : getGradientFilters(view.getGrad())) {
     unsigned index = cast<OpResult>(view.getGrad()).getResultNumber();
-    clip->setOperand(index, gradShard);
-    clip->getResult(index).setType(gradShard.getType());
-    gradShards.insert(gradShard);
-    clips.insert(clip);
-    gradShard = clip->getResult(index);
+    // The same position all along the chain: result i filters operand i.
+    filter->setOperand(index, gradShard);
+    auto shardType = cast<RankedTensorType>(gradShard.getType());
+    Type elementType =
+        isa<train::UnscaleOp>(filter)
+            ? cast<RankedTensorType>(filter->getResult(index).getType())
+                  .getElementType()
+            : shardType.getElementType();
+    filter->getResult(index).setType(
+        RankedTensorType::get(shardType.getShape(), elementType));
+    filters.insert(filter);
+    gradShard = filter->getResult(index);
   }
   SmallVector<Value> operands{paramShard, gradShard};
   SmallVector<Type> resultTypes{paramShard.getType()};
@@ -662,7 +676,7 @@ LogicalResult Sharder::run() {
   for (UpdateSite &site : sites)
     if (failed(rewriteUpdate(site)))
       return failure();
-  placeClips();
+  placeFilters();
   emitPendingGathers();
 
   if (stage == 3) {
@@ -677,7 +691,11 @@ LogicalResult Sharder::run() {
     for (func::FuncOp function : getStepFunctions(module))
       gatherParameterLoads(function, sharded);
   }
-  expandClipping(module, [&](Value grad) { return gradShards.contains(grad); });
+  auto isShard = [&](Value grad) {
+    return gradShards.contains(getRawGradient(grad));
+  };
+  agreeOnOverflow(module, isShard);
+  expandClipping(module, isShard);
   module->setAttr(
       dist::DistDialect::getZeroStageAttrName(),
       IntegerAttr::get(IntegerType::get(module.getContext(), 64), stage));

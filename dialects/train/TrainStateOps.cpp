@@ -8,6 +8,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace zero;
 using namespace zero::train;
@@ -77,6 +79,8 @@ static StringRef describeRole(Role role) {
     return "an optimizer slot";
   case Role::grad_accum:
     return "a gradient accumulator";
+  case Role::scaler:
+    return "loss-scaler state";
   }
   return "a persistent tensor";
 }
@@ -103,6 +107,14 @@ LogicalResult ParamOp::verify() {
   if (role == Role::master && getInit())
     return emitOpError() << "is a master copy, which starts as a copy of its "
                             "parameter; drop the initializer";
+  if (role == Role::scaler &&
+      (logical.getRank() != 0 || !logical.getElementType().isF32()))
+    return emitOpError() << "is " << describeRole(role)
+                         << ", a tensor<f32> scalar, got " << logical;
+  if (role == Role::scaler && isSharded())
+    return emitOpError() << "is " << describeRole(role)
+                         << ", which every rank holds whole; it cannot be "
+                            "sharded";
 
   if (!isSharded()) {
     if (getShardAxis() != 0)
@@ -263,6 +275,10 @@ std::optional<int64_t> OptimizerOp::getTotalValue() {
 double OptimizerOp::getMinLrValue() {
   return toDouble(getMinLr()).value_or(0.0);
 }
+int64_t OptimizerOp::getGrowthIntervalValue() {
+  return getGrowthIntervalAttr() ? getGrowthIntervalAttr().getInt() : 2000;
+}
+
 bool OptimizerOp::hasVaryingLr() {
   return getScheduleValue() != ScheduleKind::constant || getWarmupValue() > 0;
 }
@@ -341,6 +357,17 @@ LogicalResult OptimizerOp::verify() {
     return emitOpError() << "needs clip_norm > 0 (the largest global "
                             "gradient norm), got "
                          << *clip;
+  if (std::optional<double> scale = toDouble(getLossScale());
+      scale && !(*scale >= 1.0 && std::isfinite(*scale)))
+    return emitOpError() << "needs a finite loss_scale >= 1 (the initial "
+                            "dynamic loss scale), got "
+                         << *scale;
+  if (getGrowthInterval() && !getLossScale())
+    return emitOpError() << "takes growth_interval only with loss_scale";
+  if (getGrowthInterval() && (getGrowthIntervalValue() < 1 ||
+                              getGrowthIntervalValue() > (int64_t{1} << 24)))
+    return emitOpError() << "needs growth_interval in [1, 2^24] steps, got "
+                         << getGrowthIntervalValue();
   return verifySchedule(*this);
 }
 
@@ -463,6 +490,59 @@ LogicalResult ClipByGlobalNormOp::verify() {
 
 LogicalResult ScaleByNormOp::verify() {
   return verifyClipping(*this, getInputs(), getMaxNorm().convertToDouble());
+}
+
+//===----------------------------------------------------------------------===//
+// Dynamic loss scaling
+//===----------------------------------------------------------------------===//
+
+LogicalResult UnscaleOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location>,
+                                          ValueRange operands, DictionaryAttr,
+                                          OpaqueProperties, RegionRange,
+                                          SmallVectorImpl<Type> &types) {
+  if (operands.empty())
+    return failure();
+  auto f32 = Float32Type::get(context);
+  for (Value grad : operands.drop_back()) {
+    auto type = dyn_cast<RankedTensorType>(grad.getType());
+    if (!type)
+      return failure();
+    types.push_back(RankedTensorType::get(type.getShape(), f32));
+  }
+  types.push_back(RankedTensorType::get({}, f32));
+  return success();
+}
+
+LogicalResult UnscaleOp::verify() {
+  if (getGrads().empty())
+    return emitOpError() << "needs at least one gradient";
+  for (auto [grad, result] : llvm::zip(getGrads(), getResults()))
+    if (cast<ShapedType>(grad.getType()).getShape() !=
+        cast<ShapedType>(result.getType()).getShape())
+      return emitOpError() << "unscales " << grad.getType() << " into "
+                           << result.getType()
+                           << "; each result has its gradient's shape";
+  return success();
+}
+
+void UnscaleOp::getAsmResultNames(OpAsmSetValueNameFn setName) {
+  for (Value result : getResults())
+    setName(result, "unscaled");
+  setName(getFoundInf(), "found_inf");
+}
+
+LogicalResult UpdateLossScaleOp::verify() {
+  if (getGrowthInterval() > (int64_t{1} << 24))
+    return emitOpError() << "needs growth_interval <= 2^24 (the count of "
+                            "good steps is an f32), got "
+                         << getGrowthInterval();
+  return success();
+}
+
+void UpdateLossScaleOp::getAsmResultNames(OpAsmSetValueNameFn setName) {
+  setName(getNewScale(), "loss_scale");
+  setName(getNewGoodSteps(), "good_steps");
 }
 
 //===----------------------------------------------------------------------===//

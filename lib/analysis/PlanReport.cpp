@@ -268,6 +268,8 @@ ZeroFormula computeFormula(ModuleOp module, int64_t stage, int64_t ranks) {
       optimizer += state.getLogicalBytes();
       break;
     case train::Role::grad_accum:
+    // Eight replicated bytes, whatever the model: not part of the formula.
+    case train::Role::scaler:
       break;
     }
   }
@@ -322,6 +324,8 @@ FailureOr<PlanReport> computePlanReport(ModuleOp module) {
       report.parameters += count;
       break;
     case train::Role::slot:
+    // The loss scaler's state counts as optimizer state (replicated).
+    case train::Role::scaler:
       report.slots += count;
       break;
     case train::Role::master:

@@ -25,17 +25,65 @@ bool isUpdateOp(Operation *op) {
       op);
 }
 
+/// The operand of a gradient filter (clip or unscale) that yields `grad`,
+/// or null when `grad` is not a filter's result.
+static OpOperand *getFilteredOperand(Value grad) {
+  auto result = dyn_cast<OpResult>(grad);
+  if (!result ||
+      !isa<train::ClipByGlobalNormOp, train::UnscaleOp>(result.getOwner()))
+    return nullptr;
+  // Result i of both filters is operand i filtered (the unscale's trailing
+  // found_inf is no gradient).
+  if (result.getResultNumber() >= result.getOwner()->getNumOperands() ||
+      (isa<train::UnscaleOp>(result.getOwner()) &&
+       result.getResultNumber() + 1 == result.getOwner()->getNumResults()))
+    return nullptr;
+  return &result.getOwner()->getOpOperand(result.getResultNumber());
+}
+
 Value getRawGradient(Value grad) {
-  if (auto clip = grad.getDefiningOp<train::ClipByGlobalNormOp>())
-    return clip.getOperand(cast<OpResult>(grad).getResultNumber());
+  while (OpOperand *operand = getFilteredOperand(grad))
+    grad = operand->get();
   return grad;
 }
 
+OpOperand &getRawGradientOperand(OpOperand &use) {
+  OpOperand *raw = &use;
+  while (OpOperand *operand = getFilteredOperand(raw->get()))
+    raw = operand;
+  return *raw;
+}
+
 OpOperand &getRawGradientOperand(const UpdateView &update) {
-  Value grad = update.getGrad();
-  if (auto clip = grad.getDefiningOp<train::ClipByGlobalNormOp>())
-    return clip->getOpOperand(cast<OpResult>(grad).getResultNumber());
-  return update.getGradOperand();
+  return getRawGradientOperand(update.getGradOperand());
+}
+
+SmallVector<Operation *> getGradientFilters(Value grad) {
+  SmallVector<Operation *> filters;
+  while (OpOperand *operand = getFilteredOperand(grad)) {
+    filters.push_back(operand->getOwner());
+    grad = operand->get();
+  }
+  return SmallVector<Operation *>(llvm::reverse(filters));
+}
+
+void agreeOnOverflow(Operation *root, function_ref<bool(Value)> isShard) {
+  SmallVector<train::UnscaleOp> unscales;
+  root->walk([&](train::UnscaleOp unscale) { unscales.push_back(unscale); });
+  for (train::UnscaleOp unscale : unscales) {
+    if (!llvm::any_of(unscale.getGrads(), isShard))
+      continue;
+    Value found = unscale.getFoundInf();
+    if (llvm::any_of(found.getUsers(), [](Operation *user) {
+          return isa<dist::AllReduceOp>(user);
+        }))
+      continue;
+    OpBuilder builder(unscale->getContext());
+    builder.setInsertionPointAfter(unscale);
+    auto agreed = builder.create<dist::AllReduceOp>(
+        unscale.getLoc(), found, dist::ReduceKind::max, /*axis=*/0);
+    found.replaceAllUsesExcept(agreed, agreed);
+  }
 }
 
 void expandClipping(Operation *root, function_ref<bool(Value)> isShard) {

@@ -34,6 +34,8 @@ const char *zero::rt::bufferRoleName(BufferRole role) {
     return "input";
   case BufferRole::output:
     return "output";
+  case BufferRole::scaler:
+    return "scaler";
   }
   return "?";
 }
@@ -226,6 +228,8 @@ absl::Status Executor::Loader::declareBuffer(zrt::BufferOp buffer) {
     figures.masters += decl.bytes;
     break;
   case BufferRole::slot:
+  // The scaler's two scalars are optimizer state, as in zero-report.
+  case BufferRole::scaler:
     figures.slots += decl.bytes;
     break;
   case BufferRole::grad_accum:

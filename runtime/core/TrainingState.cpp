@@ -134,7 +134,7 @@ absl::StatusOr<TensorMap> zero::rt::gatherState(Executor &executor) {
   for (size_t index = 0; index < decls.size(); ++index) {
     const BufferDecl &decl = decls[index];
     if (decl.role != BufferRole::param && decl.role != BufferRole::frozen &&
-        decl.role != BufferRole::master)
+        decl.role != BufferRole::master && decl.role != BufferRole::scaler)
       continue;
     HostTensor tensor;
     tensor.dtype = decl.spec.dtype;

@@ -189,6 +189,8 @@ absl::StatusOr<KernelFn> bindSumSquares(const BindRequest &request);
 absl::StatusOr<KernelFn> bindScaleByNorm(const BindRequest &request);
 absl::StatusOr<KernelFn> bindSgdMomentum(const BindRequest &request);
 absl::StatusOr<KernelFn> bindAdam(const BindRequest &request);
+absl::StatusOr<KernelFn> bindUnscale(const BindRequest &request);
+absl::StatusOr<KernelFn> bindUpdateLossScale(const BindRequest &request);
 
 } // namespace zero::rt::cpu
 

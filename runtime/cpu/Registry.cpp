@@ -56,6 +56,8 @@ constexpr std::pair<absl::string_view, Binder> kBinders[] = {
     {"train.tanh", cpu::bindUnary},
     {"train.tanh_grad", cpu::bindActivationGrad},
     {"train.transpose", cpu::bindTranspose},
+    {"train.unscale", cpu::bindUnscale},
+    {"train.update_loss_scale", cpu::bindUpdateLossScale},
     {"zrt.fill", cpu::bindFill},
 };
 

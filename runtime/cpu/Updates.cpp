@@ -3,7 +3,9 @@
 // sgd, sgd_momentum, adam and adamw on whole tensors or shards alike. The
 // parameter may be 16-bit or f32, the gradient 16-bit, the moments f32; the
 // arithmetic is f32 throughout. Each block reads every input before it
-// writes, so results may overwrite their inputs in place.
+// writes, so results may overwrite their inputs in place. A loss-scaled step
+// passes its overflow flag last (`skip_if`): when it is set the update
+// leaves the parameter and its state as they were.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <optional>
 
 namespace zero::rt::cpu {
@@ -146,9 +149,44 @@ absl::StatusOr<StepLr> readStepLr(const BindRequest &request, float lr) {
   return StepLr{lr, *exactLr, *schedule};
 }
 
-} // namespace
+/// Binds `bindUpdate` on the first `ins` operands; a trailing f32 scalar
+/// operand is the `skip_if` flag of a loss-scaled step. A set flag (non-zero,
+/// or NaN) makes the call keep result i equal to its operand (operand 0 for
+/// the parameter, i + 1 for slot i), copying only where the result is
+/// another buffer.
+absl::StatusOr<KernelFn> bindSkippable(const BindRequest &request, size_t ins,
+                                       Binder bindUpdate) {
+  if (request.ins.size() != ins + 1)
+    return bindUpdate(request);
+  const TensorSpec &flag = request.ins.back();
+  if (flag.dtype != DType::f32 || !flag.shape.empty())
+    return request.invalid("needs the skip_if flag as tensor<f32>, got ",
+                           specString(flag));
+  BindRequest inner = request;
+  inner.ins = request.ins.first(ins);
+  absl::StatusOr<KernelFn> update = bindUpdate(inner);
+  if (!update.ok())
+    return update.status();
+  std::vector<int64_t> bytes;
+  for (const TensorSpec &out : request.outs)
+    bytes.push_back(out.numElements() * dtypeBytes(out.dtype));
+  return KernelFn([update = *std::move(update), bytes,
+                   ins](absl::Span<const void *const> inBuffers,
+                        absl::Span<void *const> outBuffers,
+                        const KernelContext &ctx) -> absl::Status {
+    float skip = *static_cast<const float *>(inBuffers[ins]);
+    if (skip == 0.0f)
+      return update(inBuffers.first(ins), outBuffers, ctx);
+    for (size_t i = 0; i < outBuffers.size(); ++i) {
+      const void *old = inBuffers[i == 0 ? 0 : i + 1];
+      if (outBuffers[i] != old)
+        std::memmove(outBuffers[i], old, bytes[i]);
+    }
+    return absl::OkStatus();
+  });
+}
 
-absl::StatusOr<KernelFn> bindSgd(const BindRequest &request) {
+absl::StatusOr<KernelFn> bindSgdStep(const BindRequest &request) {
   if (absl::Status status = checkArity(request, 2, 1); !status.ok())
     return status;
   if (absl::Status status = checkUpdateSpecs(request, 2, 1); !status.ok())
@@ -180,7 +218,7 @@ absl::StatusOr<KernelFn> bindSgd(const BindRequest &request) {
   });
 }
 
-absl::StatusOr<KernelFn> bindSgdMomentum(const BindRequest &request) {
+absl::StatusOr<KernelFn> bindSgdMomentumStep(const BindRequest &request) {
   if (absl::Status status = checkArity(request, 3, 2); !status.ok())
     return status;
   if (absl::Status status = checkUpdateSpecs(request, 3, 2); !status.ok())
@@ -218,7 +256,7 @@ absl::StatusOr<KernelFn> bindSgdMomentum(const BindRequest &request) {
   });
 }
 
-absl::StatusOr<KernelFn> bindAdam(const BindRequest &request) {
+absl::StatusOr<KernelFn> bindAdamStep(const BindRequest &request) {
   if (absl::Status status = checkArity(request, 5, 3); !status.ok())
     return status;
   if (absl::Status status = checkUpdateSpecs(request, 4, 3); !status.ok())
@@ -287,6 +325,20 @@ absl::StatusOr<KernelFn> bindAdam(const BindRequest &request) {
     }
     return absl::OkStatus();
   });
+}
+
+} // namespace
+
+absl::StatusOr<KernelFn> bindSgd(const BindRequest &request) {
+  return bindSkippable(request, 2, bindSgdStep);
+}
+
+absl::StatusOr<KernelFn> bindSgdMomentum(const BindRequest &request) {
+  return bindSkippable(request, 3, bindSgdMomentumStep);
+}
+
+absl::StatusOr<KernelFn> bindAdam(const BindRequest &request) {
+  return bindSkippable(request, 5, bindAdamStep);
 }
 
 } // namespace zero::rt::cpu

@@ -46,14 +46,26 @@ private:
   mlir::Operation *op;
 };
 
-/// The gradient behind `grad`: the operand of `train.clip_by_global_norm`
-/// that yields `grad`, or `grad` itself. The passes that average and shard
-/// "the gradient of an update" work on this value, so that clipping sees the
+/// The gradient behind `grad`, through the gradient filters that read it:
+/// `train.clip_by_global_norm` and `train.unscale` (result i filters
+/// operand i). The passes that average and shard "the gradient of an
+/// update" work on this value, so that clipping and unscaling see the
 /// averaged (and sharded) gradients.
 mlir::Value getRawGradient(mlir::Value grad);
-/// The use to rewire when the gradient of `update` is replaced: the clip
-/// operand when the update's gradient is clipped, the update's own otherwise.
+/// The use to rewire when the gradient reaching `use` is replaced: the
+/// innermost filter's operand when it is filtered, `use` itself otherwise.
+mlir::OpOperand &getRawGradientOperand(mlir::OpOperand &use);
 mlir::OpOperand &getRawGradientOperand(const UpdateView &update);
+/// The filters between the raw gradient and `grad`, innermost first.
+llvm::SmallVector<mlir::Operation *> getGradientFilters(mlir::Value grad);
+
+/// Follows every `train.unscale` under `root` that reads a shard (per
+/// `isShard`) with a `dist.all_reduce max` over axis 0 of its `found_inf`,
+/// which every other use then reads: each rank checks only its shards, and
+/// all must skip the same steps. Whole gradients are the same on every rank
+/// after their average, so an unscale of only those needs none.
+void agreeOnOverflow(mlir::Operation *root,
+                     llvm::function_ref<bool(mlir::Value)> isShard);
 
 /// Replaces every `train.clip_by_global_norm` under `root` by
 /// `train.sum_squares`, a `dist.all_reduce sum` over axis 0 of it when the

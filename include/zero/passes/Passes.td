@@ -47,6 +47,13 @@ def TrainAutodiff : Pass<"train-autodiff", "::mlir::ModuleOp"> {
     (parameters, block inputs and outputs) are used directly. A marked op
     that reads or writes state is an error. With `recompute=false` (the
     default) the marks are ignored. Either way the pass removes them.
+
+    Dynamic loss scaling: when the optimizer has `loss_scale`, the pass
+    declares the `scaler` state `@loss_scale` (initially the optimizer's
+    value) and `@loss_scale.good_steps`, seeds the backward with the loaded
+    scale instead of 1, unscales all gradients with one `train.unscale`,
+    gives every `train.apply_gradient` `skip_if %found_inf`, and ends the
+    step with `train.update_loss_scale` and the stores of the new state.
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"\"",

@@ -34,7 +34,9 @@ enum class BufferRole {
   slot,
   grad_accum,
   input,
-  output
+  output,
+  /// The dynamic loss scaler's scale and good-step count.
+  scaler
 };
 const char *bufferRoleName(BufferRole role);
 

@@ -28,8 +28,9 @@ absl::Status initializeState(Executor &executor, uint64_t seed,
                              const std::string &initFile);
 
 /// The logical (unsharded, unpadded) value of every parameter, frozen
-/// parameter and master copy, gathered from the ranks' shards. Every rank
-/// must call it (it runs all-gathers); every rank gets the whole map.
+/// parameter, master copy and loss-scaler tensor, gathered from the ranks'
+/// shards. Every rank must call it (it runs all-gathers); every rank gets the
+/// whole map.
 absl::StatusOr<TensorMap> gatherState(Executor &executor);
 
 /// Fills the program's input buffers for each step.

@@ -83,6 +83,12 @@ constexpr const char *kModule = R"mlir(
     %sq = train.sum_squares %x, %xb, %b : tensor<4x8xf32>, tensor<4x8xbf16>, tensor<8xf32> -> tensor<f32>
     %c1, %c2 = train.scale_by_norm %x, %xb total %sq max_norm 1.0
         : tensor<4x8xf32>, tensor<4x8xbf16>
+    %u1, %u2, %found = train.unscale %x, %xb scale %s
+        : tensor<4x8xf32>, tensor<4x8xbf16>
+    %ns, %ng = train.update_loss_scale %s, %s, %found growth_interval 100
+        : tensor<f32>
+    %p5, %m5, %v5 = train.adamw %x, %u1, %x, %y step %t skip_if %found
+        with @adamw : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
     return
   }
 )mlir";

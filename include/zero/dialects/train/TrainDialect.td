@@ -65,7 +65,8 @@ def Train_Role : I32EnumAttr<"Role", "what a persistent tensor is for", [
     I32EnumAttrCase<"frozen", 1>,
     I32EnumAttrCase<"master", 2>,
     I32EnumAttrCase<"slot", 3>,
-    I32EnumAttrCase<"grad_accum", 4>
+    I32EnumAttrCase<"grad_accum", 4>,
+    I32EnumAttrCase<"scaler", 5>
   ]> {
   let cppNamespace = "::zero::train";
 }

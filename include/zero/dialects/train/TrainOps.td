@@ -33,7 +33,8 @@ def Train_ParamOp : Train_Op<"param", [Symbol,
     Every byte that lives across steps is one of these: parameters (`param`),
     parameters that get no gradient (`frozen`), fp32 master copies of 16-bit
     parameters (`master`), optimizer slots such as Adam's moments (`slot`)
-    and gradient accumulators (`grad_accum`). Master copies, slots and
+    gradient accumulators (`grad_accum`) and the dynamic loss scaler's
+    scale and counter (`scaler`, replicated). Master copies, slots and
     accumulators name the parameter they belong to with `of`, and share its
     logical shape.
 
@@ -163,6 +164,20 @@ def Train_OptimizerOp : Train_Op<"optimizer", [Symbol]> {
     gradient of every optimizer that clips, each gradient is multiplied by
     `min(1, X / (norm + 1e-6))`. `train-materialize-optimizer` writes one
     `train.clip_by_global_norm` per step for all of them.
+
+    An optional `loss_scale S` turns on dynamic loss scaling, for f16
+    training: `train-autodiff` seeds the backward with the current scale
+    (initially S) instead of 1, so that small gradients survive in f16, then
+    unscales the averaged gradients into f32 (`train.unscale`) and skips the
+    whole update of a step whose gradients overflowed, agreed by every rank.
+    The scale halves after an overflow (not below 1) and doubles after
+    `growth_interval` (default 2000) steps in a row without one. The
+    scale and the count of good steps are the two `scaler` tensors
+    `@loss_scale` and `@loss_scale.good_steps`.
+
+    ```mlir
+    train.optimizer @opt adamw lr 3.0e-04 loss_scale 65536.0 growth_interval 1000
+    ```
   }];
   let arguments = (ins
     SymbolNameAttr:$sym_name,
@@ -177,14 +192,17 @@ def Train_OptimizerOp : Train_Op<"optimizer", [Symbol]> {
     OptionalAttr<I64Attr>:$warmup,
     OptionalAttr<I64Attr>:$total,
     OptionalAttr<F64Attr>:$min_lr,
-    OptionalAttr<F64Attr>:$clip_norm
+    OptionalAttr<F64Attr>:$clip_norm,
+    OptionalAttr<F64Attr>:$loss_scale,
+    OptionalAttr<I64Attr>:$growth_interval
   );
   let assemblyFormat = [{
     $sym_name $kind `lr` $lr (`momentum` $momentum^)?
     (`betas` `(` $beta1^ `,` $beta2 `)`)? (`eps` $eps^)?
     (`weight_decay` $weight_decay^)? (`schedule` $schedule^)?
     (`warmup` $warmup^)? (`total` $total^)? (`min_lr` $min_lr^)?
-    (`clip_norm` $clip_norm^)? attr-dict
+    (`clip_norm` $clip_norm^)? (`loss_scale` $loss_scale^)?
+    (`growth_interval` $growth_interval^)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -205,6 +223,8 @@ def Train_OptimizerOp : Train_Op<"optimizer", [Symbol]> {
     /// True when the rate varies with the step (a schedule other than
     /// constant without warmup).
     bool hasVaryingLr();
+    /// Steps without overflow before the loss scale doubles (default 2000).
+    int64_t getGrowthIntervalValue();
   }];
 }
 
@@ -220,10 +240,18 @@ def Train_ApplyGradientOp : Train_Op<"apply_gradient", [
     ```mlir
     train.apply_gradient %dw to @fc1.w with @opt : tensor<784x128xf32>
     ```
+
+    With `skip_if %found` (a loss-scaled step), the update is not applied
+    when `%found` is non-zero: the parameter and its optimizer state keep
+    their values.
   }];
   let arguments = (ins Train_FloatTensor:$grad, FlatSymbolRefAttr:$param,
-                       FlatSymbolRefAttr:$optimizer);
-  let assemblyFormat = "$grad `to` $param `with` $optimizer attr-dict `:` type($grad)";
+                       FlatSymbolRefAttr:$optimizer,
+                       Optional<Train_ScalarF32>:$skip_if);
+  let assemblyFormat = [{
+    $grad `to` $param `with` $optimizer (`skip_if` $skip_if^)? attr-dict `:`
+    type($grad)
+  }];
 }
 
 def Train_MinimizeOp : Train_Op<"minimize"> {
@@ -274,10 +302,12 @@ def Train_SgdOp : Train_UpdateOp<"sgd", "sgd", [
     ```
   }];
   let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
+                       Optional<Train_ScalarF32>:$skip_if,
                        FlatSymbolRefAttr:$optimizer);
   let results = (outs Train_FloatTensor:$new_param);
   let assemblyFormat = [{
-    $param `,` $grad `with` $optimizer attr-dict `:` type($param) `,` type($grad)
+    $param `,` $grad (`skip_if` $skip_if^)? `with` $optimizer attr-dict `:`
+    type($param) `,` type($grad)
   }];
 }
 
@@ -296,11 +326,13 @@ def Train_SgdMomentumOp : Train_UpdateOp<"sgd_momentum", "momentum", [
   }];
   let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
                        Train_FloatTensor:$momentum_buffer,
+                       Optional<Train_ScalarF32>:$skip_if,
                        FlatSymbolRefAttr:$optimizer);
   let results = (outs Train_FloatTensor:$new_param,
                       Train_FloatTensor:$new_momentum_buffer);
   let assemblyFormat = [{
-    $param `,` $grad `,` $momentum_buffer `with` $optimizer attr-dict `:`
+    $param `,` $grad `,` $momentum_buffer (`skip_if` $skip_if^)? `with`
+    $optimizer attr-dict `:`
     type($param) `,` type($grad) `,` type($momentum_buffer)
   }];
 }
@@ -322,12 +354,14 @@ class Train_AdamLikeOp<string mnemonic, string kind, string rule>
   }];
   let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
                        TensorOf<[F32]>:$m, TensorOf<[F32]>:$v,
-                       Train_StepTensor:$step, FlatSymbolRefAttr:$optimizer);
+                       Train_StepTensor:$step,
+                       Optional<Train_ScalarF32>:$skip_if,
+                       FlatSymbolRefAttr:$optimizer);
   let results = (outs Train_FloatTensor:$new_param, TensorOf<[F32]>:$new_m,
                       TensorOf<[F32]>:$new_v);
   let assemblyFormat = [{
-    $param `,` $grad `,` $m `,` $v `step` $step `with` $optimizer attr-dict `:`
-    type($param) `,` type($grad) `,` type($m)
+    $param `,` $grad `,` $m `,` $v `step` $step (`skip_if` $skip_if^)? `with`
+    $optimizer attr-dict `:` type($param) `,` type($grad) `,` type($m)
   }];
 }
 
@@ -419,6 +453,65 @@ def Train_ScaleByNormOp : Train_ComputeOp<"scale_by_norm", "clipped",
     build($_builder, $_state, inputs.getTypes(), inputs, total,
           $_builder.getF64FloatAttr(maxNorm));
   }]>];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Dynamic loss scaling
+//===----------------------------------------------------------------------===//
+
+def Train_UnscaleOp : Train_Op<"unscale", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "Divides loss-scaled gradients by the scale and checks them for overflow";
+  let description = [{
+    Result i is operand i divided by `scale`, in f32 (unscaling in f16 would
+    flush the small gradients that loss scaling kept); `found_inf` is 1.0
+    when any operand holds an infinity or a NaN, else 0.0. `train-autodiff`
+    writes one for a step whose optimizer has `loss_scale`, reading the
+    gradients as the optimizer receives them: the ZeRO passes look through
+    it to the gradients it reads, so that it unscales the averaged (and
+    sharded) gradients. When its operands are shards, zero-shard follows it
+    with a `dist.all_reduce max` of `found_inf`, so that every rank skips
+    the same steps.
+
+    ```mlir
+    %g:2, %found = train.unscale %g0, %g1 scale %s
+        : tensor<784x128xf16>, tensor<128xf16>
+    ```
+  }];
+  let arguments = (ins Variadic<Train_FloatTensor>:$grads,
+                       Train_ScalarF32:$scale);
+  let results = (outs Variadic<TensorOf<[F32]>>:$results,
+                      Train_ScalarF32:$found_inf);
+  let assemblyFormat = "$grads `scale` $scale attr-dict `:` type($grads)";
+  let hasVerifier = 1;
+}
+
+def Train_UpdateLossScaleOp : Train_Op<"update_loss_scale", [Pure,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "The next loss scale and count of good steps after a step";
+  let description = [{
+    With `found_inf` non-zero: `new_scale = max(scale / 2, 1)` and
+    `new_good_steps = 0`. Otherwise `good_steps + 1` steps in a row had no
+    overflow: when that reaches `growth_interval`, `new_scale = 2 * scale`
+    and the count restarts at 0; else the scale stays. The count is an f32
+    holding an integer (exact below 2^24).
+
+    ```mlir
+    %scale1, %good1 = train.update_loss_scale %scale, %good, %found
+        growth_interval 2000 : tensor<f32>
+    ```
+  }];
+  let arguments = (ins Train_ScalarF32:$scale, Train_ScalarF32:$good_steps,
+                       Train_ScalarF32:$found_inf,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$growth_interval);
+  let results = (outs Train_ScalarF32:$new_scale,
+                      Train_ScalarF32:$new_good_steps);
+  let assemblyFormat = [{
+    $scale `,` $good_steps `,` $found_inf `growth_interval` $growth_interval
+    attr-dict `:` type($scale)
+  }];
   let hasVerifier = 1;
 }
 

@@ -12,7 +12,8 @@ def Zrt_BufferRole : I32EnumAttr<"BufferRole", "what a persistent buffer holds",
     I32EnumAttrCase<"slot", 3>,
     I32EnumAttrCase<"grad_accum", 4>,
     I32EnumAttrCase<"input", 5>,
-    I32EnumAttrCase<"output", 6>
+    I32EnumAttrCase<"output", 6>,
+    I32EnumAttrCase<"scaler", 7>
   ]> {
   let cppNamespace = "::zero::zrt";
 }

@@ -161,7 +161,9 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
     return failure("verifying the built step");
   impl->step = (*impl->forward).clone();
   mlir::PassManager autodiff(impl->context.get());
-  autodiff.addPass(zero::createTrainAutodiff());
+  zero::TrainAutodiffOptions autodiffOptions;
+  autodiffOptions.recompute = graph.config.activationCheckpointing();
+  autodiff.addPass(zero::createTrainAutodiff(autodiffOptions));
   if (mlir::failed(autodiff.run(*impl->step)))
     return failure("train-autodiff");
   impl->program = (*impl->step).clone();

@@ -81,37 +81,47 @@ std::string emitOptimizer(const OptimizerSpec &spec, OpBuilder &builder,
       kind = theirs;
   bool adamLike =
       kind == train::OptimizerKind::adam || kind == train::OptimizerKind::adamw;
-  auto f64 = [&](bool present, double value) {
-    return present ? builder.getF64FloatAttr(value) : FloatAttr();
+  // Built generically from the attribute names, so that optional
+  // attributes this builder does not set need no argument.
+  OperationState state(loc, train::OptimizerOp::getOperationName());
+  auto f64 = [&](const char *attrName, bool present, double value) {
+    if (present)
+      state.addAttribute(attrName, builder.getF64FloatAttr(value));
   };
+  auto i64 = [&](const char *attrName, bool present, int64_t value) {
+    if (present)
+      state.addAttribute(attrName, builder.getI64IntegerAttr(value));
+  };
+  std::string name = train::stringifyOptimizerKind(kind).str();
+  state.addAttribute("sym_name", builder.getStringAttr(name));
+  state.addAttribute("kind",
+                     train::OptimizerKindAttr::get(builder.getContext(), kind));
+  f64("lr", true, spec.lr);
+  f64("momentum", kind == train::OptimizerKind::momentum, spec.momentum);
+  f64("beta1", adamLike, spec.betas.first);
+  f64("beta2", adamLike, spec.betas.second);
+  f64("eps", adamLike, spec.eps);
+  f64("weight_decay",
+      spec.weightDecay != 0.0 || kind == train::OptimizerKind::adamw,
+      spec.weightDecay);
   // A schedule only when the rate varies, so that constant-rate optimizers
   // print as they always have.
   const zero::frontend::Schedule &schedule = spec.schedule;
   bool scheduled = !schedule.isConstant();
   bool decays = schedule.kind != zero::frontend::Schedule::Kind::constant;
-  train::ScheduleKindAttr scheduleKind;
   if (scheduled)
-    scheduleKind = train::ScheduleKindAttr::get(
-        builder.getContext(),
-        schedule.kind == zero::frontend::Schedule::Kind::linear
-            ? train::ScheduleKind::linear
-        : decays ? train::ScheduleKind::cosine
-                 : train::ScheduleKind::constant);
-  auto i64 = [&](bool present, int64_t value) {
-    return present ? builder.getI64IntegerAttr(value) : IntegerAttr();
-  };
-  std::string name = train::stringifyOptimizerKind(kind).str();
-  builder.create<train::OptimizerOp>(
-      loc, name, kind, APFloat(spec.lr),
-      f64(kind == train::OptimizerKind::momentum, spec.momentum),
-      f64(adamLike, spec.betas.first), f64(adamLike, spec.betas.second),
-      f64(adamLike, spec.eps),
-      f64(spec.weightDecay != 0.0 || kind == train::OptimizerKind::adamw,
-          spec.weightDecay),
-      scheduleKind, i64(scheduled && schedule.warmup != 0, schedule.warmup),
-      i64(scheduled && decays, schedule.total),
-      f64(scheduled && decays && schedule.minLr != 0.0, schedule.minLr),
-      /*clip_norm=*/FloatAttr());
+    state.addAttribute(
+        "schedule", train::ScheduleKindAttr::get(
+                        builder.getContext(),
+                        schedule.kind == zero::frontend::Schedule::Kind::linear
+                            ? train::ScheduleKind::linear
+                        : decays ? train::ScheduleKind::cosine
+                                 : train::ScheduleKind::constant));
+  i64("warmup", scheduled && schedule.warmup != 0, schedule.warmup);
+  i64("total", scheduled && decays, schedule.total);
+  f64("min_lr", scheduled && decays && schedule.minLr != 0.0, schedule.minLr);
+  f64("clip_norm", spec.clipNorm > 0.0, spec.clipNorm);
+  builder.create(state);
   return name;
 }
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace zero::frontend;
 using namespace zero::frontend::detail;
@@ -76,6 +77,8 @@ DType GraphState::declaredType(DType dtype) {
 }
 
 Tensor GraphState::add(Node node) {
+  if (node.kind == Node::Kind::op && recomputeDepth > 0)
+    node.unitAttrs.push_back("train.recompute");
   nodes.push_back(std::move(node));
   return Tensor(this, static_cast<int>(nodes.size()) - 1);
 }
@@ -86,6 +89,16 @@ Tensor GraphState::add(Node node) {
 
 GraphConfig &GraphConfig::learning_rate_schedule(const Schedule &schedule) {
   scheduleChoice = schedule;
+  return *this;
+}
+
+GraphConfig &GraphConfig::clip_grad_norm(double maxNorm) {
+  clipNormChoice = maxNorm;
+  return *this;
+}
+
+GraphConfig &GraphConfig::activation_checkpointing(bool enabled) {
+  recompute = enabled;
   return *this;
 }
 
@@ -167,6 +180,12 @@ absl::Status GraphConfig::validate() const {
   if (adamLike && !(o.eps > 0))
     return absl::InvalidArgumentError(
         absl::StrCat("optimizer: eps must be positive, got ", o.eps));
+  if (clipNormChoice &&
+      !(*clipNormChoice > 0 && std::isfinite(*clipNormChoice)))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "clip_grad_norm: the maximum gradient norm must be a positive finite "
+        "number, got ",
+        *clipNormChoice));
   const Schedule &schedule = o.schedule;
   if (schedule.warmup < 0)
     return absl::InvalidArgumentError(
@@ -265,6 +284,12 @@ Parameter Graph::parameter(const std::string &name, const Shape &shape,
       {name, shape, dtype, init, /*trainable=*/true, GraphState::idOf(value)});
   return state->parameterHandle(static_cast<int>(state->parameters.size()) - 1);
 }
+
+RecomputeScope::RecomputeScope(Graph &graph) : state(&graph.internals()) {
+  ++state->recomputeDepth;
+}
+
+RecomputeScope::~RecomputeScope() { --state->recomputeDepth; }
 
 void Graph::minimize(const Tensor &loss) {
   if (!loss.valid()) {

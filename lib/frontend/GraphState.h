@@ -62,6 +62,9 @@ struct GraphState {
   /// The configured precision as read by the first declaration (a
   /// parameter or an input); compile checks that it has not changed since.
   std::optional<DType> precisionRead;
+  /// How many RecomputeScopes are open: while positive, every op added gets
+  /// the `train.recompute` mark.
+  int recomputeDepth = 0;
 
   /// The type a parameter or input declared `dtype` gets: f32 becomes the
   /// precision (read now if nothing was declared yet); an integer precision

@@ -124,14 +124,24 @@ Tensor CausalSelfAttention::operator()(const Tensor &x, int64_t batch) const {
 }
 
 GPT2Block::GPT2Block(Graph &graph, const std::string &name, int64_t dim,
-                     int64_t heads)
+                     int64_t heads, bool checkpoint)
     : ln1(graph, name + ".ln_1", dim), attn(graph, name + ".attn", dim, heads),
-      ln2(graph, name + ".ln_2", dim), mlp(graph, name + ".mlp", dim, 4 * dim) {
-}
+      ln2(graph, name + ".ln_2", dim), mlp(graph, name + ".mlp", dim, 4 * dim),
+      checkpoint(checkpoint) {}
 
 Tensor GPT2Block::operator()(const Tensor &x, int64_t batch) const {
+  if (!x.valid())
+    return Tensor();
+  // Checkpointed, everything but the output is marked (gen_gpt2.py
+  // --recompute): the backward recomputes it from the block's input.
+  GraphState *state = GraphState::of(x);
+  if (checkpoint)
+    ++state->recomputeDepth;
   Tensor residual = x + attn(ln1(x), batch);
-  return residual + mlp(ln2(residual));
+  Tensor inner = mlp(ln2(residual));
+  if (checkpoint)
+    --state->recomputeDepth;
+  return residual + inner;
 }
 
 /// The blocks, declared between wpe and ln_f as gen_gpt2.py declares them.
@@ -140,7 +150,8 @@ static std::vector<GPT2Block> makeBlocks(Graph &graph,
   std::vector<GPT2Block> blocks;
   blocks.reserve(config.layers);
   for (int64_t i = 0; i < config.layers; ++i)
-    blocks.emplace_back(graph, absl::StrCat("h", i), config.dim, config.heads);
+    blocks.emplace_back(graph, absl::StrCat("h", i), config.dim, config.heads,
+                        config.checkpoint);
   return blocks;
 }
 

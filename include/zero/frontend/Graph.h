@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -168,6 +169,8 @@ struct OptimizerSpec {
   double eps = 1e-8;
   double weightDecay = 0.0;
   Schedule schedule;
+  /// Gradient clipping by global norm (`clip_norm`); 0 leaves it off.
+  double clipNorm = 0.0;
 };
 
 //===----------------------------------------------------------------------===//
@@ -204,6 +207,20 @@ public:
   /// `learning_rate_schedule(Schedule::cosine(100, 10000, 3e-5))`; without
   /// one it is constant. Applies to whichever optimizer is chosen.
   GraphConfig &learning_rate_schedule(const Schedule &schedule);
+  /// Clips the gradients by their global norm before every update, as
+  /// PyTorch's `clip_grad_norm_(parameters, max_norm)`: with `norm` the
+  /// L2 norm of all gradients together, each is multiplied by
+  /// `min(1, maxNorm / (norm + 1e-6))`. Emitted as `train.optimizer ...
+  /// clip_norm maxNorm`; under ZeRO stages 1-3 the norm is the all-reduced
+  /// sum of the ranks' shard partial sums. maxNorm must be positive (compile
+  /// checks).
+  GraphConfig &clip_grad_norm(double maxNorm);
+  /// Activation checkpointing: compile differentiates the step with
+  /// `train-autodiff recompute=true`, so that the results of forward ops
+  /// marked `train.recompute` (by a RecomputeScope, or by
+  /// `GPT2Config::checkpoint`) are recomputed in the backward instead of
+  /// kept alive from the forward. Without it the marks are ignored.
+  GraphConfig &activation_checkpointing(bool enabled = true);
   /// `enable_zero(true, stage)` partitions optimizer state (stage 1), plus
   /// gradients (2), plus parameters (3) over the ranks; `enable_zero(false)`
   /// is plain data parallelism. Named as in OneFlow's GraphConfig.
@@ -225,8 +242,12 @@ public:
   OptimizerSpec optimizerSpec() const {
     OptimizerSpec spec = optimizerChoice;
     spec.schedule = scheduleChoice;
+    spec.clipNorm = clipNormChoice.value_or(0.0);
     return spec;
   }
+  /// The maximum global gradient norm, if clipping is on.
+  std::optional<double> clipGradNorm() const { return clipNormChoice; }
+  bool activationCheckpointing() const { return recompute; }
   const ZeroOptions &zero() const { return zeroOptions; }
   bool zeroEnabled() const { return zeroOn; }
   int zeroStage() const { return zeroOn ? stage : 0; }
@@ -238,6 +259,8 @@ public:
 private:
   OptimizerSpec optimizerChoice;
   Schedule scheduleChoice;
+  std::optional<double> clipNormChoice;
+  bool recompute = false;
   ZeroOptions zeroOptions;
   bool zeroOn = false;
   int stage = 0;
@@ -288,6 +311,32 @@ public:
 
 private:
   std::unique_ptr<detail::GraphState> state;
+};
+
+/// Marks every op added to `graph` while it is alive with the unit
+/// attribute `train.recompute` (scopes nest), for activation checkpointing:
+/// with `config().activation_checkpointing(true)` the backward recomputes
+/// the marked results it needs instead of keeping them from the forward.
+/// Leave a region's output outside the scope (it is what the backward
+/// recomputes from), as GPT2Block does with its residual output:
+///
+///   Tensor inner;
+///   {
+///     RecomputeScope checkpoint(graph);
+///     inner = mlp(ln(x));       // marked: recomputed in the backward
+///   }
+///   Tensor y = x + inner;       // unmarked: kept
+///
+/// Inputs and parameters are never marked (they are not ops).
+class RecomputeScope {
+public:
+  explicit RecomputeScope(Graph &graph);
+  ~RecomputeScope();
+  RecomputeScope(const RecomputeScope &) = delete;
+  RecomputeScope &operator=(const RecomputeScope &) = delete;
+
+private:
+  detail::GraphState *state;
 };
 
 //===----------------------------------------------------------------------===//

@@ -86,14 +86,20 @@ private:
 };
 
 /// Pre-LN transformer block: x + attn(ln_1(x)), then + mlp(ln_2(.)).
+/// With `checkpoint`, every op of the block except its output (the last
+/// residual add) is marked `train.recompute`, as `gen_gpt2.py --recompute`
+/// marks it: with `config().activation_checkpointing(true)` only the
+/// block's input and output stay alive for the backward.
 class GPT2Block {
 public:
-  GPT2Block(Graph &graph, const std::string &name, int64_t dim, int64_t heads);
+  GPT2Block(Graph &graph, const std::string &name, int64_t dim, int64_t heads,
+            bool checkpoint = false);
   Tensor operator()(const Tensor &x, int64_t batch) const;
   LayerNorm ln1;
   CausalSelfAttention attn;
   LayerNorm ln2;
   MLP mlp;
+  bool checkpoint;
 };
 
 struct GPT2Config {
@@ -102,6 +108,9 @@ struct GPT2Config {
   int64_t seq = 16;
   int64_t dim = 64;
   int64_t heads = 4;
+  /// Activation checkpointing per block (see GPT2Block); takes effect with
+  /// `graph.config().activation_checkpointing(true)`.
+  bool checkpoint = false;
 };
 
 /// GPT-2 with the parameter names of gen_gpt2.py: wte, wpe, h{i}.*, ln_f.

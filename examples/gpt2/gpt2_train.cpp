@@ -95,7 +95,7 @@ struct Flags {
 
 const char *kUsage =
     "usage: gpt2_train [--size tiny|mini|124M|355M] [--stage 0..3] [-n N]\n"
-    "                  [--precision f32|bf16] [--steps N] [--batch B]\n"
+    "                  [--precision f32|bf16|f16] [--steps N] [--batch B]\n"
     "                  [--seq T] [--lr LR] [--seed S] [--clip MAX_NORM]\n"
     "                  [--checkpoint-activations] [--deterministic]\n"
     "                  [--plan-only] [--log-every K] [--losses-out FILE]\n"
@@ -196,9 +196,11 @@ Flags parseFlags(int argc, char **argv) {
         flags.precision = DType::f32;
       else if (valueText == "bf16")
         flags.precision = DType::bf16;
+      else if (valueText == "f16")
+        flags.precision = DType::f16;
       else
-        usage(absl::StrCat("--precision must be f32 or bf16, got '", valueText,
-                           "'"));
+        usage(absl::StrCat("--precision must be f32, bf16 or f16, got '",
+                           valueText, "'"));
     } else if (flag == "--steps") {
       flags.steps = parseInt(flag, value);
       if (flags.steps < 1)
@@ -475,10 +477,14 @@ void printPlan(const Flags &flags, const CompiledGraph &compiled,
               (long long)config.vocab, grouped(params).c_str());
   std::string clip =
       flags.clip > 0 ? absl::StrCat("clip_grad_norm ", flags.clip) : "no clip";
+  std::string precision(dtypeName(flags.precision));
+  // The builder turns dynamic loss scaling on for f16.
+  if (flags.precision == DType::f16)
+    absl::StrAppend(&precision, " with dynamic loss scaling from ",
+                    LossScaling::dynamic().initialScale);
   std::printf("ZeRO stage %d on %d rank(s), %s, AdamW lr %g, %s%s; global "
               "batch %ld x %ld tokens (%lld per rank)\n",
-              r.stage, r.ranks, dtypeName(flags.precision).data(), flags.lr,
-              clip.c_str(),
+              r.stage, r.ranks, precision.c_str(), flags.lr, clip.c_str(),
               flags.checkpoint ? ", activation checkpointing" : "", flags.batch,
               flags.seq, (long long)localBatch);
   std::printf("plan, per rank: parameters %s, gradients %s, optimizer "
@@ -654,6 +660,14 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
                 bytes(measured.arenaHighWater).c_str(),
                 bytes(compiled->report().peakTransient).c_str(),
                 bytes(sent).c_str(), bytes(planned).c_str());
+    zero::rt::Executor &executor = (*trainer)->executor();
+    int scaleBuffer = executor.findBuffer("loss_scale");
+    int goodBuffer = executor.findBuffer("loss_scale.good_steps");
+    if (scaleBuffer >= 0 && goodBuffer >= 0)
+      std::printf("loss scale %g after the last step (%g good steps in a "
+                  "row)\n",
+                  *static_cast<const float *>(executor.bufferData(scaleBuffer)),
+                  *static_cast<const float *>(executor.bufferData(goodBuffer)));
     std::fflush(stdout);
   }
   return 0;

@@ -121,6 +121,8 @@ std::string emitOptimizer(const OptimizerSpec &spec, OpBuilder &builder,
   i64("total", scheduled && decays, schedule.total);
   f64("min_lr", scheduled && decays && schedule.minLr != 0.0, schedule.minLr);
   f64("clip_norm", spec.clipNorm > 0.0, spec.clipNorm);
+  f64("loss_scale", spec.lossScale > 0.0, spec.lossScale);
+  i64("growth_interval", spec.lossScale > 0.0, spec.growthInterval);
   builder.create(state);
   return name;
 }

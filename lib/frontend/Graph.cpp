@@ -149,6 +149,11 @@ GraphConfig &GraphConfig::precision(DType dtype) {
   return *this;
 }
 
+GraphConfig &GraphConfig::loss_scaling(const LossScaling &scaling) {
+  lossScalingChoice = scaling;
+  return *this;
+}
+
 absl::Status GraphConfig::validate() const {
   if (!isFloat(precisionChoice))
     return absl::InvalidArgumentError(
@@ -186,6 +191,23 @@ absl::Status GraphConfig::validate() const {
         "clip_grad_norm: the maximum gradient norm must be a positive finite "
         "number, got ",
         *clipNormChoice));
+  if (LossScaling scaling = lossScaling(); scaling.enabled) {
+    if (!(scaling.initialScale >= 1 && std::isfinite(scaling.initialScale)))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "loss_scaling: the initial scale must be a finite number >= 1, got ",
+          scaling.initialScale));
+    if (scaling.growthInterval < 1 ||
+        scaling.growthInterval > (int64_t{1} << 24))
+      return absl::InvalidArgumentError(
+          absl::StrCat("loss_scaling: the growth interval must be in [1, "
+                       "2^24] steps, got ",
+                       scaling.growthInterval));
+    if (accumulateSteps > 1)
+      return absl::InvalidArgumentError(
+          "loss_scaling: dynamic loss scaling with gradient accumulation is "
+          "not supported yet; use set_gradient_accumulation_steps(1) or "
+          "loss_scaling(LossScaling::none())");
+  }
   const Schedule &schedule = o.schedule;
   if (schedule.warmup < 0)
     return absl::InvalidArgumentError(

@@ -171,6 +171,27 @@ struct OptimizerSpec {
   Schedule schedule;
   /// Gradient clipping by global norm (`clip_norm`); 0 leaves it off.
   double clipNorm = 0.0;
+  /// Dynamic loss scaling (`loss_scale`, `growth_interval`); an initial
+  /// scale of 0 leaves it off.
+  double lossScale = 0.0;
+  int64_t growthInterval = 2000;
+};
+
+/// Dynamic loss scaling, for f16 training (PyTorch's GradScaler, DeepSpeed's
+/// fp16 `loss_scale: 0`): the backward starts from the loss times `scale`,
+/// the gradients are unscaled in f32, and a step whose gradients overflow
+/// (on any rank) is skipped and halves the scale (not below 1); after
+/// `growthInterval` good steps in a row the scale doubles.
+struct LossScaling {
+  bool enabled = false;
+  double initialScale = 65536.0;
+  int64_t growthInterval = 2000;
+
+  static LossScaling dynamic(double initialScale = 65536.0,
+                             int64_t growthInterval = 2000) {
+    return {true, initialScale, growthInterval};
+  }
+  static LossScaling none() { return {false, 0.0, 0}; }
 };
 
 //===----------------------------------------------------------------------===//
@@ -236,6 +257,10 @@ public:
   /// first parameter or input, so set it right after constructing the
   /// graph; compile rejects a precision changed after that.
   GraphConfig &precision(DType dtype);
+  /// Dynamic loss scaling; `precision(DType::f16)` turns on
+  /// `LossScaling::dynamic()` unless this chose otherwise, e.g.
+  /// `loss_scaling(LossScaling::none())`. Not with gradient accumulation.
+  GraphConfig &loss_scaling(const LossScaling &scaling);
   ZeroOptions &zero() { return zeroOptions; }
 
   /// The chosen optimizer with the learning-rate schedule.
@@ -243,7 +268,19 @@ public:
     OptimizerSpec spec = optimizerChoice;
     spec.schedule = scheduleChoice;
     spec.clipNorm = clipNormChoice.value_or(0.0);
+    LossScaling scaling = lossScaling();
+    if (scaling.enabled) {
+      spec.lossScale = scaling.initialScale;
+      spec.growthInterval = scaling.growthInterval;
+    }
     return spec;
+  }
+  /// The loss scaling in effect: the chosen one, else dynamic for f16.
+  LossScaling lossScaling() const {
+    if (lossScalingChoice)
+      return *lossScalingChoice;
+    return precisionChoice == DType::f16 ? LossScaling::dynamic()
+                                         : LossScaling::none();
   }
   /// The maximum global gradient norm, if clipping is on.
   std::optional<double> clipGradNorm() const { return clipNormChoice; }
@@ -260,6 +297,7 @@ private:
   OptimizerSpec optimizerChoice;
   Schedule scheduleChoice;
   std::optional<double> clipNormChoice;
+  std::optional<LossScaling> lossScalingChoice;
   bool recompute = false;
   ZeroOptions zeroOptions;
   bool zeroOn = false;

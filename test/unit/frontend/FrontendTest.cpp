@@ -591,6 +591,62 @@ TEST(FrontendErrors, ClipGradNormMustBePositive) {
   }
 }
 
+TEST(FrontendModule, F16TurnsOnDynamicLossScaling) {
+  // f16 scales the loss by default; the program carries the scaler's state,
+  // the unscale and the skipped-update flag.
+  absl::StatusOr<CompiledGraph> compiled = buildGpt2(DType::f16).compile(2);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  std::string forward = compiled->str(Form::forward);
+  EXPECT_NE(forward.find("loss_scale 6.553600e+04 growth_interval 2000"),
+            std::string::npos)
+      << forward;
+  std::string step = compiled->str(Form::step);
+  EXPECT_NE(step.find("train.param @loss_scale scaler"), std::string::npos);
+  EXPECT_NE(step.find("train.unscale"), std::string::npos);
+  EXPECT_NE(step.find("skip_if %found_inf"), std::string::npos);
+
+  // Chosen explicitly, or turned off; bf16 and f32 do not scale.
+  Graph custom = buildMlp();
+  custom.config().loss_scaling(LossScaling::dynamic(1024.0, 50));
+  compiled = custom.compile(1);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  EXPECT_NE(compiled->str(Form::forward)
+                .find("loss_scale 1.024000e+03 growth_interval 50"),
+            std::string::npos);
+  Graph off = buildGpt2(DType::f16);
+  off.config().loss_scaling(LossScaling::none());
+  compiled = off.compile(1);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  EXPECT_EQ(compiled->str(Form::forward).find("loss_scale"), std::string::npos);
+  compiled = buildGpt2(DType::bf16).compile(1);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  EXPECT_EQ(compiled->str(Form::forward).find("loss_scale"), std::string::npos);
+}
+
+TEST(FrontendErrors, LossScalingSettings) {
+  struct Case {
+    LossScaling scaling;
+    int accumulate;
+    const char *message;
+  };
+  const Case cases[] = {
+      {LossScaling::dynamic(0.5), 1,
+       "loss_scaling: the initial scale must be a finite number >= 1, got 0.5"},
+      {LossScaling::dynamic(1024.0, 0), 1,
+       "loss_scaling: the growth interval must be in [1, 2^24] steps, got 0"},
+      {LossScaling::dynamic(), 4,
+       "loss_scaling: dynamic loss scaling with gradient accumulation is not "
+       "supported yet"},
+  };
+  for (const Case &c : cases) {
+    Graph graph = buildMlp();
+    graph.config().loss_scaling(c.scaling).set_gradient_accumulation_steps(
+        c.accumulate);
+    std::string message = compileError(graph);
+    EXPECT_NE(message.find(c.message), std::string::npos) << message;
+  }
+}
+
 TEST(FrontendModule, RecomputeScopeMarksTheOpsInside) {
   Graph graph("g");
   Tensor x = graph.input("x", {4, 8}, DType::f32);

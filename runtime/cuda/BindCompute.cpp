@@ -1,0 +1,292 @@
+//===- BindCompute.cpp - Binders of the elementwise and row kernels -------===//
+//
+// Elementwise math, normalization and the embedding and loss kernels: each
+// binder reads the geometry of an already checked request and returns a
+// kernel that launches on the bound stream.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaSupport.h"
+
+namespace zero::rt::cuda {
+namespace {
+
+using Ins = absl::Span<const void *const>;
+using Outs = absl::Span<void *const>;
+
+/// The op of "train.OP".
+absl::string_view opName(const BindRequest &request) {
+  return request.name.substr(request.name.find('.') + 1);
+}
+
+KernelFn unaryKernel(const BindRequest &request, cudaStream_t stream,
+                     dev::UnaryOp op, float factor) {
+  dev::Dt inType = dt(request.ins[0].dtype),
+          outType = dt(request.outs[0].dtype);
+  int64_t count = request.ins[0].numElements();
+  std::string name(request.name);
+  return [=](Ins ins, Outs outs, const KernelContext &) {
+    return launched(name, dev::launchUnary(op, factor, ins[0], inType, outs[0],
+                                           outType, count, stream));
+  };
+}
+
+/// Rows and last-dimension extent of a tensor of rank >= 1.
+std::pair<int64_t, int64_t> rowsAndCols(const TensorSpec &spec) {
+  int64_t cols = spec.shape.back();
+  return {cols == 0 ? 0 : spec.numElements() / cols, cols};
+}
+
+} // namespace
+
+absl::StatusOr<KernelFn> bindUnary(const BindRequest &request,
+                                   cudaStream_t stream) {
+  static constexpr std::pair<absl::string_view, dev::UnaryOp> kOps[] = {
+      {"neg", dev::UnaryOp::neg},     {"exp", dev::UnaryOp::exp},
+      {"log", dev::UnaryOp::log},     {"sqrt", dev::UnaryOp::sqrt},
+      {"rsqrt", dev::UnaryOp::rsqrt}, {"tanh", dev::UnaryOp::tanh},
+      {"relu", dev::UnaryOp::relu},   {"gelu", dev::UnaryOp::gelu}};
+  for (auto [op, code] : kOps)
+    if (opName(request) == op)
+      return unaryKernel(request, stream, code, 1.0f);
+  return absl::UnimplementedError(
+      absl::StrCat("no CUDA kernel for '", request.name, "'"));
+}
+
+absl::StatusOr<KernelFn> bindScale(const BindRequest &request,
+                                   cudaStream_t stream) {
+  absl::StatusOr<double> factor = cpu::getF64(request, "factor");
+  if (!factor.ok())
+    return factor.status();
+  return unaryKernel(request, stream, dev::UnaryOp::scale,
+                     static_cast<float>(*factor));
+}
+
+absl::StatusOr<KernelFn> bindCast(const BindRequest &request,
+                                  cudaStream_t stream) {
+  const TensorSpec &in = request.ins[0], &out = request.outs[0];
+  if (in.dtype != out.dtype)
+    return unaryKernel(request, stream, dev::UnaryOp::copy, 1.0f);
+  // Same type: a copy, free when in place.
+  int64_t bytes = in.numElements() * dtypeBytes(in.dtype);
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+    if (outs[0] == ins[0] || bytes == 0)
+      return absl::OkStatus();
+    return cudaStatus(name,
+                      cudaMemcpyAsync(outs[0], ins[0],
+                                      static_cast<size_t>(bytes),
+                                      cudaMemcpyDeviceToDevice, stream),
+                      "copy");
+  });
+}
+
+absl::StatusOr<KernelFn> bindBinary(const BindRequest &request,
+                                    cudaStream_t stream) {
+  static constexpr std::pair<absl::string_view, dev::BinaryOp> kOps[] = {
+      {"add", dev::BinaryOp::add},
+      {"sub", dev::BinaryOp::sub},
+      {"mul", dev::BinaryOp::mul},
+      {"div", dev::BinaryOp::div},
+      {"relu_grad", dev::BinaryOp::reluGrad},
+      {"gelu_grad", dev::BinaryOp::geluGrad},
+      {"tanh_grad", dev::BinaryOp::tanhGrad}};
+  dev::Dt type = dt(request.ins[0].dtype);
+  int64_t count = request.ins[0].numElements();
+  std::string name(request.name);
+  for (auto [op, code] : kOps)
+    if (opName(request) == op)
+      return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+        return launched(name, dev::launchBinary(code, ins[0], ins[1], outs[0],
+                                                type, count, stream));
+      });
+  return absl::UnimplementedError(
+      absl::StrCat("no CUDA kernel for '", request.name, "'"));
+}
+
+absl::StatusOr<KernelFn> bindBiasAdd(const BindRequest &request,
+                                     cudaStream_t stream) {
+  auto [rows, features] = rowsAndCols(request.ins[0]);
+  dev::Dt type = dt(request.ins[0].dtype), biasType = dt(request.ins[1].dtype);
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+    return launched(name, dev::launchBiasAdd(ins[0], ins[1], outs[0], type,
+                                             biasType, rows, features, stream));
+  });
+}
+
+absl::StatusOr<KernelFn> bindCausalMask(const BindRequest &request,
+                                        cudaStream_t stream) {
+  const TensorSpec &in = request.ins[0];
+  absl::StatusOr<double> fill = cpu::getF64(request, "fill");
+  if (!fill.ok())
+    return fill.status();
+  int64_t cols = in.shape.back(), rows = in.shape[in.shape.size() - 2];
+  int64_t matrices = cols * rows == 0 ? 0 : in.numElements() / (cols * rows);
+  dev::Dt type = dt(in.dtype);
+  float value = static_cast<float>(*fill);
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+    return launched(name, dev::launchCausalMask(ins[0], outs[0], type, matrices,
+                                                rows, cols, value, stream));
+  });
+}
+
+absl::StatusOr<KernelFn> bindFill(const BindRequest &request,
+                                  cudaStream_t stream) {
+  absl::StatusOr<double> value = cpu::getF64(request, "value");
+  if (!value.ok())
+    return value.status();
+  const TensorSpec &out = request.outs[0];
+  int64_t count = out.numElements();
+  dev::Dt type = dt(out.dtype);
+  bool floating = isFloat(out.dtype);
+  double number = *value;
+  std::string name(request.name);
+  return KernelFn([=](Ins, Outs outs, const KernelContext &) {
+    return launched(
+        name, floating
+                  ? dev::launchFillFloat(outs[0], type, count,
+                                         static_cast<float>(number), stream)
+                  : dev::launchFillInt(outs[0], type, count,
+                                       static_cast<int64_t>(number), stream));
+  });
+}
+
+absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &request,
+                                       cudaStream_t stream) {
+  // A kernel argument rather than a host-to-device copy: the step's host
+  // storage need not outlive the call.
+  std::string name(request.name);
+  return KernelFn([=](Ins, Outs outs, const KernelContext &ctx) {
+    return launched(
+        name, dev::launchFillInt(outs[0], dev::Dt::i64, 1, ctx.step, stream));
+  });
+}
+
+absl::StatusOr<KernelFn> bindSoftmax(const BindRequest &request,
+                                     cudaStream_t stream) {
+  auto [rows, cols] = rowsAndCols(request.ins[0]);
+  dev::Dt type = dt(request.ins[0].dtype);
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+    return launched(
+        name, dev::launchSoftmax(ins[0], outs[0], type, rows, cols, stream));
+  });
+}
+
+absl::StatusOr<KernelFn> bindSoftmaxGrad(const BindRequest &request,
+                                         cudaStream_t stream) {
+  auto [rows, cols] = rowsAndCols(request.ins[0]);
+  dev::Dt type = dt(request.ins[0].dtype);
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+    return launched(name, dev::launchSoftmaxGrad(ins[0], ins[1], outs[0], type,
+                                                 rows, cols, stream));
+  });
+}
+
+absl::StatusOr<KernelFn> bindLayerNorm(const BindRequest &request,
+                                       cudaStream_t stream) {
+  auto [rows, cols] = rowsAndCols(request.ins[0]);
+  absl::StatusOr<double> eps = cpu::getF64(request, "eps");
+  if (!eps.ok())
+    return eps.status();
+  dev::Dt type = dt(request.ins[0].dtype), gammaType = dt(request.ins[1].dtype),
+          betaType = dt(request.ins[2].dtype);
+  float epsilon = static_cast<float>(*eps);
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+    return launched(name, dev::launchLayerNorm(ins[0], ins[1], ins[2], outs[0],
+                                               static_cast<float *>(outs[1]),
+                                               static_cast<float *>(outs[2]),
+                                               type, gammaType, betaType, rows,
+                                               cols, epsilon, stream));
+  });
+}
+
+absl::StatusOr<KernelFn> bindLayerNormGrad(const BindRequest &request,
+                                           cudaStream_t stream) {
+  auto [rows, cols] = rowsAndCols(request.ins[1]);
+  dev::Dt type = dt(request.ins[1].dtype), gammaType = dt(request.ins[2].dtype),
+          dgammaType = dt(request.outs[1].dtype),
+          dbetaType = dt(request.outs[2].dtype);
+  std::string name(request.name);
+  absl::StatusOr<std::shared_ptr<DeviceScratch>> partials =
+      DeviceScratch::allocate(name, 2 * dev::layerNormGradPartials(rows) *
+                                        cols * sizeof(float));
+  if (!partials.ok())
+    return partials.status();
+  return KernelFn([=, partials = *std::move(partials)](Ins ins, Outs outs,
+                                                       const KernelContext &) {
+    return launched(
+        name, dev::launchLayerNormGrad(
+                  ins[0], ins[1], ins[2], static_cast<const float *>(ins[3]),
+                  static_cast<const float *>(ins[4]), outs[0], outs[1], outs[2],
+                  type, gammaType, dgammaType, dbetaType, rows, cols,
+                  partials->as<float>(), stream));
+  });
+}
+
+absl::StatusOr<KernelFn> bindEmbedding(const BindRequest &request,
+                                       cudaStream_t stream) {
+  const TensorSpec &table = request.ins[0], &ids = request.ins[1];
+  int64_t vocabulary = table.shape[0], features = table.shape[1],
+          count = ids.numElements();
+  dev::Dt type = dt(table.dtype), idType = dt(ids.dtype);
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+    return launched(name,
+                    dev::launchEmbedding(ins[0], ins[1], outs[0], type, idType,
+                                         count, vocabulary, features, stream));
+  });
+}
+
+absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request,
+                                           cudaStream_t stream) {
+  const TensorSpec &dy = request.ins[0], &ids = request.ins[1],
+                   &table = request.outs[0];
+  int64_t vocabulary = table.shape[0], features = table.shape[1],
+          count = ids.numElements();
+  dev::Dt dyType = dt(dy.dtype), tableType = dt(table.dtype),
+          idType = dt(ids.dtype);
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+    return launched(name, dev::launchEmbeddingGrad(
+                              ins[0], ins[1], outs[0], dyType, tableType,
+                              idType, count, vocabulary, features, stream));
+  });
+}
+
+absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request,
+                                          cudaStream_t stream) {
+  auto [rows, classes] = rowsAndCols(request.ins[0]);
+  dev::Dt type = dt(request.ins[0].dtype), labelType = dt(request.ins[1].dtype);
+  std::string name(request.name);
+  absl::StatusOr<std::shared_ptr<DeviceScratch>> rowLoss =
+      DeviceScratch::allocate(name, rows * sizeof(float));
+  if (!rowLoss.ok())
+    return rowLoss.status();
+  return KernelFn([=, rowLoss = *std::move(rowLoss)](Ins ins, Outs outs,
+                                                     const KernelContext &) {
+    return launched(name, dev::launchCrossEntropy(
+                              ins[0], ins[1], static_cast<float *>(outs[0]),
+                              type, labelType, rows, classes,
+                              rowLoss->as<float>(), stream));
+  });
+}
+
+absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &request,
+                                              cudaStream_t stream) {
+  auto [rows, classes] = rowsAndCols(request.ins[0]);
+  dev::Dt type = dt(request.ins[0].dtype), labelType = dt(request.ins[1].dtype);
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+    return launched(name,
+                    dev::launchCrossEntropyGrad(
+                        ins[0], ins[1], static_cast<const float *>(ins[2]),
+                        outs[0], type, labelType, rows, classes, stream));
+  });
+}
+
+} // namespace zero::rt::cuda

@@ -1,0 +1,435 @@
+//===- BindData.cpp - Binders of data movement, updates and clipping ------===//
+//
+// Reductions, broadcasts, reshape, transpose and dist.slice; the optimizer
+// updates; gradient clipping. Strided tensors are collapsed here, at bind
+// time, into the fewest dimensions (as the CPU kernels do), so the device
+// code decodes short index vectors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaSupport.h"
+
+#include <algorithm>
+
+namespace zero::rt::cuda {
+namespace {
+
+using Ins = absl::Span<const void *const>;
+using Outs = absl::Span<void *const>;
+
+struct Dim {
+  int64_t extent, stride;
+};
+
+/// Drops unit dimensions and merges neighbours that the strides walk as one
+/// (a stride-0 broadcast run merges too).
+std::vector<Dim> collapse(const std::vector<Dim> &dims) {
+  std::vector<Dim> merged;
+  for (Dim dim : dims) {
+    if (dim.extent == 1)
+      continue;
+    if (!merged.empty() && merged.back().stride == dim.stride * dim.extent) {
+      merged.back().extent *= dim.extent;
+      merged.back().stride = dim.stride;
+    } else {
+      merged.push_back(dim);
+    }
+  }
+  return merged;
+}
+
+absl::StatusOr<dev::Strided> toStrided(const BindRequest &request,
+                                       const std::vector<Dim> &dims) {
+  if (dims.size() > static_cast<size_t>(dev::kMaxRank))
+    return absl::UnimplementedError(absl::StrCat(
+        request.name, ": the CUDA kernel handles at most ", dev::kMaxRank,
+        " non-mergeable dimensions, got ", dims.size()));
+  dev::Strided layout;
+  layout.rank = static_cast<int>(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    layout.extent[d] = dims[d].extent;
+    layout.stride[d] = dims[d].stride;
+  }
+  return layout;
+}
+
+std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+bool contains(const std::vector<int64_t> &dims, size_t d) {
+  return std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) !=
+         dims.end();
+}
+
+/// A gather kernel: y[i] = x[layout offset of i].
+absl::StatusOr<KernelFn> gatherKernel(const BindRequest &request,
+                                      cudaStream_t stream,
+                                      const std::vector<Dim> &dims) {
+  absl::StatusOr<dev::Strided> layout = toStrided(request, collapse(dims));
+  if (!layout.ok())
+    return layout.status();
+  int64_t count = request.outs[0].numElements();
+  int64_t elementBytes = dtypeBytes(request.outs[0].dtype);
+  std::string name(request.name);
+  return KernelFn(
+      [=, layout = *layout](Ins ins, Outs outs, const KernelContext &) {
+        return launched(name, dev::launchGather(ins[0], outs[0], elementBytes,
+                                                layout, count, stream));
+      });
+}
+
+/// The `skip_if` flag of a loss-scaled update: its last operand, when the
+/// update was bound with one.
+const float *skipFlag(Ins ins, bool skippable) {
+  return skippable ? static_cast<const float *>(ins.back()) : nullptr;
+}
+
+} // namespace
+
+absl::StatusOr<KernelFn> bindReduce(const BindRequest &request,
+                                    cudaStream_t stream) {
+  const TensorSpec &in = request.ins[0], &out = request.outs[0];
+  absl::StatusOr<std::vector<int64_t>> dims = cpu::getI64Array(request, "dims");
+  if (!dims.ok())
+    return dims.status();
+  std::vector<int64_t> strides = rowMajorStrides(in.shape);
+  std::vector<Dim> kept, dropped;
+  int64_t reduced = 1;
+  for (size_t d = 0; d < in.shape.size(); ++d) {
+    (contains(*dims, d) ? dropped : kept).push_back({in.shape[d], strides[d]});
+    if (contains(*dims, d))
+      reduced *= in.shape[d];
+  }
+  // Outputs walk the input contiguously when its last non-unit dimension is
+  // kept: one thread per output then reads neighbouring elements.
+  bool innerKept = true;
+  for (size_t d = in.shape.size(); d-- > 0;)
+    if (in.shape[d] != 1) {
+      innerKept = !contains(*dims, d);
+      break;
+    }
+  absl::StatusOr<dev::Strided> keptLayout = toStrided(request, collapse(kept));
+  if (!keptLayout.ok())
+    return keptLayout.status();
+  absl::StatusOr<dev::Strided> droppedLayout =
+      toStrided(request, collapse(dropped));
+  if (!droppedLayout.ok())
+    return droppedLayout.status();
+  float divisor =
+      request.name == "train.reduce_mean" ? static_cast<float>(reduced) : 1.0f;
+  bool threadPerOutput = innerKept || reduced <= 32;
+  int64_t outCount = out.numElements();
+  dev::Dt inType = dt(in.dtype), outType = dt(out.dtype);
+  std::string name(request.name);
+  return KernelFn([=, kept = *keptLayout, dropped = *droppedLayout](
+                      Ins ins, Outs outs, const KernelContext &) {
+    return launched(name, dev::launchReduce(ins[0], inType, outs[0], outType,
+                                            kept, dropped, outCount, reduced,
+                                            divisor, threadPerOutput, stream));
+  });
+}
+
+absl::StatusOr<KernelFn> bindExpand(const BindRequest &request,
+                                    cudaStream_t stream) {
+  const TensorSpec &in = request.ins[0], &out = request.outs[0];
+  absl::StatusOr<std::vector<int64_t>> dims = cpu::getI64Array(request, "dims");
+  if (!dims.ok())
+    return dims.status();
+  std::vector<int64_t> inStrides = rowMajorStrides(in.shape);
+  std::vector<Dim> layout;
+  size_t next = 0; // The input dimension the next kept output dim reads.
+  for (size_t d = 0; d < out.shape.size(); ++d)
+    layout.push_back(
+        {out.shape[d], contains(*dims, d) ? 0 : inStrides[next++]});
+  return gatherKernel(request, stream, layout);
+}
+
+absl::StatusOr<KernelFn> bindTranspose(const BindRequest &request,
+                                       cudaStream_t stream) {
+  const TensorSpec &in = request.ins[0], &out = request.outs[0];
+  absl::StatusOr<std::vector<int64_t>> permutation =
+      cpu::getI64Array(request, "permutation");
+  if (!permutation.ok())
+    return permutation.status();
+  std::vector<int64_t> inStrides = rowMajorStrides(in.shape);
+  std::vector<Dim> layout;
+  for (size_t d = 0; d < out.shape.size(); ++d)
+    layout.push_back({out.shape[d], inStrides[(*permutation)[d]]});
+  return gatherKernel(request, stream, layout);
+}
+
+absl::StatusOr<KernelFn> bindReshape(const BindRequest &request,
+                                     cudaStream_t stream) {
+  int64_t bytes =
+      request.ins[0].numElements() * dtypeBytes(request.ins[0].dtype);
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+    if (outs[0] == ins[0] || bytes == 0)
+      return absl::OkStatus();
+    return cudaStatus(name,
+                      cudaMemcpyAsync(outs[0], ins[0],
+                                      static_cast<size_t>(bytes),
+                                      cudaMemcpyDeviceToDevice, stream),
+                      "copy");
+  });
+}
+
+absl::StatusOr<KernelFn> bindSlice(const BindRequest &request,
+                                   cudaStream_t stream) {
+  const TensorSpec &in = request.ins[0], &out = request.outs[0];
+  absl::StatusOr<int64_t> dim = cpu::getI64(request, "dim");
+  if (!dim.ok())
+    return dim.status();
+  int64_t rows = in.shape[*dim], chunk = out.shape[*dim];
+  int64_t outer = 1, rowBytes = dtypeBytes(in.dtype);
+  for (int64_t d = 0; d < *dim; ++d)
+    outer *= in.shape[d];
+  for (size_t d = *dim + 1; d < in.shape.size(); ++d)
+    rowBytes *= in.shape[d];
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs,
+                      const KernelContext &ctx) -> absl::Status {
+    if (ctx.rank < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": rank ", ctx.rank, " is negative"));
+    int64_t first = static_cast<int64_t>(ctx.rank) * chunk;
+    // Rows past the input's end are the padding of the last shard.
+    int64_t present = std::clamp<int64_t>(rows - first, 0, chunk);
+    auto *dst = static_cast<char *>(outs[0]);
+    const auto *src = static_cast<const char *>(ins[0]);
+    size_t pitch = static_cast<size_t>(chunk * rowBytes);
+    if (outer == 0 || rowBytes == 0)
+      return absl::OkStatus();
+    if (present > 0)
+      if (absl::Status status = cudaStatus(
+              name,
+              cudaMemcpy2DAsync(dst, pitch, src + first * rowBytes,
+                                static_cast<size_t>(rows * rowBytes),
+                                static_cast<size_t>(present * rowBytes),
+                                static_cast<size_t>(outer),
+                                cudaMemcpyDeviceToDevice, stream),
+              "copy");
+          !status.ok())
+        return status;
+    if (present < chunk)
+      return cudaStatus(
+          name,
+          cudaMemset2DAsync(dst + present * rowBytes, pitch, 0,
+                            static_cast<size_t>((chunk - present) * rowBytes),
+                            static_cast<size_t>(outer), stream),
+          "padding");
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<KernelFn> bindSgd(const BindRequest &request,
+                                 cudaStream_t stream) {
+  absl::StatusOr<StepLr> rate = readStepLr(request);
+  if (!rate.ok())
+    return rate.status();
+  absl::StatusOr<double> wd = cpu::getF64Or(request, "weight_decay", 0.0);
+  if (!wd.ok())
+    return wd.status();
+  int64_t count = request.ins[0].numElements();
+  dev::Dt paramType = dt(request.ins[0].dtype),
+          gradType = dt(request.ins[1].dtype);
+  float weightDecay = static_cast<float>(*wd);
+  std::string name(request.name);
+  bool skippable = request.ins.size() == 3;
+  return KernelFn([=, rate = *rate](Ins ins, Outs outs,
+                                    const KernelContext &ctx) {
+    return launched(name,
+                    dev::launchSgd(ins[0], ins[1], outs[0], paramType, gradType,
+                                   count, rate.at(ctx.step), weightDecay,
+                                   skipFlag(ins, skippable), stream));
+  });
+}
+
+absl::StatusOr<KernelFn> bindSgdMomentum(const BindRequest &request,
+                                         cudaStream_t stream) {
+  absl::StatusOr<StepLr> rate = readStepLr(request);
+  if (!rate.ok())
+    return rate.status();
+  absl::StatusOr<double> wd = cpu::getF64Or(request, "weight_decay", 0.0);
+  if (!wd.ok())
+    return wd.status();
+  absl::StatusOr<double> momentum = cpu::getF64(request, "momentum");
+  if (!momentum.ok())
+    return momentum.status();
+  int64_t count = request.ins[0].numElements();
+  dev::Dt paramType = dt(request.ins[0].dtype),
+          gradType = dt(request.ins[1].dtype),
+          bufType = dt(request.ins[2].dtype);
+  float weightDecay = static_cast<float>(*wd),
+        mu = static_cast<float>(*momentum);
+  std::string name(request.name);
+  bool skippable = request.ins.size() == 4;
+  return KernelFn(
+      [=, rate = *rate](Ins ins, Outs outs, const KernelContext &ctx) {
+        return launched(
+            name, dev::launchSgdMomentum(ins[0], ins[1], ins[2], outs[0],
+                                         outs[1], paramType, gradType, bufType,
+                                         count, rate.at(ctx.step), weightDecay,
+                                         mu, skipFlag(ins, skippable), stream));
+      });
+}
+
+absl::StatusOr<KernelFn> bindAdam(const BindRequest &request,
+                                  cudaStream_t stream) {
+  absl::StatusOr<StepLr> rate = readStepLr(request);
+  if (!rate.ok())
+    return rate.status();
+  dev::AdamHyper hyper{};
+  struct Entry {
+    absl::string_view key;
+    float *slot;
+    double fallback;
+  };
+  for (Entry entry :
+       {Entry{"beta1", &hyper.beta1, 0.9}, Entry{"beta2", &hyper.beta2, 0.999},
+        Entry{"eps", &hyper.eps, 1e-8},
+        Entry{"weight_decay", &hyper.weightDecay, 0.0}}) {
+    absl::StatusOr<double> value =
+        cpu::getF64Or(request, entry.key, entry.fallback);
+    if (!value.ok())
+      return value.status();
+    *entry.slot = static_cast<float>(*value);
+  }
+  hyper.decoupled = request.name == "train.adamw";
+  int64_t count = request.ins[0].numElements();
+  dev::Dt paramType = dt(request.ins[0].dtype),
+          gradType = dt(request.ins[1].dtype);
+  std::string name(request.name);
+  bool skippable = request.ins.size() == 6;
+  return KernelFn(
+      [=, rate = *rate](Ins ins, Outs outs, const KernelContext &ctx) {
+        // The rate follows the runtime's step, as on CPU; the bias corrections
+        // follow the step tensor, read on the device.
+        dev::AdamHyper h = hyper;
+        h.lr = rate.at(ctx.step);
+        return launched(
+            name,
+            dev::launchAdam(ins[0], ins[1], static_cast<const float *>(ins[2]),
+                            static_cast<const float *>(ins[3]),
+                            static_cast<const int64_t *>(ins[4]), outs[0],
+                            static_cast<float *>(outs[1]),
+                            static_cast<float *>(outs[2]), paramType, gradType,
+                            count, h, skipFlag(ins, skippable), stream));
+      });
+}
+
+absl::StatusOr<KernelFn> bindSumSquares(const BindRequest &request,
+                                        cudaStream_t stream) {
+  std::vector<std::pair<dev::Dt, int64_t>> inputs;
+  std::vector<int64_t> offsets;
+  int64_t partials = 0;
+  for (const TensorSpec &spec : request.ins) {
+    inputs.push_back({dt(spec.dtype), spec.numElements()});
+    offsets.push_back(partials);
+    partials += dev::sumSquaresBlocks(spec.numElements());
+  }
+  std::string name(request.name);
+  absl::StatusOr<std::shared_ptr<DeviceScratch>> scratch =
+      DeviceScratch::allocate(name, partials * sizeof(float));
+  if (!scratch.ok())
+    return scratch.status();
+  return KernelFn([=, scratch = *std::move(scratch)](
+                      Ins ins, Outs outs,
+                      const KernelContext &) -> absl::Status {
+    float *base = scratch->as<float>();
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (absl::Status status =
+              launched(name, dev::launchSquaresPartial(
+                                 ins[i], inputs[i].first, inputs[i].second,
+                                 base + offsets[i], stream));
+          !status.ok())
+        return status;
+    return launched(name, dev::launchSumPartials(base, partials,
+                                                 static_cast<float *>(outs[0]),
+                                                 stream));
+  });
+}
+
+absl::StatusOr<KernelFn> bindScaleByNorm(const BindRequest &request,
+                                         cudaStream_t stream) {
+  absl::StatusOr<double> maxNorm = cpu::getF64(request, "max_norm");
+  if (!maxNorm.ok())
+    return maxNorm.status();
+  std::vector<std::pair<dev::Dt, int64_t>> tensors;
+  for (const TensorSpec &spec : request.outs)
+    tensors.push_back({dt(spec.dtype), spec.numElements()});
+  double bound = *maxNorm;
+  std::string name(request.name);
+  return KernelFn(
+      [=](Ins ins, Outs outs, const KernelContext &) -> absl::Status {
+        const float *total = static_cast<const float *>(ins[tensors.size()]);
+        for (size_t i = 0; i < tensors.size(); ++i)
+          if (absl::Status status =
+                  launched(name, dev::launchScaleByNorm(
+                                     ins[i], outs[i], tensors[i].first,
+                                     tensors[i].second, total, bound, stream));
+              !status.ok())
+            return status;
+        return absl::OkStatus();
+      });
+}
+
+absl::StatusOr<KernelFn> bindUnscale(const BindRequest &request,
+                                     cudaStream_t stream) {
+  size_t grads = request.ins.size() - 1;
+  std::vector<std::pair<dev::Dt, int64_t>> inputs;
+  for (size_t i = 0; i < grads; ++i)
+    inputs.push_back({dt(request.ins[i].dtype), request.ins[i].numElements()});
+  std::string name(request.name);
+  // The flag is raised in scratch and copied out last, so that the result
+  // may share a buffer with any input without being read back.
+  absl::StatusOr<std::shared_ptr<DeviceScratch>> flag =
+      DeviceScratch::allocate(name, sizeof(float));
+  if (!flag.ok())
+    return flag.status();
+  return KernelFn([=, flag = *std::move(flag)](
+                      Ins ins, Outs outs,
+                      const KernelContext &) -> absl::Status {
+    float *raised = flag->as<float>();
+    const float *scale = static_cast<const float *>(ins[grads]);
+    if (absl::Status status = cudaStatus(
+            name, cudaMemsetAsync(raised, 0, sizeof(float), stream), "clear");
+        !status.ok())
+      return status;
+    for (size_t i = 0; i < grads; ++i)
+      if (absl::Status status = launched(
+              name, dev::launchUnscale(
+                        ins[i], inputs[i].first, inputs[i].second, scale,
+                        static_cast<float *>(outs[i]), raised, stream));
+          !status.ok())
+        return status;
+    return cudaStatus(name,
+                      cudaMemcpyAsync(outs[grads], raised, sizeof(float),
+                                      cudaMemcpyDeviceToDevice, stream),
+                      "copy");
+  });
+}
+
+absl::StatusOr<KernelFn> bindUpdateLossScale(const BindRequest &request,
+                                             cudaStream_t stream) {
+  absl::StatusOr<int64_t> interval = cpu::getI64(request, "growth_interval");
+  if (!interval.ok())
+    return interval.status();
+  float growthInterval = static_cast<float>(*interval);
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+    return launched(
+        name, dev::launchUpdateLossScale(static_cast<const float *>(ins[0]),
+                                         static_cast<const float *>(ins[1]),
+                                         static_cast<const float *>(ins[2]),
+                                         static_cast<float *>(outs[0]),
+                                         static_cast<float *>(outs[1]),
+                                         growthInterval, stream));
+  });
+}
+
+} // namespace zero::rt::cuda

@@ -1,0 +1,68 @@
+//===- CudaSupport.cpp - Shared pieces of the CUDA binders ----------------===//
+
+#include "CudaSupport.h"
+
+namespace zero::rt::cuda {
+
+absl::Status cudaStatus(absl::string_view kernel, cudaError_t error,
+                        absl::string_view what) {
+  if (error == cudaSuccess)
+    return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(kernel, ": ", what, ": ",
+                                          cudaGetErrorName(error), " (",
+                                          cudaGetErrorString(error), ")"));
+}
+
+absl::StatusOr<std::shared_ptr<DeviceScratch>>
+DeviceScratch::allocate(absl::string_view kernel, int64_t bytes) {
+  void *data = nullptr;
+  // cudaMalloc(0) may return null; one byte keeps `as()` a valid pointer.
+  if (absl::Status status = cudaStatus(
+          kernel,
+          cudaMalloc(&data,
+                     static_cast<size_t>(bytes > 0 ? bytes : int64_t{1})),
+          absl::StrCat("allocating ", bytes, " bytes of scratch"));
+      !status.ok())
+    return status;
+  return std::shared_ptr<DeviceScratch>(new DeviceScratch(data));
+}
+
+DeviceScratch::~DeviceScratch() { cudaFree(data_); }
+
+absl::StatusOr<StepLr> readStepLr(const BindRequest &request) {
+  // The CPU binder has checked these params; this only reads them.
+  StepLr rate;
+  absl::StatusOr<double> lr = cpu::getF64(request, "lr");
+  if (!lr.ok())
+    return lr.status();
+  rate.lr = static_cast<float>(*lr);
+  rate.exactLr = *lr;
+  mlir::Attribute kind =
+      request.params ? request.params.get("schedule") : mlir::Attribute();
+  auto kindName = mlir::dyn_cast_or_null<mlir::StringAttr>(kind);
+  if (!kindName)
+    return rate;
+  rate.scheduled = true;
+  LrSchedule &schedule = rate.schedule;
+  if (kindName.getValue() == "linear")
+    schedule.kind = LrSchedule::Kind::linear;
+  else if (kindName.getValue() == "cosine")
+    schedule.kind = LrSchedule::Kind::cosine;
+  if (request.params.get("warmup"))
+    if (absl::StatusOr<int64_t> warmup = cpu::getI64(request, "warmup");
+        warmup.ok())
+      schedule.warmup = *warmup;
+  if (schedule.kind != LrSchedule::Kind::constant) {
+    absl::StatusOr<int64_t> total = cpu::getI64(request, "total");
+    absl::StatusOr<double> minLr = cpu::getF64Or(request, "min_lr", 0.0);
+    if (!total.ok())
+      return total.status();
+    if (!minLr.ok())
+      return minLr.status();
+    schedule.total = *total;
+    schedule.minLr = *minLr;
+  }
+  return rate;
+}
+
+} // namespace zero::rt::cuda

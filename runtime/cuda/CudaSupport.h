@@ -1,0 +1,123 @@
+//===- CudaSupport.h - Shared pieces of the CUDA binders --------*- C++ -*-===//
+//
+// What every CUDA binder uses: the request (the CPU kernels' BindRequest,
+// already checked by the CPU binder of the same name, plus the stream), the
+// element-type bridge to the device code, CUDA errors as Status, and device
+// scratch owned by the bound kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_RUNTIME_CUDA_CUDASUPPORT_H
+#define ZERO_RUNTIME_CUDA_CUDASUPPORT_H
+
+#include "DeviceKernels.h"
+
+#include "zero/runtime/CudaKernels.h"
+
+#include "../cpu/KernelSupport.h"
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+namespace zero::rt::cuda {
+
+using cpu::BindRequest;
+namespace dev = zero::cuda::dev;
+
+/// Binds a request that bindCpuKernel's checks have accepted: a binder only
+/// reads the geometry and attributes it needs, it does not check them again.
+using Binder = absl::StatusOr<KernelFn> (*)(const BindRequest &request,
+                                            cudaStream_t stream);
+
+static_assert(
+    static_cast<int>(DType::f32) == static_cast<int>(dev::Dt::f32) &&
+        static_cast<int>(DType::bf16) == static_cast<int>(dev::Dt::bf16) &&
+        static_cast<int>(DType::f16) == static_cast<int>(dev::Dt::f16) &&
+        static_cast<int>(DType::i32) == static_cast<int>(dev::Dt::i32) &&
+        static_cast<int>(DType::i64) == static_cast<int>(dev::Dt::i64),
+    "dev::Dt must list the element types in DType's order");
+
+inline dev::Dt dt(DType dtype) { return static_cast<dev::Dt>(dtype); }
+
+/// OK, or InternalError "KERNEL: WHAT: cudaErrorX (text)".
+absl::Status cudaStatus(absl::string_view kernel, cudaError_t error,
+                        absl::string_view what);
+
+/// A launch's status, naming the kernel.
+inline absl::Status launched(absl::string_view kernel, cudaError_t error) {
+  return cudaStatus(kernel, error, "launch");
+}
+
+/// Device memory allocated at bind time; freed with the last copy of the
+/// bound kernel that holds it.
+class DeviceScratch {
+public:
+  static absl::StatusOr<std::shared_ptr<DeviceScratch>>
+  allocate(absl::string_view kernel, int64_t bytes);
+  ~DeviceScratch();
+  DeviceScratch(const DeviceScratch &) = delete;
+  DeviceScratch &operator=(const DeviceScratch &) = delete;
+
+  template <typename T> T *as() const { return static_cast<T *>(data_); }
+
+private:
+  explicit DeviceScratch(void *data) : data_(data) {}
+  void *data_;
+};
+
+/// The learning rate of a step, as the CPU update kernels compute it: the
+/// `lr` param itself without a schedule, else scheduledLearningRate.
+struct StepLr {
+  float lr = 0.0f;
+  double exactLr = 0.0;
+  bool scheduled = false;
+  LrSchedule schedule;
+
+  float at(int64_t step) const {
+    if (!scheduled)
+      return lr;
+    return static_cast<float>(scheduledLearningRate(schedule, exactLr, step));
+  }
+};
+absl::StatusOr<StepLr> readStepLr(const BindRequest &request);
+
+// Binders, one family per file.
+absl::StatusOr<KernelFn> bindUnary(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindBinary(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindScale(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindCast(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindBiasAdd(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindCausalMask(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindFill(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &, cudaStream_t);
+
+absl::StatusOr<KernelFn> bindMatmul(const BindRequest &, cudaStream_t);
+
+absl::StatusOr<KernelFn> bindSoftmax(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindSoftmaxGrad(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindLayerNorm(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindLayerNormGrad(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindEmbedding(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &,
+                                              cudaStream_t);
+
+absl::StatusOr<KernelFn> bindReduce(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindExpand(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindReshape(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindTranspose(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindSlice(const BindRequest &, cudaStream_t);
+
+absl::StatusOr<KernelFn> bindSgd(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindSgdMomentum(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindAdam(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindSumSquares(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindScaleByNorm(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindUnscale(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindUpdateLossScale(const BindRequest &, cudaStream_t);
+
+} // namespace zero::rt::cuda
+
+#endif // ZERO_RUNTIME_CUDA_CUDASUPPORT_H

@@ -1,0 +1,180 @@
+//===- DeviceKernels.h - Launchers of the CUDA kernels ----------*- C++ -*-===//
+//
+// The plain C++ interface between the binders (host code with Abseil and
+// MLIR, compiled by the C++ compiler) and the device code in the .cu files
+// (compiled by nvcc, which never sees those headers). Every launcher only
+// enqueues on `stream` and returns the launch status; buffers are device
+// pointers, element types are passed at run time (a block-uniform switch is
+// cheaper than compiling every combination of storage types).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_RUNTIME_CUDA_DEVICEKERNELS_H
+#define ZERO_RUNTIME_CUDA_DEVICEKERNELS_H
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace zero::cuda::dev {
+
+/// Element types, in the order of zero::rt::DType (checked in
+/// CudaSupport.h).
+enum class Dt : int { f32 = 0, bf16 = 1, f16 = 2, i32 = 3, i64 = 4 };
+
+//===- Elementwise.cu -----------------------------------------------------===//
+
+/// `copy` converts between float types (train.cast); `scale` multiplies by
+/// `factor`.
+enum class UnaryOp : int {
+  neg,
+  exp,
+  log,
+  sqrt,
+  rsqrt,
+  tanh,
+  relu,
+  gelu,
+  scale,
+  copy
+};
+cudaError_t launchUnary(UnaryOp op, float factor, const void *x, Dt inType,
+                        void *y, Dt outType, int64_t count,
+                        cudaStream_t stream);
+
+/// The activation gradients take (saved input or result, dy) as (a, b).
+enum class BinaryOp : int { add, sub, mul, div, reluGrad, geluGrad, tanhGrad };
+cudaError_t launchBinary(BinaryOp op, const void *a, const void *b, void *y,
+                         Dt type, int64_t count, cudaStream_t stream);
+
+cudaError_t launchBiasAdd(const void *x, const void *bias, void *y, Dt type,
+                          Dt biasType, int64_t rows, int64_t features,
+                          cudaStream_t stream);
+cudaError_t launchCausalMask(const void *x, void *y, Dt type, int64_t matrices,
+                             int64_t rows, int64_t cols, float fill,
+                             cudaStream_t stream);
+cudaError_t launchFillFloat(void *y, Dt type, int64_t count, float value,
+                            cudaStream_t stream);
+/// i32 or i64 `y`; also writes train.step_index's scalar.
+cudaError_t launchFillInt(void *y, Dt type, int64_t count, int64_t value,
+                          cudaStream_t stream);
+
+//===- Normalization.cu ---------------------------------------------------===//
+
+cudaError_t launchSoftmax(const void *x, void *y, Dt type, int64_t rows,
+                          int64_t cols, cudaStream_t stream);
+cudaError_t launchSoftmaxGrad(const void *y, const void *dy, void *dx, Dt type,
+                              int64_t rows, int64_t cols, cudaStream_t stream);
+cudaError_t launchLayerNorm(const void *x, const void *gamma, const void *beta,
+                            void *y, float *mean, float *rstd, Dt type,
+                            Dt gammaType, Dt betaType, int64_t rows,
+                            int64_t cols, float eps, cudaStream_t stream);
+/// Rows per partial of the scale gradients: `partials` holds
+/// 2 * layerNormGradPartials(rows) * cols floats.
+int64_t layerNormGradPartials(int64_t rows);
+cudaError_t launchLayerNormGrad(const void *dy, const void *x,
+                                const void *gamma, const float *mean,
+                                const float *rstd, void *dx, void *dgamma,
+                                void *dbeta, Dt type, Dt gammaType,
+                                Dt dgammaType, Dt dbetaType, int64_t rows,
+                                int64_t cols, float *partials,
+                                cudaStream_t stream);
+
+//===- EmbeddingLoss.cu ---------------------------------------------------===//
+
+cudaError_t launchEmbedding(const void *table, const void *ids, void *out,
+                            Dt type, Dt idType, int64_t count,
+                            int64_t vocabulary, int64_t features,
+                            cudaStream_t stream);
+cudaError_t launchEmbeddingGrad(const void *dy, const void *ids, void *table,
+                                Dt dyType, Dt tableType, Dt idType,
+                                int64_t count, int64_t vocabulary,
+                                int64_t features, cudaStream_t stream);
+/// `rowLoss` is scratch of `rows` floats.
+cudaError_t launchCrossEntropy(const void *logits, const void *labels,
+                               float *loss, Dt type, Dt labelType, int64_t rows,
+                               int64_t classes, float *rowLoss,
+                               cudaStream_t stream);
+cudaError_t launchCrossEntropyGrad(const void *logits, const void *labels,
+                                   const float *lossGrad, void *dx, Dt type,
+                                   Dt labelType, int64_t rows, int64_t classes,
+                                   cudaStream_t stream);
+
+//===- Shape.cu -----------------------------------------------------------===//
+
+constexpr int kMaxRank = 8;
+
+/// Row-major extents with the stride of each dimension in another tensor.
+struct Strided {
+  int rank = 0;
+  int64_t extent[kMaxRank] = {};
+  int64_t stride[kMaxRank] = {};
+};
+
+/// y[o] = sum over the `dropped` positions of x[kept(o) + dropped(r)],
+/// divided by `divisor`; one thread per output when the outputs are
+/// contiguous in x (`threadPerOutput`), else one block per output.
+cudaError_t launchReduce(const void *x, Dt inType, void *y, Dt outType,
+                         const Strided &kept, const Strided &dropped,
+                         int64_t outCount, int64_t reduced, float divisor,
+                         bool threadPerOutput, cudaStream_t stream);
+/// y[i] = x[offset(i)] over the dims of `layout` (stride 0 broadcasts):
+/// expand and transpose.
+cudaError_t launchGather(const void *x, void *y, int64_t elementBytes,
+                         const Strided &layout, int64_t count,
+                         cudaStream_t stream);
+
+//===- Updates.cu ---------------------------------------------------------===//
+
+// `skip` is null, or the device f32 `skip_if` flag of a loss-scaled step:
+// when it holds anything but 0 (NaN included) every result keeps its
+// operand's value, as on CPU.
+
+cudaError_t launchSgd(const void *p, const void *g, void *pOut, Dt paramType,
+                      Dt gradType, int64_t count, float lr, float weightDecay,
+                      const float *skip, cudaStream_t stream);
+cudaError_t launchSgdMomentum(const void *p, const void *g, const void *buf,
+                              void *pOut, void *bufOut, Dt paramType,
+                              Dt gradType, Dt bufType, int64_t count, float lr,
+                              float weightDecay, float momentum,
+                              const float *skip, cudaStream_t stream);
+struct AdamHyper {
+  float lr, beta1, beta2, eps, weightDecay;
+  bool decoupled;
+};
+/// Reads the 1-based step from device memory (`step`, an i64 scalar).
+cudaError_t launchAdam(const void *p, const void *g, const float *m,
+                       const float *v, const int64_t *step, void *pOut,
+                       float *mOut, float *vOut, Dt paramType, Dt gradType,
+                       int64_t count, const AdamHyper &hyper, const float *skip,
+                       cudaStream_t stream);
+
+//===- Clipping.cu --------------------------------------------------------===//
+
+/// Partial sums per tensor: sumSquaresBlocks(count) floats each.
+int64_t sumSquaresBlocks(int64_t count);
+cudaError_t launchSquaresPartial(const void *x, Dt type, int64_t count,
+                                 float *partials, cudaStream_t stream);
+/// total[0] = the sum of `count` partials, in order.
+cudaError_t launchSumPartials(const float *partials, int64_t count,
+                              float *total, cudaStream_t stream);
+cudaError_t launchScaleByNorm(const void *x, void *y, Dt type, int64_t count,
+                              const float *sumSquares, double maxNorm,
+                              cudaStream_t stream);
+
+//===- LossScaling.cu -----------------------------------------------------===//
+
+/// out = g / *scale (as g * (1 / scale), the CPU's arithmetic) in f32; sets
+/// *overflow to 1 when any g is an infinity or NaN (never clears it).
+cudaError_t launchUnscale(const void *g, Dt type, int64_t count,
+                          const float *scale, float *out, float *overflow,
+                          cudaStream_t stream);
+/// One step of the dynamic loss scaler (train.update_loss_scale).
+cudaError_t launchUpdateLossScale(const float *scale, const float *good,
+                                  const float *found, float *newScale,
+                                  float *newGood, float growthInterval,
+                                  cudaStream_t stream);
+
+} // namespace zero::cuda::dev
+
+#endif // ZERO_RUNTIME_CUDA_DEVICEKERNELS_H

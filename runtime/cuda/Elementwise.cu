@@ -1,0 +1,182 @@
+//===- Elementwise.cu - Elementwise CUDA kernels --------------------------===//
+//
+// Unary and binary math, scale, cast, bias_add, causal_mask, the activation
+// gradients and the fills. Each thread reads all of its inputs before it
+// writes its output, so an output may be the buffer of an input. The math is
+// the CPU kernels' (same GELU approximation, 1 / sqrt for rsqrt) so that the
+// two backends differ only by the last bits of the f32 library functions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceCommon.cuh"
+
+namespace zero::cuda::dev {
+namespace {
+
+// sqrt(2 / pi) and the cubic coefficient of GPT-2's tanh approximation.
+constexpr float kGeluC = 0.7978845608028654f;
+constexpr float kGeluA = 0.044715f;
+
+// As on CPU: 0.5 (1 + tanh(u)) is the logistic function of 2u, with the
+// exponent capped so that e * s never becomes inf * 0.
+__device__ __forceinline__ float geluSigmoid(float x, float &oneMinus) {
+  float u = kGeluC * (x + kGeluA * x * x * x);
+  float e = expf(fminf(-2.0f * u, 80.0f));
+  float s = 1.0f / (1.0f + e);
+  oneMinus = e * s;
+  return s;
+}
+
+__device__ __forceinline__ float unaryOp(UnaryOp op, float factor, float x) {
+  float oneMinus;
+  switch (op) {
+  case UnaryOp::neg:
+    return -x;
+  case UnaryOp::exp:
+    return expf(x);
+  case UnaryOp::log:
+    return logf(x);
+  case UnaryOp::sqrt:
+    return sqrtf(x);
+  case UnaryOp::rsqrt:
+    return 1.0f / sqrtf(x);
+  case UnaryOp::tanh:
+    return tanhf(x);
+  case UnaryOp::relu:
+    return x > 0.0f ? x : 0.0f;
+  case UnaryOp::gelu:
+    return x * geluSigmoid(x, oneMinus);
+  case UnaryOp::scale:
+    return x * factor;
+  case UnaryOp::copy:
+    return x;
+  }
+  return x;
+}
+
+__device__ __forceinline__ float binaryOp(BinaryOp op, float a, float b) {
+  switch (op) {
+  case BinaryOp::add:
+    return a + b;
+  case BinaryOp::sub:
+    return a - b;
+  case BinaryOp::mul:
+    return a * b;
+  case BinaryOp::div:
+    return a / b;
+  case BinaryOp::reluGrad:
+    return a > 0.0f ? b : 0.0f;
+  case BinaryOp::geluGrad: {
+    // d/dx [x s(2u)] = s + 2 x s (1 - s) u'(x), u' = c (1 + 3 a x^2).
+    float oneMinus;
+    float s = geluSigmoid(a, oneMinus);
+    return b * (s + 2.0f * a * s * oneMinus * kGeluC *
+                        (1.0f + 3.0f * kGeluA * a * a));
+  }
+  case BinaryOp::tanhGrad:
+    return b * (1.0f - a * a);
+  }
+  return a;
+}
+
+__global__ void unaryKernel(UnaryOp op, float factor, const void *x, Dt inType,
+                            void *y, Dt outType, int64_t count) {
+  for (int64_t i = globalThread(); i < count; i += globalStride())
+    storeF(y, outType, i, unaryOp(op, factor, loadF(x, inType, i)));
+}
+
+__global__ void binaryKernel(BinaryOp op, const void *a, const void *b, void *y,
+                             Dt type, int64_t count) {
+  for (int64_t i = globalThread(); i < count; i += globalStride())
+    storeF(y, type, i, binaryOp(op, loadF(a, type, i), loadF(b, type, i)));
+}
+
+__global__ void biasAddKernel(const void *x, const void *bias, void *y, Dt type,
+                              Dt biasType, int64_t count, int64_t features) {
+  for (int64_t i = globalThread(); i < count; i += globalStride())
+    storeF(y, type, i, loadF(x, type, i) + loadF(bias, biasType, i % features));
+}
+
+__global__ void causalMaskKernel(const void *x, void *y, Dt type, int64_t count,
+                                 int64_t rows, int64_t cols, float fill) {
+  for (int64_t i = globalThread(); i < count; i += globalStride()) {
+    int64_t col = i % cols, row = (i / cols) % rows;
+    storeF(y, type, i, col <= row ? loadF(x, type, i) : fill);
+  }
+}
+
+__global__ void fillFloatKernel(void *y, Dt type, int64_t count, float value) {
+  for (int64_t i = globalThread(); i < count; i += globalStride())
+    storeF(y, type, i, value);
+}
+
+__global__ void fillIntKernel(void *y, Dt type, int64_t count, int64_t value) {
+  for (int64_t i = globalThread(); i < count; i += globalStride()) {
+    if (type == Dt::i32)
+      static_cast<int32_t *>(y)[i] = static_cast<int32_t>(value);
+    else
+      static_cast<int64_t *>(y)[i] = value;
+  }
+}
+
+} // namespace
+
+cudaError_t launchUnary(UnaryOp op, float factor, const void *x, Dt inType,
+                        void *y, Dt outType, int64_t count,
+                        cudaStream_t stream) {
+  if (count == 0)
+    return cudaSuccess;
+  unaryKernel<<<gridFor(count), kThreads, 0, stream>>>(op, factor, x, inType, y,
+                                                       outType, count);
+  return cudaGetLastError();
+}
+
+cudaError_t launchBinary(BinaryOp op, const void *a, const void *b, void *y,
+                         Dt type, int64_t count, cudaStream_t stream) {
+  if (count == 0)
+    return cudaSuccess;
+  binaryKernel<<<gridFor(count), kThreads, 0, stream>>>(op, a, b, y, type,
+                                                        count);
+  return cudaGetLastError();
+}
+
+cudaError_t launchBiasAdd(const void *x, const void *bias, void *y, Dt type,
+                          Dt biasType, int64_t rows, int64_t features,
+                          cudaStream_t stream) {
+  int64_t count = rows * features;
+  if (count == 0)
+    return cudaSuccess;
+  biasAddKernel<<<gridFor(count), kThreads, 0, stream>>>(
+      x, bias, y, type, biasType, count, features);
+  return cudaGetLastError();
+}
+
+cudaError_t launchCausalMask(const void *x, void *y, Dt type, int64_t matrices,
+                             int64_t rows, int64_t cols, float fill,
+                             cudaStream_t stream) {
+  int64_t count = matrices * rows * cols;
+  if (count == 0)
+    return cudaSuccess;
+  causalMaskKernel<<<gridFor(count), kThreads, 0, stream>>>(x, y, type, count,
+                                                            rows, cols, fill);
+  return cudaGetLastError();
+}
+
+cudaError_t launchFillFloat(void *y, Dt type, int64_t count, float value,
+                            cudaStream_t stream) {
+  if (count == 0)
+    return cudaSuccess;
+  fillFloatKernel<<<gridFor(count), kThreads, 0, stream>>>(y, type, count,
+                                                           value);
+  return cudaGetLastError();
+}
+
+cudaError_t launchFillInt(void *y, Dt type, int64_t count, int64_t value,
+                          cudaStream_t stream) {
+  if (count == 0)
+    return cudaSuccess;
+  fillIntKernel<<<gridFor(count), kThreads, 0, stream>>>(y, type, count, value);
+  return cudaGetLastError();
+}
+
+} // namespace zero::cuda::dev

@@ -1,0 +1,179 @@
+//===- EmbeddingLoss.cu - Embedding lookups and cross-entropy on CUDA -----===//
+//
+// The kernels that index with integer tensors. The CPU kernels reject an id
+// out of range before touching memory; here the check would need a
+// synchronization, so each kernel checks every id as it reads it and never
+// reads or writes out of bounds: a lookup of a bad id gives a NaN row, a bad
+// label a NaN loss (and NaN gradient row), and embedding_grad skips bad ids.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceCommon.cuh"
+
+namespace zero::cuda::dev {
+namespace {
+
+__global__ void embeddingKernel(const void *table, const void *ids, void *out,
+                                Dt type, Dt idType, int64_t count,
+                                int64_t vocabulary, int64_t features) {
+  int64_t total = count * features;
+  for (int64_t i = globalThread(); i < total; i += globalStride()) {
+    int64_t id = loadId(ids, idType, i / features), j = i % features;
+    if (id < 0 || id >= vocabulary) {
+      storeF(out, type, i, NAN);
+      continue;
+    }
+    // A raw copy: the table and the result have one type.
+    if (type == Dt::f32)
+      static_cast<float *>(out)[i] =
+          static_cast<const float *>(table)[id * features + j];
+    else
+      static_cast<uint16_t *>(out)[i] =
+          static_cast<const uint16_t *>(table)[id * features + j];
+  }
+}
+
+/// One block per table row; the block walks all positions in order (the ids
+/// staged through shared memory) and sums the rows of those that name its
+/// row. The sum runs in position order from zero, so it matches the CPU
+/// kernel's bits, with no atomics and no sort. Cost: vocabulary x count id
+/// comparisons, cheap next to the matmuls around it at GPT-2 sizes.
+__global__ void embeddingGradKernel(const void *dy, const void *ids,
+                                    void *table, Dt dyType, Dt tableType,
+                                    Dt idType, int64_t count,
+                                    int64_t vocabulary, int64_t features) {
+  __shared__ int64_t staged[kThreads];
+  for (int64_t row = blockIdx.x; row < vocabulary; row += gridDim.x)
+    for (int64_t j0 = 0; j0 < features; j0 += kThreads) {
+      int64_t j = j0 + threadIdx.x;
+      float sum = 0.0f;
+      for (int64_t p0 = 0; p0 < count; p0 += kThreads) {
+        __syncthreads(); // The previous chunk has been read.
+        if (p0 + threadIdx.x < count)
+          staged[threadIdx.x] = loadId(ids, idType, p0 + threadIdx.x);
+        __syncthreads();
+        int64_t n = count - p0 < kThreads ? count - p0 : kThreads;
+        if (j < features)
+          for (int64_t p = 0; p < n; ++p)
+            if (staged[p] == row)
+              sum += loadF(dy, dyType, (p0 + p) * features + j);
+      }
+      if (j < features)
+        storeF(table, tableType, row * features + j, sum);
+    }
+}
+
+__global__ void crossEntropyRows(const void *logits, const void *labels,
+                                 Dt type, Dt labelType, int64_t rows,
+                                 int64_t classes, float *rowLoss) {
+  __shared__ float shared[kThreads / 32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t base = r * classes;
+    float max = -INFINITY;
+    for (int64_t j = threadIdx.x; j < classes; j += kThreads)
+      max = fmaxf(max, loadF(logits, type, base + j));
+    max = blockMax(max, shared);
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < classes; j += kThreads)
+      sum += expf(loadF(logits, type, base + j) - max);
+    float logSum = logf(blockSum(sum, shared)) + max;
+    if (threadIdx.x == 0) {
+      int64_t label = loadId(labels, labelType, r);
+      rowLoss[r] = label < 0 || label >= classes
+                       ? NAN
+                       : logSum - loadF(logits, type, base + label);
+    }
+  }
+}
+
+/// The mean of the row terms in double, as on CPU, by one block in a fixed
+/// order.
+__global__ void meanInDouble(const float *values, int64_t count, float *mean) {
+  __shared__ double partial[kThreads];
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < count; i += kThreads)
+    sum += static_cast<double>(values[i]);
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int width = kThreads / 2; width > 0; width /= 2) {
+    if (threadIdx.x < width)
+      partial[threadIdx.x] += partial[threadIdx.x + width];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    *mean = static_cast<float>(partial[0] / static_cast<double>(count));
+}
+
+__global__ void crossEntropyGradKernel(const void *logits, const void *labels,
+                                       const float *lossGrad, void *dx, Dt type,
+                                       Dt labelType, int64_t rows,
+                                       int64_t classes) {
+  __shared__ float shared[kThreads / 32];
+  float scale = *lossGrad / static_cast<float>(rows);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t base = r * classes;
+    float max = -INFINITY;
+    for (int64_t j = threadIdx.x; j < classes; j += kThreads)
+      max = fmaxf(max, loadF(logits, type, base + j));
+    max = blockMax(max, shared);
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < classes; j += kThreads)
+      sum += expf(loadF(logits, type, base + j) - max);
+    float inverse = 1.0f / blockSum(sum, shared);
+    int64_t label = loadId(labels, labelType, r);
+    bool bad = label < 0 || label >= classes;
+    for (int64_t j = threadIdx.x; j < classes; j += kThreads) {
+      float p = expf(loadF(logits, type, base + j) - max) * inverse;
+      if (j == label)
+        p -= 1.0f;
+      storeF(dx, type, base + j, bad ? NAN : p * scale);
+    }
+  }
+}
+
+} // namespace
+
+cudaError_t launchEmbedding(const void *table, const void *ids, void *out,
+                            Dt type, Dt idType, int64_t count,
+                            int64_t vocabulary, int64_t features,
+                            cudaStream_t stream) {
+  if (count * features == 0)
+    return cudaSuccess;
+  embeddingKernel<<<gridFor(count * features), kThreads, 0, stream>>>(
+      table, ids, out, type, idType, count, vocabulary, features);
+  return cudaGetLastError();
+}
+
+cudaError_t launchEmbeddingGrad(const void *dy, const void *ids, void *table,
+                                Dt dyType, Dt tableType, Dt idType,
+                                int64_t count, int64_t vocabulary,
+                                int64_t features, cudaStream_t stream) {
+  if (vocabulary * features == 0)
+    return cudaSuccess;
+  embeddingGradKernel<<<rowGrid(vocabulary), kThreads, 0, stream>>>(
+      dy, ids, table, dyType, tableType, idType, count, vocabulary, features);
+  return cudaGetLastError();
+}
+
+cudaError_t launchCrossEntropy(const void *logits, const void *labels,
+                               float *loss, Dt type, Dt labelType, int64_t rows,
+                               int64_t classes, float *rowLoss,
+                               cudaStream_t stream) {
+  crossEntropyRows<<<rowGrid(rows), kThreads, 0, stream>>>(
+      logits, labels, type, labelType, rows, classes, rowLoss);
+  if (cudaError_t error = cudaGetLastError(); error != cudaSuccess)
+    return error;
+  meanInDouble<<<1, kThreads, 0, stream>>>(rowLoss, rows, loss);
+  return cudaGetLastError();
+}
+
+cudaError_t launchCrossEntropyGrad(const void *logits, const void *labels,
+                                   const float *lossGrad, void *dx, Dt type,
+                                   Dt labelType, int64_t rows, int64_t classes,
+                                   cudaStream_t stream) {
+  crossEntropyGradKernel<<<rowGrid(rows), kThreads, 0, stream>>>(
+      logits, labels, lossGrad, dx, type, labelType, rows, classes);
+  return cudaGetLastError();
+}
+
+} // namespace zero::cuda::dev

@@ -1,0 +1,61 @@
+//===- CudaTestSupport.h - CUDA kernels against CPU kernels -----*- C++ -*-===//
+//
+// Every CUDA kernel test binds the CPU and the CUDA kernel of one name on the
+// same inputs, runs both (the CUDA one on device copies) and compares the
+// results element by element:
+//
+//   |cuda - cpu| <= tol(dtype) * (|cpu| + scale)
+//
+// with tol = 1e-5 for f32, 1e-2 for bf16 and 2e-3 for f16 results (about two
+// ulps of bf16, four of f16: a last-bit difference in f32 may round either
+// way), and `scale` the RMS of the CPU result, so that reductions, whose
+// summation order differs between the backends, are judged against the
+// size of what they sum rather than against results that cancel to near 0.
+// Integer results must be equal.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_TEST_UNIT_CUDA_CUDATESTSUPPORT_H
+#define ZERO_TEST_UNIT_CUDA_CUDATESTSUPPORT_H
+
+#include "KernelTestSupport.h"
+
+#include "zero/runtime/CudaKernels.h"
+
+#include <utility>
+#include <vector>
+
+namespace zero::rt::test {
+
+/// Whether this machine has a CUDA GPU (listed once).
+bool haveCudaGpu();
+
+#define SKIP_WITHOUT_CUDA_GPU()                                                \
+  do {                                                                         \
+    if (!::zero::rt::test::haveCudaGpu())                                      \
+      GTEST_SKIP() << "no CUDA GPU on this machine";                           \
+  } while (false)
+
+/// The tolerance of a result of `dtype` (see above).
+double cudaTolerance(DType dtype);
+
+/// One kernel call: inputs, result specs (their bytes are ignored), and
+/// results that share an input's buffer ({result, input} pairs).
+struct KernelCase {
+  std::string name;
+  mlir::DictionaryAttr params;
+  std::vector<Tensor> ins;
+  std::vector<Tensor> outs;
+  std::vector<std::pair<size_t, size_t>> aliases = {};
+  KernelContext ctx = {};
+};
+
+/// Runs `kernel` on CPU and CUDA and compares every result.
+::testing::AssertionResult matchesCpu(const KernelCase &kernel);
+
+/// "f32", "bf16", "f16".
+const std::vector<DType> &floatTypes();
+
+} // namespace zero::rt::test
+
+#endif // ZERO_TEST_UNIT_CUDA_CUDATESTSUPPORT_H

@@ -1,0 +1,124 @@
+//===- ElementwiseCudaTest.cpp - Elementwise CUDA kernels against CPU -----===//
+//
+// Every elementwise kernel, each float type, odd sizes (not multiples of the
+// block size), and in place where the aliasing rules allow it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaTestSupport.h"
+
+#include <cmath>
+
+using namespace zero::rt;
+using namespace zero::rt::test;
+
+namespace {
+
+const std::vector<std::vector<int64_t>> kShapes = {{7}, {3, 129}, {1031}};
+
+TEST(ElementwiseCuda, UnaryOps) {
+  SKIP_WITHOUT_CUDA_GPU();
+  uint32_t seed = 1;
+  for (const char *op :
+       {"neg", "exp", "log", "sqrt", "rsqrt", "tanh", "relu", "gelu"}) {
+    // log, sqrt and rsqrt on positive inputs only.
+    bool positive = std::string(op).find("sqrt") != std::string::npos ||
+                    std::string(op) == "log";
+    for (DType dtype : floatTypes())
+      for (const auto &shape : kShapes) {
+        Tensor x = randomTensor(dtype, shape, seed++, positive ? 0.1 : -4.0,
+                                positive ? 3.0 : 4.0);
+        EXPECT_TRUE(matchesCpu({std::string("train.") + op, {}, {x}, {x}}))
+            << dtypeLabel(dtype);
+      }
+  }
+}
+
+TEST(ElementwiseCuda, BinaryOpsAndActivationGradients) {
+  SKIP_WITHOUT_CUDA_GPU();
+  uint32_t seed = 100;
+  for (const char *op :
+       {"add", "sub", "mul", "div", "relu_grad", "gelu_grad", "tanh_grad"})
+    for (DType dtype : floatTypes())
+      for (const auto &shape : kShapes) {
+        Tensor a = randomTensor(dtype, shape, seed++, -3.0, 3.0);
+        Tensor b = randomTensor(dtype, shape, seed++, 0.5, 2.0);
+        EXPECT_TRUE(matchesCpu({std::string("train.") + op, {}, {a, b}, {a}}))
+            << dtypeLabel(dtype);
+      }
+}
+
+TEST(ElementwiseCuda, InPlace) {
+  SKIP_WITHOUT_CUDA_GPU();
+  for (DType dtype : floatTypes()) {
+    Tensor a = randomTensor(dtype, {5, 77}, 7),
+           b = randomTensor(dtype, {5, 77}, 8);
+    EXPECT_TRUE(matchesCpu({"train.add", {}, {a, b}, {a}, {{0, 1}}}));
+    EXPECT_TRUE(matchesCpu({"train.gelu", {}, {a}, {a}, {{0, 0}}}));
+    EXPECT_TRUE(matchesCpu(
+        {"train.scale", dict({{"factor", f64(0.3)}}), {a}, {a}, {{0, 0}}}));
+  }
+}
+
+TEST(ElementwiseCuda, Scale) {
+  SKIP_WITHOUT_CUDA_GPU();
+  for (DType dtype : floatTypes())
+    for (const auto &shape : kShapes)
+      EXPECT_TRUE(matchesCpu({"train.scale",
+                              dict({{"factor", f64(-0.125)}}),
+                              {randomTensor(dtype, shape, 3)},
+                              {Tensor(dtype, shape)}}));
+}
+
+TEST(ElementwiseCuda, CastBetweenEveryPair) {
+  SKIP_WITHOUT_CUDA_GPU();
+  for (DType from : floatTypes())
+    for (DType to : floatTypes())
+      EXPECT_TRUE(matchesCpu({"train.cast",
+                              {},
+                              {randomTensor(from, {3, 333}, 4, -100.0, 100.0)},
+                              {Tensor(to, {3, 333})}}))
+          << dtypeLabel(from) << " -> " << dtypeLabel(to);
+}
+
+TEST(ElementwiseCuda, BiasAdd) {
+  SKIP_WITHOUT_CUDA_GPU();
+  for (DType dtype : floatTypes())
+    for (DType biasType : floatTypes())
+      for (const std::vector<int64_t> &shape :
+           {std::vector<int64_t>{9}, {4, 3, 65}, {257, 3}}) {
+        Tensor x = randomTensor(dtype, shape, 5);
+        Tensor bias = randomTensor(biasType, {shape.back()}, 6);
+        EXPECT_TRUE(matchesCpu({"train.bias_add", {}, {x, bias}, {x}}));
+      }
+}
+
+TEST(ElementwiseCuda, CausalMask) {
+  SKIP_WITHOUT_CUDA_GPU();
+  for (DType dtype : floatTypes())
+    for (double fill : {-static_cast<double>(INFINITY), -1e4})
+      for (const std::vector<int64_t> &shape :
+           {std::vector<int64_t>{5, 5}, {2, 3, 7, 7}, {3, 9, 4}}) {
+        Tensor x = randomTensor(dtype, shape, 9);
+        EXPECT_TRUE(matchesCpu(
+            {"train.causal_mask", dict({{"fill", f64(fill)}}), {x}, {x}}));
+        EXPECT_TRUE(matchesCpu({"train.causal_mask",
+                                dict({{"fill", f64(fill)}}),
+                                {x},
+                                {x},
+                                {{0, 0}}}));
+      }
+}
+
+TEST(ElementwiseCuda, FillAndStepIndex) {
+  SKIP_WITHOUT_CUDA_GPU();
+  for (DType dtype :
+       {DType::f32, DType::bf16, DType::f16, DType::i32, DType::i64})
+    EXPECT_TRUE(matchesCpu(
+        {"zrt.fill", dict({{"value", f64(3)}}), {}, {Tensor(dtype, {1001})}}));
+  KernelCase step{"train.step_index", {}, {}, {Tensor(DType::i64, {})}};
+  step.ctx.step = 1234567;
+  EXPECT_TRUE(matchesCpu(step));
+}
+
+} // namespace

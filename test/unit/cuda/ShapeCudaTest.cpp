@@ -1,0 +1,126 @@
+//===- ShapeCudaTest.cpp - Reductions and data movement against CPU -------===//
+//
+// reduce_sum/mean over every kind of dimension set (both reduction
+// strategies of the CUDA kernel), expand, reshape, transpose (also of ids)
+// and dist.slice for every rank, padded shards included.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaTestSupport.h"
+
+#include <algorithm>
+
+using namespace zero::rt;
+using namespace zero::rt::test;
+
+namespace {
+
+std::vector<int64_t> without(const std::vector<int64_t> &shape,
+                             const std::vector<int64_t> &dims) {
+  std::vector<int64_t> kept;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) ==
+        dims.end())
+      kept.push_back(shape[d]);
+  return kept;
+}
+
+TEST(ShapeCuda, Reductions) {
+  SKIP_WITHOUT_CUDA_GPU();
+  uint32_t seed = 1;
+  std::vector<int64_t> shape = {3, 5, 1, 67};
+  for (const char *name : {"train.reduce_sum", "train.reduce_mean"})
+    for (DType dtype : floatTypes())
+      for (DType outType : {dtype, DType::f32})
+        for (const std::vector<int64_t> &dims : {std::vector<int64_t>{0},
+                                                 {1},
+                                                 {3},
+                                                 {0, 2},
+                                                 {1, 3},
+                                                 {0, 1, 2, 3},
+                                                 {}}) {
+          Tensor x = randomTensor(dtype, shape, seed++);
+          EXPECT_TRUE(matchesCpu({name,
+                                  dict({{"dims", i64s(dims)}}),
+                                  {x},
+                                  {Tensor(outType, without(shape, dims))}}))
+              << dtypeLabel(dtype) << " dims " << dims.size();
+        }
+  // A long reduction to a scalar, and over the rows of a wide matrix.
+  for (auto [big, dims] :
+       {std::pair<std::vector<int64_t>, std::vector<int64_t>>{{100003}, {0}},
+        {{2000, 33}, {0}}}) {
+    Tensor x = randomTensor(DType::f32, big, seed++);
+    EXPECT_TRUE(matchesCpu({"train.reduce_sum",
+                            dict({{"dims", i64s(dims)}}),
+                            {x},
+                            {Tensor(DType::f32, without(big, dims))}}));
+  }
+}
+
+TEST(ShapeCuda, Expand) {
+  SKIP_WITHOUT_CUDA_GPU();
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16, DType::i64})
+    for (auto [in, out, dims] :
+         {std::tuple<std::vector<int64_t>, std::vector<int64_t>,
+                     std::vector<int64_t>>{{5}, {3, 5}, {0}},
+          {{3, 5}, {3, 4, 5}, {1}},
+          {{3, 5}, {3, 5, 2}, {2}},
+          {{7}, {2, 7, 3}, {0, 2}},
+          {{}, {4, 3}, {0, 1}}}) {
+      Tensor x = dtype == DType::i64 ? randomIds(dtype, in, 3, 1000)
+                                     : randomTensor(dtype, in, 3);
+      EXPECT_TRUE(matchesCpu({"train.expand",
+                              dict({{"dims", i64s(dims)}}),
+                              {x},
+                              {Tensor(dtype, out)}}));
+    }
+}
+
+TEST(ShapeCuda, ReshapeAndTranspose) {
+  SKIP_WITHOUT_CUDA_GPU();
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16, DType::i32}) {
+    Tensor x = dtype == DType::i32 ? randomIds(dtype, {3, 4, 5}, 1, 1000)
+                                   : randomTensor(dtype, {3, 4, 5}, 1);
+    EXPECT_TRUE(
+        matchesCpu({"train.reshape", {}, {x}, {Tensor(dtype, {12, 5})}}));
+    EXPECT_TRUE(matchesCpu(
+        {"train.reshape", {}, {x}, {Tensor(dtype, {3, 4, 5})}, {{0, 0}}}));
+    for (const std::vector<int64_t> &permutation :
+         {std::vector<int64_t>{1, 0, 2},
+          {2, 0, 1},
+          {0, 2, 1},
+          {2, 1, 0},
+          {0, 1, 2}}) {
+      std::vector<int64_t> out;
+      for (int64_t d : permutation)
+        out.push_back(x.shape()[d]);
+      EXPECT_TRUE(matchesCpu({"train.transpose",
+                              dict({{"permutation", i64s(permutation)}}),
+                              {x},
+                              {Tensor(dtype, out)}}));
+    }
+  }
+}
+
+TEST(ShapeCuda, SliceEveryRank) {
+  SKIP_WITHOUT_CUDA_GPU();
+  for (DType dtype : {DType::f32, DType::bf16})
+    for (int64_t dim : {0, 1}) {
+      // 10 rows in shards of 3: rank 3 holds one row and padding, rank 4
+      // only padding.
+      std::vector<int64_t> in = {10, 10, 3}, out = in;
+      out[dim] = 3;
+      Tensor x = randomTensor(dtype, in, 5);
+      for (int rank = 0; rank < 5; ++rank) {
+        KernelCase slice{"dist.slice",
+                         dict({{"axis", i64(0)}, {"dim", i64(dim)}}),
+                         {x},
+                         {Tensor(dtype, out)}};
+        slice.ctx.rank = rank;
+        EXPECT_TRUE(matchesCpu(slice)) << "dim " << dim << " rank " << rank;
+      }
+    }
+}
+
+} // namespace

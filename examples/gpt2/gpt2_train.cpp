@@ -39,7 +39,6 @@
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
 
 using namespace zero::frontend;
 
@@ -247,55 +246,6 @@ Flags parseFlags(int argc, char **argv) {
   if (flags.logEvery < 0)
     flags.logEvery = flags.steps <= 20 ? 1 : 10;
   return flags;
-}
-
-//===----------------------------------------------------------------------===//
-// Launching
-//===----------------------------------------------------------------------===//
-
-bool underMpirun() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK");
-}
-
-/// Starts `ranks` ranks of this same command under mpirun (as zero-run
-/// does); never returns.
-[[noreturn]] void relaunchUnderMpirun(int ranks, int argc, char **argv) {
-  char self[4096];
-  ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (length <= 0) {
-    std::fprintf(stderr, "gpt2_train: cannot find this executable to launch "
-                         "it under mpirun\n");
-    std::exit(1);
-  }
-  self[length] = '\0';
-  // More ranks than cores is normal here; unbound ranks let the kernels'
-  // threads use whatever cores are free; shared memory only.
-  std::vector<std::string> args = {"mpirun",
-                                   "--oversubscribe",
-                                   "--bind-to",
-                                   "none",
-                                   "--mca",
-                                   "btl",
-                                   "self,vader",
-                                   "-np",
-                                   std::to_string(ranks)};
-  if (geteuid() == 0)
-    args.insert(args.begin() + 1, "--allow-run-as-root");
-  args.push_back(self);
-  for (int index = 1; index < argc; ++index)
-    args.push_back(argv[index]);
-  std::vector<char *> pointers;
-  for (std::string &arg : args)
-    pointers.push_back(arg.data());
-  pointers.push_back(nullptr);
-  // Containers forbid the cross-memory attach Open MPI tries first.
-  setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
-  execvp("mpirun", pointers.data());
-  std::fprintf(stderr,
-               "gpt2_train: cannot run mpirun to launch %d ranks (is Open MPI "
-               "installed? scripts/setup.sh installs it): %s\n",
-               ranks, std::strerror(errno));
-  std::exit(1);
 }
 
 /// Prints `status` (rank 0 only) and ends every rank.
@@ -687,8 +637,14 @@ int main(int argc, char **argv) {
                        flags.ranks,
                        " ranks (it is the global batch: use a multiple of ",
                        flags.ranks, ")"));
-  if (flags.ranks > 1 && !underMpirun())
-    relaunchUnderMpirun(flags.ranks, argc, argv);
+  if (flags.ranks > 1 && !zero::rt::isUnderMpirun()) {
+    // Returns only when mpirun cannot be started.
+    absl::Status launch =
+        zero::rt::relaunchUnderMpirun(flags.ranks, argc, argv);
+    std::fprintf(stderr, "gpt2_train: %s\n",
+                 std::string(launch.message()).c_str());
+    return 1;
+  }
   zero::rt::CommOptions options;
   options.deterministic = flags.deterministic;
   auto comm = zero::rt::createMpiCommunicator(options);

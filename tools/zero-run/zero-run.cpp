@@ -40,7 +40,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
-#include <unistd.h>
 
 using namespace zero;
 using namespace zero::rt;
@@ -120,41 +119,6 @@ static cl::opt<bool> quietFlag("quiet", cl::desc("No progress lines"),
   llvm::errs().flush();
   comm.abortJob(status.message(), 1);
   std::exit(1); // abortJob does not return; this tells the compiler so.
-}
-
-static bool underMpirun() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK");
-}
-
-/// Starts `-n N` ranks of this same command under mpirun; never returns.
-[[noreturn]] static void relaunchUnderMpirun(int argc, char **argv) {
-  char self[4096];
-  ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (length <= 0)
-    failEarly("cannot find this executable to launch it under mpirun");
-  self[length] = '\0';
-  std::string ranks = std::to_string(ranksFlag);
-  // More ranks than cores is normal here (tests, laptops); unbound ranks let
-  // BLAS threads use whatever cores are free; shared memory only.
-  std::vector<std::string> args = {
-      "mpirun", "--oversubscribe", "--bind-to", "none", "--mca",
-      "btl",    "self,vader",      "-np",       ranks};
-  if (geteuid() == 0)
-    args.insert(args.begin() + 1, "--allow-run-as-root");
-  args.push_back(self);
-  for (int index = 1; index < argc; ++index)
-    args.push_back(argv[index]);
-  std::vector<char *> pointers;
-  for (std::string &arg : args)
-    pointers.push_back(arg.data());
-  pointers.push_back(nullptr);
-  // Containers forbid the cross-memory attach Open MPI tries first.
-  setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
-  execvp("mpirun", pointers.data());
-  failEarly(absl::StrCat("cannot run mpirun to launch ", ranks,
-                         " ranks (is Open MPI installed? scripts/setup.sh "
-                         "installs it): ",
-                         std::strerror(errno)));
 }
 
 /// The lowered program: the file's own, or the training step compiled for
@@ -241,8 +205,10 @@ int main(int argc, char **argv) {
        {programPath.getValue(), initFlag.getValue(), dataFlag.getValue()})
     if (!path.empty() && !llvm::sys::fs::exists(path))
       failEarly(absl::StrCat(path, ": no such file"));
-  if (ranksFlag > 1 && !underMpirun())
-    relaunchUnderMpirun(argc, argv);
+  if (ranksFlag > 1 && !isUnderMpirun())
+    // Returns only when mpirun cannot be started.
+    failEarly(
+        std::string(relaunchUnderMpirun(ranksFlag, argc, argv).message()));
 
   CommOptions commOptions;
   commOptions.deterministic = deterministicFlag;

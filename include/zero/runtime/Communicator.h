@@ -164,6 +164,14 @@ createMpiCommunicator(const CommOptions &options);
 /// MPI and exits non-zero without it ends the whole job with a message.
 void finalizeMpi();
 
+/// Whether this process is a rank of an mpirun job.
+bool isUnderMpirun();
+
+/// Replaces this process by `ranks` ranks of the same executable with the
+/// same arguments under `mpirun --oversubscribe` (shared memory, unbound,
+/// `--allow-run-as-root` for root). Returns only when that fails.
+absl::Status relaunchUnderMpirun(int ranks, int argc, char **argv);
+
 } // namespace zero::rt
 
 #endif // ZERO_RUNTIME_COMMUNICATOR_H

@@ -1,0 +1,63 @@
+//===- MpiLaunch.cpp - Starting a tool's ranks under mpirun ---------------===//
+//
+// `zero-run -n 4` and `gpt2_train -n 4` re-launch themselves under mpirun
+// with the options this project's machines need, so that users need not
+// know them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/runtime/Communicator.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace zero::rt {
+
+bool isUnderMpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK");
+}
+
+absl::Status relaunchUnderMpirun(int ranks, int argc, char **argv) {
+  char self[4096];
+  ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (length <= 0)
+    return absl::InternalError(
+        "cannot find this executable to launch it under mpirun");
+  self[length] = '\0';
+  // More ranks than cores is normal here (tests, laptops); unbound ranks let
+  // BLAS threads use whatever cores are free; shared memory only.
+  std::vector<std::string> args = {"mpirun",
+                                   "--oversubscribe",
+                                   "--bind-to",
+                                   "none",
+                                   "--mca",
+                                   "btl",
+                                   "self,vader",
+                                   "-np",
+                                   std::to_string(ranks)};
+  if (geteuid() == 0)
+    args.insert(args.begin() + 1, "--allow-run-as-root");
+  args.push_back(self);
+  for (int index = 1; index < argc; ++index)
+    args.push_back(argv[index]);
+  std::vector<char *> pointers;
+  for (std::string &arg : args)
+    pointers.push_back(arg.data());
+  pointers.push_back(nullptr);
+  // Containers forbid the cross-memory attach Open MPI tries first.
+  setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+  execvp("mpirun", pointers.data());
+  return absl::UnavailableError(
+      absl::StrCat("cannot run mpirun to launch ", ranks,
+                   " ranks (is Open MPI installed? scripts/setup.sh "
+                   "installs it): ",
+                   std::strerror(errno)));
+}
+
+} // namespace zero::rt

@@ -39,7 +39,6 @@
 #include <thread>
 #include <vector>
 
-
 using namespace zero::frontend;
 
 #ifndef ZERO_GPT2_CORPUS
@@ -602,12 +601,15 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
         flags.steps, seconds, flags.steps * flags.batch * flags.seq / seconds,
         mean(losses, 0, window),
         mean(losses, losses.size() - window, losses.size()), window);
-    std::printf("measured on rank 0: persistent %s (plan %s), arena high "
-                "water %s (plan peak transient %s), sent %s per step (plan "
-                "%s)\n",
-                bytes(measured.persistent()).c_str(),
+    // The planned arena holds the tensor-level peak plus padding and bucket
+    // copies; the high water must stay within it.
+    std::printf("measured on rank 0: state %s (plan %s), arena high "
+                "water %s of the planned %s arena (tensor-level peak "
+                "transient %s), sent %s per step (plan %s)\n",
+                bytes(measured.persistent() - measured.inputsOutputs).c_str(),
                 bytes(compiled->report().persistent).c_str(),
                 bytes(measured.arenaHighWater).c_str(),
+                bytes(measured.arenaBytes).c_str(),
                 bytes(compiled->report().peakTransient).c_str(),
                 bytes(sent).c_str(), bytes(planned).c_str());
     zero::rt::Executor &executor = (*trainer)->executor();

@@ -266,4 +266,19 @@ absl::Status checkIds(absl::string_view kernel, const void *ids, DType dtype,
   return absl::OkStatus();
 }
 
+KernelFn checkingBufferCounts(KernelFn kernel, absl::string_view name,
+                              size_t ins, size_t outs) {
+  return KernelFn([kernel = std::move(kernel), name = std::string(name), ins,
+                   outs](absl::Span<const void *const> inBuffers,
+                         absl::Span<void *const> outBuffers,
+                         const KernelContext &ctx) -> absl::Status {
+    if (inBuffers.size() != ins || outBuffers.size() != outs)
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": bound for ", ins, " operand(s) and ", outs,
+                       " result(s), called with ", inBuffers.size(), " and ",
+                       outBuffers.size()));
+    return kernel(inBuffers, outBuffers, ctx);
+  });
+}
+
 } // namespace zero::rt::cpu

@@ -40,6 +40,12 @@ struct BindRequest {
 
 using Binder = absl::StatusOr<KernelFn> (*)(const BindRequest &request);
 
+/// `kernel`, checking at each call that it gets `ins` operand and `outs`
+/// result buffers: kernels index their buffer lists without looking, so a
+/// wrong count is an error here rather than an out-of-bounds read.
+KernelFn checkingBufferCounts(KernelFn kernel, absl::string_view name,
+                              size_t ins, size_t outs);
+
 /// "tensor<4x8xf32>", as MLIR prints it, so messages match the IR.
 std::string specString(const TensorSpec &spec);
 std::string shapeString(absl::Span<const int64_t> shape);

@@ -81,20 +81,8 @@ absl::StatusOr<KernelFn> bindCpuKernel(absl::string_view name,
   absl::StatusOr<KernelFn> kernel = found->second(request);
   if (!kernel.ok())
     return kernel.status();
-  // Kernels index their buffer lists without looking; a call with the wrong
-  // number of buffers is caught here rather than read out of bounds.
-  return KernelFn([kernel = *std::move(kernel), name = std::string(name),
-                   inCount = ins.size(), outCount = outs.size()](
-                      absl::Span<const void *const> inBuffers,
-                      absl::Span<void *const> outBuffers,
-                      const KernelContext &ctx) -> absl::Status {
-    if (inBuffers.size() != inCount || outBuffers.size() != outCount)
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ": bound for ", inCount, " operand(s) and ",
-                       outCount, " result(s), called with ", inBuffers.size(),
-                       " and ", outBuffers.size()));
-    return kernel(inBuffers, outBuffers, ctx);
-  });
+  return cpu::checkingBufferCounts(*std::move(kernel), name, ins.size(),
+                                   outs.size());
 }
 
 void setCpuKernelThreads(int threads) {

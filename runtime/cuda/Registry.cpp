@@ -113,20 +113,8 @@ absl::StatusOr<KernelFn> bindCudaKernel(absl::string_view name,
       found->second(request, static_cast<cudaStream_t>(stream));
   if (!kernel.ok())
     return kernel.status();
-  // As on CPU: a call with the wrong number of buffers is an error rather
-  // than an out-of-bounds read of the buffer lists.
-  return KernelFn([kernel = *std::move(kernel), name = std::string(name),
-                   inCount = ins.size(), outCount = outs.size()](
-                      absl::Span<const void *const> inBuffers,
-                      absl::Span<void *const> outBuffers,
-                      const KernelContext &ctx) -> absl::Status {
-    if (inBuffers.size() != inCount || outBuffers.size() != outCount)
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ": bound for ", inCount, " operand(s) and ",
-                       outCount, " result(s), called with ", inBuffers.size(),
-                       " and ", outBuffers.size()));
-    return kernel(inBuffers, outBuffers, ctx);
-  });
+  return cpu::checkingBufferCounts(*std::move(kernel), name, ins.size(),
+                                   outs.size());
 }
 
 std::vector<std::string> cudaKernelNames() {

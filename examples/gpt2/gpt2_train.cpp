@@ -339,9 +339,12 @@ public:
   absl::Status fill(int64_t step) override {
     zero::rt::Communicator &comm = executor.communicator();
     int64_t local = globalRows / comm.size();
-    auto *tokens = static_cast<int32_t *>(executor.bufferData(buffers[0]));
-    auto *positions = static_cast<int32_t *>(executor.bufferData(buffers[1]));
-    auto *targets = static_cast<int32_t *>(executor.bufferData(buffers[2]));
+    // Drawn on the host, then copied to the backend's buffers.
+    for (std::vector<int32_t> &rows : host)
+      rows.resize(local * seq);
+    int32_t *tokens = host[0].data();
+    int32_t *positions = host[1].data();
+    int32_t *targets = host[2].data();
     uint64_t starts = text.size() - seq; // windows of seq + 1 bytes
     for (int64_t row = 0; row < local; ++row) {
       uint64_t global = static_cast<uint64_t>(comm.rank() * local + row);
@@ -356,6 +359,11 @@ public:
         positions[row * seq + t] = static_cast<int32_t>(t);
       }
     }
+    for (int i = 0; i < 3; ++i)
+      if (absl::Status status =
+              executor.writeBuffer(buffers[i], host[i].data());
+          !status.ok())
+        return status;
     return absl::OkStatus();
   }
   int64_t globalBatch() const override { return globalRows; }
@@ -374,6 +382,7 @@ private:
   int64_t seq, globalRows;
   uint64_t seed;
   int buffers[3] = {-1, -1, -1};
+  std::vector<int32_t> host[3];
 };
 
 absl::StatusOr<std::string> readCorpus(const Flags &flags) {
@@ -618,8 +627,8 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
     if (scaleBuffer >= 0 && goodBuffer >= 0)
       std::printf("loss scale %g after the last step (%g good steps in a "
                   "row)\n",
-                  *static_cast<const float *>(executor.bufferData(scaleBuffer)),
-                  *static_cast<const float *>(executor.bufferData(goodBuffer)));
+                  executor.readScalar(scaleBuffer),
+                  executor.readScalar(goodBuffer));
     std::fflush(stdout);
   }
   return 0;

@@ -61,9 +61,7 @@ absl::StatusOr<float> Trainer::step() {
   stepsRun = index;
   if (lossBuffer < 0)
     return absl::InternalError("the program has no loss output (output0)");
-  const rt::BufferDecl &decl = executorPtr->buffers()[lossBuffer];
-  return rt::loadAsFloat(executorPtr->bufferData(lossBuffer), decl.spec.dtype,
-                         0);
+  return executorPtr->readScalar(lossBuffer);
 }
 
 absl::StatusOr<std::vector<float>> Trainer::run(int64_t steps) {

@@ -91,13 +91,19 @@ private:
   Executor &executor;
   uint64_t seed;
   std::vector<InputSlot> slots;
+  /// Each slot's batch as drawn on the host.
+  std::vector<std::vector<uint8_t>> host;
 };
 
 absl::Status SyntheticBatches::fill(int64_t step) {
-  // Features and tokens first: labels are computed from them.
-  for (const InputSlot &slot : slots) {
+  // Features and tokens first: labels are computed from them. Everything is
+  // drawn on the host, then copied to the backend's buffers.
+  host.resize(slots.size());
+  for (size_t index = 0; index < slots.size(); ++index) {
+    const InputSlot &slot = slots[index];
     const BufferDecl &decl = *slot.decl;
-    void *out = executor.bufferData(slot.buffer);
+    host[index].resize(decl.bytes);
+    void *out = host[index].data();
     int64_t begin = slot.firstRow * slot.rowElements;
     int64_t count = decl.spec.numElements();
     bool positions = decl.indexOf == "embedding" &&
@@ -112,9 +118,14 @@ absl::Status SyntheticBatches::fill(int64_t step) {
                   decl.indexBound);
     }
   }
-  for (const InputSlot &slot : slots)
-    if (slot.decl->indexOf == "labels")
-      fillLabels(slot, step, executor.bufferData(slot.buffer));
+  for (size_t index = 0; index < slots.size(); ++index)
+    if (slots[index].decl->indexOf == "labels")
+      fillLabels(slots[index], step, host[index].data());
+  for (size_t index = 0; index < slots.size(); ++index)
+    if (absl::Status status =
+            executor.writeBuffer(slots[index].buffer, host[index].data());
+        !status.ok())
+      return status;
   return absl::OkStatus();
 }
 
@@ -126,22 +137,24 @@ void SyntheticBatches::fillLabels(const InputSlot &labels, int64_t step,
   const BufferDecl &decl = *labels.decl;
   int64_t classes = std::max<int64_t>(1, decl.indexBound);
   int64_t count = decl.spec.numElements();
-  for (const InputSlot &slot : slots) {
+  for (size_t index = 0; index < slots.size(); ++index) {
+    const InputSlot &slot = slots[index];
     if (slot.decl->indexOf != "embedding" ||
         slot.decl->spec.shape != decl.spec.shape ||
         slot.decl->indexBound == slot.decl->spec.shape.back())
       continue;
-    const void *tokens = executor.bufferData(slot.buffer);
+    const void *tokens = host[index].data();
     for (int64_t index = 0; index < count; ++index)
       storeIndexAs(out, decl.spec.dtype, index,
                    (loadIndex(tokens, slot.decl->spec.dtype, index) * 7 + 3) %
                        classes);
     return;
   }
-  for (const InputSlot &slot : slots) {
+  for (size_t index = 0; index < slots.size(); ++index) {
+    const InputSlot &slot = slots[index];
     if (!isFloat(slot.decl->spec.dtype) || slot.localRows != labels.localRows)
       continue;
-    const void *features = executor.bufferData(slot.buffer);
+    const void *features = host[index].data();
     InitSpec teacher = InitSpec::normal(0.0, 1.0);
     for (int64_t row = 0; row < labels.localRows; ++row) {
       int64_t best = 0;
@@ -181,9 +194,11 @@ public:
       const HostTensor &array = arrays.at(slot.decl->name);
       int64_t elementBytes = dtypeBytes(slot.decl->spec.dtype);
       int64_t row = batch * slot.globalRows + slot.firstRow;
-      std::memcpy(executor.bufferData(slot.buffer),
-                  array.data.data() + row * slot.rowElements * elementBytes,
-                  slot.decl->bytes);
+      if (absl::Status status = executor.writeBuffer(
+              slot.buffer,
+              array.data.data() + row * slot.rowElements * elementBytes);
+          !status.ok())
+        return status;
     }
     return absl::OkStatus();
   }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cstdlib>
@@ -40,44 +41,37 @@ const char *zero::rt::bufferRoleName(BufferRole role) {
   return "?";
 }
 
-struct Executor::Instruction {
-  enum class Kind {
-    launch,
-    copy,
-    allReduce,
-    reduceScatter,
-    allGather,
-    broadcast,
-    allToAll,
-    recordComm,
-    waitComm
-  };
-  Kind kind = Kind::launch;
-  /// What the instruction is, for error messages ("train.matmul #12").
-  std::string label;
-  KernelFn kernel;
-  std::vector<const void *> ins;
-  std::vector<void *> outs;
-  int64_t bytes = 0;
-  /// Collectives: elements per rank (reduce-scatter output, all-gather
-  /// input, all-to-all block) or in total (all-reduce, broadcast).
-  int64_t count = 0;
-  DType dtype = DType::f32;
-  ReduceKind reduce = ReduceKind::sum;
-  int root = 0;
-  /// Collectives on the compute stream complete before the next instruction.
-  bool synchronous = false;
-  int event = -1;
-};
+Executor::Executor(Communicator &comm,
+                   std::unique_ptr<ExecutionBackend> backend)
+    : comm(comm), executionBackend(std::move(backend)) {}
 
-void Executor::FreeDeleter::operator()(void *pointer) const {
-  std::free(pointer);
+Executor::~Executor() {
+  for (void *buffer : storage)
+    executionBackend->release(buffer);
+  if (arena)
+    executionBackend->release(arena);
 }
 
-Executor::Executor(Communicator &comm) : comm(comm) {}
-Executor::~Executor() = default;
+absl::Status Executor::readBuffer(size_t index, void *host) const {
+  return executionBackend->copyToHost(host, storage[index], decls[index].bytes);
+}
 
-size_t Executor::numInstructions() const { return instructions.size(); }
+absl::Status Executor::writeBuffer(size_t index, const void *host) {
+  return executionBackend->copyFromHost(storage[index], host,
+                                        decls[index].bytes);
+}
+
+float Executor::readScalar(size_t index) const {
+  const BufferDecl &decl = decls[index];
+  if (!isFloat(decl.spec.dtype) || decl.bytes == 0)
+    return NAN;
+  alignas(8) char value[8];
+  if (!executionBackend
+           ->copyToHost(value, storage[index], dtypeBytes(decl.spec.dtype))
+           .ok())
+    return NAN;
+  return loadAsFloat(value, decl.spec.dtype, 0);
+}
 
 int Executor::findBuffer(const std::string &name) const {
   for (size_t index = 0; index < decls.size(); ++index)
@@ -157,12 +151,22 @@ struct Executor::Loader {
 
   llvm::DenseMap<mlir::Value, char *> addresses;
   llvm::StringMap<int> events;
-  std::string computeStream = "compute";
+  /// Stream 0 is the compute stream (the one kernels run on).
+  llvm::StringMap<int> streams;
+  /// Events some instruction recorded so far.
+  llvm::DenseSet<int> recorded;
+
+  int getStream(llvm::StringRef name) {
+    return streams.try_emplace(name, streams.size()).first->second;
+  }
+  int getEvent(llvm::StringRef name) {
+    return events.try_emplace(name, events.size()).first->second;
+  }
 
   absl::Status declareBuffer(zrt::BufferOp buffer);
   absl::Status resolve(mlir::Operation *op);
   absl::Status addInstruction(mlir::Operation *op);
-  absl::Status addCollective(mlir::Operation *op, Instruction::Kind kind,
+  absl::Status addCollective(mlir::Operation *op, StepInstruction::Kind kind,
                              mlir::Value input, mlir::Value output,
                              llvm::StringRef stream);
   void noteArenaUse(mlir::Value memref);
@@ -210,14 +214,12 @@ absl::Status Executor::Loader::declareBuffer(zrt::BufferOp buffer) {
   if (auto use = buffer->getAttrOfType<mlir::StringAttr>("zrt.index_of"))
     decl.indexOf = use.str();
 
-  // Aligned for vector loads; zeroed so padding reads as zero.
-  int64_t size = std::max<int64_t>(64, (decl.bytes + 63) / 64 * 64);
-  void *memory = std::aligned_alloc(64, size);
-  if (!memory)
+  absl::StatusOr<void *> memory =
+      executor.executionBackend->allocate(decl.bytes);
+  if (!memory.ok())
     return absl::ResourceExhaustedError(
-        absl::StrCat("cannot allocate ", size, " bytes for ", decl.name));
-  std::memset(memory, 0, size);
-  executor.storage.emplace_back(memory);
+        absl::StrCat(decl.name, ": ", memory.status().message()));
+  executor.storage.push_back(*memory);
   MemoryFigures &figures = executor.figures;
   switch (decl.role) {
   case BufferRole::param:
@@ -245,7 +247,7 @@ absl::Status Executor::Loader::declareBuffer(zrt::BufferOp buffer) {
 }
 
 void Executor::Loader::noteArenaUse(mlir::Value memref) {
-  char *base = static_cast<char *>(executor.arena.get());
+  char *base = static_cast<char *>(executor.arena);
   char *address = addresses.lookup(memref);
   int64_t offset = address - base;
   int64_t bytes =
@@ -262,14 +264,14 @@ absl::Status Executor::Loader::resolve(mlir::Operation *op) {
     int index = executor.findBuffer(ref.getBuffer().str());
     if (index < 0)
       return error(op, "refers to an undeclared buffer");
-    addresses[ref] = static_cast<char *>(executor.bufferData(index));
+    addresses[ref] = static_cast<char *>(executor.storage[index]);
     return absl::OkStatus();
   }
   if (auto view = mlir::dyn_cast<zrt::ArenaViewOp>(op)) {
     if (view.getOffset() + view.getSizeInBytes() >
         static_cast<uint64_t>(executor.figures.arenaBytes))
       return error(op, "lies outside the arena");
-    addresses[view] = static_cast<char *>(executor.arena.get()) +
+    addresses[view] = static_cast<char *>(executor.arena) +
                       static_cast<int64_t>(view.getOffset());
     return absl::OkStatus();
   }
@@ -283,11 +285,11 @@ absl::Status Executor::Loader::resolve(mlir::Operation *op) {
 }
 
 absl::Status Executor::Loader::addCollective(mlir::Operation *op,
-                                             Instruction::Kind kind,
+                                             StepInstruction::Kind kind,
                                              mlir::Value input,
                                              mlir::Value output,
                                              llvm::StringRef stream) {
-  Instruction instruction;
+  StepInstruction instruction;
   instruction.kind = kind;
   instruction.label = op->getName().getStringRef().str();
   instruction.ins = {addresses.lookup(input)};
@@ -302,10 +304,10 @@ absl::Status Executor::Loader::addCollective(mlir::Operation *op,
   int64_t outputCount =
       mlir::cast<mlir::MemRefType>(output.getType()).getNumElements();
   instruction.count =
-      kind == Instruction::Kind::reduceScatter ? outputCount : inputCount;
-  if (kind == Instruction::Kind::allToAll)
+      kind == StepInstruction::Kind::reduceScatter ? outputCount : inputCount;
+  if (kind == StepInstruction::Kind::allToAll)
     instruction.count = inputCount / executor.comm.size();
-  instruction.synchronous = stream == computeStream;
+  instruction.stream = getStream(stream);
   noteArenaUse(input);
   noteArenaUse(output);
   executor.instructions.push_back(std::move(instruction));
@@ -313,9 +315,10 @@ absl::Status Executor::Loader::addCollective(mlir::Operation *op,
 }
 
 absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
-  using Kind = Instruction::Kind;
+  using Kind = StepInstruction::Kind;
   if (auto launch = mlir::dyn_cast<zrt::LaunchOp>(op)) {
-    Instruction instruction;
+    StepInstruction instruction;
+    instruction.stream = getStream(launch.getStream());
     instruction.label = launch.getKernel().str();
     std::vector<TensorSpec> inSpecs, outSpecs;
     for (mlir::Value in : launch.getIns()) {
@@ -334,9 +337,10 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
       instruction.outs.push_back(addresses.lookup(out));
       noteArenaUse(out);
     }
-    absl::StatusOr<KernelFn> kernel = bindCpuKernel(
+    absl::StatusOr<KernelFn> kernel = executor.executionBackend->bindKernel(
         launch.getKernel().str(),
-        launch.getParams().value_or(mlir::DictionaryAttr()), inSpecs, outSpecs);
+        launch.getParams().value_or(mlir::DictionaryAttr()), inSpecs, outSpecs,
+        instruction.stream);
     if (!kernel.ok())
       return error(op, kernel.status().message());
     instruction.kernel = std::move(*kernel);
@@ -344,8 +348,9 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
     return absl::OkStatus();
   }
   if (auto copy = mlir::dyn_cast<zrt::CopyOp>(op)) {
-    Instruction instruction;
+    StepInstruction instruction;
     instruction.kind = Kind::copy;
+    instruction.stream = getStream(copy.getStream());
     instruction.label = "zrt.copy";
     instruction.ins = {addresses.lookup(copy.getSource())};
     instruction.outs = {addresses.lookup(copy.getTarget())};
@@ -386,28 +391,24 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
   if (auto allToAll = mlir::dyn_cast<zrt::AllToAllOp>(op))
     return addCollective(op, Kind::allToAll, allToAll.getInput(),
                          allToAll.getOutput(), allToAll.getStream());
-  // Compute runs synchronously on the CPU, so only the communication side of
-  // an event matters: which collective it marks, and who waits for it.
   if (auto record = mlir::dyn_cast<zrt::RecordOp>(op)) {
-    if (record.getStream() == computeStream)
-      return absl::OkStatus();
-    Instruction instruction;
-    instruction.kind = Kind::recordComm;
+    StepInstruction instruction;
+    instruction.kind = Kind::record;
     instruction.label = "zrt.record";
-    instruction.event =
-        events.try_emplace(record.getEvent(), events.size()).first->second;
+    instruction.stream = getStream(record.getStream());
+    instruction.event = getEvent(record.getEvent());
+    recorded.insert(instruction.event);
     executor.instructions.push_back(std::move(instruction));
     return absl::OkStatus();
   }
   if (auto wait = mlir::dyn_cast<zrt::WaitOp>(op)) {
-    if (wait.getStream() != computeStream)
-      return absl::OkStatus();
     auto event = events.find(wait.getEvent());
-    if (event == events.end())
-      return error(op, "waits for an event no communication work recorded");
-    Instruction instruction;
-    instruction.kind = Kind::waitComm;
+    if (event == events.end() || !recorded.contains(event->second))
+      return error(op, "waits for an event no earlier instruction recorded");
+    StepInstruction instruction;
+    instruction.kind = Kind::wait;
     instruction.label = "zrt.wait";
+    instruction.stream = getStream(wait.getStream());
     instruction.event = event->second;
     executor.instructions.push_back(std::move(instruction));
     return absl::OkStatus();
@@ -418,7 +419,8 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
 }
 
 absl::StatusOr<std::unique_ptr<Executor>>
-Executor::create(zrt::ProgramOp program, Communicator &comm) {
+Executor::create(zrt::ProgramOp program, Communicator &comm,
+                 std::unique_ptr<ExecutionBackend> backend) {
   auto placement = program.getPlacement();
   int64_t ranks = placement.getGrid().empty() ? 1 : placement.getGrid().front();
   if (placement.getGrid().size() != 1 || ranks != comm.size())
@@ -426,14 +428,17 @@ Executor::create(zrt::ProgramOp program, Communicator &comm) {
         "program @", program.getSymName().str(), " is placed on ", ranks,
         " ranks but the job has ", comm.size(),
         " (compile it for this many ranks, or launch with -n ", ranks, ")"));
-  std::unique_ptr<Executor> executor(new Executor(comm));
+  if (!backend)
+    backend = createCpuBackend(comm);
+  std::unique_ptr<Executor> executor(new Executor(comm, std::move(backend)));
   Loader loader(*executor, program);
   executor->figures.arenaBytes = program.getArenaBytes();
-  void *arena = std::aligned_alloc(
-      64, std::max<int64_t>(64, (executor->figures.arenaBytes + 63) / 64 * 64));
-  if (!arena)
-    return absl::ResourceExhaustedError("cannot allocate the arena");
-  executor->arena.reset(arena);
+  absl::StatusOr<void *> arena =
+      executor->executionBackend->allocate(executor->figures.arenaBytes);
+  if (!arena.ok())
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the arena: ", arena.status().message()));
+  executor->arena = *arena;
 
   zrt::StepOp step;
   for (mlir::Operation &op : program.getBody().front()) {
@@ -444,11 +449,13 @@ Executor::create(zrt::ProgramOp program, Communicator &comm) {
       step = stepOp;
     }
   }
-  // The compute stream is the one kernels run on.
+  // The compute stream, the one kernels run on, is stream 0.
   step.walk([&](zrt::LaunchOp launch) {
-    loader.computeStream = launch.getStream().str();
+    loader.getStream(launch.getStream());
     return mlir::WalkResult::interrupt();
   });
+  if (loader.streams.empty())
+    loader.getStream("compute");
   for (mlir::Operation &op : step.getBody().front()) {
     absl::Status status =
         mlir::isa<zrt::BufferRefOp, zrt::ArenaViewOp, zrt::ViewOp>(op)
@@ -457,86 +464,15 @@ Executor::create(zrt::ProgramOp program, Communicator &comm) {
     if (!status.ok())
       return status;
   }
-  executor->eventTickets.assign(loader.events.size(), -1);
+  if (absl::Status status = executor->executionBackend->prepare(
+          executor->instructions, std::max<int>(1, loader.streams.size()),
+          loader.events.size());
+      !status.ok())
+    return status;
   return executor;
-}
-
-//===----------------------------------------------------------------------===//
-// Running
-//===----------------------------------------------------------------------===//
-
-absl::Status Executor::runInstruction(const Instruction &instruction,
-                                      const KernelContext &context) {
-  using Kind = Instruction::Kind;
-  auto start = [&]() -> absl::StatusOr<Communicator::Ticket> {
-    const void *in = instruction.ins[0];
-    void *out = instruction.outs[0];
-    switch (instruction.kind) {
-    case Kind::allReduce:
-      return comm.startAllReduce(in, out, instruction.count, instruction.dtype,
-                                 instruction.reduce);
-    case Kind::reduceScatter:
-      return comm.startReduceScatter(in, out, instruction.count,
-                                     instruction.dtype, instruction.reduce);
-    case Kind::allGather:
-      return comm.startAllGather(in, out, instruction.count, instruction.dtype);
-    case Kind::broadcast:
-      return comm.startBroadcast(in, out, instruction.count, instruction.dtype,
-                                 instruction.root);
-    default:
-      return comm.startAllToAll(in, out, instruction.count, instruction.dtype);
-    }
-  };
-  switch (instruction.kind) {
-  case Kind::launch:
-    return instruction.kernel(instruction.ins, instruction.outs, context);
-  case Kind::copy:
-    std::memmove(instruction.outs[0], instruction.ins[0], instruction.bytes);
-    return absl::OkStatus();
-  case Kind::recordComm:
-    eventTickets[instruction.event] = inFlight.empty() ? -1 : inFlight.back();
-    return absl::OkStatus();
-  case Kind::waitComm: {
-    Communicator::Ticket ticket = eventTickets[instruction.event];
-    while (!inFlight.empty() && inFlight.front() <= ticket) {
-      Communicator::Ticket oldest = inFlight.front();
-      inFlight.erase(inFlight.begin());
-      if (absl::Status status = comm.wait(oldest); !status.ok())
-        return status;
-    }
-    return absl::OkStatus();
-  }
-  default:
-    break;
-  }
-  // One collective in flight at a time keeps the communication stream in
-  // program order: a collective may read what the previous one wrote.
-  for (Communicator::Ticket ticket : inFlight)
-    if (absl::Status status = comm.wait(ticket); !status.ok())
-      return status;
-  inFlight.clear();
-  absl::StatusOr<Communicator::Ticket> ticket = start();
-  if (!ticket.ok())
-    return ticket.status();
-  if (instruction.synchronous)
-    return comm.wait(*ticket);
-  inFlight.push_back(*ticket);
-  return absl::OkStatus();
 }
 
 absl::Status Executor::runStep(int64_t step) {
   KernelContext context{step, comm.rank(), comm.size()};
-  for (size_t index = 0; index < instructions.size(); ++index) {
-    absl::Status status = runInstruction(instructions[index], context);
-    if (!status.ok())
-      return absl::Status(status.code(),
-                          absl::StrCat("step ", step, ", instruction ", index,
-                                       " (", instructions[index].label,
-                                       "): ", status.message()));
-  }
-  for (Communicator::Ticket ticket : inFlight)
-    if (absl::Status status = comm.wait(ticket); !status.ok())
-      return status;
-  inFlight.clear();
-  return absl::OkStatus();
+  return executionBackend->runStep(context);
 }

@@ -77,7 +77,10 @@ absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
     int64_t logical = product(decl.logicalShape);
     int64_t begin = getShardBegin(decl, rank);
     int64_t count = decl.spec.numElements();
-    void *out = executor.bufferData(index);
+    // Filled on the host, then copied to wherever the backend keeps it.
+    std::vector<uint8_t> host(decl.bytes);
+    void *out = host.data();
+    auto store = [&] { return executor.writeBuffer(index, out); };
 
     // A tensor in the file wins; a master copy without one starts as its
     // parameter's tensor.
@@ -104,6 +107,8 @@ absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
                          dtypeName(source->dtype), ", but the program stores ",
                          dtypeName(decl.spec.dtype)));
       copyShard(*source, begin, count, decl.spec.dtype, out);
+      if (absl::Status status = store(); !status.ok())
+        return status;
       continue;
     }
     // Master copies take their parameter's initializer and name, so that
@@ -115,7 +120,8 @@ absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
         init = decls[owner].init;
     }
     if (!init) {
-      std::memset(out, 0, decl.bytes);
+      if (absl::Status status = store(); !status.ok())
+        return status;
       continue;
     }
     if (absl::Status status = validateInitSpec(*init); !status.ok())
@@ -123,6 +129,8 @@ absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
           absl::StrCat("initializer of ", decl.name, ": ", status.message()));
     fillInitialized(*init, seed, decl.initName, logical, begin, count,
                     decl.spec.dtype, out);
+    if (absl::Status status = store(); !status.ok())
+      return status;
   }
   return absl::OkStatus();
 }
@@ -141,16 +149,18 @@ absl::StatusOr<TensorMap> zero::rt::gatherState(Executor &executor) {
     tensor.shape = decl.logicalShape;
     int64_t elementBytes = dtypeBytes(decl.spec.dtype);
     int64_t logicalBytes = product(decl.logicalShape) * elementBytes;
+    std::vector<uint8_t> local(decl.bytes);
+    if (absl::Status status = executor.readBuffer(index, local.data());
+        !status.ok())
+      return status;
     if (decl.layout == "replicated") {
-      const auto *data =
-          static_cast<const uint8_t *>(executor.bufferData(index));
-      tensor.data.assign(data, data + logicalBytes);
+      local.resize(logicalBytes);
+      tensor.data = std::move(local);
     } else {
       int64_t count = decl.spec.numElements();
       std::vector<uint8_t> gathered(count * comm.size() * elementBytes);
-      if (absl::Status status =
-              comm.allGather(executor.bufferData(index), gathered.data(), count,
-                             decl.spec.dtype);
+      if (absl::Status status = comm.allGather(local.data(), gathered.data(),
+                                               count, decl.spec.dtype);
           !status.ok())
         return status;
       gathered.resize(logicalBytes);

@@ -155,10 +155,18 @@ absl::StatusOr<KernelFn> bindFill(const BindRequest &request,
 
 absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &request,
                                        cudaStream_t stream) {
-  // A kernel argument rather than a host-to-device copy: the step's host
-  // storage need not outlive the call.
+  // With a device step, a device-to-device copy of it, so that a captured
+  // graph writes the step of each replay. Without one, a kernel argument
+  // rather than a host-to-device copy: the step's host storage need not
+  // outlive the call.
   std::string name(request.name);
   return KernelFn([=](Ins, Outs outs, const KernelContext &ctx) {
+    if (ctx.deviceStep != nullptr)
+      return cudaStatus(name,
+                        cudaMemcpyAsync(outs[0], ctx.deviceStep,
+                                        sizeof(int64_t),
+                                        cudaMemcpyDeviceToDevice, stream),
+                        "copying the device step");
     return launched(
         name, dev::launchFillInt(outs[0], dev::Dt::i64, 1, ctx.step, stream));
   });

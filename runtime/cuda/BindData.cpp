@@ -244,7 +244,7 @@ absl::StatusOr<KernelFn> bindSgd(const BindRequest &request,
                                     const KernelContext &ctx) {
     return launched(name,
                     dev::launchSgd(ins[0], ins[1], outs[0], paramType, gradType,
-                                   count, rate.at(ctx.step), weightDecay,
+                                   count, rate.forCall(ctx), weightDecay,
                                    skipFlag(ins, skippable), stream));
   });
 }
@@ -273,7 +273,7 @@ absl::StatusOr<KernelFn> bindSgdMomentum(const BindRequest &request,
         return launched(
             name, dev::launchSgdMomentum(ins[0], ins[1], ins[2], outs[0],
                                          outs[1], paramType, gradType, bufType,
-                                         count, rate.at(ctx.step), weightDecay,
+                                         count, rate.forCall(ctx), weightDecay,
                                          mu, skipFlag(ins, skippable), stream));
       });
 }
@@ -305,21 +305,20 @@ absl::StatusOr<KernelFn> bindAdam(const BindRequest &request,
           gradType = dt(request.ins[1].dtype);
   std::string name(request.name);
   bool skippable = request.ins.size() == 6;
-  return KernelFn(
-      [=, rate = *rate](Ins ins, Outs outs, const KernelContext &ctx) {
-        // The rate follows the runtime's step, as on CPU; the bias corrections
-        // follow the step tensor, read on the device.
-        dev::AdamHyper h = hyper;
-        h.lr = rate.at(ctx.step);
-        return launched(
-            name,
-            dev::launchAdam(ins[0], ins[1], static_cast<const float *>(ins[2]),
-                            static_cast<const float *>(ins[3]),
-                            static_cast<const int64_t *>(ins[4]), outs[0],
-                            static_cast<float *>(outs[1]),
-                            static_cast<float *>(outs[2]), paramType, gradType,
-                            count, h, skipFlag(ins, skippable), stream));
-      });
+  return KernelFn([=, rate = *rate](Ins ins, Outs outs,
+                                    const KernelContext &ctx) {
+    // The rate follows the runtime's step (read on the device when
+    // ctx.deviceStep is set), as on CPU; the bias corrections follow the
+    // step tensor, read on the device.
+    return launched(
+        name, dev::launchAdam(
+                  ins[0], ins[1], static_cast<const float *>(ins[2]),
+                  static_cast<const float *>(ins[3]),
+                  static_cast<const int64_t *>(ins[4]), outs[0],
+                  static_cast<float *>(outs[1]), static_cast<float *>(outs[2]),
+                  paramType, gradType, count, rate.forCall(ctx), hyper,
+                  skipFlag(ins, skippable), stream));
+  });
 }
 
 absl::StatusOr<KernelFn> bindSumSquares(const BindRequest &request,

@@ -79,6 +79,36 @@ struct StepLr {
       return lr;
     return static_cast<float>(scheduledLearningRate(schedule, exactLr, step));
   }
+
+  /// The rate of a call for the device: with a schedule and a device step,
+  /// the schedule itself, computed on the device from *ctx.deviceStep (so
+  /// that a captured graph follows the step of each replay); otherwise the
+  /// rate of the host step, computed here.
+  dev::LrParams forCall(const KernelContext &ctx) const {
+    dev::LrParams params;
+    if (!scheduled || ctx.deviceStep == nullptr) {
+      params.lr = at(ctx.step);
+      return params;
+    }
+    params.lr = lr;
+    params.exactLr = exactLr;
+    switch (schedule.kind) {
+    case LrSchedule::Kind::constant:
+      params.kind = dev::LrKind::constant;
+      break;
+    case LrSchedule::Kind::linear:
+      params.kind = dev::LrKind::linear;
+      break;
+    case LrSchedule::Kind::cosine:
+      params.kind = dev::LrKind::cosine;
+      break;
+    }
+    params.warmup = schedule.warmup;
+    params.total = schedule.total;
+    params.minLr = schedule.minLr;
+    params.step = ctx.deviceStep;
+    return params;
+  }
 };
 absl::StatusOr<StepLr> readStepLr(const BindRequest &request);
 

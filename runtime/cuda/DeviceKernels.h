@@ -130,23 +130,48 @@ cudaError_t launchGather(const void *x, void *y, int64_t elementBytes,
 // when it holds anything but 0 (NaN included) every result keeps its
 // operand's value, as on CPU.
 
+/// The learning rate of an update, computed on the device by thread 0 of
+/// every block, as the CPU kernels compute it (StepLr in CudaSupport.h): the
+/// f32 `lr` itself when `kind` is none, else scheduledLearningRate (in
+/// double, from `exactLr`, the same formula and constant for pi) at the
+/// step `*step`, cast to float. `step` is the runtime's 1-based step in
+/// device memory (KernelContext::deviceStep), read when the kernel runs, so
+/// that a call captured in a CUDA graph follows the step of each replay; it
+/// is not read (and may be null) when `kind` is none. A binder without a
+/// device step passes the host step's rate as `lr` with kind none.
+enum class LrKind : int { none, constant, linear, cosine };
+struct LrParams {
+  float lr = 0.0f;
+  double exactLr = 0.0;
+  LrKind kind = LrKind::none;
+  int64_t warmup = 0; // steps of linear warmup from 0
+  int64_t total = 0;  // linear/cosine: the step at which the rate is minLr
+  double minLr = 0.0;
+  const int64_t *step = nullptr;
+};
+
 cudaError_t launchSgd(const void *p, const void *g, void *pOut, Dt paramType,
-                      Dt gradType, int64_t count, float lr, float weightDecay,
-                      const float *skip, cudaStream_t stream);
+                      Dt gradType, int64_t count, const LrParams &rate,
+                      float weightDecay, const float *skip,
+                      cudaStream_t stream);
 cudaError_t launchSgdMomentum(const void *p, const void *g, const void *buf,
                               void *pOut, void *bufOut, Dt paramType,
-                              Dt gradType, Dt bufType, int64_t count, float lr,
-                              float weightDecay, float momentum,
-                              const float *skip, cudaStream_t stream);
+                              Dt gradType, Dt bufType, int64_t count,
+                              const LrParams &rate, float weightDecay,
+                              float momentum, const float *skip,
+                              cudaStream_t stream);
 struct AdamHyper {
-  float lr, beta1, beta2, eps, weightDecay;
+  float beta1, beta2, eps, weightDecay;
   bool decoupled;
 };
-/// Reads the 1-based step from device memory (`step`, an i64 scalar).
+/// Reads the 1-based step of the bias corrections from device memory
+/// (`step`, Adam's i64 step tensor); the rate follows `rate.step`, the
+/// runtime's step, as on CPU.
 cudaError_t launchAdam(const void *p, const void *g, const float *m,
                        const float *v, const int64_t *step, void *pOut,
                        float *mOut, float *vOut, Dt paramType, Dt gradType,
-                       int64_t count, const AdamHyper &hyper, const float *skip,
+                       int64_t count, const LrParams &rate,
+                       const AdamHyper &hyper, const float *skip,
                        cudaStream_t stream);
 
 //===- Clipping.cu --------------------------------------------------------===//

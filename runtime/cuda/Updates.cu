@@ -10,9 +10,11 @@
 // set, each thread copies its operands to its results instead, which is a
 // no-op for results updated in place.
 //
-// The learning rate of the step (schedule included) is computed on the host
-// at call time, exactly as on CPU; Adam's step tensor lives on the device, so
-// its bias corrections are computed there, once per block, in double.
+// The learning rate of the step (schedule included) is computed on the
+// device, once per block, from the runtime's step in device memory (see
+// LrParams), so that a captured CUDA graph replays with each step's rate;
+// Adam's step tensor lives on the device too, so its bias corrections are
+// computed there, once per block, in double.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,9 +28,49 @@ __device__ __forceinline__ bool skipped(const float *skip) {
   return skip != nullptr && !(*skip == 0.0f);
 }
 
+/// scheduledLearningRate (runtime/cpu/Updates.cpp) on the device, with the
+/// same double arithmetic: the final multiply-add is rounded twice
+/// (__dmul_rn, __dadd_rn) because nvcc would otherwise fuse it, which the
+/// host does not. Only cos may differ, in its last ulp of double, which the
+/// cast to float absorbs but in rare ties.
+__device__ double scheduledRate(const LrParams &r, int64_t step) {
+  double t = static_cast<double>(step);
+  if (r.warmup > 0 && step <= r.warmup)
+    return r.exactLr * t / static_cast<double>(r.warmup);
+  if (r.kind == LrKind::constant)
+    return r.exactLr;
+  if (step >= r.total)
+    return r.minLr;
+  double progress = (t - static_cast<double>(r.warmup)) /
+                    static_cast<double>(r.total - r.warmup);
+  progress = fmin(fmax(progress, 0.0), 1.0);
+  double remaining = r.kind == LrKind::linear
+                         ? 1.0 - progress
+                         : 0.5 * (1.0 + cos(3.14159265358979323846 * progress));
+  return __dadd_rn(r.minLr, __dmul_rn(r.exactLr - r.minLr, remaining));
+}
+
+/// The rate of this launch's step, as StepLr::at computes it on the host.
+__device__ float learningRate(const LrParams &r) {
+  if (r.kind == LrKind::none)
+    return r.lr;
+  return static_cast<float>(scheduledRate(r, *r.step));
+}
+
+/// learningRate, computed by thread 0 and shared with the block. Every
+/// thread of the block must call it.
+__device__ float blockLearningRate(const LrParams &r) {
+  __shared__ float rate;
+  if (threadIdx.x == 0)
+    rate = learningRate(r);
+  __syncthreads();
+  return rate;
+}
+
 __global__ void sgdKernel(const void *p, const void *g, void *pOut,
-                          Dt paramType, Dt gradType, int64_t count, float lr,
-                          float wd, const float *skip) {
+                          Dt paramType, Dt gradType, int64_t count,
+                          LrParams rate, float wd, const float *skip) {
+  float lr = blockLearningRate(rate);
   bool keep = skipped(skip);
   for (int64_t i = globalThread(); i < count; i += globalStride()) {
     float param = loadF(p, paramType, i);
@@ -44,8 +86,9 @@ __global__ void sgdKernel(const void *p, const void *g, void *pOut,
 __global__ void sgdMomentumKernel(const void *p, const void *g, const void *b,
                                   void *pOut, void *bOut, Dt paramType,
                                   Dt gradType, Dt bufType, int64_t count,
-                                  float lr, float wd, float mu,
+                                  LrParams rate, float wd, float mu,
                                   const float *skip) {
+  float lr = blockLearningRate(rate);
   bool keep = skipped(skip);
   for (int64_t i = globalThread(); i < count; i += globalStride()) {
     float param = loadF(p, paramType, i);
@@ -64,24 +107,26 @@ __global__ void sgdMomentumKernel(const void *p, const void *g, const void *b,
 __global__ void adamKernel(const void *p, const void *g, const float *m,
                            const float *v, const int64_t *step, void *pOut,
                            float *mOut, float *vOut, Dt paramType, Dt gradType,
-                           int64_t count, AdamHyper h, const float *skip) {
-  __shared__ float stepSize, correction2Sqrt;
+                           int64_t count, LrParams rate, AdamHyper h,
+                           const float *skip) {
+  __shared__ float lr, stepSize, correction2Sqrt;
   __shared__ bool valid;
   if (threadIdx.x == 0) {
+    lr = learningRate(rate);
     int64_t t = *step;
     valid = t >= 1;
     // The PyTorch form, as on CPU: lr / (1 - beta1^t) * m /
     // (sqrt(v) / sqrt(1 - beta2^t) + eps).
     double t64 = static_cast<double>(t);
     stepSize =
-        static_cast<float>(static_cast<double>(h.lr) /
+        static_cast<float>(static_cast<double>(lr) /
                            (1.0 - pow(static_cast<double>(h.beta1), t64)));
     correction2Sqrt =
         static_cast<float>(sqrt(1.0 - pow(static_cast<double>(h.beta2), t64)));
   }
   __syncthreads();
   float wdGrad = h.decoupled ? 0.0f : h.weightDecay;
-  float shrink = h.decoupled ? 1.0f - h.lr * h.weightDecay : 1.0f;
+  float shrink = h.decoupled ? 1.0f - lr * h.weightDecay : 1.0f;
   float oneMinusB1 = 1.0f - h.beta1, oneMinusB2 = 1.0f - h.beta2;
   bool keep = skipped(skip);
   for (int64_t i = globalThread(); i < count; i += globalStride()) {
@@ -107,24 +152,26 @@ __global__ void adamKernel(const void *p, const void *g, const float *m,
 } // namespace
 
 cudaError_t launchSgd(const void *p, const void *g, void *pOut, Dt paramType,
-                      Dt gradType, int64_t count, float lr, float weightDecay,
-                      const float *skip, cudaStream_t stream) {
+                      Dt gradType, int64_t count, const LrParams &rate,
+                      float weightDecay, const float *skip,
+                      cudaStream_t stream) {
   if (count == 0)
     return cudaSuccess;
   sgdKernel<<<gridFor(count), kThreads, 0, stream>>>(
-      p, g, pOut, paramType, gradType, count, lr, weightDecay, skip);
+      p, g, pOut, paramType, gradType, count, rate, weightDecay, skip);
   return cudaGetLastError();
 }
 
 cudaError_t launchSgdMomentum(const void *p, const void *g, const void *buf,
                               void *pOut, void *bufOut, Dt paramType,
-                              Dt gradType, Dt bufType, int64_t count, float lr,
-                              float weightDecay, float momentum,
-                              const float *skip, cudaStream_t stream) {
+                              Dt gradType, Dt bufType, int64_t count,
+                              const LrParams &rate, float weightDecay,
+                              float momentum, const float *skip,
+                              cudaStream_t stream) {
   if (count == 0)
     return cudaSuccess;
   sgdMomentumKernel<<<gridFor(count), kThreads, 0, stream>>>(
-      p, g, buf, pOut, bufOut, paramType, gradType, bufType, count, lr,
+      p, g, buf, pOut, bufOut, paramType, gradType, bufType, count, rate,
       weightDecay, momentum, skip);
   return cudaGetLastError();
 }
@@ -132,13 +179,14 @@ cudaError_t launchSgdMomentum(const void *p, const void *g, const void *buf,
 cudaError_t launchAdam(const void *p, const void *g, const float *m,
                        const float *v, const int64_t *step, void *pOut,
                        float *mOut, float *vOut, Dt paramType, Dt gradType,
-                       int64_t count, const AdamHyper &hyper, const float *skip,
+                       int64_t count, const LrParams &rate,
+                       const AdamHyper &hyper, const float *skip,
                        cudaStream_t stream) {
   if (count == 0)
     return cudaSuccess;
   adamKernel<<<gridFor(count), kThreads, 0, stream>>>(
-      p, g, m, v, step, pOut, mOut, vOut, paramType, gradType, count, hyper,
-      skip);
+      p, g, m, v, step, pOut, mOut, vOut, paramType, gradType, count, rate,
+      hyper, skip);
   return cudaGetLastError();
 }
 

@@ -180,10 +180,7 @@ static float readLoss(Executor &executor) {
   int index = executor.findBuffer("output0");
   if (index < 0)
     return NAN;
-  const BufferDecl &decl = executor.buffers()[index];
-  if (!isFloat(decl.spec.dtype))
-    return NAN;
-  return loadAsFloat(executor.bufferData(index), decl.spec.dtype, 0);
+  return executor.readScalar(index);
 }
 
 int main(int argc, char **argv) {

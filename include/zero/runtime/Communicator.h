@@ -122,6 +122,17 @@ public:
     return traffic_;
   }
   void resetTraffic() { traffic_.clear(); }
+  /// Adds traffic counted elsewhere: a replayed CUDA graph issues the
+  /// collectives it captured without calling this communicator again.
+  void addTraffic(const std::map<std::string, TrafficStats> &more) {
+    for (const auto &[kind, stats] : more) {
+      TrafficStats &total = traffic_[kind];
+      total.count += stats.count;
+      total.elements += stats.elements;
+      total.bytes += stats.bytes;
+      total.sentBytesPerRank += stats.sentBytesPerRank;
+    }
+  }
 
 protected:
   /// Accounts one collective exactly as PlanReport's addTraffic does for one

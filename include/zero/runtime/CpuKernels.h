@@ -53,6 +53,11 @@ struct KernelContext {
   int64_t step = 1; // 1-based optimizer step
   int rank = 0;
   int groupSize = 1;
+  /// The same step as an i64 scalar in device memory, or null. CUDA kernels
+  /// that depend on the step (train.step_index, the learning-rate schedule)
+  /// read it there when it is set, so that a step captured as a CUDA graph
+  /// replays with the step of each launch. CPU kernels ignore it.
+  const int64_t *deviceStep = nullptr;
 };
 
 /// A bound kernel: shapes, dtypes and attributes are resolved once at bind

@@ -2,8 +2,11 @@
 //
 // Loads a lowered `zrt.program` once: allocates its persistent buffers and
 // its arena, binds every kernel, resolves every view to an address, and
-// turns the step into a flat instruction list. A step is then a loop over
-// that list, with no parsing, allocation or per-parameter host work.
+// turns the step into a flat instruction list. A step is then a replay of
+// that list, with no parsing, allocation or per-parameter host work. Where
+// the buffers live and how the list runs is the backend's business
+// (ExecutionBackend.h): host memory and CPU kernels by default, device
+// memory, CUDA streams and NCCL with the CUDA backends.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +15,7 @@
 
 #include "zero/runtime/Communicator.h"
 #include "zero/runtime/CpuKernels.h"
+#include "zero/runtime/ExecutionBackend.h"
 #include "zero/runtime/Initializer.h"
 
 #include "absl/status/statusor.h"
@@ -79,42 +83,49 @@ struct MemoryFigures {
 class Executor {
 public:
   /// Builds the executor for `program`, whose placement must have as many
-  /// ranks as `comm`. Fails on anything the runtime cannot run, naming the
+  /// ranks as `comm`, on `backend` (the CPU backend over `comm` when null).
+  /// `comm` is the job's host communicator: the CPU backend runs the
+  /// program's collectives on it, and state and batch I/O use it on every
+  /// backend. Fails on anything the runtime cannot run, naming the
   /// instruction.
   static absl::StatusOr<std::unique_ptr<Executor>>
-  create(zrt::ProgramOp program, Communicator &comm);
+  create(zrt::ProgramOp program, Communicator &comm,
+         std::unique_ptr<ExecutionBackend> backend = nullptr);
   ~Executor();
 
   /// Runs one step; `step` is 1-based (Adam's bias correction reads it).
   absl::Status runStep(int64_t step);
 
   const std::vector<BufferDecl> &buffers() const { return decls; }
-  void *bufferData(size_t index) { return storage[index].get(); }
+  /// The buffer in the backend's memory: host memory on the CPU backend,
+  /// device memory on the CUDA backends. From the host, go through
+  /// readBuffer and writeBuffer, which work on every backend.
+  void *bufferData(size_t index) { return storage[index]; }
+  /// Copies buffer `index` (decls[index].bytes) to or from host memory.
+  absl::Status readBuffer(size_t index, void *host) const;
+  absl::Status writeBuffer(size_t index, const void *host);
+  /// The value of element 0 of a float buffer, as a float (NaN if the
+  /// buffer is not float or cannot be read): the loss, the loss scale.
+  float readScalar(size_t index) const;
   /// Index of the buffer named `name`, or -1.
   int findBuffer(const std::string &name) const;
   const MemoryFigures &memory() const { return figures; }
-  size_t numInstructions() const;
+  size_t numInstructions() const { return instructions.size(); }
+  /// The job's host communicator.
   Communicator &communicator() { return comm; }
+  ExecutionBackend &backend() { return *executionBackend; }
 
 private:
-  struct Instruction;
   struct Loader;
-  explicit Executor(Communicator &comm);
-  absl::Status runInstruction(const Instruction &instruction,
-                              const KernelContext &context);
+  Executor(Communicator &comm, std::unique_ptr<ExecutionBackend> backend);
 
   Communicator &comm;
+  std::unique_ptr<ExecutionBackend> executionBackend;
   std::vector<BufferDecl> decls;
-  struct FreeDeleter {
-    void operator()(void *pointer) const;
-  };
-  std::vector<std::unique_ptr<void, FreeDeleter>> storage;
-  std::unique_ptr<void, FreeDeleter> arena;
-  std::vector<Instruction> instructions;
-  /// Per event: the communication ticket recorded last (or -1).
-  std::vector<Communicator::Ticket> eventTickets;
-  /// Collectives started and not yet waited for, oldest first.
-  std::vector<Communicator::Ticket> inFlight;
+  /// Owned: released through the backend by the destructor.
+  std::vector<void *> storage;
+  void *arena = nullptr;
+  std::vector<StepInstruction> instructions;
   MemoryFigures figures;
 };
 

@@ -7,7 +7,10 @@
 
 #include "CudaTestSupport.h"
 
+#include <cuda_runtime_api.h>
+
 #include <cmath>
+#include <memory>
 
 using namespace zero::rt;
 using namespace zero::rt::test;
@@ -119,6 +122,63 @@ TEST(ElementwiseCuda, FillAndStepIndex) {
   KernelCase step{"train.step_index", {}, {}, {Tensor(DType::i64, {})}};
   step.ctx.step = 1234567;
   EXPECT_TRUE(matchesCpu(step));
+}
+
+TEST(ElementwiseCuda, StepIndexFollowsTheDeviceStep) {
+  // With KernelContext::deviceStep set, step_index copies it on the device:
+  // a call captured as a CUDA graph writes the step of each replay, not the
+  // host step of the capture.
+  SKIP_WITHOUT_CUDA_GPU();
+  void *stepBuffer = nullptr, *outBuffer = nullptr;
+  ASSERT_EQ(cudaMalloc(&stepBuffer, sizeof(int64_t)), cudaSuccess);
+  std::unique_ptr<void, cudaError_t (*)(void *)> stepOwner(stepBuffer,
+                                                           cudaFree);
+  ASSERT_EQ(cudaMalloc(&outBuffer, sizeof(int64_t)), cudaSuccess);
+  std::unique_ptr<void, cudaError_t (*)(void *)> outOwner(outBuffer, cudaFree);
+  auto *deviceStep = static_cast<int64_t *>(stepBuffer);
+  void *out = outBuffer;
+  auto setStep = [&](int64_t step) {
+    ASSERT_EQ(
+        cudaMemcpy(deviceStep, &step, sizeof(step), cudaMemcpyHostToDevice),
+        cudaSuccess);
+  };
+
+  setStep(42);
+  KernelCase step{"train.step_index", {}, {}, {Tensor(DType::i64, {})}};
+  step.ctx.step = 42;
+  step.ctx.deviceStep = deviceStep;
+  EXPECT_TRUE(matchesCpu(step));
+
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  std::vector<TensorSpec> outSpecs = {TensorSpec{DType::i64, {}}};
+  absl::StatusOr<KernelFn> gpu =
+      bindCudaKernel("train.step_index", {}, {}, outSpecs, stream);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  KernelContext captured;
+  captured.step = -1;
+  captured.deviceStep = deviceStep;
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+            cudaSuccess);
+  std::vector<void *> outs = {out};
+  absl::Status call = (*gpu)({}, outs, captured);
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_TRUE(call.ok()) << call;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int64_t want : {int64_t{1}, int64_t{7}, int64_t{1} << 40}) {
+    setStep(want);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    int64_t got = 0;
+    ASSERT_EQ(cudaMemcpy(&got, out, sizeof(got), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_EQ(got, want);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
 }
 
 } // namespace

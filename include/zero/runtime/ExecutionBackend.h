@@ -1,0 +1,116 @@
+//===- ExecutionBackend.h - Where a loaded step runs ------------*- C++ -*-===//
+//
+// The executor (Executor.h) turns a zrt program into buffers and a flat list
+// of step instructions once; a backend owns the memory those buffers live
+// in, binds the kernels, and replays the list. The CPU backend runs kernels
+// synchronously and collectives on the job's host communicator; the CUDA
+// backends (CudaBackend.h) put buffers in device memory, map the program's
+// zrt streams and events onto CUDA streams and events, and can replay a
+// whole step as one CUDA graph.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_RUNTIME_EXECUTIONBACKEND_H
+#define ZERO_RUNTIME_EXECUTIONBACKEND_H
+
+#include "zero/runtime/Communicator.h"
+#include "zero/runtime/CpuKernels.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace zero::rt {
+
+/// One instruction of a loaded step, with every operand resolved to an
+/// address in the backend's memory.
+struct StepInstruction {
+  enum class Kind {
+    launch,
+    copy,
+    allReduce,
+    reduceScatter,
+    allGather,
+    broadcast,
+    allToAll,
+    /// Marks `event` complete once the work issued so far on `stream` is.
+    record,
+    /// Work issued later on `stream` waits for `event`.
+    wait
+  };
+  Kind kind = Kind::launch;
+  /// What the instruction is, for error messages ("train.matmul").
+  std::string label;
+  KernelFn kernel;
+  std::vector<const void *> ins;
+  std::vector<void *> outs;
+  /// Copies: bytes moved.
+  int64_t bytes = 0;
+  /// Collectives: elements per rank (reduce-scatter output, all-gather
+  /// input, all-to-all block) or in total (all-reduce, broadcast).
+  int64_t count = 0;
+  DType dtype = DType::f32;
+  ReduceKind reduce = ReduceKind::sum;
+  int root = 0;
+  /// The zrt stream the instruction is issued on; 0 is the compute stream
+  /// (the one kernels run on).
+  int stream = 0;
+  int event = -1;
+
+  bool isCollective() const {
+    return kind != Kind::launch && kind != Kind::copy && kind != Kind::record &&
+           kind != Kind::wait;
+  }
+  /// Bytes of the collective's input and output buffers.
+  int64_t collectiveInputBytes(int ranks) const;
+  int64_t collectiveOutputBytes(int ranks) const;
+};
+
+/// What a step is on each backend, and what the executor needs from it.
+class ExecutionBackend {
+public:
+  virtual ~ExecutionBackend() = default;
+
+  /// "cpu", "cuda" or "cuda-host-staged".
+  virtual std::string name() const = 0;
+  /// A one-line description of the device, for logs and the metrics JSON.
+  virtual std::string deviceDescription() const = 0;
+
+  /// Persistent memory (a buffer or the arena), zero-filled and aligned for
+  /// vector loads.
+  virtual absl::StatusOr<void *> allocate(int64_t bytes) = 0;
+  virtual void release(void *memory) = 0;
+  /// Host <-> backend memory; blocking.
+  virtual absl::Status copyToHost(void *host, const void *source,
+                                  int64_t bytes) = 0;
+  virtual absl::Status copyFromHost(void *target, const void *host,
+                                    int64_t bytes) = 0;
+
+  /// Binds kernel `name` to run on zrt stream `stream`.
+  virtual absl::StatusOr<KernelFn> bindKernel(absl::string_view name,
+                                              mlir::DictionaryAttr params,
+                                              absl::Span<const TensorSpec> ins,
+                                              absl::Span<const TensorSpec> outs,
+                                              int stream) = 0;
+
+  /// Called once, after every kernel is bound, with the whole step; the
+  /// list stays alive and unchanged for the backend's lifetime.
+  virtual absl::Status prepare(const std::vector<StepInstruction> &step,
+                               int streams, int events) = 0;
+  /// Runs the step and returns once it is complete (its results readable by
+  /// copyToHost). `context.step` is 1-based.
+  virtual absl::Status runStep(const KernelContext &context) = 0;
+
+  /// Memory the backend holds besides the buffers and the arena (kernel
+  /// workspaces, staging buffers).
+  virtual int64_t overheadBytes() const { return 0; }
+};
+
+/// The CPU backend: host memory, kernels from CpuKernels.h run one after
+/// the other, collectives started on `comm` and overlapped with compute
+/// where the program's events allow.
+std::unique_ptr<ExecutionBackend> createCpuBackend(Communicator &comm);
+
+} // namespace zero::rt
+
+#endif // ZERO_RUNTIME_EXECUTIONBACKEND_H

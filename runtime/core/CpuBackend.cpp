@@ -1,0 +1,189 @@
+//===- CpuBackend.cpp - Runs a loaded step on the host
+//---------------------===//
+//
+// Kernels run synchronously, one after the other, so only the communication
+// side of the program's events matters: which collective a record marks,
+// and where the compute stream waits for it. Collectives on the compute
+// stream complete before the next instruction; the others start
+// non-blocking on the host communicator and overlap the kernels that follow.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/runtime/ExecutionBackend.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace zero::rt;
+
+int64_t StepInstruction::collectiveInputBytes(int ranks) const {
+  int64_t elements = count;
+  if (kind == Kind::reduceScatter || kind == Kind::allToAll)
+    elements = count * ranks;
+  return elements * dtypeBytes(dtype);
+}
+
+int64_t StepInstruction::collectiveOutputBytes(int ranks) const {
+  int64_t elements = count;
+  if (kind == Kind::allGather || kind == Kind::allToAll)
+    elements = count * ranks;
+  return elements * dtypeBytes(dtype);
+}
+
+namespace {
+
+class CpuBackend : public ExecutionBackend {
+public:
+  explicit CpuBackend(Communicator &comm) : comm(comm) {}
+
+  std::string name() const override { return "cpu"; }
+  std::string deviceDescription() const override { return "host CPU"; }
+
+  absl::StatusOr<void *> allocate(int64_t bytes) override {
+    // Aligned for vector loads; zeroed so padding reads as zero.
+    int64_t size = std::max<int64_t>(64, (bytes + 63) / 64 * 64);
+    void *memory = std::aligned_alloc(64, size);
+    if (!memory)
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot allocate ", size, " bytes of host memory"));
+    std::memset(memory, 0, size);
+    return memory;
+  }
+  void release(void *memory) override { std::free(memory); }
+  absl::Status copyToHost(void *host, const void *source,
+                          int64_t bytes) override {
+    std::memcpy(host, source, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status copyFromHost(void *target, const void *host,
+                            int64_t bytes) override {
+    std::memcpy(target, host, bytes);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<KernelFn> bindKernel(absl::string_view name,
+                                      mlir::DictionaryAttr params,
+                                      absl::Span<const TensorSpec> ins,
+                                      absl::Span<const TensorSpec> outs,
+                                      int) override {
+    return bindCpuKernel(name, params, ins, outs);
+  }
+
+  absl::Status prepare(const std::vector<StepInstruction> &step, int,
+                       int events) override {
+    instructions = &step;
+    eventTickets.assign(events, -1);
+    return absl::OkStatus();
+  }
+
+  absl::Status runStep(const KernelContext &context) override;
+
+private:
+  absl::Status run(const StepInstruction &instruction,
+                   const KernelContext &context);
+  absl::StatusOr<Communicator::Ticket>
+  startCollective(const StepInstruction &instruction);
+  absl::Status waitAll();
+
+  Communicator &comm;
+  const std::vector<StepInstruction> *instructions = nullptr;
+  /// Per event: the communication ticket recorded last (or -1).
+  std::vector<Communicator::Ticket> eventTickets;
+  /// Collectives started and not yet waited for, oldest first.
+  std::vector<Communicator::Ticket> inFlight;
+};
+
+} // namespace
+
+absl::StatusOr<Communicator::Ticket>
+CpuBackend::startCollective(const StepInstruction &instruction) {
+  using Kind = StepInstruction::Kind;
+  const void *in = instruction.ins[0];
+  void *out = instruction.outs[0];
+  switch (instruction.kind) {
+  case Kind::allReduce:
+    return comm.startAllReduce(in, out, instruction.count, instruction.dtype,
+                               instruction.reduce);
+  case Kind::reduceScatter:
+    return comm.startReduceScatter(in, out, instruction.count,
+                                   instruction.dtype, instruction.reduce);
+  case Kind::allGather:
+    return comm.startAllGather(in, out, instruction.count, instruction.dtype);
+  case Kind::broadcast:
+    return comm.startBroadcast(in, out, instruction.count, instruction.dtype,
+                               instruction.root);
+  default:
+    return comm.startAllToAll(in, out, instruction.count, instruction.dtype);
+  }
+}
+
+absl::Status CpuBackend::waitAll() {
+  for (Communicator::Ticket ticket : inFlight)
+    if (absl::Status status = comm.wait(ticket); !status.ok())
+      return status;
+  inFlight.clear();
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::run(const StepInstruction &instruction,
+                             const KernelContext &context) {
+  using Kind = StepInstruction::Kind;
+  switch (instruction.kind) {
+  case Kind::launch:
+    return instruction.kernel(instruction.ins, instruction.outs, context);
+  case Kind::copy:
+    std::memmove(instruction.outs[0], instruction.ins[0], instruction.bytes);
+    return absl::OkStatus();
+  case Kind::record:
+    // The compute stream's work is complete once issued.
+    if (instruction.stream != 0)
+      eventTickets[instruction.event] = inFlight.empty() ? -1 : inFlight.back();
+    return absl::OkStatus();
+  case Kind::wait: {
+    // Communication waiting for compute has nothing to wait for.
+    if (instruction.stream != 0)
+      return absl::OkStatus();
+    Communicator::Ticket ticket = eventTickets[instruction.event];
+    while (!inFlight.empty() && inFlight.front() <= ticket) {
+      Communicator::Ticket oldest = inFlight.front();
+      inFlight.erase(inFlight.begin());
+      if (absl::Status status = comm.wait(oldest); !status.ok())
+        return status;
+    }
+    return absl::OkStatus();
+  }
+  default:
+    break;
+  }
+  // One collective in flight at a time keeps the communication stream in
+  // program order: a collective may read what the previous one wrote.
+  if (absl::Status status = waitAll(); !status.ok())
+    return status;
+  absl::StatusOr<Communicator::Ticket> ticket = startCollective(instruction);
+  if (!ticket.ok())
+    return ticket.status();
+  if (instruction.stream == 0)
+    return comm.wait(*ticket);
+  inFlight.push_back(*ticket);
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::runStep(const KernelContext &context) {
+  for (size_t index = 0; index < instructions->size(); ++index) {
+    const StepInstruction &instruction = (*instructions)[index];
+    absl::Status status = run(instruction, context);
+    if (!status.ok())
+      return absl::Status(status.code(),
+                          absl::StrCat("step ", context.step, ", instruction ",
+                                       index, " (", instruction.label,
+                                       "): ", status.message()));
+  }
+  return waitAll();
+}
+
+std::unique_ptr<ExecutionBackend>
+zero::rt::createCpuBackend(Communicator &comm) {
+  return std::make_unique<CpuBackend>(comm);
+}

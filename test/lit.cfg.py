@@ -64,3 +64,19 @@ if "mpi" in config.available_features and os.path.exists(
     llvm_config.add_tool_substitutions(
         [ToolSubst("zero-run", unresolved="fatal")], tool_dirs
     )
+
+# CUDA: "cuda" where the CUDA parts were built (nvcc found at configure
+# time), "gpu" where this machine also has a GPU to run them. GPU tests
+# REQUIRE both and so are reported as unsupported (skipped) elsewhere.
+if config.zero_has_cuda:
+    config.available_features.add("cuda")
+    import subprocess
+
+    try:
+        listed = subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        listed = ""
+    if any(line.startswith("GPU ") for line in listed.splitlines()):
+        config.available_features.add("gpu")

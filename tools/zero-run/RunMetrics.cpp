@@ -78,6 +78,7 @@ std::vector<int64_t> RunMetrics::localFields() const {
     std::memcpy(&sentBits, &stats.sentBytesPerRank, sizeof(sentBits));
     fields.insert(fields.end(), {stats.count, stats.bytes, sentBits});
   }
+  fields.push_back(executor.backend().overheadBytes());
   return fields;
 }
 
@@ -110,12 +111,17 @@ RunMetrics::rankJson(const std::vector<int64_t> &fields) const {
                            {"bytes", fields[at + 1]},
                            {"sent_bytes_per_rank", sent}};
   }
-  return llvm::json::Object{
-      {"parameters", fields[0]},   {"masters", fields[1]},
-      {"slots", fields[2]},        {"grad_accumulators", fields[3]},
-      {"persistent", state},       {"inputs_outputs", fields[4]},
-      {"arena_bytes", fields[5]},  {"arena_high_water", fields[6]},
-      {"peak", state + fields[6]}, {"traffic_per_step", std::move(traffic)}};
+  return llvm::json::Object{{"parameters", fields[0]},
+                            {"masters", fields[1]},
+                            {"slots", fields[2]},
+                            {"grad_accumulators", fields[3]},
+                            {"persistent", state},
+                            {"inputs_outputs", fields[4]},
+                            {"arena_bytes", fields[5]},
+                            {"arena_high_water", fields[6]},
+                            {"peak", state + fields[6]},
+                            {"traffic_per_step", std::move(traffic)},
+                            {"backend_overhead", fields.back()}};
 }
 
 llvm::json::Object RunMetrics::reportJson() const {
@@ -148,6 +154,8 @@ absl::Status RunMetrics::writeJson(const std::string &path) const {
       {"steps", steps},
       {"seed", static_cast<int64_t>(seed)},
       {"deterministic", deterministic},
+      {"backend", executor.backend().name()},
+      {"device", executor.backend().deviceDescription()},
       {"data", data},
       {"global_batch", globalBatch},
       {"instructions", static_cast<int64_t>(executor.numInstructions())},
@@ -183,7 +191,11 @@ std::string RunMetrics::describeStart() const {
                       memory.arenaBytes ? 100.0 * liveBytes / memory.arenaBytes
                                         : 100.0),
       "; global batch ", globalBatch, "; data ", data,
-      deterministic ? "; deterministic" : "");
+      deterministic ? "; deterministic" : "",
+      executor.backend().name() == "cpu"
+          ? std::string()
+          : absl::StrCat("; backend ", executor.backend().name(), " on ",
+                         executor.backend().deviceDescription()));
 }
 
 std::string RunMetrics::describeStep(int64_t step) const {

@@ -19,6 +19,10 @@
 #include "zero/runtime/Communicator.h"
 #include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/Executor.h"
+#ifdef ZERO_RUN_HAS_CUDA
+#include "zero/runtime/CudaBackend.h"
+#include "zero/runtime/CudaDevices.h"
+#endif
 #include "zero/runtime/TrainingState.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -98,6 +102,22 @@ static cl::opt<int> threadsFlag(
     cl::init(0), cl::cat(runCategory));
 static cl::opt<bool> quietFlag("quiet", cl::desc("No progress lines"),
                                cl::init(false), cl::cat(runCategory));
+static cl::opt<std::string> backendFlag(
+    "backend",
+    cl::desc("Where the ranks run: cpu (default), cuda (a GPU per rank, "
+             "NCCL) or cuda-host-staged (CUDA kernels, MPI collectives "
+             "through host memory; ranks may share a GPU)"),
+    cl::init("cpu"), cl::cat(runCategory));
+static cl::opt<bool> cudaGraphFlag(
+    "cuda-graph",
+    cl::desc("With --backend cuda: capture the step as a CUDA graph once and "
+             "replay it"),
+    cl::init(false), cl::cat(runCategory));
+static cl::opt<int> deviceFlag(
+    "device",
+    cl::desc("CUDA device of every rank (default: the rank's index on its "
+             "node, modulo the GPUs)"),
+    cl::init(-1), cl::cat(runCategory));
 
 /// Fails before a communicator exists: every rank sees the same arguments,
 /// so every rank fails the same way.
@@ -183,13 +203,80 @@ static float readLoss(Executor &executor) {
   return executor.readScalar(index);
 }
 
+/// Checks the backend flags before any rank starts, so that a bad
+/// combination is said once.
+static void checkBackendFlags() {
+  const std::string &backend = backendFlag;
+  if (backend != "cpu" && backend != "cuda" && backend != "cuda-host-staged")
+    failEarly(absl::StrCat("--backend must be cpu, cuda or cuda-host-staged, "
+                           "got '",
+                           backend, "'"));
+  if (cudaGraphFlag && backend != "cuda")
+    failEarly("--cuda-graph needs --backend cuda (NCCL): host-staged and CPU "
+              "collectives run on the host, which a CUDA graph cannot "
+              "capture");
+  if (deviceFlag.getNumOccurrences() && backend == "cpu")
+    failEarly("--device needs --backend cuda or cuda-host-staged");
+  if (deviceFlag < -1)
+    failEarly("--device must be 0 or more");
+  if (backend == "cuda" && deterministicFlag)
+    failEarly("--deterministic needs rank-order reductions, which NCCL does "
+              "not make: use --backend cuda-host-staged (or cpu)");
+#ifdef ZERO_RUN_HAS_CUDA
+  if (backend != "cpu") {
+    absl::StatusOr<std::vector<cuda::CudaDeviceInfo>> devices =
+        cuda::listCudaDevices();
+    if (!devices.ok())
+      failEarly(absl::StrCat("--backend ", backend, ": ",
+                             devices.status().message()));
+    if (devices->empty())
+      failEarly(absl::StrCat("--backend ", backend,
+                             ": no CUDA device is visible to this process "
+                             "(use --backend cpu)"));
+  }
+#else
+  if (backend != "cpu")
+    failEarly(absl::StrCat("--backend ", backend,
+                           ": this zero-run was built without CUDA (no nvcc "
+                           "at configure time, or ZERO_ENABLE_CUDA=OFF)"));
+#endif
+}
+
+/// The backend the ranks run on; collective over `comm` for NCCL.
+static absl::StatusOr<std::unique_ptr<ExecutionBackend>>
+createBackend(Communicator &comm) {
+  if (backendFlag == "cpu")
+    return createCpuBackend(comm);
+#ifdef ZERO_RUN_HAS_CUDA
+  CudaBackendOptions options;
+  options.collectives = backendFlag == "cuda"
+                            ? CudaBackendOptions::Collectives::nccl
+                            : CudaBackendOptions::Collectives::hostStaged;
+  options.device = deviceFlag;
+  options.cudaGraph = cudaGraphFlag;
+  options.comm.deterministic = deterministicFlag;
+  options.comm.timeoutSeconds = timeoutFlag;
+  absl::StatusOr<std::unique_ptr<ExecutionBackend>> backend =
+      createCudaBackend(comm, options);
+  if (!backend.ok())
+    return absl::Status(backend.status().code(),
+                        absl::StrCat("--backend ", backendFlag.getValue(), ": ",
+                                     backend.status().message()));
+  return backend;
+#else
+  return absl::UnimplementedError("built without CUDA");
+#endif
+}
+
 int main(int argc, char **argv) {
   registerZeroPasses();
   cl::HideUnrelatedOptions(runCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
-      "zero-run: trains a ZeRO program on N CPU ranks over MPI\n\n"
-      "  zero-run examples/mlp.mlir -n 4 --stage 3 --steps 20\n");
+      "zero-run: trains a ZeRO program on N ranks: CPU ranks over MPI, or "
+      "GPU ranks over CUDA and NCCL\n\n"
+      "  zero-run examples/mlp.mlir -n 4 --stage 3 --steps 20\n"
+      "  zero-run examples/gpt2-tiny.mlir -n 2 --stage 2 --backend cuda\n");
   if (stageFlag != -1 && (stageFlag < 0 || stageFlag > 3))
     failEarly(absl::StrCat("--stage must be 0, 1, 2 or 3, got ",
                            stageFlag.getValue()));
@@ -197,6 +284,7 @@ int main(int argc, char **argv) {
     failEarly("--steps must be at least 1");
   if (ranksFlag < 0 || (ranksFlag == 0 && ranksFlag.getNumOccurrences()))
     failEarly("-n must be at least 1");
+  checkBackendFlags();
   // Checked before launching ranks, so that the message is said once.
   for (const std::string &path :
        {programPath.getValue(), initFlag.getValue(), dataFlag.getValue()})
@@ -254,8 +342,12 @@ int main(int argc, char **argv) {
     module->print(os);
   }
 
+  absl::StatusOr<std::unique_ptr<ExecutionBackend>> backend =
+      createBackend(comm);
+  if (!backend.ok())
+    fail(comm, backend.status());
   absl::StatusOr<std::unique_ptr<Executor>> executor =
-      Executor::create(*program, comm);
+      Executor::create(*program, comm, std::move(*backend));
   if (!executor.ok())
     fail(comm, executor.status());
   if (absl::Status status =

@@ -1,0 +1,598 @@
+//===- CudaBackend.cpp - Runs a loaded step on a GPU
+//-----------------------===//
+//
+// The step is issued in program order; each instruction goes to the CUDA
+// stream of its zrt stream, and the program's records and waits become
+// cudaEventRecord and cudaStreamWaitEvent, so the GPU sees the same
+// dependencies the compiler scheduled. Every step forks the other streams
+// from the compute stream and joins them back, which is also what lets the
+// step be captured from the compute stream as one CUDA graph.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/runtime/CudaBackend.h"
+
+#include "zero/runtime/CudaKernels.h"
+#include "zero/runtime/NcclCommunicator.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+using namespace zero::rt;
+
+namespace {
+
+absl::Status cudaCheck(cudaError_t error, absl::string_view what) {
+  if (error == cudaSuccess)
+    return absl::OkStatus();
+  return absl::InternalError(
+      absl::StrCat(what, ": ", cudaGetErrorString(error)));
+}
+
+/// The rank's index among the ranks of its node, from the launcher.
+int localRank(const Communicator &comm) {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char *value = std::getenv(name))
+      return std::atoi(value);
+  return comm.rank();
+}
+
+int localSize(const Communicator &comm) {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char *value = std::getenv(name))
+      return std::max(1, std::atoi(value));
+  return comm.size();
+}
+
+/// Collectives on device buffers, ordered on a CUDA stream.
+class DeviceCollectives {
+public:
+  virtual ~DeviceCollectives() = default;
+  virtual absl::Status enqueue(const StepInstruction &instruction,
+                               cudaStream_t stream) = 0;
+  /// Blocks until `stream` is idle, ending with an error rather than
+  /// hanging when a rank dies.
+  virtual absl::Status synchronize(cudaStream_t stream,
+                                   absl::string_view what) = 0;
+};
+
+class NcclCollectives : public DeviceCollectives {
+public:
+  explicit NcclCollectives(std::unique_ptr<NcclCommunicator> nccl)
+      : nccl(std::move(nccl)) {}
+
+  absl::Status enqueue(const StepInstruction &instruction,
+                       cudaStream_t stream) override {
+    using Kind = StepInstruction::Kind;
+    const void *in = instruction.ins[0];
+    void *out = instruction.outs[0];
+    switch (instruction.kind) {
+    case Kind::allReduce:
+      return nccl->enqueueAllReduce(in, out, instruction.count,
+                                    instruction.dtype, instruction.reduce,
+                                    stream);
+    case Kind::reduceScatter:
+      return nccl->enqueueReduceScatter(in, out, instruction.count,
+                                        instruction.dtype, instruction.reduce,
+                                        stream);
+    case Kind::allGather:
+      return nccl->enqueueAllGather(in, out, instruction.count,
+                                    instruction.dtype, stream);
+    case Kind::broadcast:
+      return nccl->enqueueBroadcast(in, out, instruction.count,
+                                    instruction.dtype, instruction.root,
+                                    stream);
+    default:
+      return nccl->enqueueAllToAll(in, out, instruction.count,
+                                   instruction.dtype, stream);
+    }
+  }
+  absl::Status synchronize(cudaStream_t stream,
+                           absl::string_view what) override {
+    return nccl->synchronize(stream, what);
+  }
+
+  std::unique_ptr<NcclCommunicator> nccl;
+};
+
+/// Collectives through pinned host buffers and the host communicator.
+class HostStagedCollectives : public DeviceCollectives {
+public:
+  HostStagedCollectives(Communicator &comm, double timeoutSeconds)
+      : comm(comm), timeoutSeconds(timeoutSeconds) {}
+  ~HostStagedCollectives() override {
+    cudaFreeHost(stagingIn);
+    cudaFreeHost(stagingOut);
+  }
+
+  absl::Status reserve(int64_t inBytes, int64_t outBytes) {
+    if (inBytes > 0)
+      if (absl::Status status = cudaCheck(cudaMallocHost(&stagingIn, inBytes),
+                                          "pinned staging for collectives");
+          !status.ok())
+        return status;
+    if (outBytes > 0)
+      return cudaCheck(cudaMallocHost(&stagingOut, outBytes),
+                       "pinned staging for collectives");
+    return absl::OkStatus();
+  }
+  int64_t stagingBytes = 0;
+
+  absl::Status enqueue(const StepInstruction &instruction,
+                       cudaStream_t stream) override;
+  absl::Status synchronize(cudaStream_t stream,
+                           absl::string_view what) override;
+
+private:
+  absl::Status runOnHost(const StepInstruction &instruction);
+
+  Communicator &comm;
+  double timeoutSeconds;
+  void *stagingIn = nullptr;
+  void *stagingOut = nullptr;
+};
+
+absl::Status HostStagedCollectives::synchronize(cudaStream_t stream,
+                                                absl::string_view what) {
+  // The GPU is local: only a kernel fault or a hang of this process's own
+  // work can stop it, and the host collectives have their own timeout.
+  auto start = std::chrono::steady_clock::now();
+  while (true) {
+    cudaError_t state = cudaStreamQuery(stream);
+    if (state == cudaSuccess)
+      return absl::OkStatus();
+    if (state != cudaErrorNotReady)
+      return cudaCheck(state, what);
+    double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (timeoutSeconds > 0 && waited > timeoutSeconds)
+      return absl::DeadlineExceededError(absl::StrCat(
+          what, " did not finish within ", timeoutSeconds, " s on the GPU"));
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+absl::Status
+HostStagedCollectives::runOnHost(const StepInstruction &instruction) {
+  using Kind = StepInstruction::Kind;
+  switch (instruction.kind) {
+  case Kind::allReduce:
+    return comm.allReduce(stagingIn, stagingOut, instruction.count,
+                          instruction.dtype, instruction.reduce);
+  case Kind::reduceScatter:
+    return comm.reduceScatter(stagingIn, stagingOut, instruction.count,
+                              instruction.dtype, instruction.reduce);
+  case Kind::allGather:
+    return comm.allGather(stagingIn, stagingOut, instruction.count,
+                          instruction.dtype);
+  case Kind::broadcast:
+    return comm.broadcast(stagingIn, stagingOut, instruction.count,
+                          instruction.dtype, instruction.root);
+  default:
+    return comm.allToAll(stagingIn, stagingOut, instruction.count,
+                         instruction.dtype);
+  }
+}
+
+absl::Status HostStagedCollectives::enqueue(const StepInstruction &instruction,
+                                            cudaStream_t stream) {
+  int ranks = comm.size();
+  int64_t inBytes = instruction.collectiveInputBytes(ranks);
+  int64_t outBytes = instruction.collectiveOutputBytes(ranks);
+  // The stream's earlier work, and what it waits for, must be done before
+  // the input is read on the host.
+  if (absl::Status status =
+          cudaCheck(cudaMemcpyAsync(stagingIn, instruction.ins[0], inBytes,
+                                    cudaMemcpyDeviceToHost, stream),
+                    "staging a collective's input");
+      !status.ok())
+    return status;
+  if (absl::Status status = synchronize(stream, instruction.label);
+      !status.ok())
+    return status;
+  if (absl::Status status = runOnHost(instruction); !status.ok())
+    return status;
+  if (absl::Status status =
+          cudaCheck(cudaMemcpyAsync(instruction.outs[0], stagingOut, outBytes,
+                                    cudaMemcpyHostToDevice, stream),
+                    "staging a collective's result");
+      !status.ok())
+    return status;
+  // The staging buffers are reused by the next collective.
+  return synchronize(stream, instruction.label);
+}
+
+class CudaBackend : public ExecutionBackend {
+public:
+  CudaBackend(Communicator &hostComm, CudaBackendOptions options)
+      : hostComm(hostComm), options(std::move(options)) {}
+  ~CudaBackend() override;
+
+  absl::Status initialize();
+
+  std::string name() const override {
+    return options.collectives == CudaBackendOptions::Collectives::nccl
+               ? "cuda"
+               : "cuda-host-staged";
+  }
+  std::string deviceDescription() const override { return description; }
+
+  absl::StatusOr<void *> allocate(int64_t bytes) override;
+  void release(void *memory) override { cudaFree(memory); }
+  absl::Status copyToHost(void *host, const void *source,
+                          int64_t bytes) override;
+  absl::Status copyFromHost(void *target, const void *host,
+                            int64_t bytes) override;
+  absl::StatusOr<KernelFn> bindKernel(absl::string_view name,
+                                      mlir::DictionaryAttr params,
+                                      absl::Span<const TensorSpec> ins,
+                                      absl::Span<const TensorSpec> outs,
+                                      int stream) override;
+  absl::Status prepare(const std::vector<StepInstruction> &step, int streams,
+                       int events) override;
+  absl::Status runStep(const KernelContext &context) override;
+  int64_t overheadBytes() const override { return overhead; }
+
+private:
+  absl::StatusOr<cudaStream_t> getStream(int index);
+  absl::Status issueStep(const KernelContext &context);
+  absl::Status issue(const StepInstruction &instruction,
+                     const KernelContext &context);
+  absl::Status captureStep(const KernelContext &context);
+  /// The traffic of the collectives issued since the last call, moved to
+  /// the host communicator, where the runtime reads it.
+  void moveTraffic();
+
+  Communicator &hostComm;
+  CudaBackendOptions options;
+  int device = 0;
+  std::string description;
+  std::unique_ptr<DeviceCollectives> collectives;
+  NcclCommunicator *nccl = nullptr;
+  const std::vector<StepInstruction> *instructions = nullptr;
+  std::vector<cudaStream_t> streams;
+  std::vector<cudaEvent_t> events;
+  /// Fork and join points of the streams other than compute.
+  cudaEvent_t forkEvent = nullptr;
+  std::vector<cudaEvent_t> joinEvents;
+  int64_t *deviceStep = nullptr;
+  int64_t *hostStep = nullptr;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t graphExec = nullptr;
+  std::map<std::string, TrafficStats> graphTraffic;
+  int64_t overhead = 0;
+};
+
+} // namespace
+
+CudaBackend::~CudaBackend() {
+  // The collectives may still reference the streams; finish them first.
+  if (!streams.empty())
+    cudaStreamSynchronize(streams[0]);
+  collectives.reset();
+  if (graphExec)
+    cudaGraphExecDestroy(graphExec);
+  if (graph)
+    cudaGraphDestroy(graph);
+  for (cudaEvent_t event : events)
+    cudaEventDestroy(event);
+  for (cudaEvent_t event : joinEvents)
+    cudaEventDestroy(event);
+  if (forkEvent)
+    cudaEventDestroy(forkEvent);
+  for (cudaStream_t stream : streams)
+    cudaStreamDestroy(stream);
+  cudaFree(deviceStep);
+  cudaFreeHost(hostStep);
+}
+
+absl::Status CudaBackend::initialize() {
+  int count = 0;
+  cudaError_t error = cudaGetDeviceCount(&count);
+  if (error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver ||
+      (error == cudaSuccess && count == 0))
+    return absl::FailedPreconditionError(
+        "no CUDA device is visible to this process (use --backend cpu)");
+  if (absl::Status status = cudaCheck(error, "cudaGetDeviceCount");
+      !status.ok())
+    return status;
+  bool useNccl = options.collectives == CudaBackendOptions::Collectives::nccl;
+  if (useNccl && localSize(hostComm) > count)
+    return absl::FailedPreconditionError(absl::StrCat(
+        localSize(hostComm), " ranks on this node share ", count,
+        count == 1 ? " GPU" : " GPUs",
+        ", but NCCL needs a GPU per rank (use --backend cuda-host-staged to "
+        "share GPUs)"));
+  if (options.cudaGraph && !useNccl)
+    return absl::InvalidArgumentError(
+        "--cuda-graph needs --backend cuda: host-staged collectives run on "
+        "the host, which a CUDA graph cannot capture");
+  device = options.device >= 0 ? options.device : localRank(hostComm) % count;
+  if (device >= count)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device ", device, " does not exist (", count, " visible)"));
+  if (absl::Status status = cudaCheck(cudaSetDevice(device), "cudaSetDevice");
+      !status.ok())
+    return status;
+  cudaDeviceProp properties;
+  if (absl::Status status = cudaCheck(
+          cudaGetDeviceProperties(&properties, device), "device properties");
+      !status.ok())
+    return status;
+  description = absl::StrFormat(
+      "GPU %d: %s (sm_%d%d, %.1f GiB)%s", device, properties.name,
+      properties.major, properties.minor,
+      static_cast<double>(properties.totalGlobalMem) / (1 << 30),
+      options.cudaGraph ? ", CUDA graph" : "");
+
+  if (absl::StatusOr<cudaStream_t> compute = getStream(0); !compute.ok())
+    return compute.status();
+  if (absl::Status status = cudaCheck(
+          cudaEventCreateWithFlags(&forkEvent, cudaEventDisableTiming),
+          "cudaEventCreate");
+      !status.ok())
+    return status;
+  if (absl::Status status =
+          cudaCheck(cudaMalloc(&deviceStep, sizeof(int64_t)), "cudaMalloc");
+      !status.ok())
+    return status;
+  if (absl::Status status = cudaCheck(
+          cudaMallocHost(&hostStep, sizeof(int64_t)), "cudaMallocHost");
+      !status.ok())
+    return status;
+  overhead += sizeof(int64_t);
+
+  if (!useNccl) {
+    collectives = std::make_unique<HostStagedCollectives>(
+        hostComm, options.comm.timeoutSeconds);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::unique_ptr<NcclCommunicator>> created =
+      NcclCommunicator::create(hostComm, options.comm);
+  if (!created.ok())
+    return created.status();
+  nccl = created->get();
+  collectives = std::make_unique<NcclCollectives>(std::move(*created));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<cudaStream_t> CudaBackend::getStream(int index) {
+  while (static_cast<int>(streams.size()) <= index) {
+    cudaStream_t stream;
+    // Non-blocking: the legacy default stream must not serialize them.
+    if (absl::Status status =
+            cudaCheck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                      "cudaStreamCreate");
+        !status.ok())
+      return status;
+    streams.push_back(stream);
+  }
+  return streams[index];
+}
+
+absl::StatusOr<void *> CudaBackend::allocate(int64_t bytes) {
+  void *memory = nullptr;
+  // cudaMalloc aligns to 256 bytes; zeroed so padding reads as zero.
+  size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 256));
+  cudaError_t error = cudaMalloc(&memory, size);
+  if (error != cudaSuccess) {
+    size_t free = 0, total = 0;
+    cudaMemGetInfo(&free, &total);
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "cannot allocate %d bytes on GPU %d (%s; %d of %d bytes free)", bytes,
+        device, cudaGetErrorString(error), free, total));
+  }
+  if (absl::Status status =
+          cudaCheck(cudaMemset(memory, 0, size), "zeroing device memory");
+      !status.ok()) {
+    cudaFree(memory);
+    return status;
+  }
+  return memory;
+}
+
+absl::Status CudaBackend::copyToHost(void *host, const void *source,
+                                     int64_t bytes) {
+  if (absl::Status status =
+          cudaCheck(cudaMemcpyAsync(host, source, bytes, cudaMemcpyDeviceToHost,
+                                    streams[0]),
+                    "copying device memory to the host");
+      !status.ok())
+    return status;
+  return cudaCheck(cudaStreamSynchronize(streams[0]),
+                   "copying device memory to the host");
+}
+
+absl::Status CudaBackend::copyFromHost(void *target, const void *host,
+                                       int64_t bytes) {
+  if (absl::Status status =
+          cudaCheck(cudaMemcpyAsync(target, host, bytes, cudaMemcpyHostToDevice,
+                                    streams[0]),
+                    "copying host memory to the device");
+      !status.ok())
+    return status;
+  // The host buffer may be reused as soon as this returns.
+  return cudaCheck(cudaStreamSynchronize(streams[0]),
+                   "copying host memory to the device");
+}
+
+absl::StatusOr<KernelFn>
+CudaBackend::bindKernel(absl::string_view name, mlir::DictionaryAttr params,
+                        absl::Span<const TensorSpec> ins,
+                        absl::Span<const TensorSpec> outs, int stream) {
+  absl::StatusOr<cudaStream_t> cudaStream = getStream(stream);
+  if (!cudaStream.ok())
+    return cudaStream.status();
+  return bindCudaKernel(name, params, ins, outs, *cudaStream);
+}
+
+absl::Status CudaBackend::prepare(const std::vector<StepInstruction> &step,
+                                  int streamCount, int eventCount) {
+  instructions = &step;
+  if (absl::StatusOr<cudaStream_t> last = getStream(streamCount - 1);
+      !last.ok())
+    return last.status();
+  auto createEvent = [](cudaEvent_t &event) {
+    return cudaCheck(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+                     "cudaEventCreate");
+  };
+  events.resize(eventCount);
+  for (cudaEvent_t &event : events)
+    if (absl::Status status = createEvent(event); !status.ok())
+      return status;
+  joinEvents.resize(streams.size());
+  for (size_t index = 1; index < streams.size(); ++index)
+    if (absl::Status status = createEvent(joinEvents[index]); !status.ok())
+      return status;
+  if (auto *staged = dynamic_cast<HostStagedCollectives *>(collectives.get())) {
+    int64_t inBytes = 0, outBytes = 0;
+    for (const StepInstruction &instruction : step) {
+      if (!instruction.isCollective())
+        continue;
+      inBytes =
+          std::max(inBytes, instruction.collectiveInputBytes(hostComm.size()));
+      outBytes = std::max(outBytes,
+                          instruction.collectiveOutputBytes(hostComm.size()));
+    }
+    if (absl::Status status = staged->reserve(inBytes, outBytes); !status.ok())
+      return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::issue(const StepInstruction &instruction,
+                                const KernelContext &context) {
+  using Kind = StepInstruction::Kind;
+  cudaStream_t stream = streams[instruction.stream];
+  switch (instruction.kind) {
+  case Kind::launch:
+    return instruction.kernel(instruction.ins, instruction.outs, context);
+  case Kind::copy:
+    return cudaCheck(cudaMemcpyAsync(instruction.outs[0], instruction.ins[0],
+                                     instruction.bytes,
+                                     cudaMemcpyDeviceToDevice, stream),
+                     "cudaMemcpyAsync");
+  case Kind::record:
+    return cudaCheck(cudaEventRecord(events[instruction.event], stream),
+                     "cudaEventRecord");
+  case Kind::wait:
+    return cudaCheck(cudaStreamWaitEvent(stream, events[instruction.event], 0),
+                     "cudaStreamWaitEvent");
+  default:
+    return collectives->enqueue(instruction, stream);
+  }
+}
+
+absl::Status CudaBackend::issueStep(const KernelContext &context) {
+  cudaStream_t compute = streams[0];
+  if (absl::Status status =
+          cudaCheck(cudaEventRecord(forkEvent, compute), "cudaEventRecord");
+      !status.ok())
+    return status;
+  for (size_t index = 1; index < streams.size(); ++index)
+    if (absl::Status status =
+            cudaCheck(cudaStreamWaitEvent(streams[index], forkEvent, 0),
+                      "cudaStreamWaitEvent");
+        !status.ok())
+      return status;
+  for (size_t index = 0; index < instructions->size(); ++index) {
+    const StepInstruction &instruction = (*instructions)[index];
+    if (absl::Status status = issue(instruction, context); !status.ok())
+      return absl::Status(status.code(),
+                          absl::StrCat("step ", context.step, ", instruction ",
+                                       index, " (", instruction.label,
+                                       "): ", status.message()));
+  }
+  for (size_t index = 1; index < streams.size(); ++index) {
+    if (absl::Status status =
+            cudaCheck(cudaEventRecord(joinEvents[index], streams[index]),
+                      "cudaEventRecord");
+        !status.ok())
+      return status;
+    if (absl::Status status =
+            cudaCheck(cudaStreamWaitEvent(compute, joinEvents[index], 0),
+                      "cudaStreamWaitEvent");
+        !status.ok())
+      return status;
+  }
+  return absl::OkStatus();
+}
+
+void CudaBackend::moveTraffic() {
+  if (!nccl)
+    return;
+  hostComm.addTraffic(nccl->traffic());
+  nccl->resetTraffic();
+}
+
+absl::Status CudaBackend::captureStep(const KernelContext &context) {
+  cudaStream_t compute = streams[0];
+  if (absl::Status status = cudaCheck(
+          cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal),
+          "cudaStreamBeginCapture");
+      !status.ok())
+    return status;
+  absl::Status issued = issueStep(context);
+  // End the capture whatever happened, so that the stream is usable again.
+  cudaError_t ended = cudaStreamEndCapture(compute, &graph);
+  if (!issued.ok())
+    return issued;
+  if (absl::Status status = cudaCheck(ended, "capturing the step");
+      !status.ok())
+    return status;
+  if (absl::Status status =
+          cudaCheck(cudaGraphInstantiate(&graphExec, graph, 0),
+                    "instantiating the step's CUDA graph");
+      !status.ok())
+    return status;
+  graphTraffic = nccl ? nccl->traffic() : std::map<std::string, TrafficStats>();
+  if (nccl)
+    nccl->resetTraffic();
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::runStep(const KernelContext &context) {
+  cudaStream_t compute = streams[0];
+  *hostStep = context.step;
+  if (absl::Status status =
+          cudaCheck(cudaMemcpyAsync(deviceStep, hostStep, sizeof(int64_t),
+                                    cudaMemcpyHostToDevice, compute),
+                    "uploading the step number");
+      !status.ok())
+    return status;
+  KernelContext deviceContext = context;
+  deviceContext.deviceStep = deviceStep;
+  if (options.cudaGraph) {
+    if (!graphExec)
+      if (absl::Status status = captureStep(deviceContext); !status.ok())
+        return status;
+    if (absl::Status status = cudaCheck(cudaGraphLaunch(graphExec, compute),
+                                        "launching the step's CUDA graph");
+        !status.ok())
+      return status;
+    hostComm.addTraffic(graphTraffic);
+  } else {
+    if (absl::Status status = issueStep(deviceContext); !status.ok())
+      return status;
+    moveTraffic();
+  }
+  // Also keeps the pinned step number alive until its copy has run.
+  return collectives->synchronize(compute, absl::StrCat("step ", context.step));
+}
+
+absl::StatusOr<std::unique_ptr<ExecutionBackend>>
+zero::rt::createCudaBackend(Communicator &hostComm,
+                            const CudaBackendOptions &options) {
+  auto backend = std::make_unique<CudaBackend>(hostComm, options);
+  if (absl::Status status = backend->initialize(); !status.ok())
+    return status;
+  return backend;
+}

@@ -246,6 +246,8 @@ private:
   absl::Status issueStep(const KernelContext &context);
   absl::Status issue(const StepInstruction &instruction,
                      const KernelContext &context);
+  absl::Status enqueueCollective(const StepInstruction &instruction,
+                                 cudaStream_t stream);
   absl::Status captureStep(const KernelContext &context);
   /// The traffic of the collectives issued since the last call, moved to
   /// the host communicator, where the runtime reads it.
@@ -263,6 +265,9 @@ private:
   /// Fork and join points of the streams other than compute.
   cudaEvent_t forkEvent = nullptr;
   std::vector<cudaEvent_t> joinEvents;
+  /// Recorded after each collective; the stream of the last one, or -1.
+  cudaEvent_t collectiveOrder = nullptr;
+  int lastCollectiveStream = -1;
   int64_t *deviceStep = nullptr;
   int64_t *hostStep = nullptr;
   cudaGraph_t graph = nullptr;
@@ -288,6 +293,8 @@ CudaBackend::~CudaBackend() {
     cudaEventDestroy(event);
   if (forkEvent)
     cudaEventDestroy(forkEvent);
+  if (collectiveOrder)
+    cudaEventDestroy(collectiveOrder);
   for (cudaStream_t stream : streams)
     cudaStreamDestroy(stream);
   cudaFree(deviceStep);
@@ -335,11 +342,12 @@ absl::Status CudaBackend::initialize() {
 
   if (absl::StatusOr<cudaStream_t> compute = getStream(0); !compute.ok())
     return compute.status();
-  if (absl::Status status = cudaCheck(
-          cudaEventCreateWithFlags(&forkEvent, cudaEventDisableTiming),
-          "cudaEventCreate");
-      !status.ok())
-    return status;
+  for (cudaEvent_t *event : {&forkEvent, &collectiveOrder})
+    if (absl::Status status =
+            cudaCheck(cudaEventCreateWithFlags(event, cudaEventDisableTiming),
+                      "cudaEventCreate");
+        !status.ok())
+      return status;
   if (absl::Status status =
           cudaCheck(cudaMalloc(&deviceStep, sizeof(int64_t)), "cudaMalloc");
       !status.ok())
@@ -487,12 +495,32 @@ absl::Status CudaBackend::issue(const StepInstruction &instruction,
     return cudaCheck(cudaStreamWaitEvent(stream, events[instruction.event], 0),
                      "cudaStreamWaitEvent");
   default:
-    return collectives->enqueue(instruction, stream);
+    return enqueueCollective(instruction, stream);
   }
+}
+
+absl::Status CudaBackend::enqueueCollective(const StepInstruction &instruction,
+                                            cudaStream_t stream) {
+  // Every rank issues the collectives in program order, but two streams may
+  // run them in either order, and two ranks running them in different orders
+  // deadlock NCCL. A collective therefore waits for the previous one when
+  // that ran on another stream.
+  if (lastCollectiveStream >= 0 && lastCollectiveStream != instruction.stream)
+    if (absl::Status status =
+            cudaCheck(cudaStreamWaitEvent(stream, collectiveOrder, 0),
+                      "cudaStreamWaitEvent");
+        !status.ok())
+      return status;
+  if (absl::Status status = collectives->enqueue(instruction, stream);
+      !status.ok())
+    return status;
+  lastCollectiveStream = instruction.stream;
+  return cudaCheck(cudaEventRecord(collectiveOrder, stream), "cudaEventRecord");
 }
 
 absl::Status CudaBackend::issueStep(const KernelContext &context) {
   cudaStream_t compute = streams[0];
+  lastCollectiveStream = -1;
   if (absl::Status status =
           cudaCheck(cudaEventRecord(forkEvent, compute), "cudaEventRecord");
       !status.ok())

@@ -398,9 +398,14 @@ absl::StatusOr<void *> CudaBackend::allocate(int64_t bytes) {
         "cannot allocate %d bytes on GPU %d (%s; %d of %d bytes free)", bytes,
         device, cudaGetErrorString(error), free, total));
   }
-  if (absl::Status status =
-          cudaCheck(cudaMemset(memory, 0, size), "zeroing device memory");
-      !status.ok()) {
+  // On the compute stream, not the legacy default stream, which does not
+  // order with non-blocking streams: a later upload must not race it.
+  absl::Status status = cudaCheck(cudaMemsetAsync(memory, 0, size, streams[0]),
+                                  "zeroing device memory");
+  if (status.ok())
+    status =
+        cudaCheck(cudaStreamSynchronize(streams[0]), "zeroing device memory");
+  if (!status.ok()) {
     cudaFree(memory);
     return status;
   }

@@ -7,6 +7,8 @@
 //
 //   build/bin/gpt2_train --size tiny --stage 3 -n 4 --steps 200
 //   build/bin/gpt2_train --size 124M --stage 3 -n 8 --plan-only
+//   build/bin/gpt2_train --size 124M --stage 0 --precision bf16 \
+//       --backend cuda --cuda-graph --steps 20
 //
 // With -n N > 1 outside mpirun it launches itself under
 // `mpirun --oversubscribe -np N`, as zero-run does; under the user's own
@@ -17,6 +19,7 @@
 #include "zero/frontend/CompiledGraph.h"
 #include "zero/frontend/Graph.h"
 #include "zero/frontend/Layers.h"
+#include "zero/runtime/BackendSelection.h"
 #include "zero/runtime/Communicator.h"
 #include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/TrainingState.h"
@@ -89,6 +92,12 @@ struct Flags {
   std::string lossesOut;
   std::string data = ZERO_GPT2_CORPUS;
   std::string saveStep;
+  /// --backend, --cuda-graph (checked by runtime/backends, as in zero-run).
+  std::string backend = "cpu";
+  bool cudaGraph = false;
+  /// --peak-tflops: the per-GPU peak MFU is measured against; 0: from the
+  /// device name (H100, H200), or no MFU.
+  double peakTflops = 0;
 };
 
 const char *kUsage =
@@ -98,10 +107,14 @@ const char *kUsage =
     "                  [--checkpoint-activations] [--deterministic]\n"
     "                  [--plan-only] [--log-every K] [--losses-out FILE]\n"
     "                  [--data FILE] [--save-step FILE.mlir]\n"
+    "                  [--backend cpu|cuda|cuda-host-staged] [--cuda-graph]\n"
+    "                  [--peak-tflops T]\n"
     "\n"
     "Trains GPT-2 on byte-level tokens of a text corpus with ZeRO stage\n"
-    "0-3 on N CPU ranks (docs/frontend.md). --batch is the global batch\n"
-    "(split over the ranks), so runs at any N and stage see the same data.\n"
+    "0-3 on N ranks (docs/frontend.md): CPU ranks by default, or GPU ranks\n"
+    "with --backend cuda (a GPU per rank, NCCL) or cuda-host-staged (MPI\n"
+    "collectives through host memory). --batch is the global batch (split\n"
+    "over the ranks), so runs at any N and stage see the same data.\n"
     "Sizes:\n";
 
 [[noreturn]] void usage(const std::string &message) {
@@ -152,6 +165,10 @@ Flags parseFlags(int argc, char **argv) {
       flags.planOnly = true;
       continue;
     }
+    if (flag == "--cuda-graph") {
+      flags.cudaGraph = true;
+      continue;
+    }
     // Flags with a value: "--flag value" or "--flag=value".
     std::string inlineValue;
     bool hasInline = false;
@@ -162,9 +179,10 @@ Flags parseFlags(int argc, char **argv) {
       hasInline = true;
     }
     static const char *const kValued[] = {
-        "--size",  "--stage",     "-n",           "--ranks", "--precision",
-        "--steps", "--batch",     "--seq",        "--lr",    "--seed",
-        "--clip",  "--log-every", "--losses-out", "--data",  "--save-step"};
+        "--size",    "--stage",      "-n",           "--ranks", "--precision",
+        "--steps",   "--batch",      "--seq",        "--lr",    "--seed",
+        "--clip",    "--log-every",  "--losses-out", "--data",  "--save-step",
+        "--backend", "--peak-tflops"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](const char *known) { return flag == known; }) ==
         std::end(kValued))
@@ -234,6 +252,12 @@ Flags parseFlags(int argc, char **argv) {
       flags.data = valueText;
     } else if (flag == "--save-step") {
       flags.saveStep = valueText;
+    } else if (flag == "--backend") {
+      flags.backend = valueText;
+    } else if (flag == "--peak-tflops") {
+      flags.peakTflops = parseFloat(flag, value);
+      if (!(flags.peakTflops > 0))
+        usage(absl::StrCat("--peak-tflops must be positive, got ", valueText));
     }
   }
   if (flags.batch < 0)
@@ -260,6 +284,17 @@ Flags parseFlags(int argc, char **argv) {
   std::fflush(stdout);
   comm->abortJob(status.message(), 1);
   std::exit(1); // abortJob does not return; this tells the compiler so.
+}
+
+/// The backend flags as runtime/backends takes them: the checks and the
+/// messages are zero-run's (test/gpt2/errors.test, backend-no-gpu.test).
+zero::rt::BackendChoice backendChoice(const Flags &flags) {
+  zero::rt::BackendChoice choice;
+  choice.name = flags.backend;
+  choice.cudaGraph = flags.cudaGraph;
+  choice.deterministic = flags.deterministic;
+  choice.program = "gpt2_train";
+  return choice;
 }
 
 //===----------------------------------------------------------------------===//
@@ -479,6 +514,59 @@ double mean(const std::vector<float> &values, size_t begin, size_t end) {
   return end > begin ? sum / static_cast<double>(end - begin) : NAN;
 }
 
+/// Model FLOPs per trained token, as in the PaLM paper's MFU (appendix B):
+///
+///   flops/token = 6 * P + 12 * L * d_model * seq
+///
+/// where P is the trainable parameters (embeddings included), L the layers
+/// and seq the context. 6 * P is the forward (2 * P) and backward (4 * P)
+/// matmuls against the weights; 12 * L * d_model * seq the attention scores
+/// and their weighted sum, forward and backward. Recomputation under
+/// --checkpoint-activations is not counted: MFU measures useful work.
+double flopsPerToken(const GPT2Config &config) {
+  return 6.0 * static_cast<double>(parameterCount(config)) +
+         12.0 * static_cast<double>(config.layers) *
+             static_cast<double>(config.dim) * static_cast<double>(config.seq);
+}
+
+/// The dense bf16 peak (TFLOP/s) of the GPU `description` names, or 0 where
+/// it is not known: H100 SXM and H200 (989). The PCIe and NVL parts are
+/// slower and must be given with --peak-tflops.
+double defaultPeakTflops(const std::string &description) {
+  bool known = description.find("H100") != std::string::npos ||
+               description.find("H200") != std::string::npos;
+  if (!known || description.find("PCIe") != std::string::npos ||
+      description.find("NVL") != std::string::npos)
+    return 0;
+  return 989;
+}
+
+/// The GPU line: the mean step time without step 1 (bind-time work, the
+/// CUDA graph's capture, cuBLAS's first calls), tokens/s over the job, and
+/// MFU per GPU (one GPU per rank) against the --peak-tflops peak.
+void printThroughput(const Flags &flags, const std::vector<double> &seconds,
+                     int ranks, const std::string &description) {
+  size_t first = seconds.size() > 1 ? 1 : 0;
+  double sum = 0;
+  for (size_t i = first; i < seconds.size(); ++i)
+    sum += seconds[i];
+  double step = sum / static_cast<double>(seconds.size() - first);
+  double tokensPerSecond = static_cast<double>(flags.batch * flags.seq) / step;
+  double perToken = flopsPerToken(modelConfig(flags));
+  std::printf("gpu: mean step %.2f ms (steps %zu-%zu), %.0f tokens/s, "
+              "%.3g model FLOPs/token",
+              1e3 * step, first + 1, seconds.size(), tokensPerSecond, perToken);
+  double peak =
+      flags.peakTflops > 0 ? flags.peakTflops : defaultPeakTflops(description);
+  if (peak > 0)
+    std::printf(", MFU %.1f%% of %g TFLOP/s per GPU",
+                100.0 * perToken * tokensPerSecond / (peak * 1e12 * ranks),
+                peak);
+  else
+    std::printf(" (no MFU: give the GPU's peak with --peak-tflops)");
+  std::printf("\n");
+}
+
 //===----------------------------------------------------------------------===//
 // Training
 //===----------------------------------------------------------------------===//
@@ -532,9 +620,17 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
     if (absl::Status status = compiled->save(flags.saveStep, Form::step);
         !status.ok())
       fail(&comm, status);
-  auto trainer = Trainer::create(*compiled, comm, flags.seed);
+  absl::StatusOr<std::unique_ptr<zero::rt::ExecutionBackend>> backend =
+      zero::rt::createBackend(comm, backendChoice(flags));
+  if (!backend.ok())
+    fail(&comm, backend.status());
+  auto trainer =
+      Trainer::create(*compiled, comm, flags.seed, "", std::move(*backend));
   if (!trainer.ok())
     fail(&comm, trainer.status());
+  zero::rt::ExecutionBackend &executionBackend =
+      (*trainer)->executor().backend();
+  bool onGpu = executionBackend.name() != "cpu";
   auto batches =
       CorpusBatches::create((*trainer)->executor(), flags.data, *text,
                             flags.seq, flags.batch, flags.seed);
@@ -542,8 +638,14 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
     fail(&comm, batches.status());
   std::string dataLine = (*batches)->describe();
   (*trainer)->useBatches(std::move(*batches));
-  if (leader)
+  if (leader) {
     printPlan(flags, *compiled, localBatch, dataLine);
+    if (onGpu) {
+      std::printf("backend: %s on %s\n", executionBackend.name().c_str(),
+                  executionBackend.deviceDescription().c_str());
+      std::fflush(stdout);
+    }
+  }
 
   std::FILE *lossesFile = nullptr;
   if (leader && !flags.lossesOut.empty()) {
@@ -557,13 +659,20 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
   comm.resetTraffic();
   std::map<std::string, zero::rt::TrafficStats> firstStepTraffic;
   std::vector<float> losses;
+  // Each step's wall time; step() reads the loss back, which waits for the
+  // device, so on a GPU this is the step's time too.
+  std::vector<double> stepSeconds;
   auto start = std::chrono::steady_clock::now();
   auto lastLog = start;
   long lastLogStep = 0;
   for (long step = 1; step <= flags.steps; ++step) {
+    auto stepStart = std::chrono::steady_clock::now();
     absl::StatusOr<float> loss = (*trainer)->step();
     if (!loss.ok())
       fail(&comm, loss.status());
+    stepSeconds.push_back(std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - stepStart)
+                              .count());
     if (step == 1)
       firstStepTraffic = comm.traffic();
     losses.push_back(*loss);
@@ -629,6 +738,9 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
                   "row)\n",
                   executor.readScalar(scaleBuffer),
                   executor.readScalar(goodBuffer));
+    if (onGpu)
+      printThroughput(flags, stepSeconds, comm.size(),
+                      executionBackend.deviceDescription());
     std::fflush(stdout);
   }
   return 0;
@@ -638,6 +750,12 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
 
 int main(int argc, char **argv) {
   Flags flags = parseFlags(argc, argv);
+  // Checked before launching ranks, so that the message is said once; a
+  // plan needs no device, so --plan-only checks only the combination.
+  if (absl::Status status =
+          zero::rt::checkBackendChoice(backendChoice(flags), !flags.planOnly);
+      !status.ok())
+    fail(nullptr, status);
   if (flags.planOnly)
     return planOnly(flags);
   // Checked before launching ranks, so that the message is said once.

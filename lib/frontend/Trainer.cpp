@@ -17,7 +17,8 @@ using namespace zero::frontend;
 
 absl::StatusOr<std::unique_ptr<Trainer>>
 Trainer::create(const CompiledGraph &compiled, rt::Communicator &comm,
-                uint64_t seed, const std::string &initFile) {
+                uint64_t seed, const std::string &initFile,
+                std::unique_ptr<rt::ExecutionBackend> backend) {
   if (comm.size() != compiled.ranks())
     return absl::InvalidArgumentError(absl::StrCat(
         "the graph is compiled for ", compiled.ranks(),
@@ -29,7 +30,7 @@ Trainer::create(const CompiledGraph &compiled, rt::Communicator &comm,
     return absl::InternalError("the compiled graph holds no zrt program");
   std::unique_ptr<Trainer> trainer(new Trainer());
   absl::StatusOr<std::unique_ptr<rt::Executor>> executor =
-      rt::Executor::create(*programs.begin(), comm);
+      rt::Executor::create(*programs.begin(), comm, std::move(backend));
   if (!executor.ok())
     return executor.status();
   trainer->executorPtr = std::move(*executor);

@@ -16,13 +16,10 @@
 #include "zero/dialects/zrt/ZrtDialect.h"
 #include "zero/dialects/zrt/ZrtOps.h"
 #include "zero/passes/Passes.h"
+#include "zero/runtime/BackendSelection.h"
 #include "zero/runtime/Communicator.h"
 #include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/Executor.h"
-#ifdef ZERO_RUN_HAS_CUDA
-#include "zero/runtime/CudaBackend.h"
-#include "zero/runtime/CudaDevices.h"
-#endif
 #include "zero/runtime/TrainingState.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -203,69 +200,25 @@ static float readLoss(Executor &executor) {
   return executor.readScalar(index);
 }
 
+/// The backend flags, as runtime/backends checks and creates them (the same
+/// code as gpt2_train's, so the two programs say the same things).
+static BackendChoice backendChoice() {
+  BackendChoice choice;
+  choice.name = backendFlag;
+  choice.cudaGraph = cudaGraphFlag;
+  choice.device = deviceFlag;
+  choice.deviceSet = deviceFlag.getNumOccurrences() > 0;
+  choice.deterministic = deterministicFlag;
+  choice.timeoutSeconds = timeoutFlag;
+  choice.program = "zero-run";
+  return choice;
+}
+
 /// Checks the backend flags before any rank starts, so that a bad
 /// combination is said once.
 static void checkBackendFlags() {
-  const std::string &backend = backendFlag;
-  if (backend != "cpu" && backend != "cuda" && backend != "cuda-host-staged")
-    failEarly(absl::StrCat("--backend must be cpu, cuda or cuda-host-staged, "
-                           "got '",
-                           backend, "'"));
-  if (cudaGraphFlag && backend != "cuda")
-    failEarly("--cuda-graph needs --backend cuda (NCCL): host-staged and CPU "
-              "collectives run on the host, which a CUDA graph cannot "
-              "capture");
-  if (deviceFlag.getNumOccurrences() && backend == "cpu")
-    failEarly("--device needs --backend cuda or cuda-host-staged");
-  if (deviceFlag < -1)
-    failEarly("--device must be 0 or more");
-  if (backend == "cuda" && deterministicFlag)
-    failEarly("--deterministic needs rank-order reductions, which NCCL does "
-              "not make: use --backend cuda-host-staged (or cpu)");
-#ifdef ZERO_RUN_HAS_CUDA
-  if (backend != "cpu") {
-    absl::StatusOr<std::vector<cuda::CudaDeviceInfo>> devices =
-        cuda::listCudaDevices();
-    if (!devices.ok())
-      failEarly(absl::StrCat("--backend ", backend, ": ",
-                             devices.status().message()));
-    if (devices->empty())
-      failEarly(absl::StrCat("--backend ", backend,
-                             ": no CUDA device is visible to this process "
-                             "(use --backend cpu)"));
-  }
-#else
-  if (backend != "cpu")
-    failEarly(absl::StrCat("--backend ", backend,
-                           ": this zero-run was built without CUDA (no nvcc "
-                           "at configure time, or ZERO_ENABLE_CUDA=OFF)"));
-#endif
-}
-
-/// The backend the ranks run on; collective over `comm` for NCCL.
-static absl::StatusOr<std::unique_ptr<ExecutionBackend>>
-createBackend(Communicator &comm) {
-  if (backendFlag == "cpu")
-    return createCpuBackend(comm);
-#ifdef ZERO_RUN_HAS_CUDA
-  CudaBackendOptions options;
-  options.collectives = backendFlag == "cuda"
-                            ? CudaBackendOptions::Collectives::nccl
-                            : CudaBackendOptions::Collectives::hostStaged;
-  options.device = deviceFlag;
-  options.cudaGraph = cudaGraphFlag;
-  options.comm.deterministic = deterministicFlag;
-  options.comm.timeoutSeconds = timeoutFlag;
-  absl::StatusOr<std::unique_ptr<ExecutionBackend>> backend =
-      createCudaBackend(comm, options);
-  if (!backend.ok())
-    return absl::Status(backend.status().code(),
-                        absl::StrCat("--backend ", backendFlag.getValue(), ": ",
-                                     backend.status().message()));
-  return backend;
-#else
-  return absl::UnimplementedError("built without CUDA");
-#endif
+  if (absl::Status status = checkBackendChoice(backendChoice()); !status.ok())
+    failEarly(std::string(status.message()));
 }
 
 int main(int argc, char **argv) {
@@ -343,7 +296,7 @@ int main(int argc, char **argv) {
   }
 
   absl::StatusOr<std::unique_ptr<ExecutionBackend>> backend =
-      createBackend(comm);
+      createBackend(comm, backendChoice());
   if (!backend.ok())
     fail(comm, backend.status());
   absl::StatusOr<std::unique_ptr<Executor>> executor =

@@ -90,10 +90,13 @@ class Trainer {
 public:
   /// Builds the executor and draws the initial state from `seed` (or reads
   /// it from `initFile`, a .safetensors file, when not empty). Batches are
-  /// synthetic from `seed` unless `useBatches` replaces them.
+  /// synthetic from `seed` unless `useBatches` replaces them. The step runs
+  /// on `backend` (e.g. from rt::createBackend, BackendSelection.h), or on
+  /// the CPU backend over `comm` when it is null.
   static absl::StatusOr<std::unique_ptr<Trainer>>
   create(const CompiledGraph &compiled, rt::Communicator &comm, uint64_t seed,
-         const std::string &initFile = "");
+         const std::string &initFile = "",
+         std::unique_ptr<rt::ExecutionBackend> backend = nullptr);
   ~Trainer();
 
   void useBatches(std::unique_ptr<rt::BatchSource> batches);

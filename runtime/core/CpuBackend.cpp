@@ -32,44 +32,45 @@ int64_t StepInstruction::collectiveOutputBytes(int ranks) const {
   return elements * dtypeBytes(dtype);
 }
 
+absl::StatusOr<void *> HostExecutionBackend::allocate(int64_t bytes) {
+  // Aligned for vector loads; zeroed so padding reads as zero.
+  int64_t size = std::max<int64_t>(64, (bytes + 63) / 64 * 64);
+  void *memory = std::aligned_alloc(64, size);
+  if (!memory)
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", size, " bytes of host memory"));
+  std::memset(memory, 0, size);
+  return memory;
+}
+
+void HostExecutionBackend::release(void *memory) { std::free(memory); }
+
+absl::Status HostExecutionBackend::copyToHost(void *host, const void *source,
+                                              int64_t bytes) {
+  std::memcpy(host, source, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status HostExecutionBackend::copyFromHost(void *target, const void *host,
+                                                int64_t bytes) {
+  std::memcpy(target, host, bytes);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<KernelFn> HostExecutionBackend::bindKernel(
+    absl::string_view name, mlir::DictionaryAttr params,
+    absl::Span<const TensorSpec> ins, absl::Span<const TensorSpec> outs, int) {
+  return bindCpuKernel(name, params, ins, outs);
+}
+
 namespace {
 
-class CpuBackend : public ExecutionBackend {
+class CpuBackend : public HostExecutionBackend {
 public:
   explicit CpuBackend(Communicator &comm) : comm(comm) {}
 
   std::string name() const override { return "cpu"; }
   std::string deviceDescription() const override { return "host CPU"; }
-
-  absl::StatusOr<void *> allocate(int64_t bytes) override {
-    // Aligned for vector loads; zeroed so padding reads as zero.
-    int64_t size = std::max<int64_t>(64, (bytes + 63) / 64 * 64);
-    void *memory = std::aligned_alloc(64, size);
-    if (!memory)
-      return absl::ResourceExhaustedError(
-          absl::StrCat("cannot allocate ", size, " bytes of host memory"));
-    std::memset(memory, 0, size);
-    return memory;
-  }
-  void release(void *memory) override { std::free(memory); }
-  absl::Status copyToHost(void *host, const void *source,
-                          int64_t bytes) override {
-    std::memcpy(host, source, bytes);
-    return absl::OkStatus();
-  }
-  absl::Status copyFromHost(void *target, const void *host,
-                            int64_t bytes) override {
-    std::memcpy(target, host, bytes);
-    return absl::OkStatus();
-  }
-
-  absl::StatusOr<KernelFn> bindKernel(absl::string_view name,
-                                      mlir::DictionaryAttr params,
-                                      absl::Span<const TensorSpec> ins,
-                                      absl::Span<const TensorSpec> outs,
-                                      int) override {
-    return bindCpuKernel(name, params, ins, outs);
-  }
 
   absl::Status prepare(const std::vector<StepInstruction> &step, int,
                        int events) override {

@@ -106,6 +106,24 @@ public:
   virtual int64_t overheadBytes() const { return 0; }
 };
 
+/// The memory and kernels of the CPU backend: aligned, zeroed host memory
+/// and the kernels of CpuKernels.h. Backends that run a step on the host in
+/// some other way (a test's simulated streams) derive from it.
+class HostExecutionBackend : public ExecutionBackend {
+public:
+  absl::StatusOr<void *> allocate(int64_t bytes) override;
+  void release(void *memory) override;
+  absl::Status copyToHost(void *host, const void *source,
+                          int64_t bytes) override;
+  absl::Status copyFromHost(void *target, const void *host,
+                            int64_t bytes) override;
+  absl::StatusOr<KernelFn> bindKernel(absl::string_view name,
+                                      mlir::DictionaryAttr params,
+                                      absl::Span<const TensorSpec> ins,
+                                      absl::Span<const TensorSpec> outs,
+                                      int stream) override;
+};
+
 /// The CPU backend: host memory, kernels from CpuKernels.h run one after
 /// the other, collectives started on `comm` and overlapped with compute
 /// where the program's events allow.

@@ -39,7 +39,7 @@ using namespace zero::rt::testing;
 
 namespace {
 
-class SimulatedStreamsBackend : public ExecutionBackend {
+class SimulatedStreamsBackend : public HostExecutionBackend {
 public:
   SimulatedStreamsBackend(Communicator &comm, const SimulationOptions &options,
                           SimulationStats *stats)
@@ -50,36 +50,7 @@ public:
     return "host CPU, simulated concurrent streams";
   }
 
-  absl::StatusOr<void *> allocate(int64_t bytes) override {
-    // As the CPU backend: aligned for vector loads, zeroed so that padding
-    // reads as zero.
-    int64_t size = std::max<int64_t>(64, (bytes + 63) / 64 * 64);
-    void *memory = std::aligned_alloc(64, size);
-    if (!memory)
-      return absl::ResourceExhaustedError(
-          absl::StrCat("cannot allocate ", size, " bytes of host memory"));
-    std::memset(memory, 0, size);
-    return memory;
-  }
-  void release(void *memory) override { std::free(memory); }
-  absl::Status copyToHost(void *host, const void *source,
-                          int64_t bytes) override {
-    std::memcpy(host, source, bytes);
-    return absl::OkStatus();
-  }
-  absl::Status copyFromHost(void *target, const void *host,
-                            int64_t bytes) override {
-    std::memcpy(target, host, bytes);
-    return absl::OkStatus();
-  }
-
-  absl::StatusOr<KernelFn> bindKernel(absl::string_view name,
-                                      mlir::DictionaryAttr params,
-                                      absl::Span<const TensorSpec> ins,
-                                      absl::Span<const TensorSpec> outs,
-                                      int) override {
-    return bindCpuKernel(name, params, ins, outs);
-  }
+  // Memory and kernels are the CPU backend's (HostExecutionBackend).
 
   absl::Status prepare(const std::vector<StepInstruction> &step, int streams,
                        int events) override;

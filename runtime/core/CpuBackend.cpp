@@ -32,6 +32,41 @@ int64_t StepInstruction::collectiveOutputBytes(int ranks) const {
   return elements * dtypeBytes(dtype);
 }
 
+absl::StatusOr<Communicator::Ticket>
+zero::rt::startCollective(Communicator &comm,
+                          const StepInstruction &instruction, const void *in,
+                          void *out) {
+  using Kind = StepInstruction::Kind;
+  switch (instruction.kind) {
+  case Kind::allReduce:
+    return comm.startAllReduce(in, out, instruction.count, instruction.dtype,
+                               instruction.reduce);
+  case Kind::reduceScatter:
+    return comm.startReduceScatter(in, out, instruction.count,
+                                   instruction.dtype, instruction.reduce);
+  case Kind::allGather:
+    return comm.startAllGather(in, out, instruction.count, instruction.dtype);
+  case Kind::broadcast:
+    return comm.startBroadcast(in, out, instruction.count, instruction.dtype,
+                               instruction.root);
+  case Kind::allToAll:
+    return comm.startAllToAll(in, out, instruction.count, instruction.dtype);
+  default:
+    return absl::InternalError(
+        absl::StrCat(instruction.label, " is not a collective"));
+  }
+}
+
+absl::Status zero::rt::runCollective(Communicator &comm,
+                                     const StepInstruction &instruction,
+                                     const void *in, void *out) {
+  absl::StatusOr<Communicator::Ticket> ticket =
+      startCollective(comm, instruction, in, out);
+  if (!ticket.ok())
+    return ticket.status();
+  return comm.wait(*ticket);
+}
+
 absl::StatusOr<void *> HostExecutionBackend::allocate(int64_t bytes) {
   // Aligned for vector loads; zeroed so padding reads as zero.
   int64_t size = std::max<int64_t>(64, (bytes + 63) / 64 * 64);
@@ -84,8 +119,6 @@ public:
 private:
   absl::Status run(const StepInstruction &instruction,
                    const KernelContext &context);
-  absl::StatusOr<Communicator::Ticket>
-  startCollective(const StepInstruction &instruction);
   absl::Status waitAll();
 
   Communicator &comm;
@@ -97,28 +130,6 @@ private:
 };
 
 } // namespace
-
-absl::StatusOr<Communicator::Ticket>
-CpuBackend::startCollective(const StepInstruction &instruction) {
-  using Kind = StepInstruction::Kind;
-  const void *in = instruction.ins[0];
-  void *out = instruction.outs[0];
-  switch (instruction.kind) {
-  case Kind::allReduce:
-    return comm.startAllReduce(in, out, instruction.count, instruction.dtype,
-                               instruction.reduce);
-  case Kind::reduceScatter:
-    return comm.startReduceScatter(in, out, instruction.count,
-                                   instruction.dtype, instruction.reduce);
-  case Kind::allGather:
-    return comm.startAllGather(in, out, instruction.count, instruction.dtype);
-  case Kind::broadcast:
-    return comm.startBroadcast(in, out, instruction.count, instruction.dtype,
-                               instruction.root);
-  default:
-    return comm.startAllToAll(in, out, instruction.count, instruction.dtype);
-  }
-}
 
 absl::Status CpuBackend::waitAll() {
   for (Communicator::Ticket ticket : inFlight)
@@ -162,7 +173,8 @@ absl::Status CpuBackend::run(const StepInstruction &instruction,
   // program order: a collective may read what the previous one wrote.
   if (absl::Status status = waitAll(); !status.ok())
     return status;
-  absl::StatusOr<Communicator::Ticket> ticket = startCollective(instruction);
+  absl::StatusOr<Communicator::Ticket> ticket = startCollective(
+      comm, instruction, instruction.ins[0], instruction.outs[0]);
   if (!ticket.ok())
     return ticket.status();
   if (instruction.stream == 0)

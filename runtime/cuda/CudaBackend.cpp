@@ -123,16 +123,12 @@ public:
                        "pinned staging for collectives");
     return absl::OkStatus();
   }
-  int64_t stagingBytes = 0;
-
   absl::Status enqueue(const StepInstruction &instruction,
                        cudaStream_t stream) override;
   absl::Status synchronize(cudaStream_t stream,
                            absl::string_view what) override;
 
 private:
-  absl::Status runOnHost(const StepInstruction &instruction);
-
   Communicator &comm;
   double timeoutSeconds;
   void *stagingIn = nullptr;
@@ -160,28 +156,6 @@ absl::Status HostStagedCollectives::synchronize(cudaStream_t stream,
   }
 }
 
-absl::Status
-HostStagedCollectives::runOnHost(const StepInstruction &instruction) {
-  using Kind = StepInstruction::Kind;
-  switch (instruction.kind) {
-  case Kind::allReduce:
-    return comm.allReduce(stagingIn, stagingOut, instruction.count,
-                          instruction.dtype, instruction.reduce);
-  case Kind::reduceScatter:
-    return comm.reduceScatter(stagingIn, stagingOut, instruction.count,
-                              instruction.dtype, instruction.reduce);
-  case Kind::allGather:
-    return comm.allGather(stagingIn, stagingOut, instruction.count,
-                          instruction.dtype);
-  case Kind::broadcast:
-    return comm.broadcast(stagingIn, stagingOut, instruction.count,
-                          instruction.dtype, instruction.root);
-  default:
-    return comm.allToAll(stagingIn, stagingOut, instruction.count,
-                         instruction.dtype);
-  }
-}
-
 absl::Status HostStagedCollectives::enqueue(const StepInstruction &instruction,
                                             cudaStream_t stream) {
   int ranks = comm.size();
@@ -198,7 +172,9 @@ absl::Status HostStagedCollectives::enqueue(const StepInstruction &instruction,
   if (absl::Status status = synchronize(stream, instruction.label);
       !status.ok())
     return status;
-  if (absl::Status status = runOnHost(instruction); !status.ok())
+  if (absl::Status status =
+          runCollective(comm, instruction, stagingIn, stagingOut);
+      !status.ok())
     return status;
   if (absl::Status status =
           cudaCheck(cudaMemcpyAsync(instruction.outs[0], stagingOut, outBytes,

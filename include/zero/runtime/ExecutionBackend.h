@@ -66,6 +66,16 @@ struct StepInstruction {
   int64_t collectiveOutputBytes(int ranks) const;
 };
 
+/// Starts collective `instruction` on `comm`, reading `in` and writing
+/// `out`: the instruction's own buffers, or host copies of them.
+absl::StatusOr<Communicator::Ticket>
+startCollective(Communicator &comm, const StepInstruction &instruction,
+                const void *in, void *out);
+/// The same, blocking.
+absl::Status runCollective(Communicator &comm,
+                           const StepInstruction &instruction, const void *in,
+                           void *out);
+
 /// What a step is on each backend, and what the executor needs from it.
 class ExecutionBackend {
 public:

@@ -60,7 +60,6 @@ private:
   /// Whether instruction `index`, at the head of its stream, may run.
   bool ready(size_t index) const;
   absl::Status execute(size_t index, const KernelContext &context);
-  absl::Status runCollective(const StepInstruction &instruction);
   /// The stream to advance among `candidates` (not empty).
   int pick(const std::vector<int> &candidates);
 
@@ -168,29 +167,6 @@ int SimulatedStreamsBackend::pick(const std::vector<int> &candidates) {
   return candidates[choose(random)];
 }
 
-absl::Status
-SimulatedStreamsBackend::runCollective(const StepInstruction &instruction) {
-  using Kind = StepInstruction::Kind;
-  // Blocking: the collective is one indivisible unit of its stream's work.
-  const void *in = instruction.ins[0];
-  void *out = instruction.outs[0];
-  switch (instruction.kind) {
-  case Kind::allReduce:
-    return comm.allReduce(in, out, instruction.count, instruction.dtype,
-                          instruction.reduce);
-  case Kind::reduceScatter:
-    return comm.reduceScatter(in, out, instruction.count, instruction.dtype,
-                              instruction.reduce);
-  case Kind::allGather:
-    return comm.allGather(in, out, instruction.count, instruction.dtype);
-  case Kind::broadcast:
-    return comm.broadcast(in, out, instruction.count, instruction.dtype,
-                          instruction.root);
-  default:
-    return comm.allToAll(in, out, instruction.count, instruction.dtype);
-  }
-}
-
 absl::Status SimulatedStreamsBackend::execute(size_t index,
                                               const KernelContext &context) {
   using Kind = StepInstruction::Kind;
@@ -208,7 +184,9 @@ absl::Status SimulatedStreamsBackend::execute(size_t index,
     return absl::OkStatus();
   default:
     ++nextCollective;
-    return runCollective(instruction);
+    // Blocking: the collective is one indivisible unit of its stream's work.
+    return runCollective(comm, instruction, instruction.ins[0],
+                         instruction.outs[0]);
   }
 }
 

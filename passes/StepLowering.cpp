@@ -157,10 +157,17 @@ Value StepLowering::getView(Value memref, int64_t elementOffset,
   }
   Value view =
       builder.create<zrt::ViewOp>(step.getLoc(), type, memref, elementOffset);
-  if (auto it = arenaBufferOf.find(memref); it != arenaBufferOf.end())
-    arenaBufferOf[view] = it->second;
-  if (auto it = persistentBufferOf.find(memref); it != persistentBufferOf.end())
-    persistentBufferOf[view] = it->second;
+  // Copy the mapped value out before inserting: an insertion may grow the
+  // map and free the bucket an iterator into it points at.
+  if (auto it = arenaBufferOf.find(memref); it != arenaBufferOf.end()) {
+    int64_t arenaIndex = it->second;
+    arenaBufferOf[view] = arenaIndex;
+  }
+  if (auto it = persistentBufferOf.find(memref);
+      it != persistentBufferOf.end()) {
+    StringAttr symbol = it->second;
+    persistentBufferOf[view] = symbol;
+  }
   return view;
 }
 

@@ -182,9 +182,13 @@ void StepLowering::lowerPack(dist::PackOp pack) {
       int64_t begin = shard * chunks[index];
       int64_t length = std::clamp<int64_t>(elements - begin, 0, chunks[index]);
       int64_t target = shard * perShard + offsets[index];
-      if (length > 0)
-        emitCopy(getFlatView(lookup(input), begin, length),
-                 getFlatView(bucket, target, length));
+      if (length > 0) {
+        // Views are ops: make them in a fixed order (destination first), not
+        // in the compiler's order of evaluating arguments.
+        Value to = getFlatView(bucket, target, length);
+        Value from = getFlatView(lookup(input), begin, length);
+        emitCopy(from, to);
+      }
       if (length < chunks[index])
         emitFill(getFlatView(bucket, target + length, chunks[index] - length),
                  0.0);
@@ -226,9 +230,12 @@ void StepLowering::lowerUnpack(dist::UnpackOp unpack) {
     for (int64_t shard = 0; shard < shards; ++shard) {
       int64_t begin = shard * chunks[index];
       int64_t length = std::clamp<int64_t>(elements - begin, 0, chunks[index]);
-      if (length > 0)
-        emitCopy(getFlatView(bucket, shard * perShard + offsets[index], length),
-                 getFlatView(out, begin, length));
+      if (length > 0) {
+        Value to = getFlatView(out, begin, length);
+        Value from =
+            getFlatView(bucket, shard * perShard + offsets[index], length);
+        emitCopy(from, to);
+      }
     }
   }
 }

@@ -32,6 +32,14 @@ tools = [ToolSubst("zero-opt", unresolved="fatal")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 import shutil
+import sys
+
+sys.path.insert(0, os.path.join(config.zero_src_root, "test", "sanitizers"))
+import lit_sanitizers
+
+lit_sanitizers.configure(
+    config, os.path.join(config.zero_obj_root, "sanitizer-reports")
+)
 
 if shutil.which("clang-format"):
     config.available_features.add("clang-format")

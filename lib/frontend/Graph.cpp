@@ -103,9 +103,9 @@ GraphConfig &GraphConfig::activation_checkpointing(bool enabled) {
 }
 
 GraphConfig &GraphConfig::optimizer(const SGD &sgd) {
-  optimizerChoice =
-      OptimizerSpec{OptimizerSpec::Kind::sgd, sgd.lr, 0.0, {0.9, 0.999}, 1e-8,
-                    sgd.weightDecay};
+  optimizerChoice = OptimizerSpec{
+      OptimizerSpec::Kind::sgd, sgd.lr,    0.0, {0.9, 0.999}, 1e-8,
+      sgd.weightDecay,          Schedule{}};
   return *this;
 }
 
@@ -115,21 +115,22 @@ GraphConfig &GraphConfig::optimizer(const Momentum &momentum) {
                                   momentum.momentum,
                                   {0.9, 0.999},
                                   1e-8,
-                                  momentum.weightDecay};
+                                  momentum.weightDecay,
+                                  Schedule{}};
   return *this;
 }
 
 GraphConfig &GraphConfig::optimizer(const Adam &adam) {
   optimizerChoice = OptimizerSpec{
-      OptimizerSpec::Kind::adam, adam.lr, 0.0, adam.betas, adam.eps,
-      adam.weightDecay};
+      OptimizerSpec::Kind::adam, adam.lr,   0.0, adam.betas, adam.eps,
+      adam.weightDecay,          Schedule{}};
   return *this;
 }
 
 GraphConfig &GraphConfig::optimizer(const AdamW &adamw) {
   optimizerChoice = OptimizerSpec{
-      OptimizerSpec::Kind::adamw, adamw.lr, 0.0, adamw.betas, adamw.eps,
-      adamw.weightDecay};
+      OptimizerSpec::Kind::adamw, adamw.lr,  0.0, adamw.betas, adamw.eps,
+      adamw.weightDecay,          Schedule{}};
   return *this;
 }
 
@@ -296,14 +297,17 @@ Parameter Graph::parameter(const std::string &name, const Shape &shape,
     return Parameter();
   }
   dtype = state->declaredType(dtype);
+  // `shape` may be another tensor's shape() (a reference into the node list
+  // that add() may reallocate): copy it before adding.
+  Shape declared = shape;
   Node node;
   node.kind = Node::Kind::parameter;
   node.index = static_cast<int>(state->parameters.size());
-  node.shape = shape;
+  node.shape = declared;
   node.dtype = dtype;
   Tensor value = state->add(std::move(node));
-  state->parameters.push_back(
-      {name, shape, dtype, init, /*trainable=*/true, GraphState::idOf(value)});
+  state->parameters.push_back({name, std::move(declared), dtype, init,
+                               /*trainable=*/true, GraphState::idOf(value)});
   return state->parameterHandle(static_cast<int>(state->parameters.size()) - 1);
 }
 

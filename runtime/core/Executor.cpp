@@ -367,6 +367,9 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
     absl::Status status =
         addCollective(op, Kind::allReduce, allReduce.getInput(),
                       allReduce.getOutput(), allReduce.getStream());
+    // A failed addCollective appends nothing: back() would be another op.
+    if (!status.ok())
+      return status;
     executor.instructions.back().reduce = getReduceKind(allReduce.getReduce());
     return status;
   }
@@ -374,6 +377,8 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
     absl::Status status =
         addCollective(op, Kind::reduceScatter, reduceScatter.getInput(),
                       reduceScatter.getOutput(), reduceScatter.getStream());
+    if (!status.ok())
+      return status;
     executor.instructions.back().reduce =
         getReduceKind(reduceScatter.getReduce());
     return status;
@@ -385,6 +390,8 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
     absl::Status status =
         addCollective(op, Kind::broadcast, broadcast.getInput(),
                       broadcast.getOutput(), broadcast.getStream());
+    if (!status.ok())
+      return status;
     executor.instructions.back().root = static_cast<int>(broadcast.getRoot());
     return status;
   }

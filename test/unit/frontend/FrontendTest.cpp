@@ -22,6 +22,7 @@
 #include "zero/runtime/Executor.h"
 #include "zero/runtime/TrainingState.h"
 
+#include "absl/strings/str_cat.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -435,6 +436,21 @@ TEST(FrontendErrors, DuplicateParameterName) {
   graph.parameter("w", {2, 2}, Init::zeros());
   EXPECT_NE(std::string(graph.status().message()).find("'w'"),
             std::string::npos);
+}
+
+// The shape of a parameter may be another tensor's shape(), a reference into
+// the graph's node list that declaring the parameter grows; the sanitizer
+// build reports a use-after-free here if the declaration reads it too late.
+TEST(FrontendModule, ParameterShapedLikeAnotherTensor) {
+  Graph graph("g");
+  Tensor x = graph.input("x", {3, 5}, DType::f32);
+  std::vector<Parameter> parameters;
+  for (int index = 0; index < 64; ++index)
+    parameters.push_back(graph.parameter(
+        absl::StrCat("p", index),
+        (index == 0 ? x : Tensor(parameters.back())).shape(), Init::zeros()));
+  ASSERT_TRUE(graph.status().ok()) << graph.status().message();
+  EXPECT_EQ(parameters.back().value().shape(), (Shape{3, 5}));
 }
 
 //===----------------------------------------------------------------------===//

@@ -767,6 +767,14 @@ int main(int argc, char **argv) {
                        " ranks (it is the global batch: use a multiple of ",
                        flags.ranks, ")"));
   if (flags.ranks > 1 && !zero::rt::isUnderMpirun()) {
+    // Compiled once here, so that a step the passes reject is said once,
+    // with exit status 1, and not by every rank followed by Open MPI's
+    // MPI_ABORT banner. The ranks compile it again: the pipeline is cheap
+    // next to training and rank-local compilation needs no file exchange.
+    Graph graph = buildGpt2(flags, flags.batch / flags.ranks);
+    if (absl::StatusOr<CompiledGraph> compiled = graph.compile(flags.ranks);
+        !compiled.ok())
+      fail(nullptr, compiled.status());
     // Returns only when mpirun cannot be started.
     absl::Status launch =
         zero::rt::relaunchUnderMpirun(flags.ranks, argc, argv);

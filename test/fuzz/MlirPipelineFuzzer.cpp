@@ -83,7 +83,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   context.loadAllAvailableDialects();
   mlir::ScopedDiagnosticHandler silence(
       &context, [](mlir::Diagnostic &) { return mlir::success(); });
-  llvm::StringRef source(reinterpret_cast<const char *>(data), size);
+  // MLIR's lexer reads up to a NUL terminator, as files and
+  // MemoryBuffers have; libFuzzer's bytes have none.
+  std::string source(reinterpret_cast<const char *>(data), size);
   mlir::ParserConfig config(&context);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(source, config, "fuzz-input");

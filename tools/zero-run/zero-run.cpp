@@ -35,6 +35,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 #include <chrono>
@@ -163,7 +164,7 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
   const mlir::PassInfo *info = mlir::PassInfo::lookup("zero-pipeline");
   std::string errors;
   auto onError = [&](const llvm::Twine &message) {
-    errors = message.str();
+    errors = std::string(absl::StripTrailingAsciiWhitespace(message.str()));
     return mlir::failure();
   };
   if (!info || mlir::failed(info->addToPipeline(pm, options, onError)))
@@ -179,6 +180,54 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
   if (programs.empty())
     return absl::InternalError("the pipeline produced no zrt program");
   return *programs.begin();
+}
+
+static mlir::DialectRegistry dialects() {
+  mlir::DialectRegistry registry;
+  registry.insert<dist::DistDialect, train::TrainDialect, zrt::ZrtDialect,
+                  mlir::arith::ArithDialect, mlir::func::FuncDialect>();
+  return registry;
+}
+
+/// Parses --program into `module` and returns its lowered program for
+/// `ranks` ranks (compiling a training step), checking that the program is
+/// placed on that many ranks.
+static absl::StatusOr<zrt::ProgramOp>
+loadProgram(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr, int ranks,
+            mlir::OwningOpRef<mlir::ModuleOp> &module) {
+  module =
+      mlir::parseSourceFile<mlir::ModuleOp>(programPath, sourceMgr, &context);
+  if (!module)
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot load ", programPath.getValue(),
+                     " (see the diagnostics above)"));
+  return getProgram(*module, ranks);
+}
+
+/// Compiles the program once before mpirun starts the ranks, so that a bad
+/// program is said once with exit status 1, not by every rank followed by
+/// Open MPI's MPI_ABORT banner. Each rank compiles it again (the pipeline is
+/// cheap next to training, and needs no file passed between processes).
+static void compileBeforeLaunch(int ranks) {
+  mlir::MLIRContext context(dialects());
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler printer(sourceMgr, &context);
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  absl::StatusOr<zrt::ProgramOp> program =
+      loadProgram(context, sourceMgr, ranks, module);
+  if (!program.ok())
+    failEarly(std::string(program.status().message()));
+  // As Executor::create words it, so that the message does not depend on
+  // where the mismatch is found.
+  auto grid = program->getPlacement().getGrid();
+  int64_t placed = grid.empty() ? 1 : grid.front();
+  if (grid.size() != 1 || placed != ranks)
+    failEarly(absl::StrCat("program @", program->getSymName().str(),
+                           " is placed on ", placed, " ranks but the job has ",
+                           ranks,
+                           " (compile it for this many ranks, or "
+                           "launch with -n ",
+                           placed, ")"));
 }
 
 static void setThreads(int ranks) {
@@ -243,10 +292,12 @@ int main(int argc, char **argv) {
        {programPath.getValue(), initFlag.getValue(), dataFlag.getValue()})
     if (!path.empty() && !llvm::sys::fs::exists(path))
       failEarly(absl::StrCat(path, ": no such file"));
-  if (ranksFlag > 1 && !isUnderMpirun())
+  if (ranksFlag > 1 && !isUnderMpirun()) {
+    compileBeforeLaunch(ranksFlag);
     // Returns only when mpirun cannot be started.
     failEarly(
         std::string(relaunchUnderMpirun(ranksFlag, argc, argv).message()));
+  }
 
   CommOptions commOptions;
   commOptions.deterministic = deterministicFlag;
@@ -263,10 +314,7 @@ int main(int argc, char **argv) {
                    comm.size(), " ranks")));
   setThreads(comm.size());
 
-  mlir::DialectRegistry registry;
-  registry.insert<dist::DistDialect, train::TrainDialect, zrt::ZrtDialect,
-                  mlir::arith::ArithDialect, mlir::func::FuncDialect>();
-  mlir::MLIRContext context(registry);
+  mlir::MLIRContext context(dialects());
   // One rank speaks for all: the others would print the same diagnostics.
   llvm::SourceMgr sourceMgr;
   std::optional<mlir::SourceMgrDiagnosticHandler> printer;
@@ -276,13 +324,9 @@ int main(int argc, char **argv) {
   else
     silencer.emplace(&context,
                      [](mlir::Diagnostic &) { return mlir::success(); });
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(programPath, sourceMgr, &context);
-  if (!module)
-    fail(comm, absl::InvalidArgumentError(
-                   absl::StrCat("cannot load ", programPath.getValue(),
-                                " (see the diagnostics above)")));
-  absl::StatusOr<zrt::ProgramOp> program = getProgram(*module, comm.size());
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  absl::StatusOr<zrt::ProgramOp> program =
+      loadProgram(context, sourceMgr, comm.size(), module);
   if (!program.ok())
     fail(comm, program.status());
   if (!emitProgramFlag.empty() && leader) {

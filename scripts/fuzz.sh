@@ -15,6 +15,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-${ZERO_SANITIZE_BUILD_DIR:-$root/build-sanitize}}"
 seconds="${FUZZ_SECONDS:-60}"
 work="$build/fuzz"
+rm -rf "$work/artifacts"
 mkdir -p "$work/artifacts"
 results="$work/fuzz-results.xml"
 
@@ -57,7 +58,6 @@ run_fuzzer() {
   fi
   mkdir -p "$corpus"
   "$seeder" "$corpus"
-  local regressions="$root/test/fuzz/inputs/${name#zero-fuzz-}"
   local start=$SECONDS
   "$binary" "$corpus" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
     -max_len=65536 -print_final_stats=1 \
@@ -77,7 +77,6 @@ run_fuzzer() {
   else
     cases+=("<testcase classname=\"fuzz\" name=\"$name\"/>")
   fi
-  : "$regressions"
 }
 
 run_fuzzer zero-fuzz-mlir seed_mlir

@@ -13,6 +13,8 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin libabsl-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev
   # Tests.
   libgtest-dev libgmock-dev
+  # The sanitizer stage: clang with its ASan/UBSan/libFuzzer runtimes.
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

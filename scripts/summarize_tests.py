@@ -1,22 +1,31 @@
 #!/usr/bin/env python3
-"""Prints `N passed, N failed[, N skipped]` from lit's xunit XML and exits
-non-zero when any test failed or the file is missing (a run that did not
-finish is not a pass)."""
+"""Prints `N passed, N failed[, N skipped]` from JUnit/xunit XML files (lit's
+and scripts/fuzz.sh's) and exits non-zero when any test failed, a file is
+missing (a run that did not finish is not a pass) or nothing passed.
 
+usage: summarize_tests.py [--label NAME=RESULTS.xml ...] [RESULTS.xml ...]
+                          [--sanitizer-reports DIR]
+
+With several files, one line per file comes first, then the total. Every
+file under --sanitizer-reports (ASan/UBSan/LSan reports written through
+log_path by a ZERO_SANITIZE build's tests) counts as one failure and is
+printed: a report inside a test that expected a failure is still a failure.
+"""
+
+import argparse
+import os
 import sys
 import xml.etree.ElementTree as ElementTree
 
 
-def main():
-    if len(sys.argv) != 2:
-        print("usage: summarize_tests.py RESULTS.xml")
-        return 2
+def count(path):
+    """(passed, failed, skipped) of one results file; a missing or broken
+    file is one failure."""
     try:
-        tree = ElementTree.parse(sys.argv[1])
+        tree = ElementTree.parse(path)
     except (OSError, ElementTree.ParseError) as error:
-        print("no test results (%s)" % error)
-        print("0 passed, 1 failed")
-        return 1
+        print("no test results in %s (%s)" % (path, error))
+        return 0, 1, 0
     passed = failed = skipped = 0
     for case in tree.iter("testcase"):
         if case.find("failure") is not None or case.find("error") is not None:
@@ -25,11 +34,55 @@ def main():
             skipped += 1
         else:
             passed += 1
-    line = "%d passed, %d failed" % (passed, failed)
+    return passed, failed, skipped
+
+
+def line(passed, failed, skipped):
+    text = "%d passed, %d failed" % (passed, failed)
     if skipped:
-        line += ", %d skipped" % skipped
-    print(line)
-    return 1 if failed or passed == 0 else 0
+        text += ", %d skipped" % skipped
+    return text
+
+
+def sanitizer_reports(directory):
+    if not directory or not os.path.isdir(directory):
+        return []
+    reports = sorted(
+        os.path.join(directory, name) for name in os.listdir(directory)
+    )
+    for report in reports:
+        print("sanitizer report %s:" % report)
+        with open(report, errors="replace") as f:
+            text = f.read()
+        print("\n".join(text.splitlines()[:60]))
+    return reports
+
+
+def main():
+    parser = argparse.ArgumentParser(usage=__doc__)
+    parser.add_argument("results", nargs="*")
+    parser.add_argument("--label", action="append", default=[])
+    parser.add_argument("--sanitizer-reports")
+    args = parser.parse_args()
+    files = [(os.path.basename(p), p) for p in args.results]
+    for labelled in args.label:
+        name, _, path = labelled.partition("=")
+        files.append((name, path))
+    if not files:
+        parser.print_usage()
+        return 2
+    total = [0, 0, 0]
+    for name, path in files:
+        figures = count(path)
+        if len(files) > 1:
+            print("%s: %s" % (name, line(*figures)))
+        total = [a + b for a, b in zip(total, figures)]
+    reports = sanitizer_reports(args.sanitizer_reports)
+    if reports:
+        print("sanitizer reports: %d (each counted as a failure)" % len(reports))
+        total[1] += len(reports)
+    print(line(*total))
+    return 1 if total[1] or total[0] == 0 else 0
 
 
 if __name__ == "__main__":

@@ -64,6 +64,17 @@ if mpirun and os.path.exists(os.path.join(config.zero_tools_dir, "zero-comm-chec
         [ToolSubst("zero-comm-check", unresolved="ignore")], tool_dirs
     )
 
+# The libFuzzer targets of a ZERO_FUZZERS build (test/fuzz).
+if os.path.exists(os.path.join(config.zero_tools_dir, "zero-fuzz-mlir")):
+    config.available_features.add("fuzzers")
+    llvm_config.add_tool_substitutions(
+        [
+            ToolSubst("zero-fuzz-mlir", unresolved="fatal"),
+            ToolSubst("zero-fuzz-tensorfile", unresolved="fatal"),
+        ],
+        tool_dirs,
+    )
+
 # zero-run launches its own ranks through mpirun (with -n) and so needs MPI.
 if "mpi" in config.available_features and os.path.exists(
     os.path.join(config.zero_tools_dir, "zero-run")

@@ -1,0 +1,3 @@
+module {
+  func.func @f() {
+    zrt.event

@@ -38,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <errno.h> // program_invocation_short_name (GNU)
 #include <functional>
 #include <map>
 #include <memory>
@@ -85,9 +86,9 @@ void endJobOnFailedExit(int status, void *) {
     return;
   std::fflush(stdout);
   std::fprintf(stderr,
-               "zero-run: rank %d: exited with status %d before the job "
+               "%s: rank %d: exited with status %d before the job "
                "finished; ending all ranks\n",
-               worldRank, status);
+               program_invocation_short_name, worldRank, status);
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, status);
 }
@@ -650,8 +651,10 @@ absl::Status MpiCommunicator::barrier() {
 void MpiCommunicator::abortJob(absl::string_view message, int exitCode) {
   ending.store(true);
   std::fflush(stdout);
-  std::string line =
-      absl::StrCat("zero-run: rank ", rank_, ": ", message, "\n");
+  // Named after the program that fails (zero-run, gpt2_train, a test), as
+  // every rank's line is the only thing a user may see of the job.
+  std::string line = absl::StrCat(program_invocation_short_name, ": rank ",
+                                  rank_, ": ", message, "\n");
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
   if (mpiActive())

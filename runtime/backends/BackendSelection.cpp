@@ -1,22 +1,76 @@
 //===- BackendSelection.cpp - Picks an execution backend from flags -------===//
 //
 // Shared by zero-run and gpt2_train. ZERO_BACKENDS_HAS_CUDA is defined where
-// ZeroRuntimeCuda is built and linked (runtime/backends/CMakeLists.txt).
+// the CUDA backend module is built (runtime/backends/CMakeLists.txt); it is
+// loaded only when a CUDA backend is asked for, so that the programs start
+// where CUDA's libraries are absent.
 //
 //===----------------------------------------------------------------------===//
 
 #include "zero/runtime/BackendSelection.h"
 
 #ifdef ZERO_BACKENDS_HAS_CUDA
-#include "zero/runtime/CudaBackend.h"
-#include "zero/runtime/CudaDevices.h"
+#include "zero/runtime/CudaBackendModule.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
 #endif
 
 #include "absl/strings/str_cat.h"
 
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 using namespace zero::rt;
+
+#ifdef ZERO_BACKENDS_HAS_CUDA
+/// libZeroCudaBackend.so beside the program (bin/../lib), or
+/// $ZERO_CUDA_BACKEND.
+static std::string cudaBackendModulePath() {
+  if (const char *path = std::getenv("ZERO_CUDA_BACKEND"); path && *path)
+    return path;
+  char self[4096];
+  ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (length <= 0)
+    return kCudaBackendModuleFile;
+  std::string program(self, length);
+  std::string bin = program.substr(0, program.find_last_of('/'));
+  return absl::StrCat(bin.substr(0, bin.find_last_of('/')), "/lib/",
+                      kCudaBackendModuleFile);
+}
+
+/// Loads the CUDA backend module once; the module stays loaded for the life
+/// of the process (CUDA and NCCL do not take kindly to being unloaded).
+static absl::StatusOr<const CudaBackendModule *>
+loadCudaBackendModule(const std::string &backend) {
+  static absl::StatusOr<const CudaBackendModule *> loaded =
+      []() -> absl::StatusOr<const CudaBackendModule *> {
+    std::string path = cudaBackendModulePath();
+    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot load the CUDA backend: ", dlerror(),
+          " (CUDA 13's cudart, cuBLAS and NCCL must be found: run the "
+          "release bundle's programs through bin/zero-env, or add their "
+          "directories to LD_LIBRARY_PATH)"));
+    using Entry = const CudaBackendModule *(*)();
+    auto entry =
+        reinterpret_cast<Entry>(dlsym(handle, "zeroCudaBackendModule"));
+    const CudaBackendModule *module = entry ? entry() : nullptr;
+    if (!module || module->version != kCudaBackendModuleVersion)
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, " is not the CUDA backend of this build (a stale or foreign ",
+          kCudaBackendModuleFile, ")"));
+    return module;
+  }();
+  if (!loaded.ok())
+    return absl::Status(
+        loaded.status().code(),
+        absl::StrCat("--backend ", backend, ": ", loaded.status().message()));
+  return loaded;
+}
+#endif
 
 bool zero::rt::cudaBackendsBuilt() {
 #ifdef ZERO_BACKENDS_HAS_CUDA
@@ -49,8 +103,12 @@ absl::Status zero::rt::checkBackendChoice(const BackendChoice &choice,
   if (backend == "cpu" || !probeDevices)
     return absl::OkStatus();
 #ifdef ZERO_BACKENDS_HAS_CUDA
+  absl::StatusOr<const CudaBackendModule *> module =
+      loadCudaBackendModule(backend);
+  if (!module.ok())
+    return module.status();
   absl::StatusOr<std::vector<cuda::CudaDeviceInfo>> devices =
-      cuda::listCudaDevices();
+      (*module)->listDevices();
   if (!devices.ok())
     return absl::Status(
         devices.status().code(),
@@ -74,6 +132,10 @@ zero::rt::createBackend(Communicator &comm, const BackendChoice &choice) {
   if (choice.name == "cpu")
     return createCpuBackend(comm);
 #ifdef ZERO_BACKENDS_HAS_CUDA
+  absl::StatusOr<const CudaBackendModule *> module =
+      loadCudaBackendModule(choice.name);
+  if (!module.ok())
+    return module.status();
   CudaBackendOptions options;
   options.collectives = choice.name == "cuda"
                             ? CudaBackendOptions::Collectives::nccl
@@ -83,7 +145,7 @@ zero::rt::createBackend(Communicator &comm, const BackendChoice &choice) {
   options.comm.deterministic = choice.deterministic;
   options.comm.timeoutSeconds = choice.timeoutSeconds;
   absl::StatusOr<std::unique_ptr<ExecutionBackend>> backend =
-      createCudaBackend(comm, options);
+      (*module)->createBackend(comm, options);
   if (!backend.ok())
     return absl::Status(backend.status().code(),
                         absl::StrCat("--backend ", choice.name, ": ",

@@ -3,7 +3,8 @@
 # system's MLIR/LLVM 19. Warnings in our code are errors. The first build of
 # a directory configures it: with GCC and Release unless ZERO_CC, ZERO_CXX
 # and ZERO_BUILD_TYPE say otherwise, plus any ZERO_CMAKE_ARGS
-# (scripts/build-sanitize.sh uses these).
+# (scripts/build-sanitize.sh uses these). ZERO_TARGETS limits what is built
+# (default: everything).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${ZERO_BUILD_DIR:-$root/build}"
@@ -18,4 +19,5 @@ if [ ! -f "$build/build.ninja" ]; then
       cat "$build.configure.log"; exit 1; }
   grep -E "CUDA|MPI|Sanitizers|libFuzzer" "$build.configure.log" | sed 's/^-- /build: /' || true
 fi
-ninja -C "$build" -j"$jobs"
+read -r -a targets <<<"${ZERO_TARGETS:-}"
+ninja -C "$build" -j"$jobs" "${targets[@]}"

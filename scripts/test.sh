@@ -3,10 +3,13 @@
 # GoogleTest unit tests (run through lit, one lit test per test case), then
 # the sanitizer stage: the same suite built with clang under ASan + UBSan
 # (scripts/build-sanitize.sh) and the libFuzzer targets for a bounded time
-# (scripts/fuzz.sh). Ends with `N passed, N failed[, N skipped]` over both
-# stages; exits non-zero on any failure.
+# (scripts/fuzz.sh), then the release bundle (scripts/bundle.sh) tested in a
+# minimal Debian root (scripts/test-bundle.sh). Ends with
+# `N passed, N failed[, N skipped]` over every stage; exits non-zero on any
+# failure.
 #
 #   ZERO_SANITIZER_STAGE=0  skips the sanitizer stage (said in the output)
+#   ZERO_BUNDLE_STAGE=0     skips the release bundle's build and test
 #   FUZZ_SECONDS=N          time per fuzzer (default 60)
 #   extra arguments go to both lit runs (e.g. --filter dist)
 set -euo pipefail
@@ -38,6 +41,26 @@ if [ "${ZERO_SANITIZER_STAGE:-1}" != 0 ]; then
             --sanitizer-reports "$reports")
 else
   echo "== sanitizer stage skipped (ZERO_SANITIZER_STAGE=0)"
+fi
+
+# The release bundle, built and tested in a minimal Debian root where none of
+# our build dependencies are (needs nvcc, root and Debian's mirror).
+if [ "${ZERO_BUNDLE_STAGE:-1}" = 0 ]; then
+  echo "== bundle stage skipped (ZERO_BUNDLE_STAGE=0)"
+elif ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "== bundle stage skipped: no nvcc (the bundle carries the CUDA backend)"
+elif [ "$(id -u)" -ne 0 ]; then
+  echo "== bundle stage skipped: needs root (debootstrap, chroot)"
+else
+  echo "== bundle stage: scripts/bundle.sh, scripts/test-bundle.sh"
+  bundle_results="$root/build-bundle/bundle-results.xml"
+  rm -f "$bundle_results"
+  if bash "$root/scripts/bundle.sh"; then
+    ZERO_BUNDLE_RESULTS="$bundle_results" bash "$root/scripts/test-bundle.sh" || status=$?
+  else
+    status=1
+  fi
+  summary+=(--label "bundle=$bundle_results")
 fi
 python3 "$root/scripts/summarize_tests.py" "${summary[@]}" || status=1
 exit $status

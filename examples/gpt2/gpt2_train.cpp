@@ -40,6 +40,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace zero::frontend;
@@ -49,6 +50,24 @@ using namespace zero::frontend;
 #endif
 
 namespace {
+
+/// The shipped corpus: in the source tree this was built from, or, in the
+/// release bundle, in share/zero beside the program's bin/.
+std::string defaultCorpus() {
+  if (std::ifstream(ZERO_GPT2_CORPUS).good())
+    return ZERO_GPT2_CORPUS;
+  char self[4096];
+  ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (length > 0) {
+    std::string bin(self, length);
+    bin = bin.substr(0, bin.find_last_of('/'));
+    std::string bundled = bin.substr(0, bin.find_last_of('/')) +
+                          "/share/zero/examples/gpt2/data/coriolanus.txt";
+    if (std::ifstream(bundled).good())
+      return bundled;
+  }
+  return ZERO_GPT2_CORPUS;
+}
 
 //===----------------------------------------------------------------------===//
 // Flags
@@ -90,7 +109,7 @@ struct Flags {
   bool planOnly = false;
   long logEvery = -1; // -1: automatic
   std::string lossesOut;
-  std::string data = ZERO_GPT2_CORPUS;
+  std::string data = defaultCorpus();
   std::string saveStep;
   /// --backend, --cuda-graph (checked by runtime/backends, as in zero-run).
   std::string backend = "cpu";

@@ -34,6 +34,7 @@
 #include "gtest/gtest.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -95,7 +96,11 @@ std::unique_ptr<Compiled> compile(const std::string &example, int stage,
   auto compiled = std::make_unique<Compiled>();
   compiled->context = std::make_unique<mlir::MLIRContext>(registry);
   compiled->context->disableMultithreading();
-  std::string path = std::string(ZERO_SOURCE_DIR) + "/examples/" + example;
+  // $ZERO_SRC_ROOT: where the examples are when the test runs away from the
+  // source tree (the release bundle's share/zero, scripts/gpu-check.sh).
+  const char *root = std::getenv("ZERO_SRC_ROOT");
+  std::string path = std::string(root && *root ? root : ZERO_SOURCE_DIR) +
+                     "/examples/" + example;
   compiled->module =
       mlir::parseSourceFile<mlir::ModuleOp>(path, compiled->context.get());
   EXPECT_TRUE(compiled->module) << "cannot parse " << path;

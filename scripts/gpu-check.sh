@@ -106,8 +106,9 @@ else
   echo "- GPU: none (nvidia-smi $(command -v nvidia-smi >/dev/null && echo 'lists none' || echo 'not found'))" >>"$summary"
 fi
 if [ ${#env_cmd[@]} -gt 0 ]; then
-  "${env_cmd[@]}" --print | sed 's/^zero-env: /- /' >>"$summary"
-  cuda_missing=$("${env_cmd[@]}" --print | grep -c 'not found$')
+  found=$("${env_cmd[@]}" --print)
+  sed 's/^zero-env: /- /' <<<"$found" >>"$summary"
+  cuda_missing=$(grep -c 'not found$' <<<"$found")
 else
   cuda_missing=0
 fi

@@ -11,9 +11,9 @@
 
 #ifdef ZERO_BACKENDS_HAS_CUDA
 #include "zero/runtime/CudaBackendModule.h"
+#include "zero/runtime/InstallPaths.h"
 
 #include <dlfcn.h>
-#include <unistd.h>
 #endif
 
 #include "absl/strings/str_cat.h"
@@ -30,14 +30,10 @@ using namespace zero::rt;
 static std::string cudaBackendModulePath() {
   if (const char *path = std::getenv("ZERO_CUDA_BACKEND"); path && *path)
     return path;
-  char self[4096];
-  ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (length <= 0)
+  absl::StatusOr<std::string> root = installRoot();
+  if (!root.ok())
     return kCudaBackendModuleFile;
-  std::string program(self, length);
-  std::string bin = program.substr(0, program.find_last_of('/'));
-  return absl::StrCat(bin.substr(0, bin.find_last_of('/')), "/lib/",
-                      kCudaBackendModuleFile);
+  return absl::StrCat(*root, "/lib/", kCudaBackendModuleFile);
 }
 
 /// Loads the CUDA backend module once; the module stays loaded for the life

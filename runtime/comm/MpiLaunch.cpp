@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/runtime/Communicator.h"
+#include "zero/runtime/InstallPaths.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -24,12 +25,10 @@ bool isUnderMpirun() {
 }
 
 absl::Status relaunchUnderMpirun(int ranks, int argc, char **argv) {
-  char self[4096];
-  ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (length <= 0)
-    return absl::InternalError(
-        "cannot find this executable to launch it under mpirun");
-  self[length] = '\0';
+  absl::StatusOr<std::string> self = programPath();
+  if (!self.ok())
+    return absl::InternalError(absl::StrCat(
+        "cannot launch this program under mpirun: ", self.status().message()));
   // More ranks than cores is normal here (tests, laptops); unbound ranks let
   // BLAS threads use whatever cores are free; shared memory only.
   std::vector<std::string> args = {"mpirun",
@@ -43,7 +42,7 @@ absl::Status relaunchUnderMpirun(int ranks, int argc, char **argv) {
                                    std::to_string(ranks)};
   if (geteuid() == 0)
     args.insert(args.begin() + 1, "--allow-run-as-root");
-  args.push_back(self);
+  args.push_back(*self);
   for (int index = 1; index < argc; ++index)
     args.push_back(argv[index]);
   std::vector<char *> pointers;

@@ -425,16 +425,23 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
   return error(op, "is not an instruction the runtime knows");
 }
 
+absl::Status Executor::checkPlacement(zrt::ProgramOp program,
+                                      int64_t jobRanks) {
+  auto placement = program.getPlacement();
+  int64_t ranks = placement.getGrid().empty() ? 1 : placement.getGrid().front();
+  if (placement.getGrid().size() != 1 || ranks != jobRanks)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "program @", program.getSymName().str(), " is placed on ", ranks,
+        " ranks but the job has ", jobRanks,
+        " (compile it for this many ranks, or launch with -n ", ranks, ")"));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Executor>>
 Executor::create(zrt::ProgramOp program, Communicator &comm,
                  std::unique_ptr<ExecutionBackend> backend) {
-  auto placement = program.getPlacement();
-  int64_t ranks = placement.getGrid().empty() ? 1 : placement.getGrid().front();
-  if (placement.getGrid().size() != 1 || ranks != comm.size())
-    return absl::InvalidArgumentError(absl::StrCat(
-        "program @", program.getSymName().str(), " is placed on ", ranks,
-        " ranks but the job has ", comm.size(),
-        " (compile it for this many ranks, or launch with -n ", ranks, ")"));
+  if (absl::Status status = checkPlacement(program, comm.size()); !status.ok())
+    return status;
   if (!backend)
     backend = createCpuBackend(comm);
   std::unique_ptr<Executor> executor(new Executor(comm, std::move(backend)));

@@ -190,8 +190,7 @@ static mlir::DialectRegistry dialects() {
 }
 
 /// Parses --program into `module` and returns its lowered program for
-/// `ranks` ranks (compiling a training step), checking that the program is
-/// placed on that many ranks.
+/// `ranks` ranks (compiling a training step).
 static absl::StatusOr<zrt::ProgramOp>
 loadProgram(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr, int ranks,
             mlir::OwningOpRef<mlir::ModuleOp> &module) {
@@ -204,10 +203,11 @@ loadProgram(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr, int ranks,
   return getProgram(*module, ranks);
 }
 
-/// Compiles the program once before mpirun starts the ranks, so that a bad
-/// program is said once with exit status 1, not by every rank followed by
-/// Open MPI's MPI_ABORT banner. Each rank compiles it again (the pipeline is
-/// cheap next to training, and needs no file passed between processes).
+/// Compiles the program and checks its placement once before mpirun starts
+/// the ranks, so that a bad program is said once with exit status 1, not by
+/// every rank followed by Open MPI's MPI_ABORT banner. Each rank compiles it
+/// again (the pipeline is cheap next to training, and needs no file passed
+/// between processes).
 static void compileBeforeLaunch(int ranks) {
   mlir::MLIRContext context(dialects());
   llvm::SourceMgr sourceMgr;
@@ -217,17 +217,9 @@ static void compileBeforeLaunch(int ranks) {
       loadProgram(context, sourceMgr, ranks, module);
   if (!program.ok())
     failEarly(std::string(program.status().message()));
-  // As Executor::create words it, so that the message does not depend on
-  // where the mismatch is found.
-  auto grid = program->getPlacement().getGrid();
-  int64_t placed = grid.empty() ? 1 : grid.front();
-  if (grid.size() != 1 || placed != ranks)
-    failEarly(absl::StrCat("program @", program->getSymName().str(),
-                           " is placed on ", placed, " ranks but the job has ",
-                           ranks,
-                           " (compile it for this many ranks, or "
-                           "launch with -n ",
-                           placed, ")"));
+  if (absl::Status status = Executor::checkPlacement(*program, ranks);
+      !status.ok())
+    failEarly(std::string(status.message()));
 }
 
 static void setThreads(int ranks) {

@@ -93,6 +93,10 @@ public:
          std::unique_ptr<ExecutionBackend> backend = nullptr);
   ~Executor();
 
+  /// Checks that `program` is placed on `jobRanks` ranks, as create() does;
+  /// also for a launcher that checks before any rank starts.
+  static absl::Status checkPlacement(zrt::ProgramOp program, int64_t jobRanks);
+
   /// Runs one step; `step` is 1-based (Adam's bias correction reads it).
   absl::Status runStep(int64_t step);
 

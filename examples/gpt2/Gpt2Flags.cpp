@@ -1,0 +1,233 @@
+//===- Gpt2Flags.cpp - gpt2_train's command line --------------------------===//
+
+#include "Gpt2Flags.h"
+
+#include "zero/runtime/InstallPaths.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#ifndef ZERO_GPT2_CORPUS
+#define ZERO_GPT2_CORPUS "examples/gpt2/data/coriolanus.txt"
+#endif
+
+namespace gpt2 {
+
+const Size kSizes[] = {
+    {"tiny", 2, 32, 4, 256, 16, 8, 3e-3,
+     "2 layers, width 32, 4 heads, byte vocabulary (the tests' model)"},
+    {"mini", 4, 64, 4, 256, 64, 8, 2e-3,
+     "4 layers, width 64, 4 heads, byte vocabulary (the demo's model)"},
+    {"124M", 12, 768, 12, 50257, 1024, 8, 6e-4,
+     "GPT-2 small: 12 layers, width 768, 12 heads, vocabulary 50257"},
+    {"355M", 24, 1024, 16, 50257, 1024, 8, 3e-4,
+     "GPT-2 medium: 24 layers, width 1024, 16 heads, vocabulary 50257"},
+};
+
+/// The shipped corpus: in the source tree this was built from, or, in the
+/// release bundle, in share/zero beside the program's bin/.
+static std::string defaultCorpus() {
+  if (std::ifstream(ZERO_GPT2_CORPUS).good())
+    return ZERO_GPT2_CORPUS;
+  if (absl::StatusOr<std::string> root = zero::rt::installRoot(); root.ok()) {
+    std::string bundled =
+        *root + "/share/zero/examples/gpt2/data/coriolanus.txt";
+    if (std::ifstream(bundled).good())
+      return bundled;
+  }
+  return ZERO_GPT2_CORPUS;
+}
+
+//===----------------------------------------------------------------------===//
+// Flags
+//===----------------------------------------------------------------------===//
+
+const char *kUsage =
+    "usage: gpt2_train [--size tiny|mini|124M|355M] [--stage 0..3] [-n N]\n"
+    "                  [--precision f32|bf16|f16] [--steps N] [--batch B]\n"
+    "                  [--seq T] [--lr LR] [--seed S] [--clip MAX_NORM]\n"
+    "                  [--checkpoint-activations] [--deterministic]\n"
+    "                  [--plan-only] [--log-every K] [--losses-out FILE]\n"
+    "                  [--data FILE] [--save-step FILE.mlir]\n"
+    "                  [--backend cpu|cuda|cuda-host-staged] [--cuda-graph]\n"
+    "                  [--peak-tflops T]\n"
+    "\n"
+    "Trains GPT-2 on byte-level tokens of a text corpus with ZeRO stage\n"
+    "0-3 on N ranks (docs/frontend.md): CPU ranks by default, or GPU ranks\n"
+    "with --backend cuda (a GPU per rank, NCCL) or cuda-host-staged (MPI\n"
+    "collectives through host memory). --batch is the global batch (split\n"
+    "over the ranks), so runs at any N and stage see the same data.\n"
+    "Sizes:\n";
+
+[[noreturn]] void usage(const std::string &message) {
+  std::fprintf(stderr, "gpt2_train: %s\n%s", message.c_str(), kUsage);
+  for (const Size &size : kSizes)
+    std::fprintf(stderr, "  %-5s %s\n", size.name, size.what);
+  std::exit(2);
+}
+
+long parseInt(const std::string &flag, const char *value) {
+  char *end = nullptr;
+  errno = 0;
+  long result = std::strtol(value, &end, 10);
+  if (*value == '\0' || *end != '\0' || errno)
+    usage(absl::StrCat(flag, " takes an integer, got '", value, "'"));
+  return result;
+}
+
+double parseFloat(const std::string &flag, const char *value) {
+  char *end = nullptr;
+  errno = 0;
+  double result = std::strtod(value, &end);
+  if (*value == '\0' || *end != '\0' || errno || !std::isfinite(result))
+    usage(absl::StrCat(flag, " takes a number, got '", value, "'"));
+  return result;
+}
+
+Flags parseFlags(int argc, char **argv) {
+  Flags flags;
+  flags.data = defaultCorpus();
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      std::printf("%s", kUsage);
+      for (const Size &size : kSizes)
+        std::printf("  %-5s %s\n", size.name, size.what);
+      std::exit(0);
+    }
+    // Switches.
+    if (flag == "--checkpoint-activations") {
+      flags.checkpoint = true;
+      continue;
+    }
+    if (flag == "--deterministic") {
+      flags.deterministic = true;
+      continue;
+    }
+    if (flag == "--plan-only") {
+      flags.planOnly = true;
+      continue;
+    }
+    if (flag == "--cuda-graph") {
+      flags.cudaGraph = true;
+      continue;
+    }
+    // Flags with a value: "--flag value" or "--flag=value".
+    std::string inlineValue;
+    bool hasInline = false;
+    if (size_t eq = flag.find('=');
+        flag.rfind("--", 0) == 0 && eq != flag.npos) {
+      inlineValue = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      hasInline = true;
+    }
+    static const char *const kValued[] = {
+        "--size",    "--stage",      "-n",           "--ranks", "--precision",
+        "--steps",   "--batch",      "--seq",        "--lr",    "--seed",
+        "--clip",    "--log-every",  "--losses-out", "--data",  "--save-step",
+        "--backend", "--peak-tflops"};
+    if (std::find_if(std::begin(kValued), std::end(kValued),
+                     [&](const char *known) { return flag == known; }) ==
+        std::end(kValued))
+      usage(absl::StrCat("unknown flag ", flag));
+    if (!hasInline && i + 1 >= argc)
+      usage(absl::StrCat("missing value after ", flag));
+    std::string valueText = hasInline ? inlineValue : argv[++i];
+    const char *value = valueText.c_str();
+    if (flag == "--size") {
+      flags.size = nullptr;
+      for (const Size &size : kSizes)
+        if (valueText == size.name)
+          flags.size = &size;
+      if (!flags.size)
+        usage(absl::StrCat("--size must be tiny, mini, 124M or 355M, got '",
+                           valueText, "'"));
+    } else if (flag == "--stage") {
+      flags.stage = static_cast<int>(parseInt(flag, value));
+      if (flags.stage < 0 || flags.stage > 3)
+        usage(absl::StrCat("--stage must be 0, 1, 2 or 3, got ", valueText));
+    } else if (flag == "-n" || flag == "--ranks") {
+      flags.ranks = static_cast<int>(parseInt(flag, value));
+      if (flags.ranks < 1)
+        usage(absl::StrCat(flag, " must be at least 1, got ", valueText));
+    } else if (flag == "--precision") {
+      if (valueText == "f32")
+        flags.precision = DType::f32;
+      else if (valueText == "bf16")
+        flags.precision = DType::bf16;
+      else if (valueText == "f16")
+        flags.precision = DType::f16;
+      else
+        usage(absl::StrCat("--precision must be f32, bf16 or f16, got '",
+                           valueText, "'"));
+    } else if (flag == "--steps") {
+      flags.steps = parseInt(flag, value);
+      if (flags.steps < 1)
+        usage(absl::StrCat("--steps must be at least 1, got ", valueText));
+    } else if (flag == "--batch") {
+      flags.batch = parseInt(flag, value);
+      if (flags.batch < 1)
+        usage(absl::StrCat("--batch must be at least 1, got ", valueText));
+    } else if (flag == "--seq") {
+      flags.seq = parseInt(flag, value);
+      if (flags.seq < 1)
+        usage(absl::StrCat("--seq must be at least 1, got ", valueText));
+    } else if (flag == "--lr") {
+      flags.lr = parseFloat(flag, value);
+      if (!(flags.lr > 0))
+        usage(absl::StrCat("--lr must be positive, got ", valueText));
+    } else if (flag == "--seed") {
+      flags.seed = static_cast<unsigned long>(parseInt(flag, value));
+    } else if (flag == "--clip") {
+      flags.clip = parseFloat(flag, value);
+      if (!(flags.clip > 0))
+        usage(absl::StrCat("--clip (the maximum global gradient norm) must "
+                           "be positive, got ",
+                           valueText));
+    } else if (flag == "--log-every") {
+      flags.logEvery = parseInt(flag, value);
+      if (flags.logEvery < 0)
+        usage(
+            absl::StrCat("--log-every must not be negative, got ", valueText));
+    } else if (flag == "--losses-out") {
+      flags.lossesOut = valueText;
+    } else if (flag == "--data") {
+      flags.data = valueText;
+    } else if (flag == "--save-step") {
+      flags.saveStep = valueText;
+    } else if (flag == "--backend") {
+      flags.backend = valueText;
+    } else if (flag == "--peak-tflops") {
+      flags.peakTflops = parseFloat(flag, value);
+      if (!(flags.peakTflops > 0))
+        usage(absl::StrCat("--peak-tflops must be positive, got ", valueText));
+    }
+  }
+  if (flags.batch < 0)
+    flags.batch = flags.size->batch;
+  if (flags.seq < 0)
+    flags.seq = flags.size->seq;
+  if (flags.lr < 0)
+    flags.lr = flags.size->lr;
+  if (flags.logEvery < 0)
+    flags.logEvery = flags.steps <= 20 ? 1 : 10;
+  return flags;
+}
+
+/// The backend flags as runtime/backends takes them: the checks and the
+/// messages are zero-run's (test/gpt2/errors.test, backend-no-gpu.test).
+zero::rt::BackendChoice backendChoice(const Flags &flags) {
+  zero::rt::BackendChoice choice;
+  choice.name = flags.backend;
+  choice.cudaGraph = flags.cudaGraph;
+  choice.deterministic = flags.deterministic;
+  choice.program = "gpt2_train";
+  return choice;
+}
+
+} // namespace gpt2

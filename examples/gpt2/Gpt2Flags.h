@@ -1,0 +1,73 @@
+//===- Gpt2Flags.h - gpt2_train's command line --------------------*- C++
+//-*-===//
+//
+// The flags of examples/gpt2/gpt2_train (docs/frontend.md documents each):
+// parsed and checked here, so that the trainer reads only valid values.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_EXAMPLES_GPT2_GPT2FLAGS_H
+#define ZERO_EXAMPLES_GPT2_GPT2FLAGS_H
+
+#include "zero/runtime/BackendSelection.h"
+#include "zero/runtime/DType.h"
+
+#include <cstdint>
+#include <string>
+
+namespace gpt2 {
+
+using ::zero::rt::DType;
+
+/// A named model size: GPT-2's shapes, or small ones for CPU runs and tests.
+struct Size {
+  const char *name;
+  int64_t layers, dim, heads, vocab, seq;
+  int64_t batch; // default global batch
+  double lr;     // default peak learning rate
+  const char *what;
+};
+
+/// The named sizes, smallest first; --size picks one.
+extern const Size kSizes[4];
+
+struct Flags {
+  const Size *size = &kSizes[0];
+  int stage = 3;
+  int ranks = 0; // 0: the job's (1 outside mpirun)
+  DType precision = DType::f32;
+  long steps = 200;
+  long batch = -1; // global; -1: the size's default
+  long seq = -1;   // -1: the size's context
+  double lr = -1;  // -1: the size's default
+  unsigned long seed = 1;
+  double clip = 0; // 0: no clipping
+  bool checkpoint = false;
+  bool deterministic = false;
+  bool planOnly = false;
+  long logEvery = -1; // -1: automatic
+  std::string lossesOut;
+  /// The shipped corpus (see defaultCorpus in Gpt2Flags.cpp).
+  std::string data;
+  std::string saveStep;
+  /// --backend, --cuda-graph (checked by runtime/backends, as in zero-run).
+  std::string backend = "cpu";
+  bool cudaGraph = false;
+  /// --peak-tflops: the per-GPU peak MFU is measured against; 0: from the
+  /// device name (H100, H200), or no MFU.
+  double peakTflops = 0;
+};
+
+/// Parses and checks the command line; a bad one ends the program with the
+/// usage and exit status 2.
+Flags parseFlags(int argc, char **argv);
+
+/// Prints `message` and the usage, and exits with status 2.
+[[noreturn]] void usage(const std::string &message);
+
+/// The backend flags as runtime/backends takes them.
+zero::rt::BackendChoice backendChoice(const Flags &flags);
+
+} // namespace gpt2
+
+#endif // ZERO_EXAMPLES_GPT2_GPT2FLAGS_H

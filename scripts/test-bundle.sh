@@ -32,7 +32,8 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 2
 fi
 if ! command -v debootstrap >/dev/null; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
 fi
 for tool in zero-run zero-opt; do
   if [ ! -x "$build/bin/$tool" ]; then

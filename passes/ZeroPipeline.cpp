@@ -2,6 +2,8 @@
 
 #include "zero/passes/Passes.h"
 
+#include "zero/dialects/train/TrainOps.h"
+
 #include "mlir/Pass/PassManager.h"
 
 namespace zero {
@@ -32,6 +34,15 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
       return signalPassFailure();
     }
     OpPassManager pipeline(ModuleOp::getOperationName());
+    // A forward-only step is differentiated here, so that no user of the
+    // pipeline can get a step without its backward and its reductions.
+    bool forwardOnly =
+        module
+            .walk([](train::MinimizeOp) { return WalkResult::interrupt(); })
+            .wasInterrupted();
+    if (forwardOnly)
+      pipeline.addPass(
+          createTrainAutodiff(TrainAutodiffOptions{optimizer, recompute}));
     pipeline.addPass(createTrainMaterializeOptimizer(
         TrainMaterializeOptimizerOptions{accumulateSteps}));
     pipeline.addPass(createDistDataParallel(DistDataParallelOptions{ranks}));
@@ -48,6 +59,13 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     if (lowerToRuntime)
       pipeline.addPass(createZeroLowerToRuntime());
     if (failed(runPipeline(pipeline, module)))
+      return signalPassFailure();
+    WalkResult left = module.walk([](train::MinimizeOp minimize) {
+      minimize.emitError("zero-pipeline: train.minimize survived "
+                         "train-autodiff; the step has no backward");
+      return WalkResult::interrupt();
+    });
+    if (left.wasInterrupted())
       signalPassFailure();
   }
 };

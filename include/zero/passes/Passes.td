@@ -302,6 +302,13 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
     and `zero-report` when `report` is text or json, then
     `zero-lower-to-runtime` with `lower-to-runtime`. Stage 0 is plain data
     parallelism.
+
+    A forward-only step (one that ends in `train.minimize`) is
+    differentiated first: the pipeline then begins with `train-autodiff`,
+    given `optimizer` and `recompute`. So `zero-run`, the builder and any
+    other user of the pipeline get the backward and its gradient reductions
+    without a separate pass; no output of the pipeline keeps a
+    `train.minimize`.
   }];
   let options = [
     Option<"stage", "stage", "int64_t", "0",
@@ -329,6 +336,14 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "Where zero-report writes; - for stderr">,
     Option<"lowerToRuntime", "lower-to-runtime", "bool", "false",
            "Also run zero-lower-to-runtime, producing the zrt program">,
+    Option<"optimizer", "optimizer", "std::string", "\"\"",
+           "For a forward-only step: the train.optimizer (symbol name "
+           "without @) train-autodiff applies the gradients with; empty "
+           "takes the module's only optimizer">,
+    Option<"recompute", "recompute", "bool", "false",
+           "For a forward-only step: recompute the results of forward ops "
+           "marked train.recompute in the backward (activation "
+           "checkpointing)">,
   ];
   let dependentDialects = ["::zero::dist::DistDialect",
                            "::zero::zrt::ZrtDialect",

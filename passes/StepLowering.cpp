@@ -112,7 +112,8 @@ void StepLowering::declareInterface() {
 
 FlatSymbolRefAttr StepLowering::declareEvent(StringRef prefix) {
   OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPoint(body->getParentOp());
+  // With the declarations, before the first step body.
+  builder.setInsertionPoint(*declarations->getOps<zrt::StepOp>().begin());
   std::string name = (prefix + Twine(eventCount++)).str();
   builder.create<zrt::EventOp>(step.getLoc(), name);
   return FlatSymbolRefAttr::get(builder.getContext(), name);
@@ -478,18 +479,49 @@ void StepLowering::planMemory() {
     requests.push_back(
         {buffer.view.getSizeInBytes(), buffer.begin, buffer.end});
   ArenaPlan plan = planArena(requests, alignment);
-  program.setArenaBytesAttr(builder.getI64IntegerAttr(plan.arenaBytes));
+  // The bodies of a program run one after the other: each plans its own
+  // offsets from the start of the arena, which is as large as the largest.
+  int64_t liveBytes = plan.liveBytesLowerBound;
+  if (auto earlier = program->getAttrOfType<IntegerAttr>("zrt.live_bytes"))
+    liveBytes = std::max(liveBytes, earlier.getInt());
+  program.setArenaBytesAttr(builder.getI64IntegerAttr(
+      std::max<int64_t>(program.getArenaBytes(), plan.arenaBytes)));
   for (auto [buffer, offset] : llvm::zip(arenaBuffers, plan.offsets))
     buffer.view.setOffsetAttr(builder.getI64IntegerAttr(offset));
-  program->setAttr("zrt.live_bytes",
-                   builder.getI64IntegerAttr(plan.liveBytesLowerBound));
+  program->setAttr("zrt.live_bytes", builder.getI64IntegerAttr(liveBytes));
 }
 
-LogicalResult StepLowering::lower(DictionaryAttr report) {
+LogicalResult StepLowering::lower(DictionaryAttr report, zrt::StepKind kind) {
   auto placement = module->getAttrOfType<dist::PlacementAttr>("dist.placement");
   if (!placement)
     return mlir::emitError(module.getLoc())
            << "zero-lower-to-runtime: the module needs a dist.placement";
+  builder.setInsertionPointToEnd(module.getBody());
+  program = builder.create<zrt::ProgramOp>(step.getLoc(), step.getSymName(),
+                                           placement, 0, alignment,
+                                           /*accumulate_steps=*/nullptr);
+  declarations = builder.createBlock(&program.getBody());
+  builder.setInsertionPointToEnd(declarations);
+  builder.create<zrt::StreamOp>(step.getLoc(), "compute");
+  if (asyncCollectives)
+    builder.create<zrt::StreamOp>(step.getLoc(), "comm");
+  declareState();
+  declareInterface();
+  if (report)
+    program->setAttr("zrt.report", report);
+  if (auto stage = module->getAttr("dist.zero_stage"))
+    program->setAttr("zrt.zero_stage", stage);
+  return lowerBody(kind);
+}
+
+LogicalResult StepLowering::lowerInto(zrt::ProgramOp into, zrt::StepKind kind) {
+  program = into;
+  declarations = &program.getBody().front();
+  eventCount = llvm::range_size(declarations->getOps<zrt::EventOp>());
+  return lowerBody(kind);
+}
+
+LogicalResult StepLowering::lowerBody(zrt::StepKind kind) {
   int64_t index = 0;
   step.walk([&](Operation *op) {
     opIndex[op] = index++;
@@ -498,28 +530,14 @@ LogicalResult StepLowering::lower(DictionaryAttr report) {
     if (auto store = dyn_cast<train::StoreOp>(op))
       storesOf[store.getState()].push_back(store);
   });
-
-  builder.setInsertionPointToEnd(module.getBody());
-  program = builder.create<zrt::ProgramOp>(step.getLoc(), step.getSymName(),
-                                           placement, 0, alignment);
-  declarations = builder.createBlock(&program.getBody());
-  builder.setInsertionPointToEnd(declarations);
-  builder.create<zrt::StreamOp>(step.getLoc(), "compute");
-  if (asyncCollectives)
-    builder.create<zrt::StreamOp>(step.getLoc(), "comm");
   computeStream = FlatSymbolRefAttr::get(builder.getContext(), "compute");
   commStream = FlatSymbolRefAttr::get(builder.getContext(), "comm");
-  declareState();
-  declareInterface();
-  auto stepOp = builder.create<zrt::StepOp>(step.getLoc());
+  builder.setInsertionPointToEnd(declarations);
+  auto stepOp = builder.create<zrt::StepOp>(step.getLoc(), kind);
   zrt::StepOp::ensureTerminator(stepOp.getBody(), builder, step.getLoc());
   body = &stepOp.getBody().front();
   firstInstruction = body->getTerminator();
   builder.setInsertionPoint(body->getTerminator());
-  if (report)
-    program->setAttr("zrt.report", report);
-  if (auto stage = module->getAttr("dist.zero_stage"))
-    program->setAttr("zrt.zero_stage", stage);
 
   for (auto [index, argument] : llvm::enumerate(step.getArguments()))
     memrefOf[argument] = getBufferRef("input" + std::to_string(index));

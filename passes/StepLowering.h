@@ -47,9 +47,15 @@ public:
       : module(module), step(step), alignment(alignment),
         asyncCollectives(asyncCollectives), builder(module.getContext()) {}
 
-  /// Builds the program at the end of the module. Fails with a diagnostic
-  /// on the first op it cannot lower.
-  LogicalResult lower(DictionaryAttr report);
+  /// Builds the program at the end of the module, with the step as its
+  /// body of `kind` (`step`, or `micro` with gradient accumulation). Fails
+  /// with a diagnostic on the first op it cannot lower.
+  LogicalResult lower(DictionaryAttr report,
+                      zrt::StepKind kind = zrt::StepKind::step);
+  /// Adds the step to `into`, built by an earlier lower(), as its body of
+  /// `kind` (the `apply` step of gradient accumulation): same buffers,
+  /// streams and arena, which grows to what this body needs.
+  LogicalResult lowerInto(zrt::ProgramOp into, zrt::StepKind kind);
 
 private:
   // Declarations.
@@ -93,6 +99,8 @@ private:
   void lowerUnpack(dist::UnpackOp unpack);
   void lowerReturn(func::ReturnOp ret);
 
+  /// Creates the step body of `kind` and lowers the step into it.
+  LogicalResult lowerBody(zrt::StepKind kind);
   void planMemory();
   /// The last op (by index in the step) that reads `value` or a view of it.
   int64_t getLastUse(Value value);

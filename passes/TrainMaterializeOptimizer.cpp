@@ -76,6 +76,15 @@ private:
   /// The updates of the current step whose optimizer clips, in order.
   SmallVector<std::pair<Operation *, train::OptimizerOp>> clipped;
   LogicalResult emitClipping();
+  LogicalResult emitAccumulatorReset(OpBuilder &builder, Location loc,
+                                     train::ParamOp accumulator);
+  LogicalResult unscaleAccumulated(Value step);
+  /// With loss scaling and accumulation: each update, with the averaged
+  /// accumulator it applies, left for unscaleAccumulated.
+  SmallVector<std::pair<train::ApplyGradientOp, Value>> scaledUpdates;
+  /// The micro-step's scaler update, unscale and good-steps load, which
+  /// unscaleAccumulated replaced in the apply step.
+  SmallVector<Operation *, 3> movedScaling;
 };
 
 FailureOr<train::ParamOp> Materializer::declareState(train::ParamOp param,
@@ -214,22 +223,41 @@ LogicalResult Materializer::materialize(train::ApplyGradientOp apply,
     return emitUpdate(builder, loc, param, optimizer, apply.getGrad(), step,
                       apply.getSkipIf());
   }
-  if (apply.getSkipIf())
-    return apply.emitOpError()
-           << "skips its update on overflow (dynamic loss scaling), which "
-              "gradient accumulation does not support yet; use "
-              "accumulate-steps=1 or drop loss_scale";
+  // Under loss scaling the micro-steps accumulate the scaled gradients (the
+  // scale only changes in the apply step), which the apply step unscales
+  // and checks once: an overflow in any micro-step leaves an infinity or a
+  // NaN in the sum, so the whole step is skipped.
+  Value microGrad = apply.getGrad();
+  if (Value skip = apply.getSkipIf()) {
+    auto unscale = microGrad.getDefiningOp<train::UnscaleOp>();
+    if (!unscale || unscale.getFoundInf() != skip)
+      return apply.emitOpError()
+             << "skips its update on overflow but applies a gradient that "
+                "the train.unscale computing the flag does not produce; "
+                "gradient accumulation needs the unscale train-autodiff "
+                "writes";
+    microGrad = unscale.getGrads()[cast<OpResult>(microGrad).getResultNumber()];
+  }
 
-  // The micro-step adds the gradient into its accumulator ...
-  auto gradType = cast<RankedTensorType>(apply.getGrad().getType());
+  // The micro-step adds the gradient into its accumulator, in f32 for a
+  // 16-bit gradient (as Megatron's main_grad and DeepSpeed's bf16
+  // optimizer do): K additions rounded to bf16's 8 bits would cost more
+  // accuracy than the accumulator saves memory ...
+  auto microType = cast<RankedTensorType>(microGrad.getType());
+  RankedTensorType gradType = microType;
+  if (isSixteenBit(microType.getElementType()))
+    gradType = microType.clone(Float32Type::get(module.getContext()));
   FailureOr<train::ParamOp> accumulator = declareState(
       param, "grad", train::Role::grad_accum, gradType, /*zeroInit=*/true);
   if (failed(accumulator))
     return failure();
   builder.setInsertionPoint(apply);
+  Value addend = microGrad;
+  if (gradType != microType)
+    addend = builder.create<train::CastOp>(loc, gradType, microGrad);
   Value sum =
       builder.create<train::LoadOp>(loc, gradType, accumulator->getSymName());
-  sum = builder.create<train::AddOp>(loc, sum, apply.getGrad());
+  sum = builder.create<train::AddOp>(loc, sum, addend);
   builder.create<train::StoreOp>(loc, sum, accumulator->getSymName());
 
   // ... and the apply function averages it, updates, and resets it.
@@ -238,13 +266,110 @@ LogicalResult Materializer::materialize(train::ApplyGradientOp apply,
       builder.create<train::LoadOp>(loc, gradType, accumulator->getSymName());
   grad = builder.create<train::ScaleOp>(
       loc, grad, builder.getF64FloatAttr(1.0 / accumulateSteps));
+  if (apply.getSkipIf()) {
+    // Updated once every gradient is averaged: see unscaleAccumulated.
+    scaledUpdates.push_back({apply, grad});
+    return success();
+  }
   if (failed(emitUpdate(builder, loc, param, optimizer, grad, step,
                         /*skip=*/nullptr)))
     return failure();
+  return emitAccumulatorReset(builder, loc, *accumulator);
+}
+
+LogicalResult Materializer::emitAccumulatorReset(OpBuilder &builder,
+                                                 Location loc,
+                                                 train::ParamOp accumulator) {
+  auto gradType = accumulator.getLogicalTensorType();
   Value zeros = builder.create<arith::ConstantOp>(
       loc, DenseElementsAttr::get(
                gradType, builder.getFloatAttr(gradType.getElementType(), 0.0)));
-  builder.create<train::StoreOp>(loc, zeros, accumulator->getSymName());
+  builder.create<train::StoreOp>(loc, zeros, accumulator.getSymName());
+  return success();
+}
+
+/// Dynamic loss scaling with accumulation: the apply step unscales the
+/// averaged accumulators with one `train.unscale`, updates each parameter
+/// unless it found an overflow, updates the scaler, and resets the
+/// accumulators. The micro-step keeps only the scaled backward: its
+/// unscale, and the scaler update that read its overflow flag, move here.
+LogicalResult Materializer::unscaleAccumulated(Value step) {
+  if (scaledUpdates.empty())
+    return success();
+  train::ApplyGradientOp first = scaledUpdates.front().first;
+  auto unscale = first.getSkipIf().getDefiningOp<train::UnscaleOp>();
+  if (!unscale)
+    return first.emitOpError()
+           << "skips its update on a flag that no train.unscale computes; "
+              "gradient accumulation moves the unscale train-autodiff writes "
+              "into the apply step, and needs it";
+  train::UpdateLossScaleOp scaler;
+  for (Operation *user : unscale.getFoundInf().getUsers())
+    if (auto update = dyn_cast<train::UpdateLossScaleOp>(user))
+      scaler = update;
+  auto scaleLoad = unscale.getScale().getDefiningOp<train::LoadOp>();
+  auto goodLoad =
+      scaler ? scaler.getGoodSteps().getDefiningOp<train::LoadOp>() : nullptr;
+  if (!scaler || !scaleLoad || !goodLoad ||
+      scaler.getScale() != unscale.getScale())
+    return unscale.emitOpError()
+           << "is not followed by the train.update_loss_scale of the loaded "
+              "scale that train-autodiff writes; gradient accumulation "
+              "cannot move the scaler update into the apply step";
+  SmallVector<train::StoreOp> scalerStores;
+  for (Operation *user : scaler->getUsers()) {
+    auto store = dyn_cast<train::StoreOp>(user);
+    if (!store)
+      return scaler.emitOpError()
+             << "has a result used by '" << user->getName()
+             << "'; gradient accumulation moves it into the apply step, "
+                "where only stores of the scaler may read it";
+    scalerStores.push_back(store);
+  }
+
+  Location loc = unscale.getLoc();
+  OpBuilder builder(applyFunction.front().getTerminator());
+  SmallVector<Value> averaged;
+  for (auto &[apply, grad] : scaledUpdates) {
+    if (apply.getSkipIf() != unscale.getFoundInf())
+      return apply.emitOpError()
+             << "skips on another overflow flag than the other updates; "
+                "the step must be unscaled by one train.unscale";
+    averaged.push_back(grad);
+  }
+  auto scalar = scaleLoad.getType();
+  Value scale =
+      builder.create<train::LoadOp>(loc, scalar, scaleLoad.getState());
+  auto unscaled = builder.create<train::UnscaleOp>(loc, averaged, scale);
+  Value found = unscaled.getFoundInf();
+  for (auto [index, entry] : llvm::enumerate(scaledUpdates)) {
+    train::ApplyGradientOp apply = entry.first;
+    auto param = symbols.lookup<train::ParamOp>(apply.getParam());
+    auto optimizer = symbols.lookup<train::OptimizerOp>(apply.getOptimizer());
+    if (failed(emitUpdate(builder, apply.getLoc(), param, optimizer,
+                          unscaled.getResults()[index], step, found)))
+      return failure();
+  }
+  Value good = builder.create<train::LoadOp>(loc, scalar, goodLoad.getState());
+  auto next = builder.create<train::UpdateLossScaleOp>(
+      scaler.getLoc(), scale, good, found, scaler.getGrowthInterval());
+  for (train::StoreOp store : scalerStores) {
+    Value value = store.getValue() == scaler.getNewScale()
+                      ? next.getNewScale()
+                      : next.getNewGoodSteps();
+    builder.create<train::StoreOp>(store.getLoc(), value, store.getState());
+    store.erase();
+  }
+  for (auto &[apply, grad] : scaledUpdates) {
+    auto param = symbols.lookup<train::ParamOp>(apply.getParam());
+    auto accumulator =
+        symbols.lookup<train::ParamOp>((param.getSymName() + ".grad").str());
+    if (failed(emitAccumulatorReset(builder, apply.getLoc(), accumulator)))
+      return failure();
+  }
+  // The micro-step's own unscale and scaler update go once the
+  // apply_gradients that read them are erased (by run()).
+  movedScaling = {scaler, unscale, goodLoad};
   return success();
 }
 
@@ -332,11 +457,18 @@ LogicalResult Materializer::run() {
     Value step = accumulateSteps > 1 ? getStepIndex(applyFunction)
                                      : getStepIndex(function);
     clipped.clear();
-    for (train::ApplyGradientOp apply : applies) {
+    scaledUpdates.clear();
+    movedScaling.clear();
+    for (train::ApplyGradientOp apply : applies)
       if (failed(materialize(apply, builder, step)))
         return failure();
+    if (failed(unscaleAccumulated(step)))
+      return failure();
+    for (train::ApplyGradientOp apply : applies)
       apply.erase();
-    }
+    for (Operation *op : movedScaling)
+      if (op->use_empty())
+        op->erase();
     if (failed(emitClipping()))
       return failure();
     // Only Adam reads the step index; drop it when nothing does.

@@ -73,28 +73,44 @@ struct ZeroLowerToRuntimePass
           << static_cast<int64_t>(alignment);
       return signalPassFailure();
     }
-    SmallVector<func::FuncOp> steps = getStepFunctions(module);
-    if (steps.size() != 1) {
+    // The step, and with gradient accumulation the apply step after it.
+    func::FuncOp step, apply;
+    for (func::FuncOp function : getStepFunctions(module)) {
+      func::FuncOp &slot =
+          function->hasAttr(train::TrainDialect::getApplyStepAttrName()) ? apply
+                                                                         : step;
+      if (slot) {
+        function.emitOpError()
+            << "is a second "
+            << (&slot == &apply ? "apply step" : "train.step function")
+            << "; zero-lower-to-runtime lowers one training step";
+        return signalPassFailure();
+      }
+      slot = function;
+    }
+    if (!step) {
       mlir::emitError(module.getLoc())
           << "zero-lower-to-runtime: expected one train.step function, found "
-          << steps.size()
-          << (steps.size() > 1 ? " (gradient accumulation is not supported "
-                                 "by the runtime yet)"
-                               : "");
+             "none";
       return signalPassFailure();
     }
-    func::FuncOp step = steps.front();
-    if (auto k = step->getAttrOfType<IntegerAttr>("train.accumulate_steps");
-        k && k.getInt() > 1) {
-      step.emitOpError() << "accumulates gradients over " << k.getInt()
-                         << " micro-steps, which the runtime does not run yet";
+    int64_t microSteps = 1;
+    if (auto k = step->getAttrOfType<IntegerAttr>(
+            train::TrainDialect::getAccumulateStepsAttrName()))
+      microSteps = k.getInt();
+    if ((microSteps > 1) != static_cast<bool>(apply)) {
+      (apply ? apply : step).emitOpError()
+          << (apply ? "is an apply step, but the step does not accumulate "
+                      "gradients"
+                    : "accumulates gradients but the module has no apply "
+                      "step (train-materialize-optimizer writes both)");
       return signalPassFailure();
     }
     // Clipping that zero-shard did not expand reads whole gradients (stage 0
     // or a single device): its norm needs no collective.
     expandClipping(module);
     for (auto func : module.getOps<func::FuncOp>())
-      if (func != step) {
+      if (func != step && func != apply) {
         func.emitOpError() << "is not the training step; inline it first "
                               "(--inline) before zero-lower-to-runtime";
         return signalPassFailure();
@@ -109,16 +125,25 @@ struct ZeroLowerToRuntimePass
         return signalPassFailure();
       }
     }
-    if (!step.getBody().hasOneBlock()) {
-      step.emitOpError() << "has several blocks; zero-lower-to-runtime lowers "
-                            "straight-line steps only";
-      return signalPassFailure();
-    }
+    for (func::FuncOp function : {step, apply})
+      if (function && !function.getBody().hasOneBlock()) {
+        function.emitOpError() << "has several blocks; zero-lower-to-runtime "
+                                  "lowers straight-line steps only";
+        return signalPassFailure();
+      }
 
     Builder builder(module.getContext());
     DictionaryAttr report = getReportAttr(module, builder);
     StepLowering lowering(module, step, alignment, asyncCollectives);
-    if (failed(lowering.lower(report))) {
+    LogicalResult lowered = lowering.lower(report, apply ? zrt::StepKind::micro
+                                                         : zrt::StepKind::step);
+    if (succeeded(lowered) && apply) {
+      zrt::ProgramOp program = *module.getOps<zrt::ProgramOp>().begin();
+      program.setAccumulateStepsAttr(builder.getI64IntegerAttr(microSteps));
+      StepLowering applyLowering(module, apply, alignment, asyncCollectives);
+      lowered = applyLowering.lowerInto(program, zrt::StepKind::apply);
+    }
+    if (failed(lowered)) {
       // Leave the module as it was, not half lowered.
       for (auto program :
            llvm::make_early_inc_range(module.getOps<zrt::ProgramOp>()))

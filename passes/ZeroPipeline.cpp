@@ -37,8 +37,7 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     // A forward-only step is differentiated here, so that no user of the
     // pipeline can get a step without its backward and its reductions.
     bool forwardOnly =
-        module
-            .walk([](train::MinimizeOp) { return WalkResult::interrupt(); })
+        module.walk([](train::MinimizeOp) { return WalkResult::interrupt(); })
             .wasInterrupted();
     if (forwardOnly)
       pipeline.addPass(

@@ -330,17 +330,26 @@ LogicalResult Sharder::shardAccumulator(train::ParamOp accumulator,
         return add.emitOpError() << "accumulates into "
                                  << "@" << accumulator.getSymName()
                                  << " without loading it first";
+      // A 16-bit gradient widened for an f32 accumulator is reduced in its
+      // own precision, and only its shard widened.
       Value grad = add.getRhs();
+      auto widen = grad.getDefiningOp<train::CastOp>();
+      if (widen)
+        grad = widen.getOperand();
       OpBuilder after(grad.getContext());
       after.setInsertionPointAfterValue(grad);
       Value gradShard = emitReduceScatter(after, loc, grad, kind);
       builder.setInsertionPoint(add);
+      if (widen)
+        gradShard = builder.create<train::CastOp>(loc, shardType, gradShard);
       Value sum = builder.create<train::AddOp>(
           loc, emitLoad(builder, loc, accumulator), gradShard);
       store.getValueMutable().assign(sum);
       handledLoads.insert(old);
       add.erase();
       eraseIfDead(old);
+      if (widen)
+        eraseIfDead(widen);
       continue;
     }
     if (auto constant = dyn_cast_or_null<arith::ConstantOp>(producer)) {

@@ -31,10 +31,21 @@ LogicalResult ProgramOp::verify() {
   if (!llvm::isPowerOf2_64(getAlignment()))
     return emitOpError() << "needs a power-of-two alignment, got "
                          << getAlignment();
-  auto steps = getBody().front().getOps<StepOp>();
-  int64_t count = std::distance(steps.begin(), steps.end());
-  if (count != 1)
-    return emitOpError() << "needs exactly one zrt.step, found " << count;
+  SmallVector<StepKind> kinds;
+  for (StepOp step : getBody().front().getOps<StepOp>())
+    kinds.push_back(step.getKind());
+  if (!getAccumulateSteps()) {
+    if (kinds.size() != 1 || kinds.front() != StepKind::step)
+      return emitOpError() << "needs exactly one plain zrt.step (micro and "
+                              "apply steps need `accumulate K`), found "
+                           << kinds.size() << " step bodies";
+    return success();
+  }
+  if (kinds != SmallVector<StepKind>{StepKind::micro, StepKind::apply})
+    return emitOpError() << "accumulates gradients over "
+                         << *getAccumulateSteps()
+                         << " micro-batches, so it needs a `zrt.step micro` "
+                            "followed by a `zrt.step apply`";
   return success();
 }
 

@@ -140,7 +140,7 @@ public:
     return batches;
   }
 
-  absl::Status fill(int64_t step) override {
+  absl::Status fill(int64_t step, int64_t micro) override {
     zero::rt::Communicator &comm = executor.communicator();
     int64_t local = globalRows / comm.size();
     // Drawn on the host, then copied to the backend's buffers.
@@ -151,7 +151,8 @@ public:
     int32_t *targets = host[2].data();
     uint64_t starts = text.size() - seq; // windows of seq + 1 bytes
     for (int64_t row = 0; row < local; ++row) {
-      uint64_t global = static_cast<uint64_t>(comm.rank() * local + row);
+      uint64_t global = static_cast<uint64_t>(
+          (micro * comm.size() + comm.rank()) * local + row);
       uint64_t start = splitmix64(splitmix64(splitmix64(seed) ^
                                              static_cast<uint64_t>(step)) ^
                                   global) %
@@ -170,7 +171,9 @@ public:
         return status;
     return absl::OkStatus();
   }
-  int64_t globalBatch() const override { return globalRows; }
+  int64_t globalBatch() const override {
+    return globalRows * executor.accumulateSteps();
+  }
   std::string describe() const override {
     return absl::StrCat(path, " (", text.size(), " bytes, byte-level tokens)");
   }

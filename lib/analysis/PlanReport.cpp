@@ -250,7 +250,10 @@ ZeroFormula computeFormula(ModuleOp module, int64_t stage, int64_t ranks) {
   ZeroFormula formula;
   formula.stage = stage;
   formula.ranks = ranks;
-  double params = 0, grads = 0, optimizer = 0;
+  // G is the gradient's bytes: the parameter's type, or with accumulation
+  // the persistent accumulator's (f32 for a 16-bit parameter).
+  double params = 0, grads = 0, accumulators = 0, optimizer = 0;
+  bool accumulates = false;
   for (auto state : module.getOps<train::ParamOp>()) {
     RankedTensorType logical = state.getLogicalTensorType();
     switch (state.getRole()) {
@@ -268,11 +271,16 @@ ZeroFormula computeFormula(ModuleOp module, int64_t stage, int64_t ranks) {
       optimizer += state.getLogicalBytes();
       break;
     case train::Role::grad_accum:
+      accumulates = true;
+      accumulators += state.getLogicalBytes();
+      break;
     // Eight replicated bytes, whatever the model: not part of the formula.
     case train::Role::scaler:
       break;
     }
   }
+  if (accumulates)
+    grads = accumulators;
   double psi = std::max<int64_t>(formula.trainableElements, 1);
   formula.paramBytesPerElement = params / psi;
   formula.gradBytesPerElement = grads / psi;

@@ -203,11 +203,6 @@ absl::Status GraphConfig::validate() const {
           absl::StrCat("loss_scaling: the growth interval must be in [1, "
                        "2^24] steps, got ",
                        scaling.growthInterval));
-    if (accumulateSteps > 1)
-      return absl::InvalidArgumentError(
-          "loss_scaling: dynamic loss scaling with gradient accumulation is "
-          "not supported yet; use set_gradient_accumulation_steps(1) or "
-          "loss_scaling(LossScaling::none())");
   }
   const Schedule &schedule = o.schedule;
   if (schedule.warmup < 0)

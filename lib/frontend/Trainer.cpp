@@ -55,14 +55,14 @@ void Trainer::useBatches(std::unique_ptr<rt::BatchSource> source) {
 
 absl::StatusOr<float> Trainer::step() {
   int64_t index = stepsRun + 1;
-  if (absl::Status status = batches->fill(index); !status.ok())
-    return status;
-  if (absl::Status status = executorPtr->runStep(index); !status.ok())
-    return status;
-  stepsRun = index;
   if (lossBuffer < 0)
     return absl::InternalError("the program has no loss output (output0)");
-  return executorPtr->readScalar(lossBuffer);
+  absl::StatusOr<float> loss =
+      rt::runTrainingStep(*executorPtr, *batches, index);
+  if (!loss.ok())
+    return loss.status();
+  stepsRun = index;
+  return loss;
 }
 
 absl::StatusOr<std::vector<float>> Trainer::run(int64_t steps) {

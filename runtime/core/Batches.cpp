@@ -79,14 +79,17 @@ public:
   SyntheticBatches(Executor &executor, uint64_t seed)
       : executor(executor), seed(seed), slots(getInputSlots(executor)) {}
 
-  absl::Status fill(int64_t step) override;
-  int64_t globalBatch() const override { return getGlobalBatch(slots); }
+  absl::Status fill(int64_t step, int64_t micro) override;
+  int64_t globalBatch() const override {
+    return getGlobalBatch(slots) * executor.accumulateSteps();
+  }
   std::string describe() const override {
     return absl::StrCat("synthetic (seed ", seed, ")");
   }
 
 private:
-  void fillLabels(const InputSlot &slot, int64_t step, void *out);
+  void fillLabels(const InputSlot &slot, int64_t step, int64_t micro,
+                  void *out);
 
   Executor &executor;
   uint64_t seed;
@@ -95,7 +98,7 @@ private:
   std::vector<std::vector<uint8_t>> host;
 };
 
-absl::Status SyntheticBatches::fill(int64_t step) {
+absl::Status SyntheticBatches::fill(int64_t step, int64_t micro) {
   // Features and tokens first: labels are computed from them. Everything is
   // drawn on the host, then copied to the backend's buffers.
   host.resize(slots.size());
@@ -104,7 +107,9 @@ absl::Status SyntheticBatches::fill(int64_t step) {
     const BufferDecl &decl = *slot.decl;
     host[index].resize(decl.bytes);
     void *out = host[index].data();
-    int64_t begin = slot.firstRow * slot.rowElements;
+    // Drawn per element of the optimizer step's global batch.
+    int64_t begin =
+        (micro * slot.globalRows + slot.firstRow) * slot.rowElements;
     int64_t count = decl.spec.numElements();
     bool positions = decl.indexOf == "embedding" &&
                      decl.spec.shape.size() >= 2 &&
@@ -120,7 +125,7 @@ absl::Status SyntheticBatches::fill(int64_t step) {
   }
   for (size_t index = 0; index < slots.size(); ++index)
     if (slots[index].decl->indexOf == "labels")
-      fillLabels(slots[index], step, host[index].data());
+      fillLabels(slots[index], step, micro, host[index].data());
   for (size_t index = 0; index < slots.size(); ++index)
     if (absl::Status status =
             executor.writeBuffer(slots[index].buffer, host[index].data());
@@ -133,7 +138,7 @@ absl::Status SyntheticBatches::fill(int64_t step) {
 /// position (language models), or the class a fixed random linear teacher
 /// picks for the row's features (classifiers).
 void SyntheticBatches::fillLabels(const InputSlot &labels, int64_t step,
-                                  void *out) {
+                                  int64_t micro, void *out) {
   const BufferDecl &decl = *labels.decl;
   int64_t classes = std::max<int64_t>(1, decl.indexBound);
   int64_t count = decl.spec.numElements();
@@ -177,7 +182,9 @@ void SyntheticBatches::fillLabels(const InputSlot &labels, int64_t step,
     }
     return;
   }
-  fillUniform(seed, decl.name, step, labels.firstRow * labels.rowElements,
+  fillUniform(seed, decl.name, step,
+              (micro * labels.globalRows + labels.firstRow) *
+                  labels.rowElements,
               count, decl.spec.dtype, out, classes);
 }
 
@@ -188,12 +195,14 @@ public:
       : executor(executor), path(std::move(path)), arrays(std::move(arrays)),
         slots(std::move(slots)), batches(batches) {}
 
-  absl::Status fill(int64_t step) override {
+  absl::Status fill(int64_t step, int64_t micro) override {
     int64_t batch = (step - 1) % batches;
+    int64_t microSteps = executor.accumulateSteps();
     for (const InputSlot &slot : slots) {
       const HostTensor &array = arrays.at(slot.decl->name);
       int64_t elementBytes = dtypeBytes(slot.decl->spec.dtype);
-      int64_t row = batch * slot.globalRows + slot.firstRow;
+      int64_t row =
+          (batch * microSteps + micro) * slot.globalRows + slot.firstRow;
       if (absl::Status status = executor.writeBuffer(
               slot.buffer,
               array.data.data() + row * slot.rowElements * elementBytes);
@@ -202,7 +211,9 @@ public:
     }
     return absl::OkStatus();
   }
-  int64_t globalBatch() const override { return getGlobalBatch(slots); }
+  int64_t globalBatch() const override {
+    return getGlobalBatch(slots) * executor.accumulateSteps();
+  }
   std::string describe() const override {
     return absl::StrCat(path, " (", batches, " global batches)");
   }
@@ -266,23 +277,25 @@ zero::rt::createFileBatches(Executor &executor, const std::string &path) {
                        "'; the program's inputs are ", describeInputs(slots)));
     const HostTensor &array = it->second;
     std::vector<int64_t> expected = decl.spec.shape;
+    // One optimizer step's rows: every micro-batch's.
+    int64_t stepRows = slot.globalRows * executor.accumulateSteps();
     bool rowsOk = !array.shape.empty() && !expected.empty() &&
-                  array.shape[0] > 0 && array.shape[0] % slot.globalRows == 0;
+                  array.shape[0] > 0 && array.shape[0] % stepRows == 0;
     bool restOk = array.shape.size() == expected.size() &&
                   std::equal(array.shape.begin() + (expected.empty() ? 0 : 1),
                              array.shape.end(),
                              expected.begin() + (expected.empty() ? 0 : 1));
     if (!rowsOk || !restOk || array.dtype != decl.spec.dtype) {
       if (!expected.empty())
-        expected[0] = slot.globalRows;
+        expected[0] = stepRows;
       return absl::InvalidArgumentError(absl::StrCat(
           path, ": array '", decl.name, "' is ", dtypeName(array.dtype), "[",
           absl::StrJoin(array.shape, ", "), "], expected ",
           dtypeName(decl.spec.dtype), "[", absl::StrJoin(expected, ", "),
-          "] (or a multiple of ", slot.globalRows,
-          " rows: one global batch per step, used in turn)"));
+          "] (or a multiple of ", stepRows,
+          " rows: one global batch per optimizer step, used in turn)"));
     }
-    int64_t count = array.shape[0] / slot.globalRows;
+    int64_t count = array.shape[0] / stepRows;
     if (batches >= 0 && count != batches)
       return absl::InvalidArgumentError(absl::StrCat(
           path, ": array '", decl.name, "' holds ", count,
@@ -301,4 +314,23 @@ zero::rt::createFileBatches(Executor &executor, const std::string &path) {
   return std::make_unique<FileBatches>(executor, path, std::move(arrays),
                                        std::move(slots),
                                        std::max<int64_t>(batches, 1));
+}
+
+absl::StatusOr<float> zero::rt::runTrainingStep(Executor &executor,
+                                                BatchSource &batches,
+                                                int64_t step) {
+  int loss = executor.findBuffer("output0");
+  int64_t microSteps = executor.accumulateSteps();
+  // Summed in micro-batch order and divided once, like the gradients.
+  float lossSum = 0;
+  for (int64_t micro = 0; micro < microSteps; ++micro) {
+    if (absl::Status status = batches.fill(step, micro); !status.ok())
+      return status;
+    if (absl::Status status = executor.runMicroStep(step); !status.ok())
+      return status;
+    lossSum += loss < 0 ? NAN : executor.readScalar(loss);
+  }
+  if (absl::Status status = executor.runApply(step); !status.ok())
+    return status;
+  return microSteps == 1 ? lossSum : lossSum / static_cast<float>(microSteps);
 }

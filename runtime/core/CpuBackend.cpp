@@ -107,14 +107,14 @@ public:
   std::string name() const override { return "cpu"; }
   std::string deviceDescription() const override { return "host CPU"; }
 
-  absl::Status prepare(const std::vector<StepInstruction> &step, int,
+  absl::Status prepare(const std::vector<StepBody> &steps, int,
                        int events) override {
-    instructions = &step;
+    bodies = &steps;
     eventTickets.assign(events, -1);
     return absl::OkStatus();
   }
 
-  absl::Status runStep(const KernelContext &context) override;
+  absl::Status runBody(size_t body, const KernelContext &context) override;
 
 private:
   absl::Status run(const StepInstruction &instruction,
@@ -122,7 +122,7 @@ private:
   absl::Status waitAll();
 
   Communicator &comm;
-  const std::vector<StepInstruction> *instructions = nullptr;
+  const std::vector<StepBody> *bodies = nullptr;
   /// Per event: the communication ticket recorded last (or -1).
   std::vector<Communicator::Ticket> eventTickets;
   /// Collectives started and not yet waited for, oldest first.
@@ -183,9 +183,10 @@ absl::Status CpuBackend::run(const StepInstruction &instruction,
   return absl::OkStatus();
 }
 
-absl::Status CpuBackend::runStep(const KernelContext &context) {
-  for (size_t index = 0; index < instructions->size(); ++index) {
-    const StepInstruction &instruction = (*instructions)[index];
+absl::Status CpuBackend::runBody(size_t body, const KernelContext &context) {
+  const StepBody &instructions = (*bodies)[body];
+  for (size_t index = 0; index < instructions.size(); ++index) {
+    const StepInstruction &instruction = instructions[index];
     absl::Status status = run(instruction, context);
     if (!status.ok())
       return absl::Status(status.code(),

@@ -153,8 +153,10 @@ struct Executor::Loader {
   llvm::StringMap<int> events;
   /// Stream 0 is the compute stream (the one kernels run on).
   llvm::StringMap<int> streams;
-  /// Events some instruction recorded so far.
+  /// Events some instruction of the current body recorded so far.
   llvm::DenseSet<int> recorded;
+  /// The instruction list of the body being loaded.
+  StepBody *body = nullptr;
 
   int getStream(llvm::StringRef name) {
     return streams.try_emplace(name, streams.size()).first->second;
@@ -310,7 +312,7 @@ absl::Status Executor::Loader::addCollective(mlir::Operation *op,
   instruction.stream = getStream(stream);
   noteArenaUse(input);
   noteArenaUse(output);
-  executor.instructions.push_back(std::move(instruction));
+  body->push_back(std::move(instruction));
   return absl::OkStatus();
 }
 
@@ -344,7 +346,7 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
     if (!kernel.ok())
       return error(op, kernel.status().message());
     instruction.kernel = std::move(*kernel);
-    executor.instructions.push_back(std::move(instruction));
+    body->push_back(std::move(instruction));
     return absl::OkStatus();
   }
   if (auto copy = mlir::dyn_cast<zrt::CopyOp>(op)) {
@@ -360,7 +362,7 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
     instruction.bytes = spec->numElements() * dtypeBytes(spec->dtype);
     noteArenaUse(copy.getSource());
     noteArenaUse(copy.getTarget());
-    executor.instructions.push_back(std::move(instruction));
+    body->push_back(std::move(instruction));
     return absl::OkStatus();
   }
   if (auto allReduce = mlir::dyn_cast<zrt::AllReduceOp>(op)) {
@@ -370,7 +372,7 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
     // A failed addCollective appends nothing: back() would be another op.
     if (!status.ok())
       return status;
-    executor.instructions.back().reduce = getReduceKind(allReduce.getReduce());
+    body->back().reduce = getReduceKind(allReduce.getReduce());
     return status;
   }
   if (auto reduceScatter = mlir::dyn_cast<zrt::ReduceScatterOp>(op)) {
@@ -379,8 +381,7 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
                       reduceScatter.getOutput(), reduceScatter.getStream());
     if (!status.ok())
       return status;
-    executor.instructions.back().reduce =
-        getReduceKind(reduceScatter.getReduce());
+    body->back().reduce = getReduceKind(reduceScatter.getReduce());
     return status;
   }
   if (auto allGather = mlir::dyn_cast<zrt::AllGatherOp>(op))
@@ -392,7 +393,7 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
                       broadcast.getOutput(), broadcast.getStream());
     if (!status.ok())
       return status;
-    executor.instructions.back().root = static_cast<int>(broadcast.getRoot());
+    body->back().root = static_cast<int>(broadcast.getRoot());
     return status;
   }
   if (auto allToAll = mlir::dyn_cast<zrt::AllToAllOp>(op))
@@ -405,7 +406,7 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
     instruction.stream = getStream(record.getStream());
     instruction.event = getEvent(record.getEvent());
     recorded.insert(instruction.event);
-    executor.instructions.push_back(std::move(instruction));
+    body->push_back(std::move(instruction));
     return absl::OkStatus();
   }
   if (auto wait = mlir::dyn_cast<zrt::WaitOp>(op)) {
@@ -417,7 +418,7 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
     instruction.label = "zrt.wait";
     instruction.stream = getStream(wait.getStream());
     instruction.event = event->second;
-    executor.instructions.push_back(std::move(instruction));
+    body->push_back(std::move(instruction));
     return absl::OkStatus();
   }
   if (mlir::isa<zrt::YieldOp>(op))
@@ -454,39 +455,72 @@ Executor::create(zrt::ProgramOp program, Communicator &comm,
         absl::StrCat("the arena: ", arena.status().message()));
   executor->arena = *arena;
 
-  zrt::StepOp step;
+  std::vector<zrt::StepOp> steps;
   for (mlir::Operation &op : program.getBody().front()) {
     if (auto buffer = mlir::dyn_cast<zrt::BufferOp>(op)) {
       if (absl::Status status = loader.declareBuffer(buffer); !status.ok())
         return status;
     } else if (auto stepOp = mlir::dyn_cast<zrt::StepOp>(op)) {
-      step = stepOp;
+      steps.push_back(stepOp);
     }
   }
+  executor->microSteps = program.getMicroSteps();
   // The compute stream, the one kernels run on, is stream 0.
-  step.walk([&](zrt::LaunchOp launch) {
-    loader.getStream(launch.getStream());
-    return mlir::WalkResult::interrupt();
-  });
+  for (zrt::StepOp step : steps) {
+    auto found = step.walk([&](zrt::LaunchOp launch) {
+      loader.getStream(launch.getStream());
+      return mlir::WalkResult::interrupt();
+    });
+    if (found.wasInterrupted())
+      break;
+  }
   if (loader.streams.empty())
     loader.getStream("compute");
-  for (mlir::Operation &op : step.getBody().front()) {
-    absl::Status status =
-        mlir::isa<zrt::BufferRefOp, zrt::ArenaViewOp, zrt::ViewOp>(op)
-            ? loader.resolve(&op)
-            : loader.addInstruction(&op);
-    if (!status.ok())
-      return status;
+  // Each body is complete in itself: it waits only for events it recorded.
+  executor->bodies.resize(steps.size());
+  for (auto [step, body] : llvm::zip(steps, executor->bodies)) {
+    loader.body = &body;
+    loader.recorded.clear();
+    for (mlir::Operation &op : step.getBody().front()) {
+      absl::Status status =
+          mlir::isa<zrt::BufferRefOp, zrt::ArenaViewOp, zrt::ViewOp>(op)
+              ? loader.resolve(&op)
+              : loader.addInstruction(&op);
+      if (!status.ok())
+        return status;
+    }
   }
   if (absl::Status status = executor->executionBackend->prepare(
-          executor->instructions, std::max<int>(1, loader.streams.size()),
+          executor->bodies, std::max<int>(1, loader.streams.size()),
           loader.events.size());
       !status.ok())
     return status;
   return executor;
 }
 
+size_t Executor::numInstructions() const {
+  size_t count = 0;
+  for (const StepBody &body : bodies)
+    count += body.size();
+  return count;
+}
+
 absl::Status Executor::runStep(int64_t step) {
+  if (microSteps > 1)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the program accumulates gradients over ", microSteps,
+        " micro-batches: fill each and run runMicroStep, then runApply"));
+  return runMicroStep(step);
+}
+
+absl::Status Executor::runMicroStep(int64_t step) {
   KernelContext context{step, comm.rank(), comm.size()};
-  return executionBackend->runStep(context);
+  return executionBackend->runBody(0, context);
+}
+
+absl::Status Executor::runApply(int64_t step) {
+  if (bodies.size() < 2)
+    return absl::OkStatus();
+  KernelContext context{step, comm.rank(), comm.size()};
+  return executionBackend->runBody(1, context);
 }

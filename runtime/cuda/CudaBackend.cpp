@@ -212,19 +212,21 @@ public:
                                       absl::Span<const TensorSpec> ins,
                                       absl::Span<const TensorSpec> outs,
                                       int stream) override;
-  absl::Status prepare(const std::vector<StepInstruction> &step, int streams,
+  absl::Status prepare(const std::vector<StepBody> &steps, int streams,
                        int events) override;
-  absl::Status runStep(const KernelContext &context) override;
+  absl::Status runBody(size_t body, const KernelContext &context) override;
   int64_t overheadBytes() const override { return overhead; }
 
 private:
   absl::StatusOr<cudaStream_t> getStream(int index);
-  absl::Status issueStep(const KernelContext &context);
+  absl::Status issueStep(const StepBody &instructions,
+                         const KernelContext &context);
   absl::Status issue(const StepInstruction &instruction,
                      const KernelContext &context);
   absl::Status enqueueCollective(const StepInstruction &instruction,
                                  cudaStream_t stream);
-  absl::Status captureStep(const KernelContext &context);
+  /// Captures body `body` as a CUDA graph (one per body).
+  absl::Status captureStep(size_t body, const KernelContext &context);
   /// The traffic of the collectives issued since the last call, moved to
   /// the host communicator, where the runtime reads it.
   void moveTraffic();
@@ -235,7 +237,7 @@ private:
   std::string description;
   std::unique_ptr<DeviceCollectives> collectives;
   NcclCommunicator *nccl = nullptr;
-  const std::vector<StepInstruction> *instructions = nullptr;
+  const std::vector<StepBody> *bodies = nullptr;
   std::vector<cudaStream_t> streams;
   std::vector<cudaEvent_t> events;
   /// Fork and join points of the streams other than compute.
@@ -246,9 +248,14 @@ private:
   int lastCollectiveStream = -1;
   int64_t *deviceStep = nullptr;
   int64_t *hostStep = nullptr;
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t graphExec = nullptr;
-  std::map<std::string, TrafficStats> graphTraffic;
+  /// Per body, with --cuda-graph: the captured graph, its executable and
+  /// the traffic one replay moves.
+  struct CapturedBody {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    std::map<std::string, TrafficStats> traffic;
+  };
+  std::vector<CapturedBody> captured;
   int64_t overhead = 0;
 };
 
@@ -259,10 +266,12 @@ CudaBackend::~CudaBackend() {
   if (!streams.empty())
     cudaStreamSynchronize(streams[0]);
   collectives.reset();
-  if (graphExec)
-    cudaGraphExecDestroy(graphExec);
-  if (graph)
-    cudaGraphDestroy(graph);
+  for (CapturedBody &body : captured) {
+    if (body.exec)
+      cudaGraphExecDestroy(body.exec);
+    if (body.graph)
+      cudaGraphDestroy(body.graph);
+  }
   for (cudaEvent_t event : events)
     cudaEventDestroy(event);
   for (cudaEvent_t event : joinEvents)
@@ -423,9 +432,10 @@ CudaBackend::bindKernel(absl::string_view name, mlir::DictionaryAttr params,
   return bindCudaKernel(name, params, ins, outs, *cudaStream);
 }
 
-absl::Status CudaBackend::prepare(const std::vector<StepInstruction> &step,
+absl::Status CudaBackend::prepare(const std::vector<StepBody> &steps,
                                   int streamCount, int eventCount) {
-  instructions = &step;
+  bodies = &steps;
+  captured.resize(steps.size());
   if (absl::StatusOr<cudaStream_t> last = getStream(streamCount - 1);
       !last.ok())
     return last.status();
@@ -443,14 +453,15 @@ absl::Status CudaBackend::prepare(const std::vector<StepInstruction> &step,
       return status;
   if (auto *staged = dynamic_cast<HostStagedCollectives *>(collectives.get())) {
     int64_t inBytes = 0, outBytes = 0;
-    for (const StepInstruction &instruction : step) {
-      if (!instruction.isCollective())
-        continue;
-      inBytes =
-          std::max(inBytes, instruction.collectiveInputBytes(hostComm.size()));
-      outBytes = std::max(outBytes,
-                          instruction.collectiveOutputBytes(hostComm.size()));
-    }
+    for (const StepBody &body : steps)
+      for (const StepInstruction &instruction : body) {
+        if (!instruction.isCollective())
+          continue;
+        inBytes = std::max(inBytes,
+                           instruction.collectiveInputBytes(hostComm.size()));
+        outBytes = std::max(outBytes,
+                            instruction.collectiveOutputBytes(hostComm.size()));
+      }
     if (absl::Status status = staged->reserve(inBytes, outBytes); !status.ok())
       return status;
   }
@@ -499,7 +510,8 @@ absl::Status CudaBackend::enqueueCollective(const StepInstruction &instruction,
   return cudaCheck(cudaEventRecord(collectiveOrder, stream), "cudaEventRecord");
 }
 
-absl::Status CudaBackend::issueStep(const KernelContext &context) {
+absl::Status CudaBackend::issueStep(const StepBody &instructions,
+                                    const KernelContext &context) {
   cudaStream_t compute = streams[0];
   lastCollectiveStream = -1;
   if (absl::Status status =
@@ -512,8 +524,8 @@ absl::Status CudaBackend::issueStep(const KernelContext &context) {
                       "cudaStreamWaitEvent");
         !status.ok())
       return status;
-  for (size_t index = 0; index < instructions->size(); ++index) {
-    const StepInstruction &instruction = (*instructions)[index];
+  for (size_t index = 0; index < instructions.size(); ++index) {
+    const StepInstruction &instruction = instructions[index];
     if (absl::Status status = issue(instruction, context); !status.ok())
       return absl::Status(status.code(),
                           absl::StrCat("step ", context.step, ", instruction ",
@@ -542,33 +554,36 @@ void CudaBackend::moveTraffic() {
   nccl->resetTraffic();
 }
 
-absl::Status CudaBackend::captureStep(const KernelContext &context) {
+absl::Status CudaBackend::captureStep(size_t body,
+                                      const KernelContext &context) {
+  CapturedBody &capture = captured[body];
   cudaStream_t compute = streams[0];
   if (absl::Status status = cudaCheck(
           cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal),
           "cudaStreamBeginCapture");
       !status.ok())
     return status;
-  absl::Status issued = issueStep(context);
+  absl::Status issued = issueStep((*bodies)[body], context);
   // End the capture whatever happened, so that the stream is usable again.
-  cudaError_t ended = cudaStreamEndCapture(compute, &graph);
+  cudaError_t ended = cudaStreamEndCapture(compute, &capture.graph);
   if (!issued.ok())
     return issued;
   if (absl::Status status = cudaCheck(ended, "capturing the step");
       !status.ok())
     return status;
   if (absl::Status status =
-          cudaCheck(cudaGraphInstantiate(&graphExec, graph, 0),
+          cudaCheck(cudaGraphInstantiate(&capture.exec, capture.graph, 0),
                     "instantiating the step's CUDA graph");
       !status.ok())
     return status;
-  graphTraffic = nccl ? nccl->traffic() : std::map<std::string, TrafficStats>();
+  capture.traffic =
+      nccl ? nccl->traffic() : std::map<std::string, TrafficStats>();
   if (nccl)
     nccl->resetTraffic();
   return absl::OkStatus();
 }
 
-absl::Status CudaBackend::runStep(const KernelContext &context) {
+absl::Status CudaBackend::runBody(size_t body, const KernelContext &context) {
   cudaStream_t compute = streams[0];
   *hostStep = context.step;
   if (absl::Status status =
@@ -580,16 +595,18 @@ absl::Status CudaBackend::runStep(const KernelContext &context) {
   KernelContext deviceContext = context;
   deviceContext.deviceStep = deviceStep;
   if (options.cudaGraph) {
-    if (!graphExec)
-      if (absl::Status status = captureStep(deviceContext); !status.ok())
+    if (!captured[body].exec)
+      if (absl::Status status = captureStep(body, deviceContext); !status.ok())
         return status;
-    if (absl::Status status = cudaCheck(cudaGraphLaunch(graphExec, compute),
-                                        "launching the step's CUDA graph");
+    if (absl::Status status =
+            cudaCheck(cudaGraphLaunch(captured[body].exec, compute),
+                      "launching the step's CUDA graph");
         !status.ok())
       return status;
-    hostComm.addTraffic(graphTraffic);
+    hostComm.addTraffic(captured[body].traffic);
   } else {
-    if (absl::Status status = issueStep(deviceContext); !status.ok())
+    if (absl::Status status = issueStep((*bodies)[body], deviceContext);
+        !status.ok())
       return status;
     moveTraffic();
   }

@@ -13,7 +13,9 @@ the input model, independently of the compiler:
 
   Ψ   trainable elements (role `param`);
   P   bytes per parameter element, from the declared element type;
-  G   bytes per gradient element (the gradient has the parameter's type);
+  G   bytes per gradient element: the parameter's type; with gradient
+      accumulation (accumulate-steps > 1) the persistent accumulator, which
+      is f32 for a 16-bit parameter;
   K   optimizer bytes per element: 4 per fp32 slot (two for Adam and AdamW,
       one for momentum SGD, none for SGD), plus 4 for the fp32 master copy of
       a 16-bit parameter (so K = 8 for f32 Adam, 12 for bf16 Adam);
@@ -116,9 +118,14 @@ class Model:
     def psi(self):
         return sum(n for _, n, _ in self.trainable)
 
-    def formula(self, stage, n):
+    @staticmethod
+    def gradient_bytes(eb, accumulate):
+        return 4 if accumulate > 1 else eb
+
+    def formula(self, stage, n, accumulate=1):
         p = sum(e * eb for _, e, eb in self.trainable)
-        g = p
+        g = sum(e * self.gradient_bytes(eb, accumulate)
+                for _, e, eb in self.trainable)
         k = sum(e * self.optimizer_bytes_per_element(s, eb)
                 for s, e, eb in self.trainable)
         f = sum(e * eb for _, e, eb in self.frozen)
@@ -129,12 +136,13 @@ class Model:
             3: (p + g + k + f) / n,
         }[stage]
 
-    def tensors(self, stage):
+    def tensors(self, stage, accumulate=1):
         """(elements, bytes per element, sharded) of every model-state tensor."""
         result = []
         for symbol, e, eb in self.trainable:
             result.append((e, eb, stage >= 3))  # parameter
-            result.append((e, eb, stage >= 2))  # gradient
+            result.append((e, self.gradient_bytes(eb, accumulate),
+                           stage >= 2))  # gradient
             for _ in range(self.slots[symbol]):
                 result.append((e, 4, stage >= 1))  # fp32 slot
             if eb < 4:
@@ -143,12 +151,13 @@ class Model:
             result.append((e, eb, stage >= 3))
         return result
 
-    def padding(self, stage, n):
+    def padding(self, stage, n, accumulate=1):
         return sum((-(-e // n) - e / n) * eb
-                   for e, eb, sharded in self.tensors(stage) if sharded)
+                   for e, eb, sharded in self.tensors(stage, accumulate)
+                   if sharded)
 
-    def padding_bound(self, stage):
-        return sum(eb for _, eb, _ in self.tensors(stage))
+    def padding_bound(self, stage, accumulate=1):
+        return sum(eb for _, eb, _ in self.tensors(stage, accumulate))
 
 
 def close(a, b):
@@ -172,7 +181,7 @@ def run_case(zero_opt, model, path, stage, n, accumulate, work):
         report = json.load(f)
 
     errors = []
-    expected = model.formula(stage, n)
+    expected = model.formula(stage, n, accumulate)
     state = report["per_rank"]["model_state"]
     unpadded = state["bytes"] - state["padding_bytes"]
     if report["stage"] != stage or report["ranks"] != n:
@@ -188,10 +197,10 @@ def run_case(zero_opt, model, path, stage, n, accumulate, work):
     if not close(report["formula"]["model_state_bytes"], expected):
         errors.append(f"report's formula {report['formula']['model_state_bytes']} B,"
                       f" expected {expected} B")
-    bound = model.padding_bound(stage)
+    bound = model.padding_bound(stage, accumulate)
     if not 0 <= state["padding_bytes"] < bound:
         errors.append(f"padding {state['padding_bytes']} B outside [0, {bound}) B")
-    padding = model.padding(stage, n)
+    padding = model.padding(stage, n, accumulate)
     if not close(state["padding_bytes"], padding):
         errors.append(f"padding {state['padding_bytes']} B, flat shards give "
                       f"{padding} B")

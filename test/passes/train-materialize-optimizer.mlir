@@ -313,31 +313,34 @@ module @accumulate {
 
 // -----
 
-// Accumulation under mixed precision: the accumulator has the gradient's
-// bf16 type, the apply step updates the fp32 master and casts back. SGD reads
-// no step index, so the apply step has none.
+// Accumulation under mixed precision: the accumulator is f32 (K additions
+// rounded to bf16 would lose the gradients' low bits), so the micro-step
+// widens the bf16 gradient before adding it; the apply step updates the
+// fp32 master and casts back. SGD reads no step index, so the apply step
+// has none.
 
 // ACC-LABEL: module @accumulate_mixed_precision
 // ACC-NEXT:    train.param @w param : tensor<8xbf16> init zeros
-// ACC-NEXT:    train.param @w.grad grad_accum of @w : tensor<8xbf16> init zeros
+// ACC-NEXT:    train.param @w.grad grad_accum of @w : tensor<8xf32> init zeros
 // ACC-NEXT:    train.param @w.master master of @w : tensor<8xf32>{{$}}
 // ACC-NEXT:    train.optimizer @sgd sgd
 // ACC-NEXT:    func.func @step(%[[DW:[a-z0-9]+]]: tensor<8xbf16>) attributes {train.accumulate_steps = 4 : i64, train.step} {
-// ACC-NEXT:    %[[ACC:.*]] = train.load @w.grad : tensor<8xbf16>
-// ACC-NEXT:    %[[SUM:.*]] = train.add %[[ACC]], %[[DW]] : tensor<8xbf16>
-// ACC-NEXT:    train.store %[[SUM]] to @w.grad : tensor<8xbf16>
+// ACC-NEXT:    %[[WIDE:.*]] = train.cast %[[DW]] : tensor<8xbf16> -> tensor<8xf32>
+// ACC-NEXT:    %[[ACC:.*]] = train.load @w.grad : tensor<8xf32>
+// ACC-NEXT:    %[[SUM:.*]] = train.add %[[ACC]], %[[WIDE]] : tensor<8xf32>
+// ACC-NEXT:    train.store %[[SUM]] to @w.grad : tensor<8xf32>
 // ACC-NEXT:    return
 // ACC-NEXT:  }
 // ACC-NEXT:  func.func @step_apply() attributes {train.apply_step} {
-// ACC-NEXT:    %[[TOTAL:.*]] = train.load @w.grad : tensor<8xbf16>
-// ACC-NEXT:    %[[MEAN:.*]] = train.scale %[[TOTAL]] by 2.500000e-01 : tensor<8xbf16>
+// ACC-NEXT:    %[[TOTAL:.*]] = train.load @w.grad : tensor<8xf32>
+// ACC-NEXT:    %[[MEAN:.*]] = train.scale %[[TOTAL]] by 2.500000e-01 : tensor<8xf32>
 // ACC-NEXT:    %[[MASTER:.*]] = train.load @w.master : tensor<8xf32>
-// ACC-NEXT:    %[[NEW_MASTER:.*]] = train.sgd %[[MASTER]], %[[MEAN]] with @sgd : tensor<8xf32>, tensor<8xbf16>
+// ACC-NEXT:    %[[NEW_MASTER:.*]] = train.sgd %[[MASTER]], %[[MEAN]] with @sgd : tensor<8xf32>, tensor<8xf32>
 // ACC-NEXT:    train.store %[[NEW_MASTER]] to @w.master : tensor<8xf32>
 // ACC-NEXT:    %[[NEW_W:.*]] = train.cast %[[NEW_MASTER]] : tensor<8xf32> -> tensor<8xbf16>
 // ACC-NEXT:    train.store %[[NEW_W]] to @w : tensor<8xbf16>
-// ACC-NEXT:    %[[ZEROS:.*]] = arith.constant dense<0.000000e+00> : tensor<8xbf16>
-// ACC-NEXT:    train.store %[[ZEROS]] to @w.grad : tensor<8xbf16>
+// ACC-NEXT:    %[[ZEROS:.*]] = arith.constant dense<0.000000e+00> : tensor<8xf32>
+// ACC-NEXT:    train.store %[[ZEROS]] to @w.grad : tensor<8xf32>
 // ACC-NEXT:    return
 module @accumulate_mixed_precision {
   train.param @w param : tensor<8xbf16> init zeros

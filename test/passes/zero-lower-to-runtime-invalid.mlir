@@ -23,17 +23,16 @@ module {
 
 // -----
 
-// There must be exactly one step function. Gradient accumulation produces
-// two (the micro-step and the `train.apply_step` that updates), which the
-// runtime does not run yet.
+// There must be exactly one step function, and with gradient accumulation
+// one apply step (train-materialize-optimizer writes the pair).
 
-// expected-error @below {{zero-lower-to-runtime: expected one train.step function, found 2 (gradient accumulation is not supported by the runtime yet)}}
 module attributes {dist.placement = #dist.placement<cpu, [2]>} {
-  func.func @micro_step(%x: tensor<4xf32>) -> tensor<4xf32> attributes {train.step} {
+  func.func @first(%x: tensor<4xf32>) -> tensor<4xf32> attributes {train.step} {
     return %x : tensor<4xf32>
   }
-  func.func @apply_step() attributes {train.apply_step} {
-    return
+  // expected-error @below {{'func.func' op is a second train.step function; zero-lower-to-runtime lowers one training step}}
+  func.func @second(%x: tensor<4xf32>) -> tensor<4xf32> attributes {train.step} {
+    return %x : tensor<4xf32>
   }
 }
 
@@ -41,7 +40,7 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 
 // A module without a step has nothing to lower.
 
-// expected-error @below {{zero-lower-to-runtime: expected one train.step function, found 0}}
+// expected-error @below {{zero-lower-to-runtime: expected one train.step function, found none}}
 module attributes {dist.placement = #dist.placement<cpu, [2]>} {
   func.func @not_a_step(%x: tensor<4xf32>) -> tensor<4xf32> {
     return %x : tensor<4xf32>
@@ -50,12 +49,27 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 
 // -----
 
-// A single step that accumulates over micro-steps is refused too.
+// A step that accumulates over micro-steps needs the apply step that
+// updates from the accumulators.
 
 module attributes {dist.placement = #dist.placement<cpu, [2]>} {
-  // expected-error @below {{'func.func' op accumulates gradients over 4 micro-steps, which the runtime does not run yet}}
+  // expected-error @below {{'func.func' op accumulates gradients but the module has no apply step (train-materialize-optimizer writes both)}}
   func.func @accumulating(%x: tensor<4xf32>) -> tensor<4xf32> attributes {train.step, train.accumulate_steps = 4 : i64} {
     return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+// An apply step without a step that accumulates would never run.
+
+module attributes {dist.placement = #dist.placement<cpu, [2]>} {
+  func.func @plain(%x: tensor<4xf32>) -> tensor<4xf32> attributes {train.step} {
+    return %x : tensor<4xf32>
+  }
+  // expected-error @below {{'func.func' op is an apply step, but the step does not accumulate gradients}}
+  func.func @orphan_apply() attributes {train.apply_step} {
+    return
   }
 }
 

@@ -198,9 +198,11 @@ module @accumulate attributes {dist.placement = #dist.placement<cpu, [4]>} {
 
 // -----
 
-// Mixed precision with accumulation: the accumulator has the gradient's type
-// (bf16), so at stage 2 the bf16 gradient is reduce-scattered in bf16 and
-// added to a bf16 accumulator shard; the fp32 master shard takes the update.
+// Mixed precision with accumulation: the accumulator is f32 (K additions in
+// bf16 would lose the gradient's low bits), but at stage 2 the bf16
+// gradient is still reduce-scattered in bf16, and only its shard widened
+// and added to the f32 accumulator shard; the fp32 master shard takes the
+// update.
 
 module @accumulate_mixed attributes {dist.placement = #dist.placement<cpu, [4]>} {
   train.param @w param : tensor<10x3xbf16> init normal(0.0, 0.1)
@@ -218,21 +220,22 @@ module @accumulate_mixed attributes {dist.placement = #dist.placement<cpu, [4]>}
 
 // STAGE2-LABEL: module @accumulate_mixed
 // STAGE2-NEXT:    train.param @w param : tensor<10x3xbf16> init normal(0.0, 0.1)
-// STAGE2-NEXT:    train.param @w.grad grad_accum of @w : tensor<10x3xbf16> sharded flat over 0 -> tensor<8xbf16> init zeros
+// STAGE2-NEXT:    train.param @w.grad grad_accum of @w : tensor<10x3xf32> sharded flat over 0 -> tensor<8xf32> init zeros
 // STAGE2-NEXT:    train.param @w.master master of @w : tensor<10x3xf32> sharded flat over 0 -> tensor<8xf32>
 // STAGE2-LABEL:   func.func @step(
 // STAGE2:         %[[DW:.+]] = train.matmul %{{.+}}, %{{.+}} transpose_a
 // STAGE2-NEXT:    %[[DW_FLAT:.+]] = train.reshape %[[DW]] : tensor<10x3xbf16> -> tensor<30xbf16>
 // STAGE2-NEXT:    %[[DW_SHARD:.+]] = dist.reduce_scatter mean %[[DW_FLAT]] axis 0 dim 0 : tensor<30xbf16> -> tensor<8xbf16>
-// STAGE2-NEXT:    %[[ACC:.+]] = train.load @w.grad : tensor<8xbf16>
-// STAGE2-NEXT:    %[[SUM:.+]] = train.add %[[ACC]], %[[DW_SHARD]] : tensor<8xbf16>
-// STAGE2-NEXT:    train.store %[[SUM]] to @w.grad : tensor<8xbf16>
+// STAGE2-NEXT:    %[[WIDE:.+]] = train.cast %[[DW_SHARD]] : tensor<8xbf16> -> tensor<8xf32>
+// STAGE2-NEXT:    %[[ACC:.+]] = train.load @w.grad : tensor<8xf32>
+// STAGE2-NEXT:    %[[SUM:.+]] = train.add %[[ACC]], %[[WIDE]] : tensor<8xf32>
+// STAGE2-NEXT:    train.store %[[SUM]] to @w.grad : tensor<8xf32>
 // STAGE2-LABEL:   func.func @step_apply()
-// STAGE2:         %[[ACC:.+]] = train.load @w.grad : tensor<8xbf16>
-// STAGE2-NEXT:    %[[GRAD:.+]] = train.scale %[[ACC]] by 2.500000e-01 : tensor<8xbf16>
+// STAGE2:         %[[ACC:.+]] = train.load @w.grad : tensor<8xf32>
+// STAGE2-NEXT:    %[[GRAD:.+]] = train.scale %[[ACC]] by 2.500000e-01 : tensor<8xf32>
 // STAGE2-NEXT:    %[[MASTER:.+]] = train.load @w.master : tensor<8xf32>
 // STAGE2-NEXT:    %[[M:.+]] = train.load @w.m : tensor<8xf32>
 // STAGE2-NEXT:    %[[V:.+]] = train.load @w.v : tensor<8xf32>
-// STAGE2-NEXT:    %[[NEW:[^ ,]+]], %{{[^ ,]+}}, %{{[^ ,]+}} = train.adam %[[MASTER]], %[[GRAD]], %[[M]], %[[V]] step %{{.+}} with @adam : tensor<8xf32>, tensor<8xbf16>, tensor<8xf32>
+// STAGE2-NEXT:    %[[NEW:[^ ,]+]], %{{[^ ,]+}}, %{{[^ ,]+}} = train.adam %[[MASTER]], %[[GRAD]], %[[M]], %[[V]] step %{{.+}} with @adam : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 // STAGE2:         %[[CAST:.+]] = train.cast %[[NEW]] : tensor<8xf32> -> tensor<8xbf16>
 // STAGE2:         dist.all_gather %[[CAST]] axis 0 dim 0 : tensor<8xbf16> -> tensor<30xbf16>

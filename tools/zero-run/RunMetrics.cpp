@@ -158,6 +158,7 @@ absl::Status RunMetrics::writeJson(const std::string &path) const {
       {"device", executor.backend().deviceDescription()},
       {"data", data},
       {"global_batch", globalBatch},
+      {"accumulate_steps", executor.accumulateSteps()},
       {"instructions", static_cast<int64_t>(executor.numInstructions())},
       {"losses", std::move(lossArray)},
       {"step_seconds", std::move(secondArray)},
@@ -190,8 +191,11 @@ std::string RunMetrics::describeStart() const {
       absl::StrFormat(" (%.0f%% live)",
                       memory.arenaBytes ? 100.0 * liveBytes / memory.arenaBytes
                                         : 100.0),
-      "; global batch ", globalBatch, "; data ", data,
-      deterministic ? "; deterministic" : "",
+      "; global batch ", globalBatch,
+      executor.accumulateSteps() > 1
+          ? absl::StrCat(" in ", executor.accumulateSteps(), " micro-batches")
+          : std::string(),
+      "; data ", data, deterministic ? "; deterministic" : "",
       executor.backend().name() == "cpu"
           ? std::string()
           : absl::StrCat("; backend ", executor.backend().name(), " on ",

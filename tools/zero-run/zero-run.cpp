@@ -77,6 +77,11 @@ static cl::opt<std::string>
                 cl::desc("Write losses, timings, measured memory and traffic "
                          "beside the compile-time report"),
                 cl::cat(runCategory));
+static cl::opt<int64_t> accumulateFlag(
+    "accumulate",
+    cl::desc("Micro-batches per optimizer step (gradient accumulation): the "
+             "global batch is N x local x K"),
+    cl::init(1), cl::cat(runCategory));
 static cl::opt<std::string> pipelineOptionsFlag(
     "pipeline-options",
     cl::desc("More zero-pipeline options, e.g. \"reduce-bucket-bytes=0\""),
@@ -150,16 +155,26 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
           absl::StrCat(programPath.getValue(),
                        " is already lowered; --stage applies to training "
                        "steps only"));
-    return *programs.begin();
+    zrt::ProgramOp program = *programs.begin();
+    if (accumulateFlag.getNumOccurrences() &&
+        program.getMicroSteps() != accumulateFlag)
+      return absl::InvalidArgumentError(absl::StrCat(
+          programPath.getValue(), " is lowered for ", program.getMicroSteps(),
+          " micro-batches per step; --accumulate ", accumulateFlag.getValue(),
+          " applies when compiling a training step"));
+    return program;
   }
   if (stageFlag < 0)
     return absl::InvalidArgumentError(absl::StrCat(
         programPath.getValue(),
         " is a training step, not a lowered zrt program: pass --stage 0..3 "
         "to compile it"));
-  std::string options =
-      absl::StrCat("stage=", stageFlag.getValue(), " ranks=", ranks,
-                   " lower-to-runtime=true ", pipelineOptionsFlag.getValue());
+  // --pipeline-options come last, so that their accumulate-steps (if any)
+  // is the one that counts.
+  std::string options = absl::StrCat(
+      "stage=", stageFlag.getValue(), " ranks=", ranks,
+      " lower-to-runtime=true accumulate-steps=", accumulateFlag.getValue(),
+      " ", pipelineOptionsFlag.getValue());
   auto pm = mlir::PassManager::on<mlir::ModuleOp>(module.getContext());
   const mlir::PassInfo *info = mlir::PassInfo::lookup("zero-pipeline");
   std::string errors;
@@ -234,13 +249,6 @@ static void setThreads(int ranks) {
   setCpuKernelThreads(threads);
 }
 
-static float readLoss(Executor &executor) {
-  int index = executor.findBuffer("output0");
-  if (index < 0)
-    return NAN;
-  return executor.readScalar(index);
-}
-
 /// The backend flags, as runtime/backends checks and creates them (the same
 /// code as gpt2_train's, so the two programs say the same things).
 static BackendChoice backendChoice() {
@@ -276,6 +284,9 @@ int main(int argc, char **argv) {
                            stageFlag.getValue()));
   if (stepsFlag < 1)
     failEarly("--steps must be at least 1");
+  if (accumulateFlag < 1)
+    failEarly(absl::StrCat("--accumulate must be at least 1, got ",
+                           accumulateFlag.getValue()));
   if (ranksFlag < 0 || (ranksFlag == 0 && ranksFlag.getNumOccurrences()))
     failEarly("-n must be at least 1");
   checkBackendFlags();
@@ -360,17 +371,17 @@ int main(int argc, char **argv) {
 
   comm.resetTraffic();
   for (int64_t step = 1; step <= stepsFlag; ++step) {
-    if (absl::Status status = (*batches)->fill(step); !status.ok())
-      fail(comm, status);
+    // The step's time includes filling its micro-batches.
     auto start = std::chrono::steady_clock::now();
-    if (absl::Status status = (*executor)->runStep(step); !status.ok())
-      fail(comm, status);
+    absl::StatusOr<float> loss = runTrainingStep(**executor, **batches, step);
+    if (!loss.ok())
+      fail(comm, loss.status());
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
     if (step == 1)
       metrics.trafficPerStep = comm.traffic();
-    metrics.recordStep(readLoss(**executor), seconds);
+    metrics.recordStep(*loss, seconds);
     if (leader && !quietFlag)
       llvm::outs() << metrics.describeStep(step) << "\n";
   }

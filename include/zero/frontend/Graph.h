@@ -246,8 +246,14 @@ public:
   /// gradients (2), plus parameters (3) over the ranks; `enable_zero(false)`
   /// is plain data parallelism. Named as in OneFlow's GraphConfig.
   GraphConfig &enable_zero(bool enabled = true, int stage = 2);
-  /// Micro-batches per optimizer step (gradients accumulate in between).
+  /// Micro-batches per optimizer step: the trainer runs the forward and
+  /// backward on K consecutive micro-batches, accumulating the gradients,
+  /// then one update (OneFlow's `set_gradient_accumulation_steps`).
   GraphConfig &set_gradient_accumulation_steps(int steps);
+  /// The same, named like DeepSpeed's `gradient_accumulation_steps`.
+  GraphConfig &gradient_accumulation_steps(int steps) {
+    return set_gradient_accumulation_steps(steps);
+  }
   /// The model's float type: f32 (the default), bf16 or f16. Every
   /// parameter and input declared f32 (what the layers declare) is of this
   /// type, and so is every float activation computed from them; layer-norm
@@ -259,7 +265,9 @@ public:
   GraphConfig &precision(DType dtype);
   /// Dynamic loss scaling; `precision(DType::f16)` turns on
   /// `LossScaling::dynamic()` unless this chose otherwise, e.g.
-  /// `loss_scaling(LossScaling::none())`. Not with gradient accumulation.
+  /// `loss_scaling(LossScaling::none())`. With gradient accumulation the
+  /// micro-batches' scaled gradients are summed and checked once: an
+  /// overflow in any of them skips the whole step.
   GraphConfig &loss_scaling(const LossScaling &scaling);
   ZeroOptions &zero() { return zeroOptions; }
 

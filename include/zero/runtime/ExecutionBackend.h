@@ -66,6 +66,9 @@ struct StepInstruction {
   int64_t collectiveOutputBytes(int ranks) const;
 };
 
+/// The instructions of one `zrt.step` body, in issue order.
+using StepBody = std::vector<StepInstruction>;
+
 /// Starts collective `instruction` on `comm`, reading `in` and writing
 /// `out`: the instruction's own buffers, or host copies of them.
 absl::StatusOr<Communicator::Ticket>
@@ -103,13 +106,14 @@ public:
                                               absl::Span<const TensorSpec> outs,
                                               int stream) = 0;
 
-  /// Called once, after every kernel is bound, with the whole step; the
-  /// list stays alive and unchanged for the backend's lifetime.
-  virtual absl::Status prepare(const std::vector<StepInstruction> &step,
-                               int streams, int events) = 0;
-  /// Runs the step and returns once it is complete (its results readable by
-  /// copyToHost). `context.step` is 1-based.
-  virtual absl::Status runStep(const KernelContext &context) = 0;
+  /// Called once, after every kernel is bound, with the program's step
+  /// bodies (the plain step; or the micro-step and the apply step); the
+  /// lists stay alive and unchanged for the backend's lifetime.
+  virtual absl::Status prepare(const std::vector<StepBody> &bodies, int streams,
+                               int events) = 0;
+  /// Runs body `body` and returns once it is complete (its results readable
+  /// by copyToHost). `context.step` is the 1-based optimizer step.
+  virtual absl::Status runBody(size_t body, const KernelContext &context) = 0;
 
   /// Memory the backend holds besides the buffers and the arena (kernel
   /// workspaces, staging buffers).

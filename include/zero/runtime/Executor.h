@@ -97,8 +97,20 @@ public:
   /// also for a launcher that checks before any rank starts.
   static absl::Status checkPlacement(zrt::ProgramOp program, int64_t jobRanks);
 
-  /// Runs one step; `step` is 1-based (Adam's bias correction reads it).
+  /// Micro-batches per optimizer step: 1, or K for a program that
+  /// accumulates gradients (a micro-step body run K times, then an apply
+  /// body).
+  int64_t accumulateSteps() const { return microSteps; }
+  /// Runs one whole step of a program without accumulation; `step` is
+  /// 1-based (Adam's bias correction reads it).
   absl::Status runStep(int64_t step);
+  /// With accumulation: the forward and backward of the micro-batch in the
+  /// input buffers, its gradients added into the accumulators (the whole
+  /// step without accumulation). `step` is the optimizer step.
+  absl::Status runMicroStep(int64_t step);
+  /// With accumulation: the update from the accumulated gradients, which it
+  /// clears; nothing without.
+  absl::Status runApply(int64_t step);
 
   const std::vector<BufferDecl> &buffers() const { return decls; }
   /// The buffer in the backend's memory: host memory on the CPU backend,
@@ -114,7 +126,7 @@ public:
   /// Index of the buffer named `name`, or -1.
   int findBuffer(const std::string &name) const;
   const MemoryFigures &memory() const { return figures; }
-  size_t numInstructions() const { return instructions.size(); }
+  size_t numInstructions() const;
   /// The job's host communicator.
   Communicator &communicator() { return comm; }
   ExecutionBackend &backend() { return *executionBackend; }
@@ -129,7 +141,9 @@ private:
   /// Owned: released through the backend by the destructor.
   std::vector<void *> storage;
   void *arena = nullptr;
-  std::vector<StepInstruction> instructions;
+  /// The plain step, or the micro-step and the apply step.
+  std::vector<StepBody> bodies;
+  int64_t microSteps = 1;
   MemoryFigures figures;
 };
 

@@ -34,14 +34,30 @@ absl::Status initializeState(Executor &executor, uint64_t seed,
 absl::StatusOr<TensorMap> gatherState(Executor &executor);
 
 /// Fills the program's input buffers for each step.
+///
+/// An optimizer step's global batch is the same rows whatever the number of
+/// ranks N and of micro-batches K: micro-batch k (0-based) holds its rows
+/// [k N B, (k + 1) N B), and rank r the B rows from k N B + r B. So K
+/// micro-batches of B rows per rank train on the rows one batch of K B per
+/// rank does.
 class BatchSource {
 public:
   virtual ~BatchSource() = default;
-  virtual absl::Status fill(int64_t step) = 0;
-  /// Samples (rows along dimension 0) of the global batch per step.
+  /// Micro-batch `micro` (< the program's accumulate steps) of optimizer
+  /// step `step` (1-based).
+  virtual absl::Status fill(int64_t step, int64_t micro) = 0;
+  /// Samples (rows along dimension 0) of the global batch per optimizer
+  /// step, all micro-batches together.
   virtual int64_t globalBatch() const = 0;
   virtual std::string describe() const = 0;
 };
+
+/// Runs optimizer step `step` (1-based): for each of the program's
+/// micro-batches, fills it from `batches` and runs the micro-step, then runs
+/// the apply step. Returns the step's loss: the mean of the micro-batches'
+/// `output0` (NaN when the program has no float output0).
+absl::StatusOr<float> runTrainingStep(Executor &executor, BatchSource &batches,
+                                      int64_t step);
 
 /// Synthetic batches that a model can learn: uniform features with labels
 /// from a fixed random linear teacher (classifiers), or random tokens whose

@@ -17,7 +17,7 @@ zrt.program @p placement #dist.placement<cpu, [4]> arena 1024 align 48 {
 // -----
 
 // A program without a step.
-// expected-error @+1 {{needs exactly one zrt.step, found 0}}
+// expected-error @+1 {{needs exactly one plain zrt.step (micro and apply steps need `accumulate K`), found 0 step bodies}}
 zrt.program @p placement #dist.placement<cpu, [4]> arena 1024 align 64 {
   zrt.stream @compute
 }
@@ -25,10 +25,31 @@ zrt.program @p placement #dist.placement<cpu, [4]> arena 1024 align 64 {
 // -----
 
 // A program with two steps.
-// expected-error @+1 {{needs exactly one zrt.step, found 2}}
+// expected-error @+1 {{needs exactly one plain zrt.step (micro and apply steps need `accumulate K`), found 2 step bodies}}
 zrt.program @p placement #dist.placement<cpu, [4]> arena 1024 align 64 {
   zrt.step {
   }
+  zrt.step {
+  }
+}
+
+// -----
+
+// Accumulation runs a micro-step K times and then an apply step: both, in
+// that order.
+// expected-error @+1 {{accumulates gradients over 4 micro-batches, so it needs a `zrt.step micro` followed by a `zrt.step apply`}}
+zrt.program @p placement #dist.placement<cpu, [4]> arena 1024 align 64 accumulate 4 {
+  zrt.step apply {
+  }
+  zrt.step micro {
+  }
+}
+
+// -----
+
+// One micro-batch per step is no accumulation.
+// expected-error @+1 {{'accumulate_steps' failed to satisfy constraint}}
+zrt.program @p placement #dist.placement<cpu, [4]> arena 1024 align 64 accumulate 1 {
   zrt.step {
   }
 }

@@ -158,7 +158,7 @@ std::vector<float> trainFile(const std::string &path, int64_t steps,
   int output = (*executor)->findBuffer("output0");
   std::vector<float> losses;
   for (int64_t step = 1; step <= steps; ++step) {
-    EXPECT_TRUE((*batches)->fill(step).ok());
+    EXPECT_TRUE((*batches)->fill(step, 0).ok());
     EXPECT_TRUE((*executor)->runStep(step).ok());
     losses.push_back(*static_cast<float *>((*executor)->bufferData(output)));
   }
@@ -650,9 +650,6 @@ TEST(FrontendErrors, LossScalingSettings) {
        "loss_scaling: the initial scale must be a finite number >= 1, got 0.5"},
       {LossScaling::dynamic(1024.0, 0), 1,
        "loss_scaling: the growth interval must be in [1, 2^24] steps, got 0"},
-      {LossScaling::dynamic(), 4,
-       "loss_scaling: dynamic loss scaling with gradient accumulation is not "
-       "supported yet"},
   };
   for (const Case &c : cases) {
     Graph graph = buildMlp();

@@ -52,9 +52,9 @@ public:
 
   // Memory and kernels are the CPU backend's (HostExecutionBackend).
 
-  absl::Status prepare(const std::vector<StepInstruction> &step, int streams,
+  absl::Status prepare(const std::vector<StepBody> &bodies, int streams,
                        int events) override;
-  absl::Status runStep(const KernelContext &context) override;
+  absl::Status runBody(size_t body, const KernelContext &context) override;
 
 private:
   /// Whether instruction `index`, at the head of its stream, may run.
@@ -86,9 +86,16 @@ private:
 } // namespace
 
 absl::Status
-SimulatedStreamsBackend::prepare(const std::vector<StepInstruction> &step,
+SimulatedStreamsBackend::prepare(const std::vector<StepBody> &bodies,
                                  int streams, int events) {
   using Kind = StepInstruction::Kind;
+  // The simulation studies the streams of one step; the micro-step and
+  // apply bodies of accumulation are the CPU backend's to run.
+  if (bodies.size() != 1)
+    return absl::UnimplementedError(
+        "the simulated-streams backend runs programs without gradient "
+        "accumulation");
+  const StepBody &step = bodies.front();
   instructions = &step;
   numStreams = std::max(1, streams);
   awaitedRecord.assign(step.size(), -1);
@@ -190,7 +197,8 @@ absl::Status SimulatedStreamsBackend::execute(size_t index,
   }
 }
 
-absl::Status SimulatedStreamsBackend::runStep(const KernelContext &context) {
+absl::Status SimulatedStreamsBackend::runBody(size_t,
+                                              const KernelContext &context) {
   const std::vector<StepInstruction> &step = *instructions;
   queues.assign(numStreams, {});
   executed.assign(step.size(), false);

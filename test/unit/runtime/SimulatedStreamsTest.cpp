@@ -154,7 +154,7 @@ Outcome train(zrt::ProgramOp program,
   if (output < 0)
     return outcome;
   for (int64_t step = 1; step <= kSteps; ++step) {
-    absl::Status filled = (*batches)->fill(step);
+    absl::Status filled = (*batches)->fill(step, 0);
     EXPECT_TRUE(filled.ok()) << filled.message();
     absl::Status ran = run.runStep(step);
     EXPECT_TRUE(ran.ok()) << ran.message();

@@ -18,4 +18,12 @@ def Zrt_BufferRole : I32EnumAttr<"BufferRole", "what a persistent buffer holds",
   let cppNamespace = "::zero::zrt";
 }
 
+def Zrt_StepKind : I32EnumAttr<"StepKind", "what one zrt.step body runs", [
+    I32EnumAttrCase<"step", 0>,
+    I32EnumAttrCase<"micro", 1>,
+    I32EnumAttrCase<"apply", 2>
+  ]> {
+  let cppNamespace = "::zero::zrt";
+}
+
 #endif // ZERO_ZRT_ENUMS

@@ -48,8 +48,12 @@ def Zrt_ProgramOp : Zrt_Op<"program", [Symbol, SymbolTable, IsolatedFromAbove,
   let summary = "A lowered training step with its buffers, arena, streams and events";
   let description = [{
     Holds the declarations (`zrt.buffer`, `zrt.stream`, `zrt.event`) and
-    exactly one `zrt.step`. `arena` is the size in bytes of the one
-    transient allocation and `align` the alignment of every view into it.
+    the step: one `zrt.step`, or with gradient accumulation
+    (`accumulate_steps` K > 1) a `zrt.step micro`, which the runtime runs
+    on K consecutive micro-batches, and a `zrt.step apply`, which it runs
+    once after them. `arena` is the size in bytes of the one transient
+    allocation (the bodies run one after the other and share it) and
+    `align` the alignment of every view into it.
 
     ```mlir
     zrt.program @mlp placement #dist.placement<cpu, [4]> arena 65536 align 64 {
@@ -63,13 +67,19 @@ def Zrt_ProgramOp : Zrt_Op<"program", [Symbol, SymbolTable, IsolatedFromAbove,
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Dist_PlacementAttr:$placement,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$arena_bytes,
-                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "64">:$alignment);
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "64">:$alignment,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<2>]>>:$accumulate_steps);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `placement` qualified($placement) `arena` $arena_bytes
-    `align` $alignment attr-dict-with-keyword $body
+    `align` $alignment (`accumulate` $accumulate_steps^)?
+    attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Micro-batches per optimizer step (1 without accumulation).
+    int64_t getMicroSteps() { return getAccumulateSteps().value_or(1); }
+  }];
 }
 
 def Zrt_StreamOp : Zrt_Op<"stream", [Symbol, HasParent<"ProgramOp">]> {
@@ -123,15 +133,26 @@ def Zrt_StepOp : Zrt_Op<"step", [HasParent<"ProgramOp">,
     SingleBlockImplicitTerminator<"YieldOp">, NoRegionArguments]> {
   let summary = "The instructions of one training step, in issue order";
   let description = [{
+    A plain `zrt.step` is the whole step: forward, backward, reductions and
+    update. With gradient accumulation the program has two: `micro` runs
+    the forward and backward of one micro-batch and adds its gradients
+    into the accumulators, and `apply` (no inputs, no outputs) updates the
+    state from them and clears them.
+
     ```mlir
     zrt.step {
       %w = zrt.buffer_ref @fc1.w : memref<784x128xf32>
       ...
     }
+    zrt.step apply {
+      ...
+    }
     ```
   }];
+  let arguments = (ins DefaultValuedAttr<Zrt_StepKind,
+                                         "::zero::zrt::StepKind::step">:$kind);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "attr-dict-with-keyword $body";
+  let assemblyFormat = "($kind^)? attr-dict-with-keyword $body";
 }
 
 def Zrt_YieldOp : Zrt_Op<"yield", [Terminator, HasParent<"StepOp">, Pure]> {

@@ -50,6 +50,7 @@ static std::string defaultCorpus() {
 const char *kUsage =
     "usage: gpt2_train [--size tiny|mini|124M|355M] [--stage 0..3] [-n N]\n"
     "                  [--precision f32|bf16|f16] [--steps N] [--batch B]\n"
+    "                  [--accumulate K]\n"
     "                  [--seq T] [--lr LR] [--seed S] [--clip MAX_NORM]\n"
     "                  [--checkpoint-activations] [--deterministic]\n"
     "                  [--plan-only] [--log-every K] [--losses-out FILE]\n"
@@ -61,7 +62,9 @@ const char *kUsage =
     "0-3 on N ranks (docs/frontend.md): CPU ranks by default, or GPU ranks\n"
     "with --backend cuda (a GPU per rank, NCCL) or cuda-host-staged (MPI\n"
     "collectives through host memory). --batch is the global batch (split\n"
-    "over the ranks), so runs at any N and stage see the same data.\n"
+    "over the ranks), so runs at any N and stage see the same data; with\n"
+    "--accumulate K each optimizer step adds the gradients of K such\n"
+    "micro-batches (K x B sequences).\n"
     "Sizes:\n";
 
 [[noreturn]] void usage(const std::string &message) {
@@ -127,10 +130,10 @@ Flags parseFlags(int argc, char **argv) {
       hasInline = true;
     }
     static const char *const kValued[] = {
-        "--size",    "--stage",      "-n",           "--ranks", "--precision",
-        "--steps",   "--batch",      "--seq",        "--lr",    "--seed",
-        "--clip",    "--log-every",  "--losses-out", "--data",  "--save-step",
-        "--backend", "--peak-tflops"};
+        "--size",    "--stage",       "-n",           "--ranks", "--precision",
+        "--steps",   "--batch",       "--seq",        "--lr",    "--seed",
+        "--clip",    "--log-every",   "--losses-out", "--data",  "--save-step",
+        "--backend", "--peak-tflops", "--accumulate"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](const char *known) { return flag == known; }) ==
         std::end(kValued))
@@ -173,6 +176,10 @@ Flags parseFlags(int argc, char **argv) {
       flags.batch = parseInt(flag, value);
       if (flags.batch < 1)
         usage(absl::StrCat("--batch must be at least 1, got ", valueText));
+    } else if (flag == "--accumulate") {
+      flags.accumulate = parseInt(flag, value);
+      if (flags.accumulate < 1)
+        usage(absl::StrCat("--accumulate must be at least 1, got ", valueText));
     } else if (flag == "--seq") {
       flags.seq = parseInt(flag, value);
       if (flags.seq < 1)

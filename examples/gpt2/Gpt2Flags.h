@@ -37,9 +37,10 @@ struct Flags {
   int ranks = 0; // 0: the job's (1 outside mpirun)
   DType precision = DType::f32;
   long steps = 200;
-  long batch = -1; // global; -1: the size's default
-  long seq = -1;   // -1: the size's context
-  double lr = -1;  // -1: the size's default
+  long batch = -1;     // global, per micro-batch; -1: the size's default
+  long accumulate = 1; // micro-batches per optimizer step
+  long seq = -1;       // -1: the size's context
+  double lr = -1;      // -1: the size's default
   unsigned long seed = 1;
   double clip = 0; // 0: no clipping
   bool checkpoint = false;

@@ -100,6 +100,8 @@ Graph buildGpt2(const Flags &flags, int64_t localBatch) {
   graph.config().optimizer(AdamW{flags.lr, {0.9, 0.95}, 1e-8, 0.1});
   graph.config().enable_zero(flags.stage > 0, flags.stage);
   graph.config().activation_checkpointing(flags.checkpoint);
+  graph.config().gradient_accumulation_steps(
+      static_cast<int>(flags.accumulate));
   if (flags.clip > 0)
     graph.config().clip_grad_norm(flags.clip);
   return graph;
@@ -247,11 +249,15 @@ void printPlan(const Flags &flags, const CompiledGraph &compiled,
   if (flags.precision == DType::f16)
     absl::StrAppend(&precision, " with dynamic loss scaling from ",
                     LossScaling::dynamic().initialScale);
+  std::string micro =
+      flags.accumulate > 1
+          ? absl::StrCat(", ", flags.accumulate, " micro-batches per step")
+          : std::string();
   std::printf("ZeRO stage %d on %d rank(s), %s, AdamW lr %g, %s%s; global "
-              "batch %ld x %ld tokens (%lld per rank)\n",
+              "batch %ld x %ld tokens (%lld per rank)%s\n",
               r.stage, r.ranks, precision.c_str(), flags.lr, clip.c_str(),
               flags.checkpoint ? ", activation checkpointing" : "", flags.batch,
-              flags.seq, (long long)localBatch);
+              flags.seq, (long long)localBatch, micro.c_str());
   std::printf("plan, per rank: parameters %s, gradients %s, optimizer "
               "slots %s, fp32 masters %s; model state %s, persistent %s, "
               "peak transient %s\n",
@@ -323,7 +329,8 @@ void printThroughput(const Flags &flags, const std::vector<double> &seconds,
   for (size_t i = first; i < seconds.size(); ++i)
     sum += seconds[i];
   double step = sum / static_cast<double>(seconds.size() - first);
-  double tokensPerSecond = static_cast<double>(flags.batch * flags.seq) / step;
+  double tokensPerSecond =
+      static_cast<double>(flags.batch * flags.accumulate * flags.seq) / step;
   double perToken = flopsPerToken(modelConfig(flags));
   std::printf("gpu: mean step %.2f ms (steps %zu-%zu), %.0f tokens/s, "
               "%.3g model FLOPs/token",
@@ -460,8 +467,10 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
       auto now = std::chrono::steady_clock::now();
       double seconds = std::chrono::duration<double>(now - lastLog).count();
       long stepsSince = step - lastLogStep;
-      double tokensPerSecond =
-          seconds > 0 ? stepsSince * flags.batch * flags.seq / seconds : 0;
+      double tokensPerSecond = seconds > 0
+                                   ? stepsSince * flags.batch *
+                                         flags.accumulate * flags.seq / seconds
+                                   : 0;
       std::printf("step %4ld/%ld  loss %.4f  (%.1f ms/step, %.0f tokens/s)\n",
                   step, flags.steps, *loss, 1e3 * seconds / stepsSince,
                   tokensPerSecond);
@@ -488,7 +497,8 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
     std::printf(
         "done: %ld steps in %.2f s (%.0f tokens/s); loss %.4f -> %.4f (mean "
         "of the first and last %zu steps)\n",
-        flags.steps, seconds, flags.steps * flags.batch * flags.seq / seconds,
+        flags.steps, seconds,
+        flags.steps * flags.batch * flags.accumulate * flags.seq / seconds,
         mean(losses, 0, window),
         mean(losses, losses.size() - window, losses.size()), window);
     // The planned arena holds the tensor-level peak plus padding and bucket

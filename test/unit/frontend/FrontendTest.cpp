@@ -77,10 +77,10 @@ std::string sourcePath(const std::string &relative) {
 }
 
 /// The MLP of examples/mlp-forward.mlir: 784 -> 128 (ReLU) -> 10, batch 32.
-Graph buildMlp() {
+Graph buildMlp(int64_t batch = 32) {
   Graph graph("mlp");
-  Tensor x = graph.input("x", {32, 784}, DType::f32);
-  Tensor labels = graph.input("labels", {32}, DType::i32);
+  Tensor x = graph.input("x", {batch, 784}, DType::f32);
+  Tensor labels = graph.input("labels", {batch}, DType::i32);
   Linear fc1(graph, "fc1", 784, 128, true, Init::normal(0.0, 0.036));
   Linear fc2(graph, "fc2", 128, 10, true, Init::normal(0.0, 0.088));
   graph.minimize(softmaxCrossEntropy(fc2(relu(fc1(x))), labels));
@@ -350,6 +350,27 @@ TEST(FrontendTraining, Bf16Gpt2HasFp32MastersAtStage2) {
   EXPECT_GE(bf16Report.masters * 4, f32Report.parameters);
   EXPECT_LT(bf16Report.masters, f32Report.parameters);
   EXPECT_TRUE(half->str(Form::program).find("bf16") != std::string::npos);
+}
+
+TEST(FrontendTraining, AccumulationTrainsLikeOneBigBatch) {
+  // Two micro-batches of 16 rows are the 32 rows of one batch: the same
+  // losses to float tolerance (the gradient sums are associated
+  // differently).
+  Graph accumulating = buildMlp(16);
+  accumulating.config().gradient_accumulation_steps(2);
+  absl::StatusOr<CompiledGraph> compiled = accumulating.compile(1);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  EXPECT_GT(compiled->report().gradients, 0);
+  auto trainer = Trainer::create(*compiled, *theComm, 5);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().message();
+  EXPECT_EQ((*trainer)->executor().accumulateSteps(), 2);
+  absl::StatusOr<std::vector<float>> losses = (*trainer)->run(4);
+  ASSERT_TRUE(losses.ok()) << losses.status().message();
+  std::vector<float> big = trainGraph(buildMlp(32), 4, 5);
+  ASSERT_EQ(losses->size(), big.size());
+  for (size_t i = 0; i < big.size(); ++i)
+    EXPECT_NEAR((*losses)[i], big[i], 1e-5 * std::abs(big[i]))
+        << "step " << i + 1;
 }
 
 TEST(FrontendTraining, TrainerRejectsAWrongRankCount) {

@@ -15,6 +15,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 using namespace zero;
 using namespace zero::rt;
@@ -426,6 +427,29 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
   return error(op, "is not an instruction the runtime knows");
 }
 
+static ProgramInfo getProgramInfo(zrt::ProgramOp program) {
+  ProgramInfo info;
+  info.name = program.getSymName().str();
+  if (auto stage = program->getAttrOfType<mlir::IntegerAttr>("zrt.zero_stage"))
+    info.stage = static_cast<int>(stage.getInt());
+  static constexpr llvm::StringLiteral kUpdates[] = {
+      "train.sgd", "train.sgd_momentum", "train.adam", "train.adamw",
+      "train.update_loss_scale"};
+  std::set<std::string> updates;
+  program.walk([&](zrt::LaunchOp launch) {
+    if (!llvm::is_contained(kUpdates, launch.getKernel()))
+      return;
+    std::string text = launch.getKernel().str();
+    if (auto params = launch.getParams()) {
+      llvm::raw_string_ostream os(text);
+      os << " " << *params;
+    }
+    updates.insert(std::move(text));
+  });
+  info.optimizer.assign(updates.begin(), updates.end());
+  return info;
+}
+
 absl::Status Executor::checkPlacement(zrt::ProgramOp program,
                                       int64_t jobRanks) {
   auto placement = program.getPlacement();
@@ -465,6 +489,7 @@ Executor::create(zrt::ProgramOp program, Communicator &comm,
     }
   }
   executor->microSteps = program.getMicroSteps();
+  executor->info = getProgramInfo(program);
   // The compute stream, the one kernels run on, is stream 0.
   for (zrt::StepOp step : steps) {
     auto found = step.walk([&](zrt::LaunchOp launch) {

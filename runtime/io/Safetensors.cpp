@@ -81,13 +81,11 @@ struct Entry {
   uint64_t begin = 0, end = 0;
 };
 
-absl::StatusOr<TensorMap>
-readImpl(const std::string &path,
-         std::map<std::string, std::string> *metadata) {
-  auto fileOr = io::InputFile::open(path);
-  if (!fileOr.ok())
-    return fileOr.status();
-  const io::InputFile &file = **fileOr;
+/// The header of `file`, checked: every entry's dtype, shape and offsets
+/// (relative to the data buffer, which starts at `*dataStart`).
+absl::StatusOr<std::vector<Entry>>
+readEntries(const io::InputFile &file, const std::string &path,
+            std::map<std::string, std::string> *metadata, uint64_t *dataStart) {
 
   uint8_t lengthBytes[8];
   if (absl::Status s = file.readAt(0, 8, lengthBytes, "the header length");
@@ -103,8 +101,8 @@ readImpl(const std::string &path,
           file.readAt(8, headerBytes, headerText.data(), "the JSON header");
       !s.ok())
     return s;
-  uint64_t dataStart = 8 + headerBytes;
-  uint64_t dataBytes = file.size() - dataStart;
+  *dataStart = 8 + headerBytes;
+  uint64_t dataBytes = file.size() - *dataStart;
 
   json header;
   try {
@@ -202,9 +200,23 @@ readImpl(const std::string &path,
                              absl::StrCat("tensors '", byOffset[i - 1]->name,
                                           "' and '", byOffset[i]->name,
                                           "' overlap in the data buffer"));
+  return entries;
+}
 
+absl::StatusOr<TensorMap>
+readImpl(const std::string &path,
+         std::map<std::string, std::string> *metadata) {
+  auto fileOr = io::InputFile::open(path);
+  if (!fileOr.ok())
+    return fileOr.status();
+  const io::InputFile &file = **fileOr;
+  uint64_t dataStart = 0;
+  absl::StatusOr<std::vector<Entry>> entries =
+      readEntries(file, path, metadata, &dataStart);
+  if (!entries.ok())
+    return entries.status();
   TensorMap tensors;
-  for (Entry &entry : entries) {
+  for (Entry &entry : *entries) {
     entry.tensor.data.resize(entry.end - entry.begin);
     if (absl::Status s =
             file.readAt(dataStart + entry.begin, entry.end - entry.begin,
@@ -260,7 +272,91 @@ absl::Status writeImpl(const std::string &path, const TensorMap &tensors,
   return out.commit();
 }
 
+/// The header of a file holding `entries` in order: "data_offsets" run
+/// from 0 with no gaps. Returns the padded JSON text and the data's size.
+absl::StatusOr<std::pair<std::string, uint64_t>>
+buildHeader(const std::string &path,
+            const std::vector<SafetensorsEntry> &entries,
+            const std::map<std::string, std::string> &metadata) {
+  json header = json::object();
+  uint64_t offset = 0;
+  for (const SafetensorsEntry &entry : entries) {
+    if (entry.name == "__metadata__" || header.contains(entry.name))
+      return io::formatError(path, absl::StrCat("tensor name '", entry.name,
+                                                "' is reserved or used twice"));
+    int64_t bytes = dtypeBytes(entry.dtype);
+    for (int64_t extent : entry.shape)
+      if (extent < 0 || !io::multiplyChecked(extent, &bytes))
+        return io::formatError(
+            path, absl::StrCat("tensor '", entry.name, "': bad shape"));
+    header[entry.name] = {{"dtype", safetensorsDType(entry.dtype)},
+                          {"shape", entry.shape},
+                          {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  if (!metadata.empty())
+    header["__metadata__"] = metadata;
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  return std::make_pair(std::move(text), offset);
+}
+
 } // namespace
+
+struct SafetensorsWriter::State {
+  std::unique_ptr<io::AtomicOutputFile> out;
+  uint64_t dataBytes = 0;
+  uint64_t written = 0;
+};
+
+SafetensorsWriter::SafetensorsWriter(std::unique_ptr<State> state)
+    : state(std::move(state)) {}
+SafetensorsWriter::~SafetensorsWriter() = default;
+
+absl::StatusOr<std::unique_ptr<SafetensorsWriter>>
+SafetensorsWriter::create(const std::string &path,
+                          const std::vector<SafetensorsEntry> &tensors,
+                          const std::map<std::string, std::string> &metadata) {
+  try {
+    absl::StatusOr<std::pair<std::string, uint64_t>> header =
+        buildHeader(path, tensors, metadata);
+    if (!header.ok())
+      return header.status();
+    auto out = io::AtomicOutputFile::create(path);
+    if (!out.ok())
+      return out.status();
+    std::string prefix;
+    io::appendLE64(prefix, header->first.size());
+    prefix += header->first;
+    if (absl::Status s = (*out)->write(prefix.data(), prefix.size()); !s.ok())
+      return s;
+    auto state = std::make_unique<State>();
+    state->out = std::move(*out);
+    state->dataBytes = header->second;
+    return std::unique_ptr<SafetensorsWriter>(
+        new SafetensorsWriter(std::move(state)));
+  } catch (const std::exception &e) {
+    return io::fileError(absl::StatusCode::kInternal, path,
+                         absl::StrCat("cannot write: ", e.what()));
+  }
+}
+
+absl::Status SafetensorsWriter::write(const void *data, uint64_t bytes) {
+  if (state->written + bytes > state->dataBytes)
+    return io::fileError(absl::StatusCode::kInternal, state->out->path(),
+                         "more data than the declared tensors hold");
+  state->written += bytes;
+  return state->out->write(data, bytes);
+}
+
+absl::Status SafetensorsWriter::commit() {
+  if (state->written != state->dataBytes)
+    return io::fileError(absl::StatusCode::kInternal, state->out->path(),
+                         absl::StrCat("only ", state->written,
+                                      " of the declared ", state->dataBytes,
+                                      " data bytes were written"));
+  return state->out->commit();
+}
 
 absl::StatusOr<TensorMap>
 readSafetensors(const std::string &path,
@@ -279,6 +375,31 @@ readSafetensors(const std::string &path,
 
 absl::StatusOr<TensorMap> readSafetensors(const std::string &path) {
   return readSafetensors(path, nullptr);
+}
+
+absl::StatusOr<SafetensorsIndex> readSafetensorsIndex(const std::string &path) {
+  try {
+    auto fileOr = io::InputFile::open(path);
+    if (!fileOr.ok())
+      return fileOr.status();
+    SafetensorsIndex index;
+    index.fileBytes = (*fileOr)->size();
+    uint64_t dataStart = 0;
+    absl::StatusOr<std::vector<Entry>> entries =
+        readEntries(**fileOr, path, &index.metadata, &dataStart);
+    if (!entries.ok())
+      return entries.status();
+    for (Entry &entry : *entries)
+      index.entries.push_back(
+          {entry.name, entry.tensor.dtype, std::move(entry.tensor.shape),
+           dataStart + entry.begin, entry.end - entry.begin});
+    return index;
+  } catch (const std::bad_alloc &) {
+    return io::fileError(absl::StatusCode::kResourceExhausted, path,
+                         "out of memory while reading");
+  } catch (const std::exception &e) {
+    return io::formatError(path, absl::StrCat("malformed file: ", e.what()));
+  }
 }
 
 absl::Status

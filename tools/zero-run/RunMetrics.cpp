@@ -152,6 +152,7 @@ absl::Status RunMetrics::writeJson(const std::string &path) const {
       {"ranks", ranks},
       {"stage", stage},
       {"steps", steps},
+      {"first_step", firstStep},
       {"seed", static_cast<int64_t>(seed)},
       {"deterministic", deterministic},
       {"backend", executor.backend().name()},
@@ -220,9 +221,15 @@ static double sentPerStep(const llvm::json::Object &traffic) {
 }
 
 std::string RunMetrics::describeEnd() const {
+  // A run resumed at its last step trains nothing.
   std::string text =
-      absl::StrFormat("done: %d steps, loss %.6f -> %.6f, %.1f samples/s",
-                      steps, losses.front(), losses.back(), samplesPerSecond());
+      losses.empty()
+          ? absl::StrFormat("done: no steps to run (the state is at step %d)",
+                            steps)
+          : absl::StrFormat(
+                "done: steps %d-%d, loss %.6f -> %.6f, %.1f samples/s",
+                firstStep, steps, losses.front(), losses.back(),
+                samplesPerSecond());
   if (perRank.empty() || report.empty())
     return text;
   // Rank 0 speaks for all: every rank holds and sends the same amounts.

@@ -34,6 +34,9 @@ public:
   std::string describeEnd() const;
 
   int64_t steps = 0;
+  /// The first step this run trained: 1, or the one after a resumed
+  /// checkpoint's.
+  int64_t firstStep = 1;
   int64_t globalBatch = 0;
   bool deterministic = false;
   uint64_t seed = 0;

@@ -17,6 +17,7 @@
 #include "zero/dialects/zrt/ZrtOps.h"
 #include "zero/passes/Passes.h"
 #include "zero/runtime/BackendSelection.h"
+#include "zero/runtime/Checkpoint.h"
 #include "zero/runtime/Communicator.h"
 #include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/Executor.h"
@@ -91,6 +92,25 @@ static cl::opt<std::string>
                   cl::desc("Write the final parameters (logical, unsharded) "
                            "to a .safetensors file"),
                   cl::cat(runCategory));
+static cl::opt<std::string> checkpointDirFlag(
+    "checkpoint-dir",
+    cl::desc("Save checkpoints into this directory (step-<8 digits>/, and "
+             "`latest`)"),
+    cl::cat(runCategory));
+static cl::opt<int64_t> checkpointEveryFlag(
+    "checkpoint-every",
+    cl::desc("With --checkpoint-dir: save after every S-th optimizer step "
+             "(and after the last)"),
+    cl::init(0), cl::cat(runCategory));
+static cl::opt<int> keepFlag(
+    "keep",
+    cl::desc("With --checkpoint-dir: keep the newest K checkpoints (0: all)"),
+    cl::init(0), cl::cat(runCategory));
+static cl::opt<std::string> resumeFlag(
+    "resume",
+    cl::desc("Continue from a checkpoint (its directory, or a directory with "
+             "`latest`): runs the steps after it up to --steps"),
+    cl::cat(runCategory));
 static cl::opt<std::string>
     emitProgramFlag("emit-program",
                     cl::desc("Write the lowered zrt program to this file"),
@@ -287,6 +307,15 @@ int main(int argc, char **argv) {
   if (accumulateFlag < 1)
     failEarly(absl::StrCat("--accumulate must be at least 1, got ",
                            accumulateFlag.getValue()));
+  if (checkpointEveryFlag < 0 || keepFlag < 0)
+    failEarly("--checkpoint-every and --keep must not be negative");
+  if ((checkpointEveryFlag.getNumOccurrences() ||
+       keepFlag.getNumOccurrences()) &&
+      checkpointDirFlag.empty())
+    failEarly("--checkpoint-every and --keep need --checkpoint-dir");
+  if (!resumeFlag.empty() && !llvm::sys::fs::is_directory(resumeFlag))
+    failEarly(
+        absl::StrCat(resumeFlag.getValue(), ": no such checkpoint directory"));
   if (ranksFlag < 0 || (ranksFlag == 0 && ranksFlag.getNumOccurrences()))
     failEarly("-n must be at least 1");
   checkBackendFlags();
@@ -354,23 +383,41 @@ int main(int argc, char **argv) {
           initializeState(**executor, seedFlag, initFlag.getValue());
       !status.ok())
     fail(comm, status);
+  // A resumed run continues the checkpoint's data unless told otherwise.
+  uint64_t seed = seedFlag;
+  int64_t firstStep = 1;
+  if (!resumeFlag.empty()) {
+    absl::StatusOr<CheckpointManifest> resumed =
+        loadCheckpoint(**executor, resumeFlag);
+    if (!resumed.ok())
+      fail(comm, resumed.status());
+    firstStep = resumed->step + 1;
+    if (!seedFlag.getNumOccurrences())
+      seed = resumed->seed;
+    if (leader && !quietFlag)
+      llvm::outs() << "zero-run: resumed from step " << resumed->step
+                   << " (saved on " << resumed->ranks << " rank"
+                   << (resumed->ranks == 1 ? "" : "s") << ", stage "
+                   << resumed->stage << ")\n";
+  }
   absl::StatusOr<std::unique_ptr<BatchSource>> batches =
-      dataFlag.empty() ? createSyntheticBatches(**executor, seedFlag)
+      dataFlag.empty() ? createSyntheticBatches(**executor, seed)
                        : createFileBatches(**executor, dataFlag);
   if (!batches.ok())
     fail(comm, batches.status());
 
   RunMetrics metrics(**executor, *program);
   metrics.steps = stepsFlag;
+  metrics.firstStep = firstStep;
   metrics.globalBatch = (*batches)->globalBatch();
   metrics.deterministic = deterministicFlag;
-  metrics.seed = seedFlag;
+  metrics.seed = seed;
   metrics.data = (*batches)->describe();
   if (leader && !quietFlag)
     llvm::outs() << metrics.describeStart() << "\n";
 
   comm.resetTraffic();
-  for (int64_t step = 1; step <= stepsFlag; ++step) {
+  for (int64_t step = firstStep; step <= stepsFlag; ++step) {
     // The step's time includes filling its micro-batches.
     auto start = std::chrono::steady_clock::now();
     absl::StatusOr<float> loss = runTrainingStep(**executor, **batches, step);
@@ -379,11 +426,32 @@ int main(int argc, char **argv) {
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
-    if (step == 1)
+    if (step == firstStep)
       metrics.trafficPerStep = comm.traffic();
     metrics.recordStep(*loss, seconds);
     if (leader && !quietFlag)
       llvm::outs() << metrics.describeStep(step) << "\n";
+    bool due = checkpointEveryFlag > 0 && step % checkpointEveryFlag == 0;
+    if (!checkpointDirFlag.empty() && (due || step == stepsFlag)) {
+      CheckpointContext context{seed, (*batches)->globalBatch()};
+      absl::StatusOr<std::string> saved = saveCheckpoint(
+          **executor, checkpointDirFlag, step, context, keepFlag);
+      if (!saved.ok())
+        fail(comm, saved.status());
+      if (leader && !quietFlag)
+        llvm::outs() << "zero-run: saved " << *saved << "\n";
+    }
+  }
+  // Resumed at its last step, a run trains nothing; with --checkpoint-dir
+  // it still saves the state it loaded, under its own plan.
+  if (!checkpointDirFlag.empty() && firstStep > stepsFlag) {
+    CheckpointContext context{seed, (*batches)->globalBatch()};
+    absl::StatusOr<std::string> saved = saveCheckpoint(
+        **executor, checkpointDirFlag, firstStep - 1, context, keepFlag);
+    if (!saved.ok())
+      fail(comm, saved.status());
+    if (leader && !quietFlag)
+      llvm::outs() << "zero-run: saved " << *saved << "\n";
   }
   metrics.trafficTotal = comm.traffic();
 

@@ -80,6 +80,17 @@ struct MemoryFigures {
   }
 };
 
+/// What a checkpoint records about the program it was taken from.
+struct ProgramInfo {
+  std::string name;
+  /// The ZeRO stage the program was compiled for; -1 when it does not say.
+  int stage = -1;
+  /// Each distinct update (train.sgd, train.adam, ..., and the loss
+  /// scaler's) with its hyper-parameters, as text, sorted: resuming under
+  /// another optimizer would silently change the training.
+  std::vector<std::string> optimizer;
+};
+
 class Executor {
 public:
   /// Builds the executor for `program`, whose placement must have as many
@@ -126,6 +137,7 @@ public:
   /// Index of the buffer named `name`, or -1.
   int findBuffer(const std::string &name) const;
   const MemoryFigures &memory() const { return figures; }
+  const ProgramInfo &program() const { return info; }
   size_t numInstructions() const;
   /// The job's host communicator.
   Communicator &communicator() { return comm; }
@@ -145,6 +157,7 @@ private:
   std::vector<StepBody> bodies;
   int64_t microSteps = 1;
   MemoryFigures figures;
+  ProgramInfo info;
 };
 
 } // namespace zero::rt

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,11 +55,50 @@ absl::StatusOr<TensorMap> readSafetensors(const std::string &path);
 absl::StatusOr<TensorMap>
 readSafetensors(const std::string &path,
                 std::map<std::string, std::string> *metadata);
+/// Where a tensor of a safetensors file is, without its data.
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  /// Absolute byte offset of the tensor's first byte in the file, and its
+  /// size in bytes.
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+struct SafetensorsIndex {
+  std::vector<SafetensorsEntry> entries;
+  std::map<std::string, std::string> metadata;
+  uint64_t fileBytes = 0;
+};
+/// The header of a safetensors file, checked as readSafetensors checks it,
+/// without reading any tensor's data.
+absl::StatusOr<SafetensorsIndex> readSafetensorsIndex(const std::string &path);
 /// Writes atomically (temporary file in the same directory, then rename), so
 /// that a crash never leaves a half-written checkpoint under `path`.
 absl::Status
 writeSafetensors(const std::string &path, const TensorMap &tensors,
                  const std::map<std::string, std::string> &metadata = {});
+
+/// Writes a safetensors file tensor by tensor, for files larger than
+/// memory: every tensor is declared up front (name, dtype, shape; offsets
+/// are assigned in that order), then their bytes are written in that order
+/// in pieces of any size. Atomic like writeSafetensors: nothing appears
+/// under `path` unless commit() succeeds.
+class SafetensorsWriter {
+public:
+  static absl::StatusOr<std::unique_ptr<SafetensorsWriter>>
+  create(const std::string &path, const std::vector<SafetensorsEntry> &tensors,
+         const std::map<std::string, std::string> &metadata = {});
+  ~SafetensorsWriter();
+  absl::Status write(const void *data, uint64_t bytes);
+  /// Fails unless exactly the declared bytes were written.
+  absl::Status commit();
+
+private:
+  struct State;
+  explicit SafetensorsWriter(std::unique_ptr<State> state);
+  std::unique_ptr<State> state;
+};
 
 /// NumPy `.npy` versions 1.0, 2.0 and 3.0 with descr '<f4', '<f2', '<i4' or
 /// '<i8' in C order. There is no bf16 in NumPy: writeNpy refuses it.

@@ -1,0 +1,532 @@
+//===- CheckpointFormat.cpp - Checkpoint directories and manifests --------===//
+//
+// The files of a checkpoint and the protocol that publishes them: each
+// rank's file is written and synced under a temporary directory, the
+// manifest last, then one rename makes the checkpoint visible and `latest`
+// follows. A reader trusts nothing it did not check: versions, coverage of
+// every tensor, sizes, checksums and the files' own headers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/runtime/CheckpointFormat.h"
+
+#include "FileIO.h"
+
+#include "zero/runtime/TensorFile.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace zero::rt {
+
+int64_t CheckpointTensor::numElements() const {
+  int64_t count = 1;
+  for (int64_t extent : shape)
+    count *= extent;
+  return count;
+}
+
+const CheckpointTensor *
+CheckpointManifest::findTensor(const std::string &name) const {
+  auto it = std::lower_bound(tensors.begin(), tensors.end(), name,
+                             [](const CheckpointTensor &t,
+                                const std::string &n) { return t.name < n; });
+  return it != tensors.end() && it->name == name ? &*it : nullptr;
+}
+
+std::string checkpointDirName(int64_t step) {
+  return absl::StrFormat("step-%08d", step);
+}
+
+std::string checkpointFileName(int rank, int ranks) {
+  return absl::StrFormat("rank-%05d-of-%05d.safetensors", rank, ranks);
+}
+
+static constexpr const char *kManifest = "manifest.json";
+static constexpr const char *kLatest = "latest";
+static constexpr const char *kFormatName = "zero-checkpoint";
+
+static std::string join(const std::string &dir, const std::string &name) {
+  return (fs::path(dir) / name).string();
+}
+
+/// The step of a `step-<digits>` directory name, or -1.
+static int64_t stepOfDirName(const std::string &name) {
+  if (name.size() <= 5 || name.compare(0, 5, "step-") != 0)
+    return -1;
+  int64_t step = 0;
+  for (char c : name.substr(5)) {
+    if (c < '0' || c > '9' || step > (int64_t{1} << 50))
+      return -1;
+    step = step * 10 + (c - '0');
+  }
+  return step;
+}
+
+/// Complete checkpoints under `root` (step, path), oldest first.
+static std::vector<std::pair<int64_t, std::string>>
+listCheckpoints(const std::string &root) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code error;
+  for (const fs::directory_entry &entry : fs::directory_iterator(root, error)) {
+    int64_t step = stepOfDirName(entry.path().filename().string());
+    if (step >= 0 && fs::exists(entry.path() / kManifest, error))
+      found.push_back({step, entry.path().string()});
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+absl::StatusOr<std::string> resolveCheckpoint(const std::string &path) {
+  std::error_code error;
+  if (!fs::is_directory(path, error))
+    return absl::NotFoundError(
+        absl::StrCat(path, ": no such checkpoint directory"));
+  if (fs::exists(join(path, kManifest), error))
+    return path;
+  if (std::ifstream latest(join(path, kLatest)); latest) {
+    std::string name;
+    std::getline(latest, name);
+    name = std::string(absl::StripAsciiWhitespace(name));
+    if (stepOfDirName(name) >= 0 &&
+        fs::exists(fs::path(path) / name / kManifest, error))
+      return join(path, name);
+  }
+  // No `latest`, or one a crash left pointing at a removed checkpoint: the
+  // newest complete one is what it would name.
+  std::vector<std::pair<int64_t, std::string>> found = listCheckpoints(path);
+  if (found.empty())
+    return absl::NotFoundError(absl::StrCat(
+        path, " holds no checkpoint (no manifest.json, and no complete step-* "
+              "directory)"));
+  return found.back().second;
+}
+
+//===----------------------------------------------------------------------===//
+// The manifest
+//===----------------------------------------------------------------------===//
+
+static json toJson(const CheckpointManifest &manifest) {
+  json tensors = json::array();
+  for (const CheckpointTensor &tensor : manifest.tensors) {
+    json chunks = json::array();
+    for (const CheckpointChunk &chunk : tensor.chunks)
+      chunks.push_back({{"file", chunk.file},
+                        {"begin", chunk.begin},
+                        {"end", chunk.end},
+                        {"offset", chunk.offset}});
+    tensors.push_back({{"name", tensor.name},
+                       {"role", tensor.role},
+                       {"dtype", std::string(dtypeName(tensor.dtype))},
+                       {"shape", tensor.shape},
+                       {"layout", tensor.layout},
+                       {"padding", tensor.padding},
+                       {"chunks", std::move(chunks)}});
+  }
+  json files = json::array();
+  for (const CheckpointFile &file : manifest.files)
+    files.push_back({{"name", file.name},
+                     {"rank", file.rank},
+                     {"bytes", file.bytes},
+                     {"crc32", file.crc32}});
+  return {{"format", kFormatName},
+          {"format_version", manifest.formatVersion},
+          {"step", manifest.step},
+          {"program", manifest.program},
+          {"plan",
+           {{"ranks", manifest.ranks},
+            {"stage", manifest.stage},
+            {"accumulate_steps", manifest.accumulateSteps}}},
+          {"data",
+           {{"seed", manifest.seed},
+            {"global_batch", manifest.globalBatch},
+            {"next_step", manifest.step + 1}}},
+          {"optimizer", manifest.optimizer},
+          {"tensors", std::move(tensors)},
+          {"files", std::move(files)}};
+}
+
+/// The coverage rule: a tensor's chunks, in order, are [0, e1), [e1, e2),
+/// ... up to its element count, each in a listed file.
+static absl::Status checkChunks(const std::string &path,
+                                const CheckpointManifest &manifest,
+                                const CheckpointTensor &tensor) {
+  std::vector<CheckpointChunk> chunks = tensor.chunks;
+  std::sort(chunks.begin(), chunks.end(),
+            [](const CheckpointChunk &a, const CheckpointChunk &b) {
+              return a.begin < b.begin;
+            });
+  int64_t next = 0;
+  for (const CheckpointChunk &chunk : chunks) {
+    if (chunk.begin != next || chunk.end <= chunk.begin)
+      return io::formatError(
+          path, absl::StrCat("tensor '", tensor.name, "': ",
+                             chunk.begin > next
+                                 ? absl::StrCat("elements [", next, ", ",
+                                                chunk.begin, ") are in no file")
+                                 : absl::StrCat("chunk [", chunk.begin, ", ",
+                                                chunk.end,
+                                                ") overlaps another or is "
+                                                "empty")));
+    bool listed = std::any_of(
+        manifest.files.begin(), manifest.files.end(),
+        [&](const CheckpointFile &file) { return file.name == chunk.file; });
+    if (!listed)
+      return io::formatError(
+          path, absl::StrCat("tensor '", tensor.name, "': chunk in '",
+                             chunk.file, "', which no file entry lists"));
+    next = chunk.end;
+  }
+  if (next != tensor.numElements())
+    return io::formatError(
+        path, absl::StrCat("tensor '", tensor.name, "': elements [", next, ", ",
+                           tensor.numElements(), ") are in no file"));
+  return absl::OkStatus();
+}
+
+static absl::StatusOr<CheckpointManifest> fromJson(const std::string &path,
+                                                   const json &root) {
+  if (!root.is_object() || root.value("format", "") != kFormatName)
+    return io::formatError(path, "not a zero checkpoint manifest (its "
+                                 "\"format\" is not \"zero-checkpoint\")");
+  CheckpointManifest manifest;
+  manifest.formatVersion = root.at("format_version").get<int>();
+  if (manifest.formatVersion != kCheckpointFormatVersion)
+    return io::formatError(
+        path, absl::StrCat("format version ", manifest.formatVersion,
+                           manifest.formatVersion > kCheckpointFormatVersion
+                               ? " is newer than"
+                               : " is not",
+                           " the version this build reads (",
+                           kCheckpointFormatVersion, ")"));
+  manifest.step = root.at("step").get<int64_t>();
+  manifest.program = root.at("program").get<std::string>();
+  const json &plan = root.at("plan");
+  manifest.ranks = plan.at("ranks").get<int>();
+  manifest.stage = plan.at("stage").get<int>();
+  manifest.accumulateSteps = plan.at("accumulate_steps").get<int64_t>();
+  const json &data = root.at("data");
+  manifest.seed = data.at("seed").get<uint64_t>();
+  manifest.globalBatch = data.at("global_batch").get<int64_t>();
+  manifest.optimizer = root.at("optimizer").get<std::vector<std::string>>();
+  if (manifest.step < 0 || manifest.ranks < 1)
+    return io::formatError(path, "step or ranks out of range");
+  for (const json &entry : root.at("files")) {
+    CheckpointFile file;
+    file.name = entry.at("name").get<std::string>();
+    file.rank = entry.at("rank").get<int>();
+    file.bytes = entry.at("bytes").get<uint64_t>();
+    file.crc32 = entry.at("crc32").get<uint32_t>();
+    // Names are looked up inside the checkpoint directory only.
+    if (file.name.empty() || file.name.find('/') != std::string::npos ||
+        file.name[0] == '.')
+      return io::formatError(path,
+                             absl::StrCat("bad file name '", file.name, "'"));
+    manifest.files.push_back(std::move(file));
+  }
+  for (const json &entry : root.at("tensors")) {
+    CheckpointTensor tensor;
+    tensor.name = entry.at("name").get<std::string>();
+    tensor.role = entry.at("role").get<std::string>();
+    absl::StatusOr<DType> dtype =
+        parseDType(entry.at("dtype").get<std::string>());
+    if (!dtype.ok())
+      return io::formatError(path, absl::StrCat("tensor '", tensor.name, "': ",
+                                                dtype.status().message()));
+    tensor.dtype = *dtype;
+    tensor.shape = entry.at("shape").get<std::vector<int64_t>>();
+    for (int64_t extent : tensor.shape)
+      if (extent < 0 || extent > (int64_t{1} << 40))
+        return io::formatError(
+            path, absl::StrCat("tensor '", tensor.name, "': bad shape"));
+    tensor.layout = entry.at("layout").get<std::string>();
+    tensor.padding = entry.at("padding").get<int64_t>();
+    for (const json &item : entry.at("chunks"))
+      tensor.chunks.push_back(
+          {item.at("file").get<std::string>(), item.at("begin").get<int64_t>(),
+           item.at("end").get<int64_t>(), item.at("offset").get<uint64_t>()});
+    manifest.tensors.push_back(std::move(tensor));
+  }
+  std::sort(manifest.tensors.begin(), manifest.tensors.end(),
+            [](const CheckpointTensor &a, const CheckpointTensor &b) {
+              return a.name < b.name;
+            });
+  for (size_t i = 1; i < manifest.tensors.size(); ++i)
+    if (manifest.tensors[i].name == manifest.tensors[i - 1].name)
+      return io::formatError(path,
+                             absl::StrCat("tensor '", manifest.tensors[i].name,
+                                          "' is listed twice"));
+  for (const CheckpointTensor &tensor : manifest.tensors)
+    if (absl::Status status = checkChunks(path, manifest, tensor); !status.ok())
+      return status;
+  return manifest;
+}
+
+absl::StatusOr<CheckpointManifest>
+readCheckpointManifest(const std::string &dir) {
+  std::string path = join(dir, kManifest);
+  std::ifstream in(path);
+  if (!in)
+    return absl::NotFoundError(absl::StrCat(
+        path, ": no manifest (not a checkpoint, or an incomplete one)"));
+  try {
+    json root = json::parse(in);
+    return fromJson(path, root);
+  } catch (const json::exception &e) {
+    return io::formatError(path,
+                           absl::StrCat("malformed manifest: ", e.what()));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Checking and reading
+//===----------------------------------------------------------------------===//
+
+static constexpr uint64_t kReadPiece = uint64_t{4} << 20;
+
+absl::StatusOr<std::pair<uint32_t, uint64_t>>
+fileChecksum(const std::string &path) {
+  auto file = io::InputFile::open(path);
+  if (!file.ok())
+    return file.status();
+  std::vector<uint8_t> buffer(
+      std::min<uint64_t>(kReadPiece, std::max<uint64_t>(1, (*file)->size())));
+  uLong crc = crc32_z(0L, Z_NULL, 0);
+  for (uint64_t offset = 0; offset < (*file)->size(); offset += kReadPiece) {
+    uint64_t length = std::min(kReadPiece, (*file)->size() - offset);
+    if (absl::Status status =
+            (*file)->readAt(offset, length, buffer.data(), "the data");
+        !status.ok())
+      return status;
+    crc = crc32_z(crc, buffer.data(), static_cast<z_size_t>(length));
+  }
+  return std::make_pair(static_cast<uint32_t>(crc), (*file)->size());
+}
+
+absl::Status verifyCheckpointFiles(const std::string &dir,
+                                   const CheckpointManifest &manifest,
+                                   bool checksums,
+                                   const std::vector<size_t> &only) {
+  for (size_t index = 0; index < manifest.files.size(); ++index) {
+    const CheckpointFile &file = manifest.files[index];
+    std::string path = join(dir, file.name);
+    std::error_code error;
+    if (!fs::exists(path, error))
+      return absl::DataLossError(absl::StrCat(
+          path, ": missing (the manifest lists it, for rank ", file.rank, ")"));
+    uint64_t size = fs::file_size(path, error);
+    if (error || size != file.bytes)
+      return absl::DataLossError(
+          absl::StrCat(path, ": ", size, " bytes, the manifest says ",
+                       file.bytes, " (truncated or overwritten)"));
+    bool mine = only.empty() ||
+                std::find(only.begin(), only.end(), index) != only.end();
+    if (checksums && mine) {
+      absl::StatusOr<std::pair<uint32_t, uint64_t>> crc = fileChecksum(path);
+      if (!crc.ok())
+        return crc.status();
+      if (crc->first != file.crc32)
+        return absl::DataLossError(absl::StrFormat(
+            "%s: CRC-32 %08x, the manifest says %08x (the file is corrupt)",
+            path, crc->first, file.crc32));
+    }
+    absl::StatusOr<SafetensorsIndex> header = readSafetensorsIndex(path);
+    if (!header.ok())
+      return header.status();
+    std::map<std::string, const SafetensorsEntry *> entries;
+    for (const SafetensorsEntry &entry : header->entries)
+      entries[entry.name] = &entry;
+    for (const CheckpointTensor &tensor : manifest.tensors)
+      for (const CheckpointChunk &chunk : tensor.chunks) {
+        if (chunk.file != file.name)
+          continue;
+        auto it = entries.find(tensor.name);
+        uint64_t bytes = static_cast<uint64_t>(chunk.end - chunk.begin) *
+                         dtypeBytes(tensor.dtype);
+        if (it == entries.end() || it->second->offset != chunk.offset ||
+            it->second->bytes != bytes || it->second->dtype != tensor.dtype)
+          return absl::DataLossError(absl::StrCat(
+              path, ": tensor '", tensor.name,
+              "' is not where the manifest places it (elements [", chunk.begin,
+              ", ", chunk.end, ") at byte ", chunk.offset, ")"));
+      }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status readCheckpointRange(const std::string &dir,
+                                 const CheckpointTensor &tensor, int64_t begin,
+                                 int64_t end, void *out) {
+  int64_t elementBytes = dtypeBytes(tensor.dtype);
+  int64_t covered = 0;
+  for (const CheckpointChunk &chunk : tensor.chunks) {
+    int64_t from = std::max(begin, chunk.begin);
+    int64_t to = std::min(end, chunk.end);
+    if (from >= to)
+      continue;
+    auto file = io::InputFile::open(join(dir, chunk.file));
+    if (!file.ok())
+      return file.status();
+    if (absl::Status status = (*file)->readAt(
+            chunk.offset +
+                static_cast<uint64_t>(from - chunk.begin) * elementBytes,
+            static_cast<uint64_t>(to - from) * elementBytes,
+            static_cast<char *>(out) + (from - begin) * elementBytes,
+            absl::StrCat("tensor '", tensor.name, "'"));
+        !status.ok())
+      return status;
+    covered += to - from;
+  }
+  if (covered != end - begin)
+    return absl::DataLossError(
+        absl::StrCat(dir, ": tensor '", tensor.name, "': elements [", begin,
+                     ", ", end, ") are not all in the checkpoint's files"));
+  return absl::OkStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
+
+/// fsync of a directory, so that the entries created or renamed in it are
+/// durable, not only the files' data.
+static absl::Status syncDirectory(const std::string &dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return io::fileError(absl::StatusCode::kInternal, dir,
+                         absl::StrCat("cannot open: ", std::strerror(errno)));
+  int result = ::fsync(fd);
+  int error = errno;
+  ::close(fd);
+  if (result != 0)
+    return io::fileError(absl::StatusCode::kInternal, dir,
+                         absl::StrCat("cannot sync: ", std::strerror(error)));
+  return absl::OkStatus();
+}
+
+static absl::Status filesystemError(const std::string &path,
+                                    const std::error_code &error,
+                                    absl::string_view what) {
+  return io::fileError(absl::StatusCode::kInternal, path,
+                       absl::StrCat(what, ": ", error.message()));
+}
+
+std::string temporaryCheckpointDir(const std::string &root, int64_t step) {
+  return join(root, "." + checkpointDirName(step) + ".tmp");
+}
+
+absl::StatusOr<std::string> prepareCheckpointDirectory(const std::string &root,
+                                                       int64_t step) {
+  std::error_code error;
+  fs::create_directories(root, error);
+  if (error)
+    return filesystemError(root, error, "cannot create the directory");
+  std::string name = checkpointDirName(step);
+  if (fs::exists(join(root, name), error))
+    return absl::AlreadyExistsError(absl::StrCat(
+        join(root, name), " already exists; a checkpoint is never overwritten "
+                          "(resume from it, or save into another directory)"));
+  // What a crashed save left behind is never a checkpoint: no reader looks
+  // at dot-directories.
+  for (const fs::directory_entry &entry : fs::directory_iterator(root, error)) {
+    std::string leftover = entry.path().filename().string();
+    if (leftover.rfind(".step-", 0) == 0 && leftover.size() > 4 &&
+        leftover.compare(leftover.size() - 4, 4, ".tmp") == 0)
+      fs::remove_all(entry.path(), error);
+  }
+  std::string temporary = temporaryCheckpointDir(root, step);
+  fs::create_directory(temporary, error);
+  if (error)
+    return filesystemError(temporary, error, "cannot create the directory");
+  if (absl::Status status = syncDirectory(root); !status.ok())
+    return status;
+  return temporary;
+}
+
+static absl::Status writeTextAtomically(const std::string &path,
+                                        const std::string &text) {
+  auto out = io::AtomicOutputFile::create(path);
+  if (!out.ok())
+    return out.status();
+  if (absl::Status status = (*out)->write(text.data(), text.size());
+      !status.ok())
+    return status;
+  return (*out)->commit();
+}
+
+absl::Status commitCheckpoint(const std::string &root,
+                              const std::string &temporary,
+                              const CheckpointManifest &manifest, int keep) {
+  if (absl::Status status = writeTextAtomically(
+          join(temporary, kManifest), toJson(manifest).dump(1) + "\n");
+      !status.ok())
+    return status;
+  if (absl::Status status = syncDirectory(temporary); !status.ok())
+    return status;
+  checkpointCrashPoint("before-publish", 0);
+  std::string name = checkpointDirName(manifest.step);
+  std::string final = join(root, name);
+  std::error_code error;
+  fs::rename(temporary, final, error);
+  if (error)
+    return filesystemError(final, error, "cannot publish the checkpoint");
+  if (absl::Status status = syncDirectory(root); !status.ok())
+    return status;
+  checkpointCrashPoint("before-latest", 0);
+  if (absl::Status status =
+          writeTextAtomically(join(root, kLatest), name + "\n");
+      !status.ok())
+    return status;
+  if (absl::Status status = syncDirectory(root); !status.ok())
+    return status;
+  checkpointCrashPoint("before-retention", 0);
+  if (keep > 0) {
+    std::vector<std::pair<int64_t, std::string>> found = listCheckpoints(root);
+    for (size_t index = 0; index + keep < found.size(); ++index) {
+      if (found[index].second == final)
+        continue;
+      // The manifest first: a checkpoint without one is no longer complete,
+      // whatever a crash leaves of the rest.
+      fs::remove(fs::path(found[index].second) / kManifest, error);
+      fs::remove_all(found[index].second, error);
+      if (error)
+        return filesystemError(found[index].second, error,
+                               "cannot remove an old checkpoint");
+    }
+  }
+  return absl::OkStatus();
+}
+
+void checkpointCrashPoint(const char *point, int rank) {
+  const char *setting = std::getenv("ZERO_CHECKPOINT_CRASH");
+  if (!setting)
+    return;
+  std::vector<std::string> parts = absl::StrSplit(setting, ':');
+  if (parts.empty() || parts[0] != point)
+    return;
+  if (parts.size() > 1 && parts[1] != std::to_string(rank))
+    return;
+  std::fprintf(stderr, "ZERO_CHECKPOINT_CRASH: killing rank %d at %s\n", rank,
+               point);
+  std::fflush(stderr);
+  std::raise(SIGKILL);
+}
+
+} // namespace zero::rt

@@ -24,15 +24,23 @@ for pkg in "${PACKAGES[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all ${#PACKAGES[@]} packages already installed"
-  exit 0
-fi
-
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages already installed"
+else
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The reference safetensors reader, with which the tests check that
+# zero-ckpt's files load in the ecosystem's own library (Debian does not
+# package it). Without the registry those tests are reported unsupported.
+if ! python3 -c "import safetensors" 2>/dev/null; then
+  echo "setup: installing the safetensors Python package"
+  python3 -m pip install --quiet --disable-pip-version-check safetensors \
+    || echo "setup: warning: could not install safetensors; its tests will be skipped"
+fi
 echo "setup: done"

@@ -32,6 +32,7 @@ tools = [ToolSubst("zero-opt", unresolved="fatal")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(config.zero_src_root, "test", "sanitizers"))
@@ -40,6 +41,11 @@ import lit_sanitizers
 lit_sanitizers.configure(
     config, os.path.join(config.zero_obj_root, "sanitizer-reports")
 )
+
+# The reference safetensors library (scripts/setup.sh installs it).
+if subprocess.run(["python3", "-c", "import safetensors"],
+                  capture_output=True).returncode == 0:
+    config.available_features.add("py-safetensors")
 
 if shutil.which("clang-format"):
     config.available_features.add("clang-format")

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -86,21 +87,35 @@ writtenRanges(const std::vector<BufferDecl> &decls,
   return ranges;
 }
 
-/// Collective: OK when `local` is OK on every rank. A rank whose own status
-/// failed returns it; the others say which rank failed at `what`.
+/// Collective: OK when `local` is OK on every rank; otherwise every rank
+/// returns the first failing rank's status, message included, so that
+/// whichever rank reports it says what went wrong.
 absl::Status agree(Communicator &comm, const absl::Status &local,
                    absl::string_view what) {
-  int64_t mine = local.ok() ? 0 : 1;
-  std::vector<int64_t> all(comm.size());
-  if (absl::Status status = comm.allGather(&mine, all.data(), 1, DType::i64);
+  // Code and message in a fixed-size record: 4 + 508 bytes.
+  constexpr int64_t kWords = 128;
+  std::vector<int32_t> mine(kWords, 0), all(kWords * comm.size());
+  if (!local.ok()) {
+    mine[0] = static_cast<int32_t>(local.code());
+    std::string message(local.message().substr(0, (kWords - 1) * 4 - 1));
+    std::memcpy(&mine[1], message.data(), message.size());
+  }
+  if (absl::Status status =
+          comm.allGather(mine.data(), all.data(), kWords, DType::i32);
       !status.ok())
     return status;
-  if (!local.ok())
-    return local;
-  for (int rank = 0; rank < comm.size(); ++rank)
-    if (all[rank])
-      return absl::AbortedError(absl::StrCat("rank ", rank, " failed ", what,
-                                             " (its message says why)"));
+  for (int rank = 0; rank < comm.size(); ++rank) {
+    const int32_t *record = &all[rank * kWords];
+    if (record[0] == 0)
+      continue;
+    if (rank == comm.rank())
+      return local;
+    const char *text = reinterpret_cast<const char *>(record + 1);
+    return absl::Status(
+        static_cast<absl::StatusCode>(record[0]),
+        absl::StrCat(std::string(text, strnlen(text, (kWords - 1) * 4)),
+                     " (rank ", rank, ", ", what, ")"));
+  }
   return absl::OkStatus();
 }
 
@@ -291,7 +306,7 @@ zero::rt::saveCheckpoint(Executor &executor, const std::string &root,
   absl::Status prepared = absl::OkStatus();
   if (rank == 0)
     prepared = prepareCheckpointDirectory(root, step).status();
-  if (absl::Status status = agree(comm, prepared, "to prepare the checkpoint");
+  if (absl::Status status = agree(comm, prepared, "preparing the checkpoint");
       !status.ok())
     return status;
 
@@ -314,8 +329,7 @@ zero::rt::saveCheckpoint(Executor &executor, const std::string &root,
     }
   }
   checkpointCrashPoint("after-rank-file", rank);
-  if (absl::Status status =
-          agree(comm, written, "to write its checkpoint file");
+  if (absl::Status status = agree(comm, written, "writing its checkpoint file");
       !status.ok())
     return status;
   std::vector<int64_t> fileFacts(2 * comm.size());
@@ -332,7 +346,7 @@ zero::rt::saveCheckpoint(Executor &executor, const std::string &root,
                     ? commitCheckpoint(root, temporary, *manifest, keep)
                     : manifest.status();
   }
-  if (absl::Status status = agree(comm, committed, "to publish the checkpoint");
+  if (absl::Status status = agree(comm, committed, "publishing the checkpoint");
       !status.ok())
     return status;
   return (std::filesystem::path(root) / checkpointDirName(step)).string();
@@ -361,7 +375,7 @@ zero::rt::loadCheckpoint(Executor &executor, const std::string &path) {
     mine.push_back(index);
   absl::Status verified = verifyCheckpointFiles(*dir, *manifest,
                                                 /*checksums=*/true, mine);
-  if (absl::Status status = agree(comm, verified, "to verify the checkpoint");
+  if (absl::Status status = agree(comm, verified, "verifying the checkpoint");
       !status.ok())
     return status;
 
@@ -383,7 +397,7 @@ zero::rt::loadCheckpoint(Executor &executor, const std::string &path) {
     if (loaded.ok())
       loaded = executor.writeBuffer(index, host.data());
   }
-  if (absl::Status status = agree(comm, loaded, "to load the checkpoint");
+  if (absl::Status status = agree(comm, loaded, "loading the checkpoint");
       !status.ok())
     return status;
   return manifest;

@@ -101,21 +101,15 @@ absl::StatusOr<std::string> resolveCheckpoint(const std::string &path) {
         absl::StrCat(path, ": no such checkpoint directory"));
   if (fs::exists(join(path, kManifest), error))
     return path;
-  if (std::ifstream latest(join(path, kLatest)); latest) {
-    std::string name;
-    std::getline(latest, name);
-    name = std::string(absl::StripAsciiWhitespace(name));
-    if (stepOfDirName(name) >= 0 &&
-        fs::exists(fs::path(path) / name / kManifest, error))
-      return join(path, name);
-  }
-  // No `latest`, or one a crash left pointing at a removed checkpoint: the
-  // newest complete one is what it would name.
+  // The newest complete checkpoint, whatever `latest` says: a crash between
+  // publishing a checkpoint and updating `latest` leaves `latest` one
+  // behind, and the published checkpoint is complete.
   std::vector<std::pair<int64_t, std::string>> found = listCheckpoints(path);
   if (found.empty())
     return absl::NotFoundError(absl::StrCat(
-        path, " holds no checkpoint (no manifest.json, and no complete step-* "
-              "directory)"));
+        path,
+        " holds no checkpoint (no manifest.json, and no complete step-* "
+        "directory)"));
   return found.back().second;
 }
 

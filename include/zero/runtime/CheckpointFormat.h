@@ -95,9 +95,10 @@ std::string checkpointDirName(int64_t step);
 /// "rank-00003-of-00008.safetensors".
 std::string checkpointFileName(int rank, int ranks);
 
-/// `path` itself when it holds a manifest.json; otherwise the checkpoint its
-/// `latest` names; otherwise (no or a stale `latest`) the newest complete
-/// `step-*` in it. Anything else is an error saying what was looked for.
+/// `path` itself when it holds a manifest.json; otherwise the newest
+/// complete `step-*` in it (the one `latest` names, unless a crash came
+/// between publishing a checkpoint and updating `latest`). Anything else is
+/// an error saying what was looked for.
 absl::StatusOr<std::string> resolveCheckpoint(const std::string &path);
 
 /// Reads and checks `<dir>/manifest.json` (every field, the version, that

@@ -31,7 +31,7 @@ if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
 fi
 
 ZERO_BUILD_DIR="$build" ZERO_BUILD_TYPE=Release \
-  ZERO_TARGETS="zero-run zero-opt gpt2_train zero-bench-adamw ZeroCudaBackend ZeroCudaKernelTests ZeroRuntimeSimTests" \
+  ZERO_TARGETS="zero-run zero-opt zero-ckpt gpt2_train zero-bench-adamw ZeroCudaBackend ZeroCudaKernelTests ZeroRuntimeSimTests" \
   ZERO_CMAKE_ARGS="-DZERO_STATIC_LLVM=ON -DCMAKE_CUDA_ARCHITECTURES=80;90" \
   bash "$root/scripts/build.sh"
 if ! grep -q "^ZERO_HAS_CUDA:INTERNAL=ON\|CUDA.*found: building" "$build.configure.log"; then
@@ -47,7 +47,7 @@ rm -rf "$stage" "$dist/$name.tar.xz"
 mkdir -p "$stage"/{bin,lib/fallback,libexec/zero,share/zero}
 
 # Programs, the CUDA backend module, the GPU test binaries.
-for tool in zero-run zero-opt gpt2_train zero-bench-adamw; do
+for tool in zero-run zero-opt zero-ckpt gpt2_train zero-bench-adamw; do
   install -m 755 "$build/bin/$tool" "$stage/bin/"
 done
 install -m 755 "$build/lib/libZeroCudaBackend.so" "$stage/lib/"
@@ -119,7 +119,7 @@ mkdir -p "$stage/lib/pmix"
 cp -a /usr/lib/x86_64-linux-gnu/pmix2/lib/pmix/*.so "$stage/lib/pmix/"
 # Symbolic links whose library stayed behind.
 find "$mpi/$mpilib_rel" -xtype l -delete
-for object in "$stage"/bin/zero-run "$stage"/bin/zero-opt "$stage"/bin/gpt2_train \
+for object in "$stage"/bin/zero-run "$stage"/bin/zero-opt "$stage"/bin/zero-ckpt "$stage"/bin/gpt2_train \
   "$stage"/bin/zero-bench-adamw "$stage"/lib/libZeroCudaBackend.so \
   "$stage"/libexec/zero/* "$mpi"/bin/orterun "$mpi"/bin/orted \
   "$mpi/$mpilib_rel"/*.so* "$mpi/$mpilib_rel"/openmpi3/*.so "$stage"/lib/pmix/*.so; do

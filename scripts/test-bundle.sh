@@ -35,7 +35,7 @@ if ! command -v debootstrap >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
 fi
-for tool in zero-run zero-opt; do
+for tool in zero-run zero-opt zero-ckpt; do
   if [ ! -x "$build/bin/$tool" ]; then
     echo "test-bundle: $build/bin/$tool is missing (scripts/build.sh builds it)" >&2
     exit 2
@@ -138,6 +138,18 @@ same_losses() {
 }
 check "the same losses, bit for bit" same_losses
 check "the same final state, bit for bit" cmp "$chroot_dir/work/state.safetensors" "$work/state.safetensors"
+
+# --- A checkpoint, verified and resumed inside the root -------------------------------
+inside zero-run "$example" -n 2 --stage 3 --steps 2 --deterministic --quiet \
+  --checkpoint-dir /work/ckpt >"$work/ckpt.log" 2>&1 &&
+  inside zero-ckpt verify /work/ckpt >>"$work/ckpt.log" 2>&1 &&
+  inside zero-run "$example" -n 2 --stage 3 --steps 3 --deterministic --quiet \
+    --resume /work/ckpt --save-state /work/resumed.safetensors >>"$work/ckpt.log" 2>&1
+status=$?
+cat "$work/ckpt.log"
+check "a checkpoint saved, verified by zero-ckpt and resumed inside the root" test $status -eq 0
+check "the resumed run ends in the same state, bit for bit" \
+  cmp "$chroot_dir/work/resumed.safetensors" "$work/state.safetensors"
 
 # --- zero-opt ------------------------------------------------------------------------
 inside zero-opt "$bundle/share/zero/examples/mlp.mlir" --zero-pipeline='stage=3 ranks=4' \

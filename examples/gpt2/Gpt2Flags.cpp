@@ -55,6 +55,8 @@ const char *kUsage =
     "                  [--checkpoint-activations] [--deterministic]\n"
     "                  [--plan-only] [--log-every K] [--losses-out FILE]\n"
     "                  [--data FILE] [--save-step FILE.mlir]\n"
+    "                  [--checkpoint-dir D [--checkpoint-every S] [--keep K]]\n"
+    "                  [--resume D]\n"
     "                  [--backend cpu|cuda|cuda-host-staged] [--cuda-graph]\n"
     "                  [--peak-tflops T]\n"
     "\n"
@@ -129,11 +131,28 @@ Flags parseFlags(int argc, char **argv) {
       flag = flag.substr(0, eq);
       hasInline = true;
     }
-    static const char *const kValued[] = {
-        "--size",    "--stage",       "-n",           "--ranks", "--precision",
-        "--steps",   "--batch",       "--seq",        "--lr",    "--seed",
-        "--clip",    "--log-every",   "--losses-out", "--data",  "--save-step",
-        "--backend", "--peak-tflops", "--accumulate"};
+    static const char *const kValued[] = {"--size",
+                                          "--stage",
+                                          "-n",
+                                          "--ranks",
+                                          "--precision",
+                                          "--steps",
+                                          "--batch",
+                                          "--seq",
+                                          "--lr",
+                                          "--seed",
+                                          "--clip",
+                                          "--log-every",
+                                          "--losses-out",
+                                          "--data",
+                                          "--save-step",
+                                          "--backend",
+                                          "--peak-tflops",
+                                          "--accumulate",
+                                          "--checkpoint-dir",
+                                          "--checkpoint-every",
+                                          "--keep",
+                                          "--resume"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](const char *known) { return flag == known; }) ==
         std::end(kValued))
@@ -176,6 +195,15 @@ Flags parseFlags(int argc, char **argv) {
       flags.batch = parseInt(flag, value);
       if (flags.batch < 1)
         usage(absl::StrCat("--batch must be at least 1, got ", valueText));
+    } else if (flag == "--checkpoint-dir") {
+      flags.checkpointDir = valueText;
+    } else if (flag == "--checkpoint-every" || flag == "--keep") {
+      long count = parseInt(flag, value);
+      if (count < 0)
+        usage(absl::StrCat(flag, " must not be negative, got ", valueText));
+      (flag == "--keep" ? flags.keep : flags.checkpointEvery) = count;
+    } else if (flag == "--resume") {
+      flags.resume = valueText;
     } else if (flag == "--accumulate") {
       flags.accumulate = parseInt(flag, value);
       if (flags.accumulate < 1)
@@ -215,6 +243,8 @@ Flags parseFlags(int argc, char **argv) {
         usage(absl::StrCat("--peak-tflops must be positive, got ", valueText));
     }
   }
+  if ((flags.checkpointEvery || flags.keep) && flags.checkpointDir.empty())
+    usage("--checkpoint-every and --keep need --checkpoint-dir");
   if (flags.batch < 0)
     flags.batch = flags.size->batch;
   if (flags.seq < 0)

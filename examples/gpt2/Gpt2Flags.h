@@ -51,6 +51,11 @@ struct Flags {
   /// The shipped corpus (see defaultCorpus in Gpt2Flags.cpp).
   std::string data;
   std::string saveStep;
+  /// Checkpoints (as zero-run's flags of the same names).
+  std::string checkpointDir;
+  long checkpointEvery = 0;
+  long keep = 0;
+  std::string resume;
   /// --backend, --cuda-graph (checked by runtime/backends, as in zero-run).
   std::string backend = "cpu";
   bool cudaGraph = false;

@@ -417,6 +417,25 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
     fail(&comm, batches.status());
   std::string dataLine = (*batches)->describe();
   (*trainer)->useBatches(std::move(*batches));
+  if (!flags.resume.empty()) {
+    if (absl::Status status = (*trainer)->load(flags.resume); !status.ok())
+      fail(&comm, status);
+    if (leader)
+      std::printf("resumed from step %lld of %s\n",
+                  static_cast<long long>((*trainer)->stepsDone()),
+                  flags.resume.c_str());
+  }
+  long firstStep = static_cast<long>((*trainer)->stepsDone()) + 1;
+  // Checkpoints after every --checkpoint-every steps and after the last;
+  // a run with nothing left to train saves the state it loaded.
+  auto saveCheckpoint = [&] {
+    absl::StatusOr<std::string> saved =
+        (*trainer)->save(flags.checkpointDir, static_cast<int>(flags.keep));
+    if (!saved.ok())
+      fail(&comm, saved.status());
+    if (leader)
+      std::printf("saved %s\n", saved->c_str());
+  };
   if (leader) {
     printPlan(flags, *compiled, localBatch, dataLine);
     if (onGpu) {
@@ -443,8 +462,8 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
   std::vector<double> stepSeconds;
   auto start = std::chrono::steady_clock::now();
   auto lastLog = start;
-  long lastLogStep = 0;
-  for (long step = 1; step <= flags.steps; ++step) {
+  long lastLogStep = firstStep - 1;
+  for (long step = firstStep; step <= flags.steps; ++step) {
     auto stepStart = std::chrono::steady_clock::now();
     absl::StatusOr<float> loss = (*trainer)->step();
     if (!loss.ok())
@@ -452,7 +471,7 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
     stepSeconds.push_back(std::chrono::duration<double>(
                               std::chrono::steady_clock::now() - stepStart)
                               .count());
-    if (step == 1)
+    if (step == firstStep)
       firstStepTraffic = comm.traffic();
     losses.push_back(*loss);
     if (lossesFile)
@@ -478,13 +497,22 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
       lastLog = now;
       lastLogStep = step;
     }
+    if (!flags.checkpointDir.empty() &&
+        ((flags.checkpointEvery > 0 && step % flags.checkpointEvery == 0) ||
+         step == flags.steps))
+      saveCheckpoint();
   }
+  if (!flags.checkpointDir.empty() && firstStep > flags.steps)
+    saveCheckpoint();
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   if (lossesFile)
     std::fclose(lossesFile);
-  if (leader) {
+  if (leader && losses.empty()) {
+    std::printf("done: no steps to run (the state is at step %ld)\n",
+                firstStep - 1);
+  } else if (leader) {
     size_t window =
         std::max<size_t>(1, std::min<size_t>(10, losses.size() / 4));
     const zero::rt::MemoryFigures &measured = (*trainer)->executor().memory();
@@ -495,10 +523,10 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
     for (const auto &[kind, traffic] : compiled->report().traffic)
       planned += traffic.sentBytesPerRank;
     std::printf(
-        "done: %ld steps in %.2f s (%.0f tokens/s); loss %.4f -> %.4f (mean "
+        "done: %zu steps in %.2f s (%.0f tokens/s); loss %.4f -> %.4f (mean "
         "of the first and last %zu steps)\n",
-        flags.steps, seconds,
-        flags.steps * flags.batch * flags.accumulate * flags.seq / seconds,
+        losses.size(), seconds,
+        losses.size() * flags.batch * flags.accumulate * flags.seq / seconds,
         mean(losses, 0, window),
         mean(losses, losses.size() - window, losses.size()), window);
     // The planned arena holds the tensor-level peak plus padding and bucket

@@ -8,6 +8,7 @@
 #include "zero/frontend/CompiledGraph.h"
 
 #include "zero/dialects/zrt/ZrtOps.h"
+#include "zero/runtime/Checkpoint.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -44,6 +45,7 @@ Trainer::create(const CompiledGraph &compiled, rt::Communicator &comm,
     return batches.status();
   trainer->batches = std::move(*batches);
   trainer->lossBuffer = trainer->executorPtr->findBuffer("output0");
+  trainer->seed = seed;
   return trainer;
 }
 
@@ -78,4 +80,18 @@ absl::StatusOr<std::vector<float>> Trainer::run(int64_t steps) {
 
 absl::StatusOr<zero::rt::TensorMap> Trainer::gatherState() {
   return rt::gatherState(*executorPtr);
+}
+
+absl::StatusOr<std::string> Trainer::save(const std::string &root, int keep) {
+  rt::CheckpointContext context{seed, batches->globalBatch()};
+  return rt::saveCheckpoint(*executorPtr, root, stepsRun, context, keep);
+}
+
+absl::Status Trainer::load(const std::string &path) {
+  absl::StatusOr<rt::CheckpointManifest> manifest =
+      rt::loadCheckpoint(*executorPtr, path);
+  if (!manifest.ok())
+    return manifest.status();
+  stepsRun = manifest->step;
+  return absl::OkStatus();
 }

@@ -246,8 +246,10 @@ static absl::StatusOr<CheckpointManifest> fromJson(const std::string &path,
                                                 dtype.status().message()));
     tensor.dtype = *dtype;
     tensor.shape = entry.at("shape").get<std::vector<int64_t>>();
+    int64_t elements = 1;
     for (int64_t extent : tensor.shape)
-      if (extent < 0 || extent > (int64_t{1} << 40))
+      if (extent < 0 || !io::multiplyChecked(extent, &elements) ||
+          !io::multiplyChecked(dtypeBytes(tensor.dtype), &elements))
         return io::formatError(
             path, absl::StrCat("tensor '", tensor.name, "': bad shape"));
     tensor.layout = entry.at("layout").get<std::string>();

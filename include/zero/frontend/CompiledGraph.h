@@ -106,6 +106,13 @@ public:
   absl::StatusOr<std::vector<float>> run(int64_t steps);
   /// The logical parameters (every rank must call it: it gathers shards).
   absl::StatusOr<rt::TensorMap> gatherState();
+  /// Saves the state after the steps run so far as `root`/step-<8 digits>
+  /// (every rank must call it; rt::saveCheckpoint, docs/checkpoints.md),
+  /// keeping the newest `keep` checkpoints (0: all). Returns its directory.
+  absl::StatusOr<std::string> save(const std::string &root, int keep = 0);
+  /// Loads a checkpoint (its directory, or one with `latest`) taken under
+  /// any ranks and stage; the next step() continues after its step.
+  absl::Status load(const std::string &path);
   rt::Executor &executor() { return *executorPtr; }
   int64_t stepsDone() const { return stepsRun; }
 
@@ -115,6 +122,7 @@ private:
   std::unique_ptr<rt::BatchSource> batches;
   int lossBuffer = -1;
   int64_t stepsRun = 0;
+  uint64_t seed = 0;
 };
 
 } // namespace zero::frontend

@@ -34,6 +34,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -371,6 +372,40 @@ TEST(FrontendTraining, AccumulationTrainsLikeOneBigBatch) {
   for (size_t i = 0; i < big.size(); ++i)
     EXPECT_NEAR((*losses)[i], big[i], 1e-5 * std::abs(big[i]))
         << "step " << i + 1;
+}
+
+TEST(FrontendTraining, SaveAndLoadContinueBitwise) {
+  // Two steps, a checkpoint, two more; a second trainer loads the
+  // checkpoint and its two steps are the same bits.
+  absl::StatusOr<CompiledGraph> compiled = buildMlp().compile(1);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  std::string root = ::testing::TempDir() + "/trainer-checkpoints";
+  std::filesystem::remove_all(root);
+  auto first = Trainer::create(*compiled, *theComm, 3);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_TRUE((*first)->run(2).ok());
+  absl::StatusOr<std::string> saved = (*first)->save(root);
+  ASSERT_TRUE(saved.ok()) << saved.status().message();
+  EXPECT_EQ(*saved, root + "/step-00000002");
+  absl::StatusOr<std::vector<float>> continued = (*first)->run(2);
+  ASSERT_TRUE(continued.ok());
+
+  auto second = Trainer::create(*compiled, *theComm, 3);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  absl::Status loaded = (*second)->load(root);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  EXPECT_EQ((*second)->stepsDone(), 2);
+  absl::StatusOr<std::vector<float>> resumed = (*second)->run(2);
+  ASSERT_TRUE(resumed.ok());
+  expectSameBits(*resumed, *continued);
+
+  // The same step again is refused, not overwritten.
+  absl::StatusOr<std::string> again = (*first)->save(root);
+  EXPECT_TRUE(again.ok());
+  absl::StatusOr<std::string> twice = (*second)->save(root);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("already exists"), std::string::npos)
+      << twice.status().message();
 }
 
 TEST(FrontendTraining, TrainerRejectsAWrongRankCount) {

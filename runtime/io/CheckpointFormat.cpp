@@ -246,10 +246,10 @@ static absl::StatusOr<CheckpointManifest> fromJson(const std::string &path,
                                                 dtype.status().message()));
     tensor.dtype = *dtype;
     tensor.shape = entry.at("shape").get<std::vector<int64_t>>();
-    int64_t elements = 1;
+    // Counted in bytes, so that no later byte count can overflow.
+    int64_t bytes = dtypeBytes(tensor.dtype);
     for (int64_t extent : tensor.shape)
-      if (extent < 0 || !io::multiplyChecked(extent, &elements) ||
-          !io::multiplyChecked(dtypeBytes(tensor.dtype), &elements))
+      if (extent < 0 || !io::multiplyChecked(extent, &bytes))
         return io::formatError(
             path, absl::StrCat("tensor '", tensor.name, "': bad shape"));
     tensor.layout = entry.at("layout").get<std::string>();

@@ -42,6 +42,27 @@ lit_sanitizers.configure(
     config, os.path.join(config.zero_obj_root, "sanitizer-reports")
 )
 
+# Mounting a small tmpfs (root, and a kernel that lets us): the test of a
+# save that fills its file system.
+def _can_mount_tmpfs():
+    import tempfile
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        return False
+    target = tempfile.mkdtemp(prefix="zero-lit-mount-")
+    try:
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k",
+                                  "tmpfs", target], capture_output=True)
+        if mounted.returncode != 0:
+            return False
+        subprocess.run(["umount", target], capture_output=True)
+        return True
+    finally:
+        os.rmdir(target)
+
+
+if _can_mount_tmpfs():
+    config.available_features.add("tmpfs-mount")
+
 # The reference safetensors library (scripts/setup.sh installs it).
 if subprocess.run(["python3", "-c", "import safetensors"],
                   capture_output=True).returncode == 0:

@@ -22,6 +22,7 @@
 
 #include "Gpt2Flags.h"
 #include "zero/runtime/BackendSelection.h"
+#include "zero/runtime/CheckpointFormat.h"
 #include "zero/runtime/Communicator.h"
 #include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/TrainingState.h"
@@ -418,23 +419,46 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
   std::string dataLine = (*batches)->describe();
   (*trainer)->useBatches(std::move(*batches));
   if (!flags.resume.empty()) {
+    auto start = std::chrono::steady_clock::now();
     if (absl::Status status = (*trainer)->load(flags.resume); !status.ok())
       fail(&comm, status);
-    if (leader)
-      std::printf("resumed from step %lld of %s\n",
-                  static_cast<long long>((*trainer)->stepsDone()),
-                  flags.resume.c_str());
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (leader) {
+      absl::StatusOr<std::string> dir =
+          zero::rt::resolveCheckpoint(flags.resume);
+      absl::StatusOr<zero::rt::CheckpointManifest> manifest =
+          dir.ok() ? zero::rt::readCheckpointManifest(*dir) : dir.status();
+      std::printf(
+          "resumed from step %lld of %s: %s\n",
+          static_cast<long long>((*trainer)->stepsDone()), flags.resume.c_str(),
+          manifest.ok()
+              ? zero::rt::describeCheckpointIO(*manifest, seconds).c_str()
+              : "");
+    }
   }
   long firstStep = static_cast<long>((*trainer)->stepsDone()) + 1;
   // Checkpoints after every --checkpoint-every steps and after the last;
   // a run with nothing left to train saves the state it loaded.
   auto saveCheckpoint = [&] {
+    auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::string> saved =
         (*trainer)->save(flags.checkpointDir, static_cast<int>(flags.keep));
     if (!saved.ok())
       fail(&comm, saved.status());
-    if (leader)
-      std::printf("saved %s\n", saved->c_str());
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (leader) {
+      absl::StatusOr<zero::rt::CheckpointManifest> manifest =
+          zero::rt::readCheckpointManifest(*saved);
+      std::printf(
+          "saved %s: %s\n", saved->c_str(),
+          manifest.ok()
+              ? zero::rt::describeCheckpointIO(*manifest, seconds).c_str()
+              : "");
+    }
   };
   if (leader) {
     printPlan(flags, *compiled, localBatch, dataLine);

@@ -51,6 +51,22 @@ CheckpointManifest::findTensor(const std::string &name) const {
   return it != tensors.end() && it->name == name ? &*it : nullptr;
 }
 
+uint64_t CheckpointManifest::fileBytes() const {
+  uint64_t bytes = 0;
+  for (const CheckpointFile &file : files)
+    bytes += file.bytes;
+  return bytes;
+}
+
+std::string describeCheckpointIO(const CheckpointManifest &manifest,
+                                 double seconds) {
+  double mib = static_cast<double>(manifest.fileBytes()) / (1 << 20);
+  return absl::StrFormat("%d file%s, %.2f MiB in %.3f s (%.1f MiB/s)",
+                         manifest.files.size(),
+                         manifest.files.size() == 1 ? "" : "s", mib, seconds,
+                         seconds > 0 ? mib / seconds : 0.0);
+}
+
 std::string checkpointDirName(int64_t step) {
   return absl::StrFormat("step-%08d", step);
 }
@@ -107,9 +123,8 @@ absl::StatusOr<std::string> resolveCheckpoint(const std::string &path) {
   std::vector<std::pair<int64_t, std::string>> found = listCheckpoints(path);
   if (found.empty())
     return absl::NotFoundError(absl::StrCat(
-        path,
-        " holds no checkpoint (no manifest.json, and no complete step-* "
-        "directory)"));
+        path, " holds no checkpoint (no manifest.json, and no complete step-* "
+              "directory)"));
   return found.back().second;
 }
 

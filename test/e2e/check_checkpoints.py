@@ -23,6 +23,8 @@ crash: ZERO_CHECKPOINT_CRASH kills one rank, or the rank that commits, at
   is ever loaded, and resuming from the directory continues bitwise like
   the uninterrupted run (from the previous checkpoint, or from the new one
   when it was already published).
+full-disk: a save that fills the file system (a small tmpfs; needs root)
+  fails on every rank and leaves the previous checkpoint, which resumes.
 corrupt: a flipped byte, a truncated file, a missing rank file, an unknown
   format version, another model and another optimizer are each refused by
   `zero-ckpt verify` (where it applies) and by `--resume`, with a message
@@ -327,14 +329,57 @@ def check_corrupt(checker, args):
     refused(checker, "another optimizer", resume(good, faster),
             "another optimizer", good)
     checker.note("another optimizer: refused")
+
     rank1_size = os.path.getsize(rank1)
     checker.check(rank1_size > 0, "the good checkpoint lost a file")
+
+
+def check_full_disk(checker, args):
+    """A file system that fills up in the middle of a save: a 1.5 MiB tmpfs
+    holding a 1.2 MiB checkpoint of step 2. The save of step 4 fails on
+    every rank with the system's message; step 2 stays loadable, and a
+    resume from it on a disk with room continues bitwise."""
+    work = args.workdir
+    mlp = lib.mlp_program(args.src_root, 32, work)
+    disk = f"{work}/disk"
+    os.makedirs(disk, exist_ok=True)
+    run(["mount", "-t", "tmpfs", "-o", "size=1500k", "tmpfs", disk])
+    try:
+        zero_run(mlp, 2, 2, 2, f"{work}/a.json",
+                 extra=["--checkpoint-dir", disk])
+        before = tree_digest(f"{disk}/step-00000002")
+        status, output = zero_run(mlp, 2, 2, 4, f"{work}/b.json",
+                                  extra=["--resume", disk, "--checkpoint-dir",
+                                         disk], ok=False)
+        checker.check(status == 1 and "No space left on device" in output,
+                      f"expected exit 1 and 'No space left on device', got "
+                      f"exit {status}:\n{output}")
+        checker.check(tree_digest(f"{disk}/step-00000002") == before,
+                      "the previous checkpoint changed")
+        run([tool("zero-ckpt"), "verify", disk])
+        _, inspected = run([tool("zero-ckpt"), "inspect", disk])
+        checker.check("step 2 (" in inspected, f"not step 2:\n{inspected}")
+        copy = f"{work}/copied"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(disk, copy)
+    finally:
+        run(["umount", disk], ok=False)
+    full_m, full_s = f"{work}/full.json", f"{work}/full.st"
+    zero_run(mlp, 2, 2, 4, full_m, full_s)
+    res_m, res_s = f"{work}/res.json", f"{work}/res.st"
+    zero_run(mlp, 2, 2, 4, res_m, res_s, ["--resume", copy])
+    checker.check(losses(res_m) == losses(full_m)[2:] and
+                  not lib.bitwise_diff_states(res_s, full_s),
+                  "resumed from step 2 after the failed save: not bitwise")
+    checker.note("a full disk: the save fails on every rank, step 2 stays "
+                 "and resumes bitwise")
 
 
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("part", choices=["resume", "reshard", "crash", "corrupt"])
+    parser.add_argument("part", choices=["resume", "reshard", "crash", "corrupt",
+                                         "full-disk"])
     parser.add_argument("--ranks", default="1,2,3")
     parser.add_argument("--reference", action="store_true",
                         help="also read consolidate's file with the "
@@ -346,7 +391,8 @@ def main():
     checker = lib.Checker(f"checkpoints {args.part}")
     try:
         {"resume": check_resume, "reshard": check_reshard,
-         "crash": check_crash, "corrupt": check_corrupt}[args.part](checker, args)
+         "crash": check_crash, "corrupt": check_corrupt,
+         "full-disk": check_full_disk}[args.part](checker, args)
     except (lib.RunError, subprocess.CalledProcessError, ValueError) as error:
         checker.check(False, str(error))
     checker.finish()

@@ -387,10 +387,14 @@ int main(int argc, char **argv) {
   uint64_t seed = seedFlag;
   int64_t firstStep = 1;
   if (!resumeFlag.empty()) {
+    auto start = std::chrono::steady_clock::now();
     absl::StatusOr<CheckpointManifest> resumed =
         loadCheckpoint(**executor, resumeFlag);
     if (!resumed.ok())
       fail(comm, resumed.status());
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     firstStep = resumed->step + 1;
     if (!seedFlag.getNumOccurrences())
       seed = resumed->seed;
@@ -398,7 +402,8 @@ int main(int argc, char **argv) {
       llvm::outs() << "zero-run: resumed from step " << resumed->step
                    << " (saved on " << resumed->ranks << " rank"
                    << (resumed->ranks == 1 ? "" : "s") << ", stage "
-                   << resumed->stage << ")\n";
+                   << resumed->stage
+                   << "): " << describeCheckpointIO(*resumed, seconds) << "\n";
   }
   absl::StatusOr<std::unique_ptr<BatchSource>> batches =
       dataFlag.empty() ? createSyntheticBatches(**executor, seed)
@@ -416,6 +421,25 @@ int main(int argc, char **argv) {
   if (leader && !quietFlag)
     llvm::outs() << metrics.describeStart() << "\n";
 
+  auto save = [&](int64_t step) {
+    CheckpointContext context{seed, (*batches)->globalBatch()};
+    auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<std::string> saved =
+        saveCheckpoint(**executor, checkpointDirFlag, step, context, keepFlag);
+    if (!saved.ok())
+      fail(comm, saved.status());
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (leader && !quietFlag) {
+      absl::StatusOr<CheckpointManifest> written =
+          readCheckpointManifest(*saved);
+      llvm::outs() << "zero-run: saved " << *saved;
+      if (written.ok())
+        llvm::outs() << ": " << describeCheckpointIO(*written, seconds);
+      llvm::outs() << "\n";
+    }
+  };
   comm.resetTraffic();
   for (int64_t step = firstStep; step <= stepsFlag; ++step) {
     // The step's time includes filling its micro-batches.
@@ -432,27 +456,13 @@ int main(int argc, char **argv) {
     if (leader && !quietFlag)
       llvm::outs() << metrics.describeStep(step) << "\n";
     bool due = checkpointEveryFlag > 0 && step % checkpointEveryFlag == 0;
-    if (!checkpointDirFlag.empty() && (due || step == stepsFlag)) {
-      CheckpointContext context{seed, (*batches)->globalBatch()};
-      absl::StatusOr<std::string> saved = saveCheckpoint(
-          **executor, checkpointDirFlag, step, context, keepFlag);
-      if (!saved.ok())
-        fail(comm, saved.status());
-      if (leader && !quietFlag)
-        llvm::outs() << "zero-run: saved " << *saved << "\n";
-    }
+    if (!checkpointDirFlag.empty() && (due || step == stepsFlag))
+      save(step);
   }
   // Resumed at its last step, a run trains nothing; with --checkpoint-dir
   // it still saves the state it loaded, under its own plan.
-  if (!checkpointDirFlag.empty() && firstStep > stepsFlag) {
-    CheckpointContext context{seed, (*batches)->globalBatch()};
-    absl::StatusOr<std::string> saved = saveCheckpoint(
-        **executor, checkpointDirFlag, firstStep - 1, context, keepFlag);
-    if (!saved.ok())
-      fail(comm, saved.status());
-    if (leader && !quietFlag)
-      llvm::outs() << "zero-run: saved " << *saved << "\n";
-  }
+  if (!checkpointDirFlag.empty() && firstStep > stepsFlag)
+    save(firstStep - 1);
   metrics.trafficTotal = comm.traffic();
 
   if (absl::Status status = metrics.gatherRanks(comm); !status.ok())

@@ -88,7 +88,14 @@ struct CheckpointManifest {
   std::vector<CheckpointFile> files;
 
   const CheckpointTensor *findTensor(const std::string &name) const;
+  /// Bytes of all the rank files.
+  uint64_t fileBytes() const;
 };
+
+/// "2 files, 1.17 MiB in 0.012 s (98.1 MiB/s)": what a save or a load
+/// moved, for the tools' progress lines.
+std::string describeCheckpointIO(const CheckpointManifest &manifest,
+                                 double seconds);
 
 /// "step-00000042".
 std::string checkpointDirName(int64_t step);

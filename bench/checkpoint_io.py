@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Checkpoint I/O of GPT-2 124M with AdamW (fp32: parameters, m and v, about
+1.5 GB of state) at ZeRO stage 3 on N = 1, 2, 4 ranks, against the disk's
+own sequential bandwidth measured in the same run.
+
+For each N: `gpt2_train --size 124M --steps 1 --checkpoint-dir D` saves
+after one step (the time gpt2_train prints covers the collective save: each
+rank's copy to host memory, its file written and synced, its CRC-32, the
+manifest, the renames); then the files are evicted from the page cache
+(posix_fadvise DONTNEED: the load reads the disk, not memory) and
+`gpt2_train --resume D --steps 1` loads them (checks, checksums, each rank's
+ranges) and trains nothing. The disk's bandwidth: `dd` writing a file of the
+checkpoint's size with conv=fsync, then reading it back after the same
+eviction.
+
+Also: resharding 4 -> 2 (the N = 4 checkpoint loaded on 2 ranks) against a
+same-N load on 2 ranks, and the peak resident memory of
+`zero-ckpt consolidate` against the model's parameter bytes.
+
+  bench/checkpoint_io.py [--ranks 1,2,4] [--workdir /tmp/zero-ckpt-bench]
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+
+BIN = os.path.join(benchlib.ROOT, "build", "bin")
+MODEL = ["--size", "124M", "--stage", "3", "--seq", "32", "--deterministic",
+         "--log-every", "0"]
+IO_RE = re.compile(r"(\d+) files?, ([\d.]+) MiB in ([\d.]+) s")
+
+
+def evict(path):
+    """Drops `path`'s (or every file under it) pages from the page cache."""
+    paths = [path] if os.path.isfile(path) else [
+        os.path.join(root, name) for root, _, names in os.walk(path)
+        for name in names]
+    for name in paths:
+        fd = os.open(name, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def gpt2(ranks, extra):
+    command = [os.path.join(BIN, "gpt2_train"), "-n", str(ranks),
+               "--batch", str(ranks)] + MODEL + list(extra)
+    proc = subprocess.run(command, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed:\n{proc.stdout}")
+    return proc.stdout
+
+
+def io_figures(output, verb):
+    for line in output.splitlines():
+        if line.startswith(verb):
+            match = IO_RE.search(line)
+            if match:
+                mib, seconds = float(match.group(2)), float(match.group(3))
+                return mib, seconds
+    sys.exit(f"no '{verb}' line with I/O figures in:\n{output}")
+
+
+def dd_bandwidth(path, mib):
+    """Sequential write (with fsync) and read MiB/s of `mib` MiB at `path`."""
+    count = max(1, int(mib / 8))
+    start = time.monotonic()
+    subprocess.run(["dd", "if=/dev/zero", f"of={path}", "bs=8M",
+                    f"count={count}", "conv=fsync"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    write = count * 8 / (time.monotonic() - start)
+    evict(path)
+    start = time.monotonic()
+    subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=8M"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    read = count * 8 / (time.monotonic() - start)
+    os.remove(path)
+    return write, read
+
+
+def peak_rss_mib(command):
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status != 0:
+        sys.exit(f"{' '.join(command)} failed")
+    return usage.ru_maxrss / 1024
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ranks", default="1,2,4")
+    parser.add_argument("--workdir", default="/tmp/zero-ckpt-bench")
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    os.makedirs(args.workdir)
+    rows, loads = [], {}
+    ranks_list = [int(n) for n in args.ranks.split(",")]
+    for ranks in ranks_list:
+        ckpt = os.path.join(args.workdir, f"n{ranks}")
+        saved = gpt2(ranks, ["--steps", "1", "--checkpoint-dir", ckpt])
+        save_mib, save_s = io_figures(saved, "saved")
+        evict(ckpt)
+        loaded = gpt2(ranks, ["--steps", "1", "--resume", ckpt])
+        load_mib, load_s = io_figures(loaded, "resumed")
+        loads[ranks] = load_s
+        write, read = dd_bandwidth(os.path.join(args.workdir, "dd.bin"),
+                                   save_mib)
+        rows.append([ranks, f"{save_mib:.0f}", f"{save_s:.2f}",
+                     f"{save_mib / save_s:.0f}", f"{write:.0f}",
+                     f"{100 * save_mib / save_s / write:.0f}%",
+                     f"{load_s:.2f}", f"{load_mib / load_s:.0f}",
+                     f"{read:.0f}", f"{100 * load_mib / load_s / read:.0f}%"])
+    print(benchlib.machine())
+    print(benchlib.table(
+        ["N", "MiB", "save s", "save MiB/s", "dd write MiB/s", "save/dd",
+         "load s", "load MiB/s", "dd read MiB/s", "load/dd"], rows,
+        args.markdown))
+    if 4 in ranks_list and 2 in ranks_list:
+        source = os.path.join(args.workdir, "n4")
+        evict(source)
+        resharded = gpt2(2, ["--steps", "1", "--resume", source])
+        _, reshard_s = io_figures(resharded, "resumed")
+        print(f"reshard 4 -> 2: {reshard_s:.2f} s, same-N load on 2 ranks "
+              f"{loads[2]:.2f} s: {reshard_s / loads[2]:.2f}x")
+    source = os.path.join(args.workdir, f"n{ranks_list[-1]}")
+    out = os.path.join(args.workdir, "consolidated.safetensors")
+    rss = peak_rss_mib([os.path.join(BIN, "zero-ckpt"), "consolidate", source,
+                        "-o", out])
+    model = os.path.getsize(out) / (1 << 20)
+    print(f"zero-ckpt consolidate: peak RSS {rss:.0f} MiB for a "
+          f"{model:.0f} MiB model ({100 * rss / model:.0f}% of it)")
+    shutil.rmtree(args.workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -117,7 +117,7 @@ def main():
         loads[ranks] = load_s
         write, read = dd_bandwidth(os.path.join(args.workdir, "dd.bin"),
                                    save_mib)
-        rows.append([ranks, f"{save_mib:.0f}", f"{save_s:.2f}",
+        rows.append([str(ranks), f"{save_mib:.0f}", f"{save_s:.2f}",
                      f"{save_mib / save_s:.0f}", f"{write:.0f}",
                      f"{100 * save_mib / save_s / write:.0f}%",
                      f"{load_s:.2f}", f"{load_mib / load_s:.0f}",

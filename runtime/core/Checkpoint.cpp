@@ -2,6 +2,7 @@
 
 #include "zero/runtime/Checkpoint.h"
 
+#include "zero/runtime/ExecutionBackend.h"
 #include "zero/runtime/TensorFile.h"
 
 #include "absl/strings/str_cat.h"
@@ -87,6 +88,13 @@ writtenRanges(const std::vector<BufferDecl> &decls,
   return ranges;
 }
 
+/// Whether the executor's buffers are host memory (the CPU backend and its
+/// kin), which a checkpoint can write from and read into directly; device
+/// buffers go through a host staging buffer.
+bool inHostMemory(Executor &executor) {
+  return dynamic_cast<HostExecutionBackend *>(&executor.backend()) != nullptr;
+}
+
 /// Collective: OK when `local` is OK on every rank; otherwise every rank
 /// returns the first failing rank's status, message included, so that
 /// whichever rank reports it says what went wrong.
@@ -141,38 +149,58 @@ std::string describe(DType dtype, const std::vector<int64_t> &shape,
                       absl::StrJoin(shape, ", "), "]");
 }
 
-/// This rank's file: its ranges of the state, each tensor's logical shape
-/// and range in the metadata (so that the file explains itself).
-absl::Status writeRankFile(Executor &executor, const std::string &path,
-                           const std::vector<int> &writers, int64_t step) {
+/// This rank's file, streamed: its ranges of the state, each tensor's
+/// logical shape and range in the metadata (so that the file explains
+/// itself). One staging buffer, reused, holds a buffer at a time; the size
+/// and CRC-32 come from the writer. Returns {bytes, crc32}.
+absl::StatusOr<std::pair<uint64_t, uint32_t>>
+writeRankFile(Executor &executor, const std::string &path,
+              const std::vector<int> &writers, int64_t step) {
   const std::vector<BufferDecl> &decls = executor.buffers();
   Communicator &comm = executor.communicator();
-  TensorMap tensors;
   std::map<std::string, std::string> metadata{
       {"format", "zero-checkpoint"},
       {"format_version", std::to_string(kCheckpointFormatVersion)},
       {"step", std::to_string(step)},
       {"rank", std::to_string(comm.rank())},
       {"ranks", std::to_string(comm.size())}};
-  std::vector<uint8_t> local;
-  for (auto [index, begin, end] : writtenRanges(decls, writers, comm.rank())) {
+  auto ranges = writtenRanges(decls, writers, comm.rank());
+  std::vector<SafetensorsEntry> entries;
+  for (auto [index, begin, end] : ranges) {
     const BufferDecl &decl = decls[index];
-    local.resize(decl.bytes);
-    if (absl::Status status = executor.readBuffer(index, local.data());
-        !status.ok())
-      return status;
-    int64_t elementBytes = dtypeBytes(decl.spec.dtype);
-    auto [held, heldEnd] = heldRange(decl, comm.rank());
-    HostTensor &tensor = tensors[decl.name];
-    tensor.dtype = decl.spec.dtype;
-    tensor.shape = {end - begin};
-    tensor.data.assign(local.begin() + (begin - held) * elementBytes,
-                       local.begin() + (end - held) * elementBytes);
+    entries.push_back({decl.name, decl.spec.dtype, {end - begin}, 0, 0});
     metadata[decl.name] = absl::StrCat(
         "{\"logical_shape\":[", absl::StrJoin(decl.logicalShape, ","),
         "],\"begin\":", begin, ",\"end\":", end, "}");
   }
-  return writeSafetensors(path, tensors, metadata);
+  // The writer lays tensors out in the order declared: the order written.
+  absl::StatusOr<std::unique_ptr<SafetensorsWriter>> writer =
+      SafetensorsWriter::create(path, entries, metadata);
+  if (!writer.ok())
+    return writer.status();
+  std::vector<uint8_t> staging;
+  bool host = inHostMemory(executor);
+  for (auto [index, begin, end] : ranges) {
+    const BufferDecl &decl = decls[index];
+    const uint8_t *data =
+        static_cast<const uint8_t *>(executor.bufferData(index));
+    if (!host) {
+      staging.resize(std::max<size_t>(staging.size(), decl.bytes));
+      if (absl::Status status = executor.readBuffer(index, staging.data());
+          !status.ok())
+        return status;
+      data = staging.data();
+    }
+    int64_t elementBytes = dtypeBytes(decl.spec.dtype);
+    int64_t held = heldRange(decl, comm.rank()).first;
+    if (absl::Status status = (*writer)->write(
+            data + (begin - held) * elementBytes, (end - begin) * elementBytes);
+        !status.ok())
+      return status;
+  }
+  if (absl::Status status = (*writer)->commit(); !status.ok())
+    return status;
+  return std::make_pair((*writer)->fileBytes(), (*writer)->fileCrc32());
 }
 
 /// Rank 0: the manifest, from the plan and the files' own headers.
@@ -316,17 +344,14 @@ zero::rt::saveCheckpoint(Executor &executor, const std::string &root,
       (std::filesystem::path(temporary) / checkpointFileName(rank, comm.size()))
           .string();
   checkpointCrashPoint("before-rank-file", rank);
-  absl::Status written = writeRankFile(executor, path, writers, step);
+  absl::StatusOr<std::pair<uint64_t, uint32_t>> file =
+      writeRankFile(executor, path, writers, step);
   // Size and checksum of this rank's file, for the manifest.
   int64_t facts[2] = {0, 0};
-  if (written.ok()) {
-    absl::StatusOr<std::pair<uint32_t, uint64_t>> sum = fileChecksum(path);
-    if (sum.ok()) {
-      facts[0] = static_cast<int64_t>(sum->second);
-      facts[1] = static_cast<int64_t>(sum->first);
-    } else {
-      written = sum.status();
-    }
+  absl::Status written = file.status();
+  if (file.ok()) {
+    facts[0] = static_cast<int64_t>(file->first);
+    facts[1] = static_cast<int64_t>(file->second);
   }
   checkpointCrashPoint("after-rank-file", rank);
   if (absl::Status status = agree(comm, written, "writing its checkpoint file");
@@ -381,21 +406,30 @@ zero::rt::loadCheckpoint(Executor &executor, const std::string &path) {
 
   const std::vector<BufferDecl> &decls = executor.buffers();
   absl::Status loaded = absl::OkStatus();
-  std::vector<uint8_t> host;
+  // One staging buffer, reused: only what the checkpoint does not fill
+  // (padding, accumulators) is cleared.
+  std::vector<uint8_t> staging;
+  bool host = inHostMemory(executor);
   for (size_t index = 0; index < decls.size() && loaded.ok(); ++index) {
     const BufferDecl &decl = decls[index];
     if (!isSaved(decl.role) && decl.role != BufferRole::grad_accum)
       continue;
-    // Padding and accumulators are zero.
-    host.assign(decl.bytes, 0);
+    uint8_t *data = static_cast<uint8_t *>(executor.bufferData(index));
+    if (!host) {
+      staging.resize(std::max<size_t>(staging.size(), decl.bytes));
+      data = staging.data();
+    }
+    int64_t filled = 0;
     if (isSaved(decl.role)) {
       auto [begin, end] = heldRange(decl, comm.rank());
       if (end > begin)
         loaded = readCheckpointRange(*dir, *manifest->findTensor(decl.name),
-                                     begin, end, host.data());
+                                     begin, end, data);
+      filled = (end - begin) * dtypeBytes(decl.spec.dtype);
     }
-    if (loaded.ok())
-      loaded = executor.writeBuffer(index, host.data());
+    std::memset(data + filled, 0, decl.bytes - filled);
+    if (loaded.ok() && !host)
+      loaded = executor.writeBuffer(index, data);
   }
   if (absl::Status status = agree(comm, loaded, "loading the checkpoint");
       !status.ok())

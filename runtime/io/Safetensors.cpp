@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_join.h"
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include <algorithm>
 #include <new>
@@ -307,6 +308,15 @@ struct SafetensorsWriter::State {
   std::unique_ptr<io::AtomicOutputFile> out;
   uint64_t dataBytes = 0;
   uint64_t written = 0;
+  uint64_t fileBytes = 0;
+  uLong crc = crc32_z(0L, Z_NULL, 0);
+
+  absl::Status put(const void *data, uint64_t bytes) {
+    crc = crc32_z(crc, static_cast<const Bytef *>(data),
+                  static_cast<z_size_t>(bytes));
+    fileBytes += bytes;
+    return out->write(data, bytes);
+  }
 };
 
 SafetensorsWriter::SafetensorsWriter(std::unique_ptr<State> state)
@@ -328,11 +338,11 @@ SafetensorsWriter::create(const std::string &path,
     std::string prefix;
     io::appendLE64(prefix, header->first.size());
     prefix += header->first;
-    if (absl::Status s = (*out)->write(prefix.data(), prefix.size()); !s.ok())
-      return s;
     auto state = std::make_unique<State>();
     state->out = std::move(*out);
     state->dataBytes = header->second;
+    if (absl::Status s = state->put(prefix.data(), prefix.size()); !s.ok())
+      return s;
     return std::unique_ptr<SafetensorsWriter>(
         new SafetensorsWriter(std::move(state)));
   } catch (const std::exception &e) {
@@ -346,7 +356,12 @@ absl::Status SafetensorsWriter::write(const void *data, uint64_t bytes) {
     return io::fileError(absl::StatusCode::kInternal, state->out->path(),
                          "more data than the declared tensors hold");
   state->written += bytes;
-  return state->out->write(data, bytes);
+  return state->put(data, bytes);
+}
+
+uint64_t SafetensorsWriter::fileBytes() const { return state->fileBytes; }
+uint32_t SafetensorsWriter::fileCrc32() const {
+  return static_cast<uint32_t>(state->crc);
 }
 
 absl::Status SafetensorsWriter::commit() {

@@ -93,6 +93,10 @@ public:
   absl::Status write(const void *data, uint64_t bytes);
   /// Fails unless exactly the declared bytes were written.
   absl::Status commit();
+  /// The whole file's size and CRC-32 (zlib's), header included, computed
+  /// as it is written: no second read.
+  uint64_t fileBytes() const;
+  uint32_t fileCrc32() const;
 
 private:
   struct State;

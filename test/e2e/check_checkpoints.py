@@ -9,8 +9,9 @@
 resume: for each stage 0-3 and N in --ranks, an uninterrupted deterministic
   run of 6 steps, and a run of 3 steps that checkpoints, resumed with
   --steps 6: the losses of steps 4-6 and the final state (--save-state) are
-  bitwise equal. The same with f16 and dynamic loss scaling, and with
-  gradient accumulation (K = 2). Also: `--steps 3` from the step-3
+  bitwise equal. The same with f16 and dynamic loss scaling, with the bf16
+  GPT-2 (fp32 masters, a frozen parameter) and with gradient accumulation
+  (K = 2). Also: `--steps 3` from the step-3
   checkpoint runs nothing and saves the same state; `zero-ckpt consolidate`
   equals --save-state, loads with the reference safetensors library (when
   installed) and with `zero-run --init`.
@@ -140,6 +141,10 @@ def check_resume(checker, args):
     f16 = mlp_f16_program(args.src_root, 32, work)
     interrupted(checker, f16, work, "f16-n2-s2", 2, 2)
     checker.note("f16 with dynamic loss scaling: resumed bitwise")
+    bf16 = lib.gpt2_bf16_program(args.src_root, lib.GPT2_LOCAL_BATCH, work)
+    interrupted(checker, bf16, work, "bf16-n2-s1", 2, 1)
+    checker.note("bf16 GPT-2 (fp32 masters, a frozen parameter): resumed "
+                 "bitwise")
     interrupted(checker, mlp, work, "acc-n2-s3", 2, 3, ["--accumulate", 2])
     checker.note("accumulation (K = 2): resumed bitwise")
 

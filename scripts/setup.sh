@@ -7,6 +7,9 @@ PACKAGES=(
   # MLIR/LLVM 19: libmlir and the tools (mlir-tblgen is required to configure),
   # llvm-19-dev is not pulled in by libmlir-19-dev, llvm-19-tools brings FileCheck and lit.
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
+  # LLVM's CMake package names zstd's imported target (LLVMSupport links it);
+  # Debian's llvm-19-dev does not depend on libzstd-dev, so name it here.
+  libzstd-dev
   # Build tools.
   cmake ninja-build g++ python3 clang-format
   # Runtime dependencies.

@@ -1,10 +1,15 @@
 //===- ZeroPipeline.cpp - The whole chain, as enable_zero runs it ---------===//
+//
+// The zero-pipeline pass, and what a host tool needs to embed it
+// (zero/passes/Pipeline.h): the dialects to register and buildZeroPipeline.
+//
+//===----------------------------------------------------------------------===//
 
-#include "zero/passes/Passes.h"
+#include "zero/passes/Pipeline.h"
 
 #include "zero/dialects/train/TrainOps.h"
 
-#include "mlir/Pass/PassManager.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace zero {
 #define GEN_PASS_DEF_ZEROPIPELINE
@@ -70,3 +75,13 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
 };
 
 } // namespace
+
+void zero::registerZeroDialects(DialectRegistry &registry) {
+  registry.insert<dist::DistDialect, train::TrainDialect, zrt::ZrtDialect,
+                  arith::ArithDialect, func::FuncDialect>();
+}
+
+void zero::buildZeroPipeline(OpPassManager &pm,
+                             const ZeroPipelineOptions &options) {
+  pm.addPass(createZeroPipeline(options));
+}

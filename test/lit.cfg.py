@@ -29,11 +29,24 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.zero_tools_dir, config.llvm_tools_dir]
 tools = [ToolSubst("zero-opt", unresolved="fatal")]
+# The embedding example (examples/embed), where it was built.
+if os.path.exists(os.path.join(config.zero_tools_dir, "zero-embed-example")):
+    config.available_features.add("zero-embed-example")
+    tools.append(ToolSubst("zero-embed-example", unresolved="fatal"))
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 import shutil
 import subprocess
 import sys
+
+# libZeroPlugin.so and the stock mlir-opt it loads into (docs/plugin.md).
+# The plugin's own suite, test/plugin/, runs test/passes/ through them.
+zero_plugin = os.path.join(config.zero_obj_root, "lib", "libZeroPlugin.so")
+stock_mlir_opt = os.path.join(config.llvm_tools_dir, "mlir-opt")
+if config.zero_has_plugin and os.path.exists(stock_mlir_opt):
+    config.available_features.add("zero-plugin")
+    config.substitutions.append(("%zero_plugin", zero_plugin))
+    config.substitutions.append(("%mlir_opt", stock_mlir_opt))
 
 sys.path.insert(0, os.path.join(config.zero_src_root, "test", "sanitizers"))
 import lit_sanitizers

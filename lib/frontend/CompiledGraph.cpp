@@ -12,14 +12,9 @@
 #include "EmitModule.h"
 #include "GraphState.h"
 
-#include "zero/dialects/dist/DistDialect.h"
-#include "zero/dialects/train/TrainDialect.h"
-#include "zero/dialects/zrt/ZrtDialect.h"
 #include "zero/dialects/zrt/ZrtOps.h"
-#include "zero/passes/Passes.h"
+#include "zero/passes/Pipeline.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
@@ -62,9 +57,7 @@ private:
 
 std::unique_ptr<mlir::MLIRContext> makeContext() {
   mlir::DialectRegistry registry;
-  registry.insert<zero::dist::DistDialect, zero::train::TrainDialect,
-                  zero::zrt::ZrtDialect, mlir::arith::ArithDialect,
-                  mlir::func::FuncDialect>();
+  zero::registerZeroDialects(registry);
   auto context = std::make_unique<mlir::MLIRContext>(registry);
   context->loadAllAvailableDialects();
   // Compilation is small next to training; the ranks own the cores.
@@ -168,8 +161,7 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
     return failure("train-autodiff");
   impl->program = (*impl->step).clone();
   mlir::PassManager pipeline(impl->context.get());
-  pipeline.addPass(
-      zero::createZeroPipeline(pipelineOptions(graph.config, ranks)));
+  zero::buildZeroPipeline(pipeline, pipelineOptions(graph.config, ranks));
   if (mlir::failed(pipeline.run(*impl->program)))
     return failure("zero-pipeline");
   impl->report = readReport(*impl->program, graph.config.zeroStage(), ranks);

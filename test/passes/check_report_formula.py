@@ -4,8 +4,9 @@
 For each model (the MLP example and GPT-2-shaped steps from
 examples/gen_gpt2.py), each ZeRO stage 0-3 and each group size N, runs
 
-  zero-opt MODEL --zero-pipeline="stage=K ranks=N reduce-bucket-bytes=0
-      allgather-bucket-bytes=0 report=json report-output=FILE"
+  zero-opt MODEL --pass-pipeline="builtin.module(zero-pipeline{stage=K
+      ranks=N reduce-bucket-bytes=0 allgather-bucket-bytes=0 report=json
+      report-output=FILE})"
 
 and compares the report with the formula of the ZeRO paper, computed here
 from the `train.param`, `train.optimizer` and `train.apply_gradient` lines of
@@ -48,6 +49,7 @@ import json
 import math
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -171,8 +173,10 @@ def run_case(zero_opt, model, path, stage, n, accumulate, work):
     options = (f"stage={stage} ranks={n} accumulate-steps={accumulate} "
                f"reduce-bucket-bytes=0 allgather-bucket-bytes=0 "
                f"report=json report-output={report_path}")
-    proc = subprocess.run([zero_opt, path, f"--zero-pipeline={options}", "-o",
-                           os.devnull], capture_output=True, text=True)
+    pipeline = f"builtin.module(zero-pipeline{{{options}}})"
+    proc = subprocess.run(shlex.split(zero_opt) +
+                          [path, f"--pass-pipeline={pipeline}", "-o", os.devnull],
+                          capture_output=True, text=True)
     label = f"{model.name} stage={stage} N={n} accumulate-steps={accumulate}"
     if proc.returncode != 0:
         return [f"{label}: zero-opt failed ({proc.returncode}): "
@@ -213,7 +217,9 @@ def run_case(zero_opt, model, path, stage, n, accumulate, work):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--zero-opt", required=True, help="the zero-opt binary")
+    parser.add_argument("--zero-opt", required=True,
+                        help="the zero-opt command (a stock mlir-opt with "
+                        "the plugin's flags, in the plugin suite)")
     parser.add_argument("--examples", required=True,
                         help="the examples directory (mlp.mlir, gen_gpt2.py)")
     args = parser.parse_args()

@@ -1,5 +1,5 @@
-// RUN: zero-opt %s -split-input-file --dist-data-parallel | FileCheck %s
-// RUN: zero-opt %s -split-input-file --dist-data-parallel="ranks=4" | FileCheck %s --check-prefix=RANKS
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(dist-data-parallel)" | FileCheck %s
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(dist-data-parallel{ranks=4})" | FileCheck %s --check-prefix=RANKS
 
 // dist-data-parallel makes a single-device step the SPMD step every rank of
 // placement axis 0 runs on its own slice of the batch:

@@ -1,6 +1,6 @@
-// RUN: not zero-opt %s -split-input-file --train-materialize-optimizer -o /dev/null 2>&1 | FileCheck %s --check-prefix=MATERIALIZE
-// RUN: not zero-opt %s -split-input-file --dist-data-parallel -o /dev/null 2>&1 | FileCheck %s --check-prefix=DATA-PARALLEL
-// RUN: not zero-opt %s -split-input-file --zero-shard -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARD
+// RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer)" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MATERIALIZE
+// RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(dist-data-parallel)" -o /dev/null 2>&1 | FileCheck %s --check-prefix=DATA-PARALLEL
+// RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-shard)" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARD
 
 // The diagnostics of the ZeRO passes: inputs a pass refuses, and option
 // values no pass accepts.
@@ -184,36 +184,36 @@ module @not_averaged attributes {dist.placement = #dist.placement<cpu, [2]>, dis
 // above fails the same way; each check matches the first.
 
 // At least one micro-batch per optimizer step.
-// RUN: not zero-opt %s -split-input-file --train-materialize-optimizer="accumulate-steps=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ACCUMULATE-ZERO
+// RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer{accumulate-steps=0})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ACCUMULATE-ZERO
 // ACCUMULATE-ZERO: error: train-materialize-optimizer: accumulate-steps must be at least 1, got 0
 
 // A negative group size.
-// RUN: not zero-opt %s -split-input-file --dist-data-parallel="ranks=-2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=RANKS-NEGATIVE
+// RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(dist-data-parallel{ranks=-2})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=RANKS-NEGATIVE
 // RANKS-NEGATIVE: error: dist-data-parallel: ranks must be positive, got -2
 
 // zero-shard implements stages 1 to 3; stage 0 is dist-data-parallel alone.
-// RUN: not zero-opt %s -split-input-file --zero-shard="stage=4" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARD-STAGE-4
+// RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-shard{stage=4})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARD-STAGE-4
 // SHARD-STAGE-4: error: zero-shard: stage must be 1, 2 or 3, got 4 (stage 0 is dist-data-parallel alone)
-// RUN: not zero-opt %s -split-input-file --zero-shard="stage=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARD-STAGE-0
+// RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-shard{stage=0})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARD-STAGE-0
 // SHARD-STAGE-0: error: zero-shard: stage must be 1, 2 or 3, got 0 (stage 0 is dist-data-parallel alone)
 
 // Two shard layouts exist; `replicated` is a storage layout but not a way
 // to shard.
-// RUN: not zero-opt %s -split-input-file --zero-shard="layout=rows" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARD-LAYOUT-ROWS
+// RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-shard{layout=rows})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARD-LAYOUT-ROWS
 // SHARD-LAYOUT-ROWS: error: zero-shard: layout must be flat or dim0, got 'rows'
-// RUN: not zero-opt %s -split-input-file --zero-shard="layout=replicated" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARD-LAYOUT-REPLICATED
+// RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-shard{layout=replicated})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARD-LAYOUT-REPLICATED
 // SHARD-LAYOUT-REPLICATED: error: zero-shard: layout must be flat or dim0, got 'replicated'
 
 // The pipeline goes from stage 0 (plain data parallelism) to stage 3.
-// RUN: not zero-opt %s -split-input-file --zero-pipeline="stage=7" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE-STAGE
+// RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-pipeline{stage=7})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE-STAGE
 // PIPELINE-STAGE: error: zero-pipeline: stage must be 0, 1, 2 or 3, got 7
 
 // Reports come as text or JSON, from the pipeline and from zero-report.
-// RUN: not zero-opt %s -split-input-file --zero-pipeline="report=yaml" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE-REPORT
+// RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-pipeline{report=yaml})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE-REPORT
 // PIPELINE-REPORT: error: zero-pipeline: report must be none, text or json, got 'yaml'
-// RUN: not zero-opt %s -split-input-file --zero-report="format=yaml" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT-FORMAT
+// RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-report{format=yaml})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT-FORMAT
 // REPORT-FORMAT: error: zero-report: format must be text or json, got 'yaml'
 
 // A report file that cannot be created (its directory does not exist).
-// RUN: not zero-opt %s -split-input-file --zero-report="output=%t.no-such-dir/report.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT-OUTPUT -DPATH=%t.no-such-dir/report.json -DMESSAGE=%errc_ENOENT
+// RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-report{output=%t.no-such-dir/report.json})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT-OUTPUT -DPATH=%t.no-such-dir/report.json -DMESSAGE=%errc_ENOENT
 // REPORT-OUTPUT: error: zero-report: cannot write '[[PATH]]': [[MESSAGE]]

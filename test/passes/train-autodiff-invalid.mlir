@@ -1,4 +1,4 @@
-// RUN: zero-opt %s -split-input-file -verify-diagnostics --train-autodiff
+// RUN: zero-opt %s -split-input-file -verify-diagnostics --pass-pipeline="builtin.module(train-autodiff)"
 
 // Every diagnostic of train-autodiff and of train.minimize's verifier.
 

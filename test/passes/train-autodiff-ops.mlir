@@ -1,4 +1,4 @@
-// RUN: zero-opt %s -split-input-file --train-autodiff | FileCheck %s
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-autodiff)" | FileCheck %s
 
 // The gradient rule of every differentiable op, as train-autodiff uses it.
 // Each case checks the whole generated backward, from the seed to the

@@ -1,5 +1,5 @@
-// RUN: zero-opt %s --train-autodiff="optimizer=fine" | FileCheck %s
-// RUN: not zero-opt %s --train-autodiff="optimizer=missing" 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-autodiff{optimizer=fine})" | FileCheck %s
+// RUN: not zero-opt %s --pass-pipeline="builtin.module(train-autodiff{optimizer=missing})" 2>&1 | FileCheck %s --check-prefix=MISSING
 
 // With several train.optimizer declarations, optimizer=NAME picks the one
 // every generated apply_gradient uses.

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s -split-input-file -verify-diagnostics --train-autodiff=recompute=true
+// RUN: zero-opt %s -split-input-file -verify-diagnostics --pass-pipeline="builtin.module(train-autodiff{recompute=true})"
 
 // Only side-effect-free ops can be recomputed: reading a parameter again
 // could see another value, so a marked train.load is an error with

@@ -1,5 +1,5 @@
-// RUN: zero-opt %s -split-input-file --train-autodiff=recompute=true | FileCheck %s
-// RUN: zero-opt %s -split-input-file --train-autodiff | FileCheck %s --check-prefix=KEEP
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-autodiff{recompute=true})" | FileCheck %s
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-autodiff)" | FileCheck %s --check-prefix=KEEP
 
 // Activation checkpointing: with recompute=true, the backward uses clones
 // of the forward ops marked `train.recompute`, emitted just before the first

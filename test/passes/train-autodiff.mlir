@@ -1,4 +1,4 @@
-// RUN: zero-opt %s -split-input-file --train-autodiff | FileCheck %s
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-autodiff)" | FileCheck %s
 
 // train-autodiff replaces `train.minimize %loss` with the reverse-mode
 // backward of the step, seeded with d loss = 1, and one

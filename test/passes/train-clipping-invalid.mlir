@@ -1,4 +1,4 @@
-// RUN: zero-opt %s -split-input-file -verify-diagnostics --train-materialize-optimizer
+// RUN: zero-opt %s -split-input-file -verify-diagnostics --pass-pipeline="builtin.module(train-materialize-optimizer)"
 
 // The step clips all its gradients by one global norm, so the optimizers
 // that clip must agree on the bound.

@@ -1,10 +1,10 @@
-// RUN: zero-opt %s --train-materialize-optimizer | FileCheck %s --check-prefix=MAT
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel | FileCheck %s --check-prefix=DP
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-lower-to-runtime | FileCheck %s --check-prefix=DP-LOWER
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard=stage=1 --zero-verify | FileCheck %s --check-prefix=S1
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard=stage=3 --zero-verify | FileCheck %s --check-prefix=S3
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=2 min-shard-elements=4" --zero-verify | FileCheck %s --check-prefix=MIXED
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard=stage=2 --zero-lower-to-runtime | FileCheck %s --check-prefix=S2-LOWER
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer)" | FileCheck %s --check-prefix=MAT
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel)" | FileCheck %s --check-prefix=DP
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-lower-to-runtime)" | FileCheck %s --check-prefix=DP-LOWER
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=1},zero-verify)" | FileCheck %s --check-prefix=S1
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3},zero-verify)" | FileCheck %s --check-prefix=S3
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=2 min-shard-elements=4},zero-verify)" | FileCheck %s --check-prefix=MIXED
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=2},zero-lower-to-runtime)" | FileCheck %s --check-prefix=S2-LOWER
 
 // Gradient clipping by global norm through the passes. @w and @b clip (one
 // global norm over both); @u's optimizer does not clip. On 3 ranks @b (3

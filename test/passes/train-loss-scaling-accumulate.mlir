@@ -1,5 +1,5 @@
-// RUN: zero-opt %s --train-autodiff --train-materialize-optimizer=accumulate-steps=2 | FileCheck %s
-// RUN: zero-opt %s --train-autodiff --train-materialize-optimizer=accumulate-steps=2 --dist-data-parallel --zero-shard=stage=2 --zero-verify | FileCheck %s --check-prefix=S2
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-autodiff,train-materialize-optimizer{accumulate-steps=2})" | FileCheck %s
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-autodiff,train-materialize-optimizer{accumulate-steps=2},dist-data-parallel,zero-shard{stage=2},zero-verify)" | FileCheck %s --check-prefix=S2
 
 // Dynamic loss scaling with gradient accumulation: the f16 step of
 // train-loss-scaling.mlir (loss_scale and clip_norm) over 2 micro-batches.

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s -split-input-file -verify-diagnostics --train-autodiff --train-materialize-optimizer=accumulate-steps=2
+// RUN: zero-opt %s -split-input-file -verify-diagnostics --pass-pipeline="builtin.module(train-autodiff,train-materialize-optimizer{accumulate-steps=2})"
 
 // The initial scale multiplies the loss: below 1 it would shrink gradients.
 module {

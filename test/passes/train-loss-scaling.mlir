@@ -1,9 +1,9 @@
-// RUN: zero-opt %s --train-autodiff --train-materialize-optimizer | FileCheck %s --check-prefix=AD
-// RUN: zero-opt %s --train-autodiff --train-materialize-optimizer --dist-data-parallel | FileCheck %s --check-prefix=DP
-// RUN: zero-opt %s --train-autodiff --train-materialize-optimizer --dist-data-parallel --zero-lower-to-runtime | FileCheck %s --check-prefix=DP-LOWER
-// RUN: zero-opt %s --train-autodiff --train-materialize-optimizer --dist-data-parallel --zero-shard=stage=1 --zero-verify | FileCheck %s --check-prefix=S1
-// RUN: zero-opt %s --train-autodiff --train-materialize-optimizer --dist-data-parallel --zero-shard=stage=3 --zero-verify | FileCheck %s --check-prefix=S3
-// RUN: zero-opt %s --train-autodiff --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=2 min-shard-elements=4" --zero-verify | FileCheck %s --check-prefix=MIXED
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-autodiff,train-materialize-optimizer)" | FileCheck %s --check-prefix=AD
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-autodiff,train-materialize-optimizer,dist-data-parallel)" | FileCheck %s --check-prefix=DP
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-autodiff,train-materialize-optimizer,dist-data-parallel,zero-lower-to-runtime)" | FileCheck %s --check-prefix=DP-LOWER
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-autodiff,train-materialize-optimizer,dist-data-parallel,zero-shard{stage=1},zero-verify)" | FileCheck %s --check-prefix=S1
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-autodiff,train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3},zero-verify)" | FileCheck %s --check-prefix=S3
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-autodiff,train-materialize-optimizer,dist-data-parallel,zero-shard{stage=2 min-shard-elements=4},zero-verify)" | FileCheck %s --check-prefix=MIXED
 
 // Dynamic loss scaling of an f16 step through the passes, together with
 // clipping: the optimizer has `loss_scale` and `clip_norm`. On 3 ranks @b

@@ -1,5 +1,5 @@
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer | FileCheck %s
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer="accumulate-steps=4" | FileCheck %s --check-prefix=ACC
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer)" | FileCheck %s
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer{accumulate-steps=4})" | FileCheck %s --check-prefix=ACC
 
 // train-materialize-optimizer turns every `train.apply_gradient` into
 // persistent optimizer state (`train.param ... slot of @p`, an fp32

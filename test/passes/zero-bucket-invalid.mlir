@@ -1,6 +1,6 @@
-// RUN: zero-opt %s -verify-diagnostics --zero-bucket="reduce-bucket-bytes=-1"
-// RUN: zero-opt %s -verify-diagnostics --zero-bucket="allgather-bucket-bytes=-8"
-// RUN: zero-opt %s -verify-diagnostics --zero-pipeline="reduce-bucket-bytes=-1"
+// RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-bucket{reduce-bucket-bytes=-1})"
+// RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-bucket{allgather-bucket-bytes=-8})"
+// RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-pipeline{reduce-bucket-bytes=-1})"
 
 // A negative bucket budget, reduction or gather, is rejected before
 // anything is rewritten, on its own and through zero-pipeline.

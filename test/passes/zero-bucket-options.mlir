@@ -1,9 +1,9 @@
-// RUN: zero-opt %s -split-input-file --zero-bucket="reduce-bucket-bytes=192" | FileCheck %s --check-prefix=FIT
-// RUN: zero-opt %s -split-input-file --zero-bucket="reduce-bucket-bytes=191" | FileCheck %s --check-prefix=SPLIT
-// RUN: zero-opt %s -split-input-file --zero-bucket="reduce-bucket-bytes=0" | FileCheck %s --check-prefix=NO-REDUCE
-// RUN: zero-opt %s -split-input-file --zero-bucket="allgather-bucket-bytes=88" | FileCheck %s --check-prefix=GATHER-FIT
-// RUN: zero-opt %s -split-input-file --zero-bucket="allgather-bucket-bytes=87" | FileCheck %s --check-prefix=GATHER-SPLIT
-// RUN: zero-opt %s -split-input-file --zero-bucket="allgather-bucket-bytes=0" | FileCheck %s --check-prefix=NO-GATHER
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{reduce-bucket-bytes=192})" | FileCheck %s --check-prefix=FIT
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{reduce-bucket-bytes=191})" | FileCheck %s --check-prefix=SPLIT
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{reduce-bucket-bytes=0})" | FileCheck %s --check-prefix=NO-REDUCE
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{allgather-bucket-bytes=88})" | FileCheck %s --check-prefix=GATHER-FIT
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{allgather-bucket-bytes=87})" | FileCheck %s --check-prefix=GATHER-SPLIT
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{allgather-bucket-bytes=0})" | FileCheck %s --check-prefix=NO-GATHER
 
 // The byte budgets of zero-bucket. A reduction bucket counts the bytes of
 // the full tensors it reduces, a gather bucket those of the gathered

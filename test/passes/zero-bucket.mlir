@@ -1,4 +1,4 @@
-// RUN: zero-opt %s -split-input-file --zero-bucket | FileCheck %s
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket)" | FileCheck %s
 
 // zero-bucket fuses runs of small collectives of one kind into a flat bucket:
 // `dist.pack` -> one collective -> `dist.unpack`. Reductions are issued

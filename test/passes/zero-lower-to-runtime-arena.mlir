@@ -1,6 +1,6 @@
-// RUN: zero-opt %s -split-input-file --zero-lower-to-runtime | FileCheck %s
-// RUN: zero-opt %s -split-input-file --zero-lower-to-runtime="alignment=128" | FileCheck %s --check-prefix=ALIGN128
-// RUN: zero-opt %s -split-input-file --zero-lower-to-runtime="async-collectives=false" | FileCheck %s --check-prefix=SYNC
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-lower-to-runtime)" | FileCheck %s
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-lower-to-runtime{alignment=128})" | FileCheck %s --check-prefix=ALIGN128
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-lower-to-runtime{async-collectives=false})" | FileCheck %s --check-prefix=SYNC
 
 // zero-lower-to-runtime's arena: every transient value is a
 // `zrt.arena_view` at an offset fixed at compile time, and `arena` on the

@@ -1,5 +1,5 @@
-// RUN: zero-opt %s -split-input-file --zero-lower-to-runtime | FileCheck %s
-// RUN: zero-opt %s -split-input-file --zero-lower-to-runtime="async-collectives=false" | FileCheck %s --check-prefix=SYNC
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-lower-to-runtime)" | FileCheck %s
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-lower-to-runtime{async-collectives=false})" | FileCheck %s --check-prefix=SYNC
 
 // zero-lower-to-runtime on collectives and buckets, and the streams and
 // events that order them (zero-lower-to-runtime.mlir has the overview).

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s -split-input-file -verify-diagnostics --zero-lower-to-runtime
+// RUN: zero-opt %s -split-input-file -verify-diagnostics --pass-pipeline="builtin.module(zero-lower-to-runtime)"
 
 // The diagnostics of zero-lower-to-runtime: modules and steps the runtime
 // cannot execute. The pass lowers one straight-line, data-parallel step

@@ -1,8 +1,8 @@
-// RUN: zero-opt %s -verify-diagnostics --zero-lower-to-runtime="alignment=0"
-// RUN: zero-opt %s -verify-diagnostics --zero-lower-to-runtime="alignment=48"
-// RUN: zero-opt %s -verify-diagnostics --zero-lower-to-runtime="alignment=-64"
-// RUN: zero-opt %s --zero-lower-to-runtime="alignment=1" | FileCheck %s --check-prefix=ALIGN1
-// RUN: zero-opt %s --zero-lower-to-runtime="alignment=4096" | FileCheck %s --check-prefix=ALIGN4096
+// RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-lower-to-runtime{alignment=0})"
+// RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-lower-to-runtime{alignment=48})"
+// RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-lower-to-runtime{alignment=-64})"
+// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-lower-to-runtime{alignment=1})" | FileCheck %s --check-prefix=ALIGN1
+// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-lower-to-runtime{alignment=4096})" | FileCheck %s --check-prefix=ALIGN4096
 
 // `alignment` must be a power of two: zero, non-powers of two and negative
 // values are refused before anything is lowered, each RUN line with its own

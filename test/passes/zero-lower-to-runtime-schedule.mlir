@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --zero-lower-to-runtime | FileCheck %s
+// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-lower-to-runtime)" | FileCheck %s
 
 // A learning-rate schedule reaches the update kernels as params next to the
 // optimizer's hyper-parameters: `schedule` (the kind, as a string),

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s -split-input-file --zero-lower-to-runtime | FileCheck %s
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-lower-to-runtime)" | FileCheck %s
 
 // zero-lower-to-runtime replaces the step and the persistent state with one
 // `zrt.program`: persistent buffers at their per-rank sizes, the step's

@@ -1,5 +1,5 @@
-// RUN: zero-opt %s -verify-diagnostics --zero-report="format=xml"
-// RUN: zero-opt %s -verify-diagnostics --zero-pipeline="stage=1 ranks=4 report=yaml"
+// RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-report{format=xml})"
+// RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-pipeline{stage=1 ranks=4 report=yaml})"
 
 // An unknown report format is rejected before anything is computed or
 // rewritten, on zero-report (`format`) and on zero-pipeline (`report`).

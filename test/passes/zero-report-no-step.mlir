@@ -1,4 +1,4 @@
-// RUN: zero-opt %s -verify-diagnostics --zero-report
+// RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-report)"
 
 // The report is about training steps: a module with no function marked
 // `train.step` has nothing to report on, and that is an error rather than

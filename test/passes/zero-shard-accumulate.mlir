@@ -1,7 +1,7 @@
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer=accumulate-steps=4 --dist-data-parallel --zero-shard="stage=1 layout=flat" | FileCheck %s --check-prefix=STAGE1
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer=accumulate-steps=4 --dist-data-parallel --zero-shard="stage=2 layout=flat" | FileCheck %s --check-prefix=STAGE2
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer=accumulate-steps=4 --dist-data-parallel --zero-shard="stage=3 layout=dim0" | FileCheck %s --check-prefix=STAGE3
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer=accumulate-steps=4 --dist-data-parallel --zero-shard="stage=2 layout=flat min-shard-elements=4" | FileCheck %s --check-prefix=MIN
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer{accumulate-steps=4},dist-data-parallel,zero-shard{stage=1 layout=flat})" | FileCheck %s --check-prefix=STAGE1
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer{accumulate-steps=4},dist-data-parallel,zero-shard{stage=2 layout=flat})" | FileCheck %s --check-prefix=STAGE2
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer{accumulate-steps=4},dist-data-parallel,zero-shard{stage=3 layout=dim0})" | FileCheck %s --check-prefix=STAGE3
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer{accumulate-steps=4},dist-data-parallel,zero-shard{stage=2 layout=flat min-shard-elements=4})" | FileCheck %s --check-prefix=MIN
 
 // Gradient accumulation over 4 micro-batches: @step adds each gradient into
 // a persistent accumulator @p.grad and @step_apply averages the accumulators,

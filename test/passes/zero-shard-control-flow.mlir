@@ -1,5 +1,5 @@
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer --dist-data-parallel --zero-shard=stage=3 | FileCheck %s --check-prefix=STAGE3
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer --dist-data-parallel --zero-shard=stage=1 | FileCheck %s --check-prefix=STAGE1
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3})" | FileCheck %s --check-prefix=STAGE3
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=1})" | FileCheck %s --check-prefix=STAGE1
 
 // Parameters read inside regions or after their update: the places where
 // moving a gather or a store could change what the step computes.

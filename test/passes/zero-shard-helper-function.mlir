@@ -1,5 +1,5 @@
-// RUN: not zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard=stage=3 --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s
-// RUN: not zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard=stage=1 --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s
+// RUN: not zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3})" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s
+// RUN: not zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=1})" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s
 
 // State touched by a function that is not a step function cannot be
 // rewritten consistently; zero-shard says so instead of emitting loads of

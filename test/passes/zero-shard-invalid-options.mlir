@@ -1,13 +1,13 @@
-// RUN: not zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=4" 2>&1 | FileCheck %s --check-prefix=STAGE4
-// RUN: not zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=0" 2>&1 | FileCheck %s --check-prefix=STAGE0
-// RUN: not zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="layout=rows" 2>&1 | FileCheck %s --check-prefix=ROWS
-// RUN: not zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="layout=replicated" 2>&1 | FileCheck %s --check-prefix=REPLICATED
-// RUN: not zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="min-shard-elements=-1" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
-// RUN: not zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 max-reuse-distance=-2" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
-// RUN: not zero-opt %s --train-materialize-optimizer --zero-shard 2>&1 | FileCheck %s --check-prefix=BEFORE-DP
-// RUN: not zero-opt %s --dist-data-parallel --zero-shard 2>&1 | FileCheck %s --check-prefix=BEFORE-MATERIALIZE
-// RUN: not zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard --zero-shard="stage=2" 2>&1 | FileCheck %s --check-prefix=TWICE
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 layout=dim0 min-shard-elements=0 max-reuse-distance=0" | FileCheck %s --check-prefix=VALID
+// RUN: not zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=4})" 2>&1 | FileCheck %s --check-prefix=STAGE4
+// RUN: not zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=0})" 2>&1 | FileCheck %s --check-prefix=STAGE0
+// RUN: not zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{layout=rows})" 2>&1 | FileCheck %s --check-prefix=ROWS
+// RUN: not zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{layout=replicated})" 2>&1 | FileCheck %s --check-prefix=REPLICATED
+// RUN: not zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{min-shard-elements=-1})" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// RUN: not zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 max-reuse-distance=-2})" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// RUN: not zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,zero-shard)" 2>&1 | FileCheck %s --check-prefix=BEFORE-DP
+// RUN: not zero-opt %s --pass-pipeline="builtin.module(dist-data-parallel,zero-shard)" 2>&1 | FileCheck %s --check-prefix=BEFORE-MATERIALIZE
+// RUN: not zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard,zero-shard{stage=2})" 2>&1 | FileCheck %s --check-prefix=TWICE
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 layout=dim0 min-shard-elements=0 max-reuse-distance=0})" | FileCheck %s --check-prefix=VALID
 
 // zero-shard's options and its place in the pipeline, on a step that is
 // valid: each error comes from the options or the pass order alone. The

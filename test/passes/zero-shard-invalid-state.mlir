@@ -1,4 +1,4 @@
-// RUN: zero-opt %s -split-input-file -verify-diagnostics --zero-shard="stage=2"
+// RUN: zero-opt %s -split-input-file -verify-diagnostics --pass-pipeline="builtin.module(zero-shard{stage=2})"
 
 // zero-shard run on hand-written steps that are not what
 // train-materialize-optimizer and dist-data-parallel leave: a step that is

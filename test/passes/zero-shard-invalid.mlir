@@ -1,4 +1,4 @@
-// RUN: zero-opt %s -split-input-file -verify-diagnostics --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=2"
+// RUN: zero-opt %s -split-input-file -verify-diagnostics --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=2})"
 
 // Steps zero-shard rejects after train-materialize-optimizer and
 // dist-data-parallel ran: it rewrites only the optimizer updates whose

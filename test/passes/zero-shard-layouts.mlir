@@ -1,6 +1,6 @@
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 layout=flat" | FileCheck %s --check-prefixes=CHECK,FLAT
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 layout=dim0" | FileCheck %s --check-prefixes=CHECK,DIM0
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=1 layout=flat" | FileCheck %s --check-prefix=STAGE1
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 layout=flat})" | FileCheck %s --check-prefixes=CHECK,FLAT
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 layout=dim0})" | FileCheck %s --check-prefixes=CHECK,DIM0
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=1 layout=flat})" | FileCheck %s --check-prefix=STAGE1
 
 // Shard sizes of the two layouts for group sizes that do not divide the
 // tensors, at stage 3 where parameters, slots, gathers and reduce-scatters all

@@ -1,6 +1,6 @@
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=1 layout=dim0" | FileCheck %s --check-prefix=STAGE1
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=2 layout=flat" | FileCheck %s --check-prefix=STAGE2
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 layout=dim0" | FileCheck %s --check-prefix=STAGE3
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=1 layout=dim0})" | FileCheck %s --check-prefix=STAGE1
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=2 layout=flat})" | FileCheck %s --check-prefix=STAGE2
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 layout=dim0})" | FileCheck %s --check-prefix=STAGE3
 
 // zero-shard only looks at persistent state, gradients and collectives, so
 // a step whose compute is upstream linalg / tensor / arith is sharded the

@@ -1,8 +1,8 @@
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=1 min-shard-elements=4" | FileCheck %s --check-prefixes=CHECK,STAGE1
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=2 min-shard-elements=4" | FileCheck %s --check-prefixes=CHECK,STAGE2
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 min-shard-elements=4" | FileCheck %s --check-prefixes=CHECK,STAGE3
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=2 min-shard-elements=3" | FileCheck %s --check-prefix=EQUAL
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 min-shard-elements=31" | FileCheck %s --check-prefix=NONE
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=1 min-shard-elements=4})" | FileCheck %s --check-prefixes=CHECK,STAGE1
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=2 min-shard-elements=4})" | FileCheck %s --check-prefixes=CHECK,STAGE2
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 min-shard-elements=4})" | FileCheck %s --check-prefixes=CHECK,STAGE3
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=2 min-shard-elements=3})" | FileCheck %s --check-prefix=EQUAL
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 min-shard-elements=31})" | FileCheck %s --check-prefix=NONE
 
 // min-shard-elements=E: a tensor with fewer than E elements keeps plain data
 // parallelism (DeepSpeed's persistence threshold). With E=4 the 3-element

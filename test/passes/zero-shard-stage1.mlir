@@ -1,5 +1,5 @@
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=1 layout=flat" | FileCheck %s --check-prefixes=CHECK,FLAT
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=1 layout=dim0" | FileCheck %s --check-prefixes=CHECK,DIM0
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=1 layout=flat})" | FileCheck %s --check-prefixes=CHECK,FLAT
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=1 layout=dim0})" | FileCheck %s --check-prefixes=CHECK,DIM0
 
 // ZeRO stage 1: optimizer slots and fp32 master copies are stored sharded,
 // parameters stay replicated. Each gradient stays full-size until the first

@@ -1,5 +1,5 @@
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=2 layout=flat" | FileCheck %s --check-prefixes=CHECK,FLAT
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=2 layout=dim0" | FileCheck %s --check-prefixes=CHECK,DIM0
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=2 layout=flat})" | FileCheck %s --check-prefixes=CHECK,FLAT
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=2 layout=dim0})" | FileCheck %s --check-prefixes=CHECK,DIM0
 
 // ZeRO stage 2: as stage 1 (sharded slots and master copies, replicated
 // parameters, updated shards all-gathered at the end of the step), but each

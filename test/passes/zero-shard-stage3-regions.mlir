@@ -1,10 +1,10 @@
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 layout=dim0" | FileCheck %s --check-prefix=REGATHER
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 layout=dim0 regather-in-backward=false" | FileCheck %s --check-prefix=REUSE
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 layout=dim0 regather-in-backward=false max-reuse-distance=6" | FileCheck %s --check-prefix=REUSE
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 layout=dim0 regather-in-backward=false max-reuse-distance=5" | FileCheck %s --check-prefix=DIST3
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 layout=dim0 regather-in-backward=false max-reuse-distance=3" | FileCheck %s --check-prefix=DIST3
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 layout=dim0 regather-in-backward=false max-reuse-distance=2" | FileCheck %s --check-prefix=DIST2
-// RUN: zero-opt %s --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 layout=dim0 max-reuse-distance=100" | FileCheck %s --check-prefix=REGATHER
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 layout=dim0})" | FileCheck %s --check-prefix=REGATHER
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 layout=dim0 regather-in-backward=false})" | FileCheck %s --check-prefix=REUSE
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 layout=dim0 regather-in-backward=false max-reuse-distance=6})" | FileCheck %s --check-prefix=REUSE
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 layout=dim0 regather-in-backward=false max-reuse-distance=5})" | FileCheck %s --check-prefix=DIST3
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 layout=dim0 regather-in-backward=false max-reuse-distance=3})" | FileCheck %s --check-prefix=DIST3
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 layout=dim0 regather-in-backward=false max-reuse-distance=2})" | FileCheck %s --check-prefix=DIST2
+// RUN: zero-opt %s --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 layout=dim0 max-reuse-distance=100})" | FileCheck %s --check-prefix=REGATHER
 
 // Stage 3 use regions: which uses of a loaded parameter share one
 // all-gather. A tied weight @w (4x4, 2 rows per rank) is used by both forward

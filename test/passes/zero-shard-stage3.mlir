@@ -1,5 +1,5 @@
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 layout=flat" | FileCheck %s --check-prefixes=CHECK,FLAT
-// RUN: zero-opt %s -split-input-file --train-materialize-optimizer --dist-data-parallel --zero-shard="stage=3 layout=dim0" | FileCheck %s --check-prefixes=CHECK,DIM0
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 layout=flat})" | FileCheck %s --check-prefixes=CHECK,FLAT
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-materialize-optimizer,dist-data-parallel,zero-shard{stage=3 layout=dim0})" | FileCheck %s --check-prefixes=CHECK,DIM0
 
 // ZeRO stage 3: parameters (frozen ones too) are stored sharded as well.
 // Every use region of a loaded parameter is preceded by an all-gather of the

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s -split-input-file --zero-verify | FileCheck %s
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-verify)" | FileCheck %s
 
 // The programs zero-verify accepts: every rank issues the same collective
 // sequence, whatever its local data. The pass only checks; the IR comes out

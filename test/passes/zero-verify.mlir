@@ -1,4 +1,4 @@
-// RUN: zero-opt %s -split-input-file -verify-diagnostics --zero-verify
+// RUN: zero-opt %s -split-input-file -verify-diagnostics --pass-pipeline="builtin.module(zero-verify)"
 
 // zero-verify rejects collectives under control flow that depends on
 // rank-local values, when the paths could issue different collective

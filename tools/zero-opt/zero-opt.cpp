@@ -6,14 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zero/dialects/dist/DistDialect.h"
-#include "zero/dialects/train/TrainDialect.h"
-#include "zero/dialects/zrt/ZrtDialect.h"
-#include "zero/passes/Passes.h"
+#include "zero/passes/Pipeline.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Mesh/IR/MeshDialect.h"
@@ -29,10 +24,8 @@ int main(int argc, char **argv) {
   zero::registerZeroPasses();
 
   mlir::DialectRegistry registry;
-  registry.insert<zero::dist::DistDialect, zero::train::TrainDialect,
-                  zero::zrt::ZrtDialect>();
-  registry.insert<mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect,
-                  mlir::func::FuncDialect, mlir::linalg::LinalgDialect,
+  zero::registerZeroDialects(registry);
+  registry.insert<mlir::cf::ControlFlowDialect, mlir::linalg::LinalgDialect,
                   mlir::math::MathDialect, mlir::mesh::MeshDialect,
                   mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
 

@@ -267,13 +267,20 @@ zero::rt::createFileBatches(Executor &executor, const std::string &path) {
       return read.status();
     arrays = std::move(*read);
   }
+  return createArrayBatches(executor, std::move(arrays), path);
+}
+
+absl::StatusOr<std::unique_ptr<BatchSource>>
+zero::rt::createArrayBatches(Executor &executor, TensorMap arrays,
+                             const std::string &what) {
+  std::vector<InputSlot> slots = getInputSlots(executor);
   int64_t batches = -1;
   for (const InputSlot &slot : slots) {
     const BufferDecl &decl = *slot.decl;
     auto it = arrays.find(decl.name);
     if (it == arrays.end())
       return absl::InvalidArgumentError(
-          absl::StrCat(path, " has no array '", decl.name,
+          absl::StrCat(what, " has no array '", decl.name,
                        "'; the program's inputs are ", describeInputs(slots)));
     const HostTensor &array = it->second;
     std::vector<int64_t> expected = decl.spec.shape;
@@ -289,7 +296,7 @@ zero::rt::createFileBatches(Executor &executor, const std::string &path) {
       if (!expected.empty())
         expected[0] = stepRows;
       return absl::InvalidArgumentError(absl::StrCat(
-          path, ": array '", decl.name, "' is ", dtypeName(array.dtype), "[",
+          what, ": array '", decl.name, "' is ", dtypeName(array.dtype), "[",
           absl::StrJoin(array.shape, ", "), "], expected ",
           dtypeName(decl.spec.dtype), "[", absl::StrJoin(expected, ", "),
           "] (or a multiple of ", stepRows,
@@ -298,7 +305,7 @@ zero::rt::createFileBatches(Executor &executor, const std::string &path) {
     int64_t count = array.shape[0] / stepRows;
     if (batches >= 0 && count != batches)
       return absl::InvalidArgumentError(absl::StrCat(
-          path, ": array '", decl.name, "' holds ", count,
+          what, ": array '", decl.name, "' holds ", count,
           " global batches, but the arrays before it hold ", batches));
     batches = count;
     if (decl.indexBound > 0 && !isFloat(array.dtype))
@@ -306,12 +313,12 @@ zero::rt::createFileBatches(Executor &executor, const std::string &path) {
         int64_t id = loadIndex(array.data.data(), array.dtype, index);
         if (id < 0 || id >= decl.indexBound)
           return absl::InvalidArgumentError(absl::StrCat(
-              path, ": array '", decl.name, "' holds ", id, " at element ",
+              what, ": array '", decl.name, "' holds ", id, " at element ",
               index, "; the program accepts ids in [0, ", decl.indexBound,
               ")"));
       }
   }
-  return std::make_unique<FileBatches>(executor, path, std::move(arrays),
+  return std::make_unique<FileBatches>(executor, what, std::move(arrays),
                                        std::move(slots),
                                        std::max<int64_t>(batches, 1));
 }

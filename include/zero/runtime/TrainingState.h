@@ -72,6 +72,12 @@ createSyntheticBatches(Executor &executor, uint64_t seed);
 absl::StatusOr<std::unique_ptr<BatchSource>>
 createFileBatches(Executor &executor, const std::string &path);
 
+/// Batches from arrays in memory, named input0, input1, ... and shaped as
+/// for createFileBatches; `what` names them in errors.
+absl::StatusOr<std::unique_ptr<BatchSource>>
+createArrayBatches(Executor &executor, TensorMap arrays,
+                   const std::string &what);
+
 } // namespace zero::rt
 
 #endif // ZERO_RUNTIME_TRAININGSTATE_H

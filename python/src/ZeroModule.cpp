@@ -1,0 +1,565 @@
+//===- ZeroModule.cpp - zero._zero, the builder and trainer for Python ----===//
+//
+// The C++ graph builder (docs/frontend.md) as the extension module behind
+// `import zero` (docs/python.md). The Python package (python/zero/) adds the
+// nn.Graph-style class, the launcher and the numpy conveniences; this file
+// only converts: absl::Status to Python exceptions, numpy arrays to and from
+// host tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/frontend/CompiledGraph.h"
+#include "zero/frontend/Graph.h"
+#include "zero/frontend/Layers.h"
+#include "zero/runtime/Communicator.h"
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+
+namespace py = pybind11;
+using namespace zero::frontend;
+namespace rt = zero::rt;
+
+namespace {
+
+/// Raises the Python exception that says what `status` says: ValueError for
+/// a bad argument, FileNotFoundError for a missing file, RuntimeError else.
+[[noreturn]] void raise(const absl::Status &status) {
+  std::string message(status.message());
+  switch (status.code()) {
+  case absl::StatusCode::kInvalidArgument:
+  case absl::StatusCode::kOutOfRange:
+    throw py::value_error(message);
+  case absl::StatusCode::kNotFound:
+    PyErr_SetString(PyExc_FileNotFoundError, message.c_str());
+    throw py::error_already_set();
+  default:
+    throw std::runtime_error(message);
+  }
+}
+
+template <typename T> T unwrap(absl::StatusOr<T> value) {
+  if (!value.ok())
+    raise(value.status());
+  return std::move(*value);
+}
+
+void check(const absl::Status &status) {
+  if (!status.ok())
+    raise(status);
+}
+
+//===----------------------------------------------------------------------===//
+// The communicator: one per process, created on first use.
+//===----------------------------------------------------------------------===//
+
+std::unique_ptr<rt::Communicator> &communicatorSlot() {
+  static std::unique_ptr<rt::Communicator> comm;
+  return comm;
+}
+
+rt::Communicator &communicator() {
+  std::unique_ptr<rt::Communicator> &comm = communicatorSlot();
+  if (!comm)
+    comm = unwrap(rt::createMpiCommunicator(rt::CommOptions{}));
+  return *comm;
+}
+
+//===----------------------------------------------------------------------===//
+// numpy <-> host tensors
+//===----------------------------------------------------------------------===//
+
+// Arrays cross through Python's buffer protocol and numpy's Python API,
+// never numpy's C structs, so that the module works with numpy 1.x and 2.x
+// whatever numpy headers pybind11 was built against.
+
+const char *numpyName(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return "float32";
+  case DType::i32:
+    return "int32";
+  case DType::i64:
+    return "int64";
+  case DType::f16:
+    return "float16";
+  case DType::bf16:
+    // numpy has no bfloat16: the raw 16-bit patterns.
+    return "uint16";
+  }
+  return "float32";
+}
+
+rt::HostTensor fromNumpy(const py::buffer &value, const std::string &what) {
+  py::buffer_info info = value.request();
+  rt::HostTensor tensor;
+  // Struct-module codes; 'l' is 64-bit on the LP64 platforms we run on.
+  const std::string &format = info.format;
+  char code = format.empty() ? '?' : format.back();
+  bool native = format.size() == 1 || format[0] == '<' || format[0] == '=' ||
+                format[0] == '@';
+  if (native && code == 'f' && info.itemsize == 4)
+    tensor.dtype = DType::f32;
+  else if (native && code == 'e' && info.itemsize == 2)
+    tensor.dtype = DType::f16;
+  else if (native && (code == 'i' || code == 'l') && info.itemsize == 4)
+    tensor.dtype = DType::i32;
+  else if (native && (code == 'l' || code == 'q') && info.itemsize == 8)
+    tensor.dtype = DType::i64;
+  else
+    throw py::type_error(what + ": arrays of format '" + format + "' (" +
+                         std::to_string(info.itemsize) +
+                         "-byte items) are not accepted; use float32, "
+                         "float16, int32 or int64");
+  tensor.shape.assign(info.shape.begin(), info.shape.end());
+  int64_t elements = tensor.numElements();
+  // Strides in bytes; a C-contiguous array has each one the product of the
+  // extents after it.
+  int64_t expected = info.itemsize;
+  bool contiguous = true;
+  for (int64_t dim = info.ndim - 1; dim >= 0; --dim) {
+    if (info.shape[dim] > 1 && info.strides[dim] != expected)
+      contiguous = false;
+    expected *= info.shape[dim];
+  }
+  if (!contiguous)
+    throw py::value_error(what + ": the array is not C-contiguous; pass "
+                                 "numpy.ascontiguousarray(array)");
+  tensor.data.resize(static_cast<size_t>(elements * info.itemsize));
+  if (!tensor.data.empty())
+    std::memcpy(tensor.data.data(), info.ptr, tensor.data.size());
+  return tensor;
+}
+
+py::object toNumpy(const rt::HostTensor &tensor) {
+  py::module_ numpy = py::module_::import("numpy");
+  py::bytes bytes(reinterpret_cast<const char *>(tensor.data.data()),
+                  tensor.data.size());
+  return numpy.attr("frombuffer")(bytes, numpy.attr(numpyName(tensor.dtype)))
+      .attr("reshape")(py::tuple(py::cast(tensor.shape)))
+      .attr("copy")();
+}
+
+py::dict reportDict(const MemoryReport &report) {
+  py::dict traffic;
+  for (const auto &[kind, figures] : report.traffic) {
+    py::dict entry;
+    entry["count"] = figures.count;
+    entry["bytes"] = figures.bytes;
+    entry["sent_bytes_per_rank"] = figures.sentBytesPerRank;
+    traffic[py::str(kind)] = entry;
+  }
+  py::dict dict;
+  dict["stage"] = report.stage;
+  dict["ranks"] = report.ranks;
+  dict["parameters"] = report.parameters;
+  dict["gradients"] = report.gradients;
+  dict["optimizer_slots"] = report.slots;
+  dict["masters"] = report.masters;
+  dict["model_state"] = report.modelState;
+  dict["persistent"] = report.persistent;
+  dict["peak_transient"] = report.peakTransient;
+  dict["traffic"] = traffic;
+  return dict;
+}
+
+Form parseForm(const std::string &form) {
+  if (form == "forward")
+    return Form::forward;
+  if (form == "step")
+    return Form::step;
+  if (form == "program")
+    return Form::program;
+  throw py::value_error("form must be 'forward', 'step' or 'program', not '" +
+                        form + "'");
+}
+
+DType parseDtype(const std::string &name) {
+  for (DType dtype :
+       {DType::f32, DType::bf16, DType::f16, DType::i32, DType::i64})
+    if (name == rt::dtypeName(dtype))
+      return dtype;
+  throw py::value_error("unknown dtype '" + name +
+                        "': use f32, bf16, f16, i32 or i64");
+}
+
+/// A Python-owned trainer: keeps the compiled graph it runs alive.
+struct PyTrainer {
+  std::shared_ptr<CompiledGraph> compiled;
+  std::unique_ptr<Trainer> trainer;
+  std::vector<std::string> inputNames;
+};
+
+void bindGraph(py::module_ &m);
+void bindTraining(py::module_ &m);
+
+} // namespace
+
+PYBIND11_MODULE(_zero, m) {
+  m.doc() = "The ZeRO compiler's graph builder and trainer (docs/python.md)";
+  bindGraph(m);
+  bindTraining(m);
+}
+
+namespace {
+
+void bindGraph(py::module_ &m) {
+  py::class_<Tensor>(m, "Tensor", "A value of the graph being built")
+      .def_property_readonly("shape", &Tensor::shape)
+      .def_property_readonly(
+          "dtype", [](const Tensor &t) { return rt::dtypeName(t.dtype()); })
+      .def("__add__", [](const Tensor &a, const Tensor &b) { return a + b; })
+      .def("__sub__", [](const Tensor &a, const Tensor &b) { return a - b; })
+      .def("__mul__", [](const Tensor &a, const Tensor &b) { return a * b; })
+      .def("__truediv__",
+           [](const Tensor &a, const Tensor &b) { return div(a, b); })
+      .def("__neg__", [](const Tensor &a) { return neg(a); })
+      .def("__repr__", [](const Tensor &t) {
+        std::string shape;
+        for (int64_t extent : t.shape())
+          shape += (shape.empty() ? "" : ", ") + std::to_string(extent);
+        return "zero.Tensor(" + std::string(rt::dtypeName(t.dtype())) + "[" +
+               shape + "])";
+      });
+
+  py::class_<Parameter>(m, "Parameter", "A trainable (or frozen) tensor")
+      .def_property_readonly("name", &Parameter::name)
+      .def_property_readonly("value", &Parameter::value)
+      .def_property(
+          "requires_grad", [](const Parameter &p) { return p.requiresGrad(); },
+          [](Parameter &p, bool trainable) { p.requiresGrad(trainable); });
+  py::implicitly_convertible<Parameter, Tensor>();
+
+  py::class_<Init>(m, "Init", "How a parameter's initial value is drawn")
+      .def_static("zeros", &Init::zeros)
+      .def_static("ones", &Init::ones)
+      .def_static("constant", &Init::constant, py::arg("value"))
+      .def_static("normal", &Init::normal, py::arg("mean") = 0.0,
+                  py::arg("std") = 0.02)
+      .def_static("uniform", &Init::uniform, py::arg("low"), py::arg("high"));
+
+  py::class_<SGD>(m, "SGD").def(py::init([](double lr, double weightDecay) {
+                                  return SGD{lr, weightDecay};
+                                }),
+                                py::arg("lr") = 1e-2,
+                                py::arg("weight_decay") = 0.0);
+  py::class_<Momentum>(m, "Momentum")
+      .def(py::init([](double lr, double momentum, double weightDecay) {
+             return Momentum{lr, momentum, weightDecay};
+           }),
+           py::arg("lr") = 1e-2, py::arg("momentum") = 0.9,
+           py::arg("weight_decay") = 0.0);
+  py::class_<Adam>(m, "Adam").def(
+      py::init([](double lr, std::pair<double, double> betas, double eps,
+                  double weightDecay) {
+        return Adam{lr, betas, eps, weightDecay};
+      }),
+      py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999),
+      py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0);
+  py::class_<AdamW>(m, "AdamW")
+      .def(py::init([](double lr, std::pair<double, double> betas, double eps,
+                       double weightDecay) {
+             return AdamW{lr, betas, eps, weightDecay};
+           }),
+           py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999),
+           py::arg("eps") = 1e-8, py::arg("weight_decay") = 1e-2);
+  py::class_<Schedule>(m, "Schedule", "A learning-rate schedule")
+      .def_static("constant", &Schedule::constant, py::arg("warmup") = 0)
+      .def_static("linear", &Schedule::linear, py::arg("warmup"),
+                  py::arg("total"), py::arg("min_lr") = 0.0)
+      .def_static("cosine", &Schedule::cosine, py::arg("warmup"),
+                  py::arg("total"), py::arg("min_lr") = 0.0);
+  py::class_<LossScaling>(m, "LossScaling")
+      .def_static("dynamic", &LossScaling::dynamic,
+                  py::arg("initial_scale") = 65536.0,
+                  py::arg("growth_interval") = 2000)
+      .def_static("none", &LossScaling::none);
+
+  // Every setter returns the config, so that calls chain as in OneFlow.
+  py::class_<GraphConfig>(m, "GraphConfig", "nn.Graph's config")
+      .def("optimizer", py::overload_cast<const SGD &>(&GraphConfig::optimizer),
+           py::return_value_policy::reference_internal)
+      .def("optimizer",
+           py::overload_cast<const Momentum &>(&GraphConfig::optimizer),
+           py::return_value_policy::reference_internal)
+      .def("optimizer",
+           py::overload_cast<const Adam &>(&GraphConfig::optimizer),
+           py::return_value_policy::reference_internal)
+      .def("optimizer",
+           py::overload_cast<const AdamW &>(&GraphConfig::optimizer),
+           py::return_value_policy::reference_internal)
+      .def("learning_rate_schedule", &GraphConfig::learning_rate_schedule,
+           py::return_value_policy::reference_internal)
+      .def("clip_grad_norm", &GraphConfig::clip_grad_norm, py::arg("max_norm"),
+           py::return_value_policy::reference_internal)
+      .def("activation_checkpointing", &GraphConfig::activation_checkpointing,
+           py::arg("enabled") = true,
+           py::return_value_policy::reference_internal)
+      .def("enable_zero", &GraphConfig::enable_zero, py::arg("enabled") = true,
+           py::arg("stage") = 2, py::return_value_policy::reference_internal)
+      .def("set_gradient_accumulation_steps",
+           &GraphConfig::set_gradient_accumulation_steps, py::arg("steps"),
+           py::return_value_policy::reference_internal)
+      .def("gradient_accumulation_steps",
+           &GraphConfig::gradient_accumulation_steps, py::arg("steps"),
+           py::return_value_policy::reference_internal)
+      .def(
+          "precision",
+          [](GraphConfig &config, const std::string &dtype) -> GraphConfig & {
+            return config.precision(parseDtype(dtype));
+          },
+          py::arg("dtype"), py::return_value_policy::reference_internal)
+      .def("loss_scaling", &GraphConfig::loss_scaling,
+           py::return_value_policy::reference_internal)
+      .def_property_readonly("stage", &GraphConfig::zeroStage)
+      .def_property_readonly("accumulation_steps",
+                             &GraphConfig::accumulationSteps);
+
+  py::class_<Graph>(m, "Graph", "A training step being built")
+      .def(py::init<std::string>(), py::arg("name"))
+      .def_property_readonly("name", &Graph::name)
+      .def(
+          "input",
+          [](Graph &graph, const std::string &name, const Shape &shape,
+             const std::string &dtype) {
+            return graph.input(name, shape, parseDtype(dtype));
+          },
+          py::arg("name"), py::arg("shape"), py::arg("dtype") = "f32",
+          py::keep_alive<0, 1>())
+      .def(
+          "parameter",
+          [](Graph &graph, const std::string &name, const Shape &shape,
+             const Init &init) { return graph.parameter(name, shape, init); },
+          py::arg("name"), py::arg("shape"), py::arg("init"),
+          py::keep_alive<0, 1>())
+      .def("minimize", &Graph::minimize, py::arg("loss"))
+      .def_property_readonly("config", py::overload_cast<>(&Graph::config),
+                             py::return_value_policy::reference_internal)
+      .def("check", [](const Graph &graph) { check(graph.status()); })
+      .def(
+          "compile",
+          [](const Graph &graph, int ranks) {
+            if (ranks < 1)
+              throw py::value_error("ranks must be at least 1, got " +
+                                    std::to_string(ranks));
+            return std::make_shared<CompiledGraph>(
+                unwrap(graph.compile(ranks)));
+          },
+          py::arg("ranks"));
+
+  m.def("add", &zero::frontend::add);
+  m.def("sub", &zero::frontend::sub);
+  m.def("mul", &zero::frontend::mul);
+  m.def("div", &zero::frontend::div);
+  m.def("neg", &zero::frontend::neg);
+  m.def("exp", &zero::frontend::exp);
+  m.def("log", &zero::frontend::log);
+  m.def("sqrt", &zero::frontend::sqrt);
+  m.def("rsqrt", &rsqrt);
+  m.def("tanh", &zero::frontend::tanh);
+  m.def("relu", &relu);
+  m.def("gelu", &gelu);
+  m.def("softmax", &softmax);
+  m.def("scale", &scale, py::arg("x"), py::arg("factor"));
+  m.def("causal_mask", &causalMask, py::arg("x"), py::arg("fill"));
+  m.def("bias_add", &biasAdd, py::arg("x"), py::arg("bias"));
+  m.def(
+      "matmul",
+      [](const Tensor &a, const Tensor &b, bool transposeA, bool transposeB) {
+        Transpose t = transposeA
+                          ? (transposeB ? Transpose::both : Transpose::a)
+                          : (transposeB ? Transpose::b : Transpose::none);
+        return matmul(a, b, t);
+      },
+      py::arg("a"), py::arg("b"), py::arg("transpose_a") = false,
+      py::arg("transpose_b") = false);
+  m.def("layer_norm", &layerNorm, py::arg("x"), py::arg("gamma"),
+        py::arg("beta"), py::arg("eps") = 1e-5);
+  m.def("embedding", &embedding, py::arg("table"), py::arg("ids"));
+  m.def("softmax_cross_entropy", &softmaxCrossEntropy, py::arg("logits"),
+        py::arg("labels"));
+  m.def("reduce_sum", &reduceSum, py::arg("x"), py::arg("dims"));
+  m.def("reduce_mean", &reduceMean, py::arg("x"), py::arg("dims"));
+  m.def("reshape", &reshape, py::arg("x"), py::arg("shape"));
+  m.def("transpose", &zero::frontend::transpose, py::arg("x"),
+        py::arg("permutation"));
+  m.def(
+      "cast",
+      [](const Tensor &x, const std::string &dtype) {
+        return cast(x, parseDtype(dtype));
+      },
+      py::arg("x"), py::arg("dtype"));
+
+  // Layers hold their parameters; the Python objects keep the graph alive.
+  py::class_<Linear>(m, "Linear")
+      .def(py::init([](Graph &graph, const std::string &name, int64_t in,
+                       int64_t out, bool bias, const Init &init) {
+             return Linear(graph, name, in, out, bias, init);
+           }),
+           py::arg("graph"), py::arg("name"), py::arg("in_features"),
+           py::arg("out_features"), py::arg("bias") = true,
+           py::arg("init") = Init::normal(0.0, 0.02), py::keep_alive<1, 2>())
+      .def("__call__", &Linear::operator())
+      .def_readonly("weight", &Linear::weight)
+      .def_readonly("bias", &Linear::bias);
+  py::class_<Embedding>(m, "Embedding")
+      .def(py::init([](Graph &graph, const std::string &name, int64_t vocab,
+                       int64_t dim, const Init &init) {
+             return Embedding(graph, name, vocab, dim, init);
+           }),
+           py::arg("graph"), py::arg("name"), py::arg("vocab"), py::arg("dim"),
+           py::arg("init") = Init::normal(0.0, 0.02), py::keep_alive<1, 2>())
+      .def("__call__", &Embedding::operator())
+      .def("attend", &Embedding::attend)
+      .def_readonly("table", &Embedding::table);
+  py::class_<LayerNorm>(m, "LayerNorm")
+      .def(
+          py::init([](Graph &graph, const std::string &name, int64_t dim,
+                      double eps) { return LayerNorm(graph, name, dim, eps); }),
+          py::arg("graph"), py::arg("name"), py::arg("dim"),
+          py::arg("eps") = 1e-5, py::keep_alive<1, 2>())
+      .def("__call__", &LayerNorm::operator())
+      .def_readonly("gain", &LayerNorm::gain)
+      .def_readonly("bias", &LayerNorm::bias);
+  py::class_<CausalSelfAttention>(m, "CausalSelfAttention")
+      .def(py::init([](Graph &graph, const std::string &name, int64_t dim,
+                       int64_t heads) {
+             return CausalSelfAttention(graph, name, dim, heads);
+           }),
+           py::arg("graph"), py::arg("name"), py::arg("dim"), py::arg("heads"),
+           py::keep_alive<1, 2>())
+      .def("__call__", &CausalSelfAttention::operator(), py::arg("x"),
+           py::arg("batch"));
+  py::class_<GPT2Block>(m, "GPT2Block")
+      .def(py::init([](Graph &graph, const std::string &name, int64_t dim,
+                       int64_t heads, bool checkpoint) {
+             return GPT2Block(graph, name, dim, heads, checkpoint);
+           }),
+           py::arg("graph"), py::arg("name"), py::arg("dim"), py::arg("heads"),
+           py::arg("checkpoint") = false, py::keep_alive<1, 2>())
+      .def("__call__", &GPT2Block::operator(), py::arg("x"), py::arg("batch"));
+  py::class_<GPT2>(m, "GPT2")
+      .def(py::init([](Graph &graph, int64_t layers, int64_t vocab, int64_t seq,
+                       int64_t dim, int64_t heads, bool checkpoint) {
+             return GPT2(
+                 graph, GPT2Config{layers, vocab, seq, dim, heads, checkpoint});
+           }),
+           py::arg("graph"), py::arg("layers") = 2, py::arg("vocab") = 256,
+           py::arg("seq") = 16, py::arg("dim") = 64, py::arg("heads") = 4,
+           py::arg("checkpoint") = false, py::keep_alive<1, 2>())
+      .def("logits", &GPT2::logits, py::arg("tokens"), py::arg("positions"))
+      .def("loss", &GPT2::loss, py::arg("tokens"), py::arg("positions"),
+           py::arg("targets"));
+}
+
+void bindTraining(py::module_ &m) {
+  py::class_<CompiledGraph, std::shared_ptr<CompiledGraph>>(
+      m, "CompiledGraph", "A graph compiled for a number of ranks")
+      .def_property_readonly("ranks", &CompiledGraph::ranks)
+      .def_property_readonly("stage", &CompiledGraph::stage)
+      .def_property_readonly("report",
+                             [](const CompiledGraph &compiled) {
+                               return reportDict(compiled.report());
+                             })
+      .def(
+          "ir",
+          [](const CompiledGraph &compiled, const std::string &form) {
+            return compiled.str(parseForm(form));
+          },
+          py::arg("form") = "program")
+      .def(
+          "save",
+          [](const CompiledGraph &compiled, const std::string &path,
+             const std::string &form) {
+            check(compiled.save(path, parseForm(form)));
+          },
+          py::arg("path"), py::arg("form") = "program");
+
+  m.def(
+      "rank", []() { return communicator().rank(); },
+      "This process's rank (0 outside mpirun)");
+  m.def(
+      "world_size", []() { return communicator().size(); },
+      "The number of ranks (1 outside mpirun)");
+  m.def(
+      "shutdown",
+      []() {
+        if (communicatorSlot()) {
+          communicatorSlot().reset();
+          rt::finalizeMpi();
+        }
+      },
+      "Finalizes MPI; called at interpreter exit");
+
+  py::class_<PyTrainer>(m, "Trainer", "Runs a compiled graph on the ranks")
+      .def(py::init([](std::shared_ptr<CompiledGraph> compiled, uint64_t seed,
+                       const std::string &init,
+                       std::vector<std::string> inputNames) {
+             rt::Communicator &comm = communicator();
+             if (compiled->ranks() != comm.size())
+               throw py::value_error(
+                   "the graph was compiled for " +
+                   std::to_string(compiled->ranks()) +
+                   " ranks but this job has " + std::to_string(comm.size()) +
+                   "; compile with graph.compile(zero.world_size())");
+             auto trainer = std::make_unique<PyTrainer>();
+             trainer->trainer =
+                 unwrap(Trainer::create(*compiled, comm, seed, init));
+             trainer->compiled = std::move(compiled);
+             trainer->inputNames = std::move(inputNames);
+             return trainer;
+           }),
+           py::arg("compiled"), py::arg("seed") = 1, py::arg("init") = "",
+           py::arg("input_names") = std::vector<std::string>{})
+      .def(
+          "step",
+          [](PyTrainer &self, const std::vector<py::buffer> &batch) {
+            if (!batch.empty()) {
+              rt::TensorMap arrays;
+              std::string what = "the batch";
+              for (size_t i = 0; i < batch.size(); ++i) {
+                std::string slot = "input" + std::to_string(i);
+                std::string name =
+                    i < self.inputNames.size() ? self.inputNames[i] : slot;
+                arrays[slot] = fromNumpy(batch[i], "input '" + name + "'");
+                if (i < self.inputNames.size())
+                  what += (i ? ", " : " (") + name + " = " + slot;
+              }
+              if (!self.inputNames.empty())
+                what += ")";
+              self.trainer->useBatches(unwrap(rt::createArrayBatches(
+                  self.trainer->executor(), std::move(arrays), what)));
+            }
+            py::gil_scoped_release release;
+            return unwrap(self.trainer->step());
+          },
+          py::arg("batch") = std::vector<py::buffer>{})
+      .def("state_dict",
+           [](PyTrainer &self) {
+             rt::TensorMap state = unwrap(self.trainer->gatherState());
+             py::dict dict;
+             for (const auto &[name, tensor] : state)
+               dict[py::str(name)] = toNumpy(tensor);
+             return dict;
+           })
+      .def(
+          "save",
+          [](PyTrainer &self, const std::string &root, int keep) {
+            return unwrap(self.trainer->save(root, keep));
+          },
+          py::arg("root"), py::arg("keep") = 0)
+      .def(
+          "load",
+          [](PyTrainer &self, const std::string &path) {
+            check(self.trainer->load(path));
+          },
+          py::arg("path"))
+      .def_property_readonly("steps_done", [](const PyTrainer &self) {
+        return self.trainer->stepsDone();
+      });
+}
+
+} // namespace

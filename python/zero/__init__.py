@@ -1,0 +1,44 @@
+"""The ZeRO compiler from Python: build a training step, enable ZeRO, know
+before launch what every rank holds and sends, then train it.
+
+    import zero
+    graph = zero.Graph("mlp")
+    x = graph.input("x", [32, 784], "f32")
+    ...
+    graph.minimize(loss)
+    graph.config.optimizer(zero.Adam(lr=1e-3)).enable_zero(True, stage=3)
+    compiled = graph.compile(zero.world_size())
+    print(compiled.report["model_state"])
+    trainer = zero.Trainer(compiled, seed=1)
+    loss = trainer.step([x_batch, labels_batch])
+
+Launch on several ranks with `mpirun -n 4 python3 train.py` or
+`python3 -m zero.run -n 4 train.py`. docs/python.md has the whole API.
+"""
+
+import atexit as _atexit
+
+from zero import _zero
+from zero._zero import (Adam, AdamW, CompiledGraph, Graph, GraphConfig, Init,
+                        LossScaling, Momentum, Parameter, Schedule, SGD,
+                        Tensor, add, bias_add, cast, causal_mask, div,
+                        embedding, exp, gelu, layer_norm, log, matmul, mul,
+                        neg, rank, reduce_mean, reduce_sum, relu, reshape,
+                        rsqrt, scale, shutdown, softmax, softmax_cross_entropy,
+                        sqrt, sub, tanh, transpose, world_size)
+from zero import nn
+from zero.trainer import Trainer
+
+__all__ = [
+    "Adam", "AdamW", "CompiledGraph", "Graph", "GraphConfig", "Init",
+    "LossScaling", "Momentum", "Parameter", "Schedule", "SGD", "Tensor",
+    "Trainer", "add", "bias_add", "cast", "causal_mask", "div", "embedding",
+    "exp", "gelu", "layer_norm", "log", "matmul", "mul", "neg", "nn", "rank",
+    "reduce_mean", "reduce_sum", "relu", "reshape", "rsqrt", "scale",
+    "shutdown", "softmax", "softmax_cross_entropy", "sqrt", "sub", "tanh",
+    "transpose", "world_size",
+]
+
+# MPI must be finalized before the process exits, or mpirun reports the job
+# as failed.
+_atexit.register(shutdown)

@@ -1,0 +1,63 @@
+"""Layers, and `nn.Graph`: a training step written as a class, as in
+OneFlow's `nn.Graph`.
+
+    class MLP(zero.nn.Graph):
+        def __init__(self):
+            super().__init__("mlp")
+            self.fc1 = zero.nn.Linear(self, "fc1", 784, 128)
+            self.fc2 = zero.nn.Linear(self, "fc2", 128, 10)
+            self.config.optimizer(zero.Adam(lr=1e-3))
+            self.config.enable_zero(True, stage=3)
+
+        def build(self, x, labels):
+            return zero.softmax_cross_entropy(
+                self.fc2(zero.relu(self.fc1(x))), labels)
+
+    graph = MLP()
+    compiled = graph.compile(zero.world_size(),
+                             x=([32, 784], "f32"), labels=([32], "i32"))
+
+`compile` declares the inputs (name=(shape, dtype), in build's order), calls
+`build`, minimizes what it returns and compiles.
+"""
+
+from zero import _zero
+from zero._zero import (CausalSelfAttention, Embedding, GPT2, GPT2Block,
+                        LayerNorm, Linear)
+
+__all__ = ["CausalSelfAttention", "Embedding", "GPT2", "GPT2Block", "Graph",
+           "LayerNorm", "Linear"]
+
+
+class Graph(_zero.Graph):
+    """A training step as a class: subclasses define `build(*inputs)`."""
+
+    def build(self, *inputs):
+        raise NotImplementedError(
+            f"{type(self).__name__} must define build(self, ...), returning "
+            "the loss to minimize")
+
+    def compile(self, ranks, **inputs):
+        if getattr(self, "_built", False):
+            if inputs:
+                raise ValueError(f"graph '{self.name}' is already built; "
+                                 "compile it again without inputs")
+        else:
+            tensors = []
+            for name, spec in inputs.items():
+                try:
+                    shape, dtype = spec
+                except (TypeError, ValueError):
+                    raise ValueError(
+                        f"input '{name}' must be given as (shape, dtype), "
+                        f"e.g. {name}=([32, 784], 'f32'); got {spec!r}"
+                    ) from None
+                tensors.append(self.input(name, list(shape), dtype))
+            self.input_names = list(inputs)
+            loss = self.build(*tensors)
+            if not isinstance(loss, _zero.Tensor):
+                raise TypeError(f"{type(self).__name__}.build returned "
+                                f"{type(loss).__name__}, not the loss tensor")
+            self.minimize(loss)
+            self._built = True
+        return super().compile(ranks)

@@ -1,0 +1,69 @@
+"""The trainer: numpy batches in, losses and numpy state out."""
+
+import numpy as np
+
+from zero import _zero
+
+
+class Trainer:
+    """Runs a compiled graph on this job's ranks (every rank makes one).
+
+    The initial state is drawn from `seed`, or read from `init` (a
+    .safetensors file, e.g. from `zero-ckpt consolidate`). `step()` without
+    a batch trains on synthetic data drawn from the seed; `step(batch)`
+    takes the global batch of one optimizer step as numpy arrays, one per
+    input in declaration order (or a dict by input name), every rank
+    passing the same arrays: each rank uses its rows.
+    """
+
+    def __init__(self, compiled, seed=1, init="", input_names=None):
+        if not isinstance(compiled, _zero.CompiledGraph):
+            raise TypeError("Trainer takes a CompiledGraph (graph.compile), "
+                            f"not {type(compiled).__name__}")
+        self.input_names = list(input_names or [])
+        self._trainer = _zero.Trainer(compiled, seed, init, self.input_names)
+
+    def step(self, batch=None):
+        """Runs one optimizer step; returns its loss (a float)."""
+        if batch is None:
+            return self._trainer.step([])
+        if isinstance(batch, dict):
+            if not self.input_names:
+                raise ValueError("a batch given by name needs the input names: "
+                                 "Trainer(compiled, input_names=[...]), or a "
+                                 "zero.nn.Graph")
+            unknown = set(batch) - set(self.input_names)
+            missing = [n for n in self.input_names if n not in batch]
+            if unknown or missing:
+                raise ValueError(f"the batch names {sorted(batch)}; the "
+                                 f"inputs are {self.input_names}")
+            batch = [batch[name] for name in self.input_names]
+        arrays = []
+        for index, value in enumerate(batch):
+            if not isinstance(value, np.ndarray):
+                raise TypeError(f"batch element {index} is a "
+                                f"{type(value).__name__}, not a numpy array")
+            arrays.append(value)
+        return self._trainer.step(arrays)
+
+    def run(self, steps):
+        """`steps` steps on synthetic batches; their losses."""
+        return [self.step() for _ in range(steps)]
+
+    def state_dict(self):
+        """The logical parameters (and optimizer state), name -> numpy array
+        in logical shape. Collective: every rank must call it."""
+        return self._trainer.state_dict()
+
+    def save(self, root, keep=0):
+        """A checkpoint under `root` (docs/checkpoints.md); collective.
+        Returns its directory."""
+        return self._trainer.save(str(root), keep)
+
+    def load(self, path):
+        """Loads a checkpoint taken under any ranks and stage; collective."""
+        self._trainer.load(str(path))
+
+    @property
+    def steps_done(self):
+        return self._trainer.steps_done

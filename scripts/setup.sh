@@ -14,6 +14,9 @@ PACKAGES=(
   cmake ninja-build g++ python3 clang-format
   # Runtime dependencies.
   libopenmpi-dev openmpi-bin libabsl-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev
+  # The Python package: pybind11 and the interpreter's headers (the python3
+  # on PATH may be another build of Python that ships its own).
+  pybind11-dev python3-dev
   # Tests.
   libgtest-dev libgmock-dev
   # The sanitizer stage: clang with its ASan/UBSan/libFuzzer runtimes.
@@ -45,5 +48,13 @@ if ! python3 -c "import safetensors" 2>/dev/null; then
   echo "setup: installing the safetensors Python package"
   python3 -m pip install --quiet --disable-pip-version-check safetensors \
     || echo "setup: warning: could not install safetensors; its tests will be skipped"
+fi
+# numpy for the Python package (zero.Trainer takes and returns numpy
+# arrays), for the python3 on PATH. Without the registry the Python tests
+# are reported unsupported.
+if ! python3 -c "import numpy" 2>/dev/null; then
+  echo "setup: installing the numpy Python package"
+  python3 -m pip install --quiet --disable-pip-version-check numpy \
+    || echo "setup: warning: could not install numpy; the Python tests will be skipped"
 fi
 echo "setup: done"

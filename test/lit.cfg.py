@@ -76,6 +76,16 @@ def _can_mount_tmpfs():
 if _can_mount_tmpfs():
     config.available_features.add("tmpfs-mount")
 
+# The Python package (python/), where it was built and numpy imports.
+python_package = os.path.join(config.zero_obj_root, "python")
+python_module_dir = os.path.join(python_package, "zero")
+python_built = os.path.isdir(python_module_dir) and any(
+    name.startswith("_zero.") for name in os.listdir(python_module_dir))
+if python_built and subprocess.run(["python3", "-c", "import numpy"],
+                                   capture_output=True).returncode == 0:
+    config.available_features.add("python-zero")
+    config.environment["PYTHONPATH"] = python_package
+
 # The reference safetensors library (scripts/setup.sh installs it).
 if subprocess.run(["python3", "-c", "import safetensors"],
                   capture_output=True).returncode == 0:

@@ -278,6 +278,28 @@ void bindGraph(py::module_ &m) {
                   py::arg("growth_interval") = 2000)
       .def_static("none", &LossScaling::none);
 
+  py::class_<ZeroOptions> zeroOptions(
+      m, "ZeroOptions", "ZeRO's knobs beyond the stage (graph.config.zero)");
+  zeroOptions
+      .def_property(
+          "layout",
+          [](const ZeroOptions &o) {
+            return o.layout == ZeroOptions::Layout::flat ? "flat" : "dim0";
+          },
+          [](ZeroOptions &o, const std::string &layout) {
+            if (layout != "flat" && layout != "dim0")
+              throw py::value_error("layout must be 'flat' or 'dim0', not '" +
+                                    layout + "'");
+            o.layout = layout == "flat" ? ZeroOptions::Layout::flat
+                                        : ZeroOptions::Layout::dim0;
+          })
+      .def_readwrite("min_shard_elements", &ZeroOptions::minShardElements)
+      .def_readwrite("reduce_bucket_bytes", &ZeroOptions::reduceBucketBytes)
+      .def_readwrite("allgather_bucket_bytes",
+                     &ZeroOptions::allgatherBucketBytes)
+      .def_readwrite("regather_in_backward", &ZeroOptions::regatherInBackward)
+      .def_readwrite("max_reuse_distance", &ZeroOptions::maxReuseDistance);
+
   // Every setter returns the config, so that calls chain as in OneFlow.
   py::class_<GraphConfig>(m, "GraphConfig", "nn.Graph's config")
       .def("optimizer", py::overload_cast<const SGD &>(&GraphConfig::optimizer),
@@ -314,6 +336,8 @@ void bindGraph(py::module_ &m) {
           py::arg("dtype"), py::return_value_policy::reference_internal)
       .def("loss_scaling", &GraphConfig::loss_scaling,
            py::return_value_policy::reference_internal)
+      .def_property_readonly("zero", py::overload_cast<>(&GraphConfig::zero),
+                             py::return_value_policy::reference_internal)
       .def_property_readonly("stage", &GraphConfig::zeroStage)
       .def_property_readonly("accumulation_steps",
                              &GraphConfig::accumulationSteps);

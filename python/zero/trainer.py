@@ -51,8 +51,9 @@ class Trainer:
         return [self.step() for _ in range(steps)]
 
     def state_dict(self):
-        """The logical parameters (and optimizer state), name -> numpy array
-        in logical shape. Collective: every rank must call it."""
+        """The logical parameters, name -> numpy array in logical shape
+        (no padding, whatever the stage). Collective: every rank must call
+        it."""
         return self._trainer.state_dict()
 
     def save(self, root, keep=0):

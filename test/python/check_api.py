@@ -1,0 +1,178 @@
+"""The Python API's contract, part by part (test/python/api.test):
+
+  check_api.py plan        the report and the IR forms
+  check_api.py errors      every mistake is a Python exception with a message
+  check_api.py state DIR   state_dict, numpy batches, save and load
+                           (run at N = 1 and 2; DIR shared by both)
+
+Prints one `ok: ...` line per check; the first failure raises.
+"""
+
+import os
+import sys
+
+import numpy as np
+
+import zero
+
+
+def ok(what):
+    if zero.rank() == 0:
+        print("ok:", what, flush=True)
+
+
+def mlp(stage=3, batch=8, name="mlp"):
+    graph = zero.Graph(name)
+    x = graph.input("x", [batch, 16], "f32")
+    labels = graph.input("labels", [batch], "i32")
+    fc1 = zero.nn.Linear(graph, "fc1", 16, 32)
+    fc2 = zero.nn.Linear(graph, "fc2", 32, 4)
+    graph.minimize(zero.softmax_cross_entropy(fc2(zero.gelu(fc1(x))), labels))
+    graph.config.optimizer(zero.AdamW(lr=1e-2)).enable_zero(stage > 0, stage)
+    return graph
+
+
+def expect(exception, fragment, call):
+    try:
+        call()
+    except exception as error:
+        if fragment not in str(error):
+            raise AssertionError(f"{exception.__name__} without "
+                                 f"'{fragment}': {error}") from error
+        return str(error)
+    raise AssertionError(f"no {exception.__name__} ('{fragment}')")
+
+
+def check_plan():
+    params = 16 * 32 + 32 + 32 * 4 + 4  # Ψ
+    for stage in range(4):
+        for ranks in (1, 2, 4):
+            graph = mlp(stage)
+            # A bucket being filled holds full-size gradients, which the
+            # formula does not count.
+            graph.config.zero.reduce_bucket_bytes = 0
+            graph.config.zero.allgather_bucket_bytes = 0
+            report = graph.compile(ranks).report
+            assert report["stage"] == stage and report["ranks"] == ranks
+            # f32 AdamW: P = G = 4 bytes, K = 8 (two moments), padding aside.
+            divided = {0: 0, 1: 8, 2: 12, 3: 16}[stage] * params
+            formula = 16 * params - divided + divided / ranks
+            assert abs(report["model_state"] - formula) <= 16 * ranks * 4, \
+                (stage, ranks, report["model_state"], formula)
+            if ranks > 1 and stage > 0:
+                assert "reduce_scatter" in report["traffic"], report
+    ok("report: model state is the ZeRO formula at stages 0-3, N = 1, 2, 4")
+    compiled = mlp(3).compile(2)
+    forward, step, program = (compiled.ir(f) for f in
+                              ("forward", "step", "program"))
+    assert "train.minimize" in forward and "train.minimize" not in step
+    assert "train.apply_gradient" in step, step
+    assert "zrt.program" in program and "zrt.all_gather" in program
+    ok("ir: the forward ends in train.minimize, the step has its backward, "
+       "the program gathers the stage-3 shards")
+
+
+def check_errors():
+    graph = mlp(3)
+    msg = expect(ValueError, "ranks must be at least 1",
+                 lambda: graph.compile(0))
+    ok(f"compile(0): {msg}")
+    bad = mlp(3, name="bad")
+    bad.config.enable_zero(True, 5)
+    msg = expect(ValueError, "stage", lambda: bad.compile(2))
+    ok(f"enable_zero(stage=5): {msg}")
+    msg = expect(ValueError, "unknown dtype 'f64'",
+                 lambda: zero.Graph("g").input("x", [2], "f64"))
+    ok(f"input dtype f64: {msg}")
+    broken = zero.Graph("broken")
+    a = broken.input("a", [4, 3], "f32")
+    b = broken.input("b", [5, 2], "f32")
+    broken.minimize(zero.reduce_sum(zero.matmul(a, b), [0, 1]))
+    msg = expect(ValueError, "matmul", lambda: broken.compile(1))
+    ok(f"matmul of [4, 3] by [5, 2]: {msg.splitlines()[0]}")
+    msg = expect(TypeError, "Trainer takes a CompiledGraph",
+                 lambda: zero.Trainer(graph))
+    ok(f"Trainer before compile: {msg}")
+    msg = expect(ValueError, "compiled for 2 ranks but this job has 1",
+                 lambda: zero.Trainer(graph.compile(2)))
+    ok(f"ranks mismatch: {msg}")
+    trainer = zero.Trainer(graph.compile(1), input_names=["x", "labels"])
+    labels = np.zeros(8, np.int32)
+    msg = expect(ValueError, "expected f32[8, 16]", lambda: trainer.step(
+        [np.zeros((4, 16), np.float32), labels]))
+    ok(f"batch of the wrong shape: {msg}")
+    msg = expect(TypeError, "not accepted", lambda: trainer.step(
+        [np.zeros((8, 16), np.float64), labels]))
+    ok(f"batch of float64: {msg}")
+    msg = expect(ValueError, "not C-contiguous", lambda: trainer.step(
+        [np.zeros((16, 8), np.float32).T, labels]))
+    ok(f"transposed batch: {msg}")
+    msg = expect(ValueError, "the inputs are ['x', 'labels']",
+                 lambda: trainer.step({"x": np.zeros((8, 16), np.float32)}))
+    ok(f"batch missing an input: {msg}")
+    msg = expect(ValueError, "ids in [0, 4)", lambda: trainer.step(
+        [np.zeros((8, 16), np.float32), np.full(8, 9, np.int32)]))
+    ok(f"label out of range: {msg}")
+
+    class NoBuild(zero.nn.Graph):
+        pass
+    expect(NotImplementedError, "must define build",
+           lambda: NoBuild("n").compile(1, x=([2], "f32")))
+    ok("nn.Graph without build: NotImplementedError")
+    msg = expect(FileNotFoundError, "no-such-checkpoint",
+                 lambda: trainer.load("/no-such-checkpoint"))
+    ok(f"load of a missing checkpoint: {msg.splitlines()[0]}")
+
+
+def check_state(directory):
+    ranks = zero.world_size()
+    graph = mlp(3, batch=8 // ranks)
+    trainer = zero.Trainer(graph.compile(ranks), seed=7,
+                           input_names=["x", "labels"])
+    rng = np.random.default_rng(3)
+    batches = [[rng.standard_normal((8, 16), dtype=np.float32),
+                rng.integers(0, 4, 8, dtype=np.int32)] for _ in range(4)]
+    losses = [trainer.step(batch) for batch in batches]
+    state = trainer.state_dict()
+    assert state["fc1.w"].shape == (16, 32), state["fc1.w"].shape
+    assert state["fc2.b"].dtype == np.float32
+    ok(f"state_dict: {len(state)} tensors in logical shapes")
+    # Save after 2 steps in a fresh trainer, load it in another, continue.
+    first = zero.Trainer(graph.compile(ranks), seed=7)
+    for batch in batches[:2]:
+        first.step(batch)
+    saved = first.save(os.path.join(directory, f"n{ranks}"))
+    saved_state = first.state_dict()
+    if zero.rank() == 0:
+        np.savez(os.path.join(directory, f"n{ranks}-state.npz"), **saved_state)
+    second = zero.Trainer(graph.compile(ranks), seed=99)
+    second.load(saved)
+    assert second.steps_done == 2
+    resumed = [second.step(batch) for batch in batches[2:]]
+    assert resumed == losses[2:], (resumed, losses[2:])
+    ok(f"save at step 2, load, steps 3-4: losses bitwise equal at N={ranks}")
+    after = second.state_dict()
+    for name, value in state.items():
+        assert np.array_equal(after[name], value), name
+    ok("and the final state_dict equal, tensor by tensor")
+    if ranks == 1 and os.path.isdir(os.path.join(directory, "n2")):
+        other = zero.Trainer(graph.compile(1), seed=5)
+        other.load(os.path.join(directory, "n2"))
+        mine = other.state_dict()
+        theirs = np.load(os.path.join(directory, "n2-state.npz"))
+        assert sorted(mine) == sorted(theirs.files), (sorted(mine),
+                                                      theirs.files)
+        for name in theirs.files:
+            assert np.array_equal(mine[name], theirs[name]), name
+        ok("a 2-rank checkpoint loaded on 1 rank: every tensor equals the "
+           "2-rank state it was saved from")
+
+
+def main():
+    part = sys.argv[1]
+    {"plan": check_plan, "errors": check_errors,
+     "state": lambda: check_state(sys.argv[2])}[part]()
+
+
+if __name__ == "__main__":
+    main()

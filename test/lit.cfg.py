@@ -76,6 +76,24 @@ def _can_mount_tmpfs():
 if _can_mount_tmpfs():
     config.available_features.add("tmpfs-mount")
 
+
+# Network namespaces (root, iproute2, util-linux's unshare): the multi-host
+# launch test makes its hosts with them.
+def _can_make_netns():
+    if os.geteuid() != 0 or not shutil.which("ip") or \
+            not shutil.which("unshare"):
+        return False
+    name = "zero-lit-probe-%d" % os.getpid()
+    made = subprocess.run(["ip", "netns", "add", name], capture_output=True)
+    if made.returncode != 0:
+        return False
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    return True
+
+
+if _can_make_netns():
+    config.available_features.add("netns")
+
 # The Python package (python/), where it was built and numpy imports.
 python_package = os.path.join(config.zero_obj_root, "python")
 python_module_dir = os.path.join(python_package, "zero")

@@ -211,12 +211,22 @@ void bindGraph(py::module_ &m) {
       .def_property_readonly("shape", &Tensor::shape)
       .def_property_readonly(
           "dtype", [](const Tensor &t) { return rt::dtypeName(t.dtype()); })
-      .def("__add__", [](const Tensor &a, const Tensor &b) { return a + b; })
-      .def("__sub__", [](const Tensor &a, const Tensor &b) { return a - b; })
-      .def("__mul__", [](const Tensor &a, const Tensor &b) { return a * b; })
-      .def("__truediv__",
-           [](const Tensor &a, const Tensor &b) { return div(a, b); })
-      .def("__neg__", [](const Tensor &a) { return neg(a); })
+      .def(
+          "__add__", [](const Tensor &a, const Tensor &b) { return a + b; },
+          py::keep_alive<0, 1>())
+      .def(
+          "__sub__", [](const Tensor &a, const Tensor &b) { return a - b; },
+          py::keep_alive<0, 1>())
+      .def(
+          "__mul__", [](const Tensor &a, const Tensor &b) { return a * b; },
+          py::keep_alive<0, 1>())
+      .def(
+          "__truediv__",
+          [](const Tensor &a, const Tensor &b) { return div(a, b); },
+          py::keep_alive<0, 1>())
+      .def(
+          "__neg__", [](const Tensor &a) { return neg(a); },
+          py::keep_alive<0, 1>())
       .def("__repr__", [](const Tensor &t) {
         std::string shape;
         for (int64_t extent : t.shape())
@@ -374,22 +384,25 @@ void bindGraph(py::module_ &m) {
           },
           py::arg("ranks"));
 
-  m.def("add", &zero::frontend::add);
-  m.def("sub", &zero::frontend::sub);
-  m.def("mul", &zero::frontend::mul);
-  m.def("div", &zero::frontend::div);
-  m.def("neg", &zero::frontend::neg);
-  m.def("exp", &zero::frontend::exp);
-  m.def("log", &zero::frontend::log);
-  m.def("sqrt", &zero::frontend::sqrt);
-  m.def("rsqrt", &rsqrt);
-  m.def("tanh", &zero::frontend::tanh);
-  m.def("relu", &relu);
-  m.def("gelu", &gelu);
-  m.def("softmax", &softmax);
-  m.def("scale", &scale, py::arg("x"), py::arg("factor"));
-  m.def("causal_mask", &causalMask, py::arg("x"), py::arg("fill"));
-  m.def("bias_add", &biasAdd, py::arg("x"), py::arg("bias"));
+  m.def("add", &zero::frontend::add, py::keep_alive<0, 1>());
+  m.def("sub", &zero::frontend::sub, py::keep_alive<0, 1>());
+  m.def("mul", &zero::frontend::mul, py::keep_alive<0, 1>());
+  m.def("div", &zero::frontend::div, py::keep_alive<0, 1>());
+  m.def("neg", &zero::frontend::neg, py::keep_alive<0, 1>());
+  m.def("exp", &zero::frontend::exp, py::keep_alive<0, 1>());
+  m.def("log", &zero::frontend::log, py::keep_alive<0, 1>());
+  m.def("sqrt", &zero::frontend::sqrt, py::keep_alive<0, 1>());
+  m.def("rsqrt", &rsqrt, py::keep_alive<0, 1>());
+  m.def("tanh", &zero::frontend::tanh, py::keep_alive<0, 1>());
+  m.def("relu", &relu, py::keep_alive<0, 1>());
+  m.def("gelu", &gelu, py::keep_alive<0, 1>());
+  m.def("softmax", &softmax, py::keep_alive<0, 1>());
+  m.def("scale", &scale, py::arg("x"), py::arg("factor"),
+        py::keep_alive<0, 1>());
+  m.def("causal_mask", &causalMask, py::arg("x"), py::arg("fill"),
+        py::keep_alive<0, 1>());
+  m.def("bias_add", &biasAdd, py::arg("x"), py::arg("bias"),
+        py::keep_alive<0, 1>());
   m.def(
       "matmul",
       [](const Tensor &a, const Tensor &b, bool transposeA, bool transposeB) {
@@ -399,23 +412,27 @@ void bindGraph(py::module_ &m) {
         return matmul(a, b, t);
       },
       py::arg("a"), py::arg("b"), py::arg("transpose_a") = false,
-      py::arg("transpose_b") = false);
+      py::arg("transpose_b") = false, py::keep_alive<0, 1>());
   m.def("layer_norm", &layerNorm, py::arg("x"), py::arg("gamma"),
-        py::arg("beta"), py::arg("eps") = 1e-5);
-  m.def("embedding", &embedding, py::arg("table"), py::arg("ids"));
+        py::arg("beta"), py::arg("eps") = 1e-5, py::keep_alive<0, 1>());
+  m.def("embedding", &embedding, py::arg("table"), py::arg("ids"),
+        py::keep_alive<0, 1>());
   m.def("softmax_cross_entropy", &softmaxCrossEntropy, py::arg("logits"),
-        py::arg("labels"));
-  m.def("reduce_sum", &reduceSum, py::arg("x"), py::arg("dims"));
-  m.def("reduce_mean", &reduceMean, py::arg("x"), py::arg("dims"));
-  m.def("reshape", &reshape, py::arg("x"), py::arg("shape"));
+        py::arg("labels"), py::keep_alive<0, 1>());
+  m.def("reduce_sum", &reduceSum, py::arg("x"), py::arg("dims"),
+        py::keep_alive<0, 1>());
+  m.def("reduce_mean", &reduceMean, py::arg("x"), py::arg("dims"),
+        py::keep_alive<0, 1>());
+  m.def("reshape", &reshape, py::arg("x"), py::arg("shape"),
+        py::keep_alive<0, 1>());
   m.def("transpose", &zero::frontend::transpose, py::arg("x"),
-        py::arg("permutation"));
+        py::arg("permutation"), py::keep_alive<0, 1>());
   m.def(
       "cast",
       [](const Tensor &x, const std::string &dtype) {
         return cast(x, parseDtype(dtype));
       },
-      py::arg("x"), py::arg("dtype"));
+      py::arg("x"), py::arg("dtype"), py::keep_alive<0, 1>());
 
   // Layers hold their parameters; the Python objects keep the graph alive.
   py::class_<Linear>(m, "Linear")
@@ -426,7 +443,7 @@ void bindGraph(py::module_ &m) {
            py::arg("graph"), py::arg("name"), py::arg("in_features"),
            py::arg("out_features"), py::arg("bias") = true,
            py::arg("init") = Init::normal(0.0, 0.02), py::keep_alive<1, 2>())
-      .def("__call__", &Linear::operator())
+      .def("__call__", &Linear::operator(), py::keep_alive<0, 1>())
       .def_readonly("weight", &Linear::weight)
       .def_readonly("bias", &Linear::bias);
   py::class_<Embedding>(m, "Embedding")
@@ -436,8 +453,8 @@ void bindGraph(py::module_ &m) {
            }),
            py::arg("graph"), py::arg("name"), py::arg("vocab"), py::arg("dim"),
            py::arg("init") = Init::normal(0.0, 0.02), py::keep_alive<1, 2>())
-      .def("__call__", &Embedding::operator())
-      .def("attend", &Embedding::attend)
+      .def("__call__", &Embedding::operator(), py::keep_alive<0, 1>())
+      .def("attend", &Embedding::attend, py::keep_alive<0, 1>())
       .def_readonly("table", &Embedding::table);
   py::class_<LayerNorm>(m, "LayerNorm")
       .def(
@@ -445,7 +462,7 @@ void bindGraph(py::module_ &m) {
                       double eps) { return LayerNorm(graph, name, dim, eps); }),
           py::arg("graph"), py::arg("name"), py::arg("dim"),
           py::arg("eps") = 1e-5, py::keep_alive<1, 2>())
-      .def("__call__", &LayerNorm::operator())
+      .def("__call__", &LayerNorm::operator(), py::keep_alive<0, 1>())
       .def_readonly("gain", &LayerNorm::gain)
       .def_readonly("bias", &LayerNorm::bias);
   py::class_<CausalSelfAttention>(m, "CausalSelfAttention")
@@ -455,8 +472,8 @@ void bindGraph(py::module_ &m) {
            }),
            py::arg("graph"), py::arg("name"), py::arg("dim"), py::arg("heads"),
            py::keep_alive<1, 2>())
-      .def("__call__", &CausalSelfAttention::operator(), py::arg("x"),
-           py::arg("batch"));
+      .def("__call__", &CausalSelfAttention::operator(), py::keep_alive<0, 1>(),
+           py::arg("x"), py::arg("batch"));
   py::class_<GPT2Block>(m, "GPT2Block")
       .def(py::init([](Graph &graph, const std::string &name, int64_t dim,
                        int64_t heads, bool checkpoint) {
@@ -464,7 +481,8 @@ void bindGraph(py::module_ &m) {
            }),
            py::arg("graph"), py::arg("name"), py::arg("dim"), py::arg("heads"),
            py::arg("checkpoint") = false, py::keep_alive<1, 2>())
-      .def("__call__", &GPT2Block::operator(), py::arg("x"), py::arg("batch"));
+      .def("__call__", &GPT2Block::operator(), py::keep_alive<0, 1>(),
+           py::arg("x"), py::arg("batch"));
   py::class_<GPT2>(m, "GPT2")
       .def(py::init([](Graph &graph, int64_t layers, int64_t vocab, int64_t seq,
                        int64_t dim, int64_t heads, bool checkpoint) {
@@ -474,9 +492,10 @@ void bindGraph(py::module_ &m) {
            py::arg("graph"), py::arg("layers") = 2, py::arg("vocab") = 256,
            py::arg("seq") = 16, py::arg("dim") = 64, py::arg("heads") = 4,
            py::arg("checkpoint") = false, py::keep_alive<1, 2>())
-      .def("logits", &GPT2::logits, py::arg("tokens"), py::arg("positions"))
+      .def("logits", &GPT2::logits, py::arg("tokens"), py::arg("positions"),
+           py::keep_alive<0, 1>())
       .def("loss", &GPT2::loss, py::arg("tokens"), py::arg("positions"),
-           py::arg("targets"));
+           py::arg("targets"), py::keep_alive<0, 1>());
 }
 
 void bindTraining(py::module_ &m) {

@@ -2,6 +2,7 @@
 # lit configuration of the ZeRO compiler's FileCheck suites.
 
 import os
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -15,17 +16,10 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.zero_obj_root, "test")
 
-# FileCheck variables defined under a CHECK-LABEL do not leak into the next.
-config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
+sys.path.insert(0, os.path.join(config.zero_src_root, "test"))
+import lit_common
 
-config.substitutions.append(("%zero_src_root", config.zero_src_root))
-config.substitutions.append(("%zero_obj_root", config.zero_obj_root))
-config.substitutions.append(("%python", "python3"))
-
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
-llvm_config.use_default_substitutions()
-# `not`, `count` and FileCheck resolve anywhere in a RUN line.
-llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+lit_common.configure(config, llvm_config)
 
 tool_dirs = [config.zero_tools_dir, config.llvm_tools_dir]
 tools = [ToolSubst("zero-opt", unresolved="fatal")]
@@ -37,7 +31,6 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 import shutil
 import subprocess
-import sys
 
 # libZeroPlugin.so and the stock mlir-opt it loads into (docs/plugin.md).
 # The plugin's own suite, test/plugin/, runs test/passes/ through them.

@@ -4,6 +4,7 @@
 # RUN line's `zero-opt` becomes that mlir-opt (docs/plugin.md).
 
 import os
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -17,14 +18,10 @@ config.excludes = ["lit.local.cfg"]
 config.test_source_root = os.path.join(config.zero_src_root, "test", "passes")
 config.test_exec_root = os.path.join(config.zero_obj_root, "test", "plugin")
 
-config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
-config.substitutions.append(("%zero_src_root", config.zero_src_root))
-config.substitutions.append(("%zero_obj_root", config.zero_obj_root))
-config.substitutions.append(("%python", "python3"))
+sys.path.insert(0, os.path.join(config.zero_src_root, "test"))
+import lit_common
 
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
-llvm_config.use_default_substitutions()
-llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+lit_common.configure(config, llvm_config)
 
 plugin = os.path.join(config.zero_obj_root, "lib", "libZeroPlugin.so")
 mlir_opt = os.path.join(config.llvm_tools_dir, "mlir-opt")

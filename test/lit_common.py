@@ -1,0 +1,20 @@
+"""What every lit suite of the project sets up (test/lit.cfg.py and the
+plugin suite's test/plugin/lit.cfg.py)."""
+
+
+def configure(config, llvm_config):
+    # FileCheck variables defined under a CHECK-LABEL do not leak into the
+    # next.
+    config.environment["FILECHECK_OPTS"] = (
+        "-enable-var-scope --allow-unused-prefixes=false")
+
+    config.substitutions.append(("%zero_src_root", config.zero_src_root))
+    config.substitutions.append(("%zero_obj_root", config.zero_obj_root))
+    config.substitutions.append(("%python", "python3"))
+
+    llvm_config.with_system_environment(
+        ["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+    llvm_config.use_default_substitutions()
+    # `not`, `count` and FileCheck resolve anywhere in a RUN line.
+    llvm_config.with_environment("PATH", config.llvm_tools_dir,
+                                 append_path=True)

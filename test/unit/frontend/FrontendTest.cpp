@@ -5,190 +5,33 @@
 // counterpart: the same printed IR, and bitwise the same losses when both
 // are compiled with train-autodiff + zero-pipeline and trained in-process
 // from the same seed. Errors come back as Status values in the user's terms.
+// Clipping, loss scaling and activation checkpointing are in
+// FrontendOptionsTest.cpp.
 //
 //===----------------------------------------------------------------------===//
 
-#include "zero/frontend/CompiledGraph.h"
-#include "zero/frontend/Graph.h"
-#include "zero/frontend/Layers.h"
+#include "FrontendTestSupport.h"
 
-#include "zero/dialects/dist/DistDialect.h"
-#include "zero/dialects/train/TrainDialect.h"
-#include "zero/dialects/zrt/ZrtDialect.h"
 #include "zero/dialects/zrt/ZrtOps.h"
-#include "zero/passes/Passes.h"
-#include "zero/runtime/Communicator.h"
-#include "zero/runtime/CpuKernels.h"
+#include "zero/frontend/Layers.h"
 #include "zero/runtime/Executor.h"
 #include "zero/runtime/TrainingState.h"
 
 #include "absl/strings/str_cat.h"
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <vector>
 
 using namespace zero;
 using namespace zero::frontend;
+using namespace zero::frontend::testsupport;
 
 namespace {
-
-// MPI may be initialized and finalized once per process, so the single-rank
-// communicator outlives every test.
-rt::Communicator *theComm = nullptr;
-
-class MpiEnvironment : public ::testing::Environment {
-public:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<rt::Communicator>> created =
-        rt::createMpiCommunicator(rt::CommOptions{});
-    ASSERT_TRUE(created.ok()) << created.status().message();
-    comm = std::move(*created);
-    ASSERT_EQ(comm->size(), 1);
-    theComm = comm.get();
-    rt::setCpuKernelThreads(1);
-  }
-  void TearDown() override {
-    theComm = nullptr;
-    comm.reset();
-    rt::finalizeMpi();
-  }
-
-private:
-  std::unique_ptr<rt::Communicator> comm;
-};
-
-/// How far the bf16 GPT-2's losses may drift from the f32 model's over 5
-/// steps (see Bf16Gpt2TracksTheF32Losses).
-constexpr float kBf16LossTolerance = 2e-3f;
-
-std::string sourcePath(const std::string &relative) {
-  return std::string(ZERO_SOURCE_DIR) + "/" + relative;
-}
-
-/// The MLP of examples/mlp-forward.mlir: 784 -> 128 (ReLU) -> 10, batch 32.
-Graph buildMlp(int64_t batch = 32) {
-  Graph graph("mlp");
-  Tensor x = graph.input("x", {batch, 784}, DType::f32);
-  Tensor labels = graph.input("labels", {batch}, DType::i32);
-  Linear fc1(graph, "fc1", 784, 128, true, Init::normal(0.0, 0.036));
-  Linear fc2(graph, "fc2", 128, 10, true, Init::normal(0.0, 0.088));
-  graph.minimize(softmaxCrossEntropy(fc2(relu(fc1(x))), labels));
-  graph.config().optimizer(Adam{1e-3, {0.9, 0.999}, 1e-8});
-  return graph;
-}
-
-/// The GPT-2 of gen_gpt2.py --forward-only --layers 1 --dim 32 --heads 2
-/// --seq 8 --vocab 64 --batch 2 (--dtype bf16 with `precision` bf16).
-/// With `checkpoint`, the blocks are marked as by --recompute.
-Graph buildGpt2(DType precision = DType::f32, bool checkpoint = false) {
-  Graph graph("gpt2");
-  graph.config().precision(precision);
-  GPT2Config config{/*layers=*/1, /*vocab=*/64,
-                    /*seq=*/8,    /*dim=*/32,
-                    /*heads=*/2,  /*checkpoint=*/checkpoint};
-  Tensor tokens = graph.input("tokens", {2, 8}, DType::i32);
-  Tensor positions = graph.input("positions", {2, 8}, DType::i32);
-  Tensor targets = graph.input("targets", {2, 8}, DType::i32);
-  GPT2 model(graph, config);
-  graph.minimize(model.loss(tokens, positions, targets));
-  graph.config().optimizer(AdamW{3e-4, {0.9, 0.95}, 1e-8, 0.1});
-  return graph;
-}
-
-std::string printed(mlir::ModuleOp module) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  module.print(os);
-  return os.str();
-}
-
-/// A context and the parsed step of a .mlir file.
-struct ParsedFile {
-  std::unique_ptr<mlir::MLIRContext> context;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-};
-
-ParsedFile parseFile(const std::string &path) {
-  mlir::DialectRegistry registry;
-  registry.insert<dist::DistDialect, train::TrainDialect, zrt::ZrtDialect,
-                  mlir::arith::ArithDialect, mlir::func::FuncDialect>();
-  ParsedFile parsed;
-  parsed.context = std::make_unique<mlir::MLIRContext>(registry);
-  parsed.context->disableMultithreading();
-  parsed.module =
-      mlir::parseSourceFile<mlir::ModuleOp>(path, parsed.context.get());
-  return parsed;
-}
-
-/// The reference: the file compiled as `zero-opt --train-autodiff` then
-/// `zero-run --stage 0`, trained with the runtime directly.
-std::vector<float> trainFile(const std::string &path, int64_t steps,
-                             uint64_t seed) {
-  ParsedFile parsed = parseFile(path);
-  EXPECT_TRUE(parsed.module) << "cannot parse " << path;
-  if (!parsed.module)
-    return {};
-  mlir::PassManager pm(parsed.context.get());
-  pm.addPass(createTrainAutodiff());
-  ZeroPipelineOptions options;
-  options.ranks = 1;
-  options.lowerToRuntime = true;
-  pm.addPass(createZeroPipeline(options));
-  EXPECT_TRUE(mlir::succeeded(pm.run(*parsed.module)));
-  auto programs = parsed.module->getOps<zrt::ProgramOp>();
-  EXPECT_FALSE(programs.empty());
-  if (programs.empty())
-    return {};
-  auto executor = rt::Executor::create(*programs.begin(), *theComm);
-  EXPECT_TRUE(executor.ok()) << executor.status().message();
-  EXPECT_TRUE(rt::initializeState(**executor, seed, "").ok());
-  auto batches = rt::createSyntheticBatches(**executor, seed);
-  EXPECT_TRUE(batches.ok());
-  int output = (*executor)->findBuffer("output0");
-  std::vector<float> losses;
-  for (int64_t step = 1; step <= steps; ++step) {
-    EXPECT_TRUE((*batches)->fill(step, 0).ok());
-    EXPECT_TRUE((*executor)->runStep(step).ok());
-    losses.push_back(*static_cast<float *>((*executor)->bufferData(output)));
-  }
-  return losses;
-}
-
-std::vector<float> trainGraph(const Graph &graph, int64_t steps,
-                              uint64_t seed) {
-  absl::StatusOr<CompiledGraph> compiled = graph.compile(1);
-  EXPECT_TRUE(compiled.ok()) << compiled.status().message();
-  if (!compiled.ok())
-    return {};
-  auto trainer = Trainer::create(*compiled, *theComm, seed);
-  EXPECT_TRUE(trainer.ok()) << trainer.status().message();
-  if (!trainer.ok())
-    return {};
-  absl::StatusOr<std::vector<float>> losses = (*trainer)->run(steps);
-  EXPECT_TRUE(losses.ok()) << losses.status().message();
-  return losses.ok() ? *losses : std::vector<float>{};
-}
-
-/// Bitwise: the same ops in the same order must round the same way.
-void expectSameBits(const std::vector<float> &actual,
-                    const std::vector<float> &expected) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size(); ++i)
-    EXPECT_EQ(std::memcmp(&actual[i], &expected[i], sizeof(float)), 0)
-        << "step " << i + 1 << ": " << actual[i] << " vs " << expected[i];
-}
 
 //===----------------------------------------------------------------------===//
 // Same IR
@@ -422,12 +265,6 @@ TEST(FrontendTraining, TrainerRejectsAWrongRankCount) {
 // User errors
 //===----------------------------------------------------------------------===//
 
-std::string compileError(const Graph &graph) {
-  absl::StatusOr<CompiledGraph> compiled = graph.compile(1);
-  EXPECT_FALSE(compiled.ok());
-  return compiled.ok() ? "" : std::string(compiled.status().message());
-}
-
 TEST(FrontendErrors, LinearWithTheWrongInputWidth) {
   Graph graph("mlp");
   Tensor x = graph.input("x", {32, 100}, DType::f32);
@@ -596,238 +433,4 @@ TEST(FrontendErrors, ScheduleEndingInTheWarmup) {
       << message;
 }
 
-//===----------------------------------------------------------------------===//
-// Gradient clipping and activation checkpointing
-//===----------------------------------------------------------------------===//
-
-TEST(FrontendModule, ClipGradNormIsEmittedIntoTheOptimizer) {
-  Graph graph = buildMlp();
-  graph.config().clip_grad_norm(1.0);
-  ASSERT_EQ(graph.config().clipGradNorm(), 1.0);
-  absl::StatusOr<CompiledGraph> compiled = graph.compile(1);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  EXPECT_NE(compiled->str(Form::forward)
-                .find("eps 1.000000e-08 clip_norm 1.000000e+00\n"),
-            std::string::npos)
-      << compiled->str(Form::forward);
-  // train-materialize-optimizer writes the clipping op for it.
-  EXPECT_NE(compiled->str(Form::program).find("sum_squares"),
-            std::string::npos);
-
-  // After a schedule, as the op's syntax orders them.
-  Graph scheduled = buildMlp();
-  scheduled.config()
-      .optimizer(AdamW{3e-4, {0.9, 0.95}, 1e-8, 0.1})
-      .learning_rate_schedule(Schedule::cosine(10, 100))
-      .clip_grad_norm(0.5);
-  compiled = scheduled.compile(1);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  EXPECT_NE(
-      compiled->str(Form::step)
-          .find("schedule cosine warmup 10 total 100 clip_norm 5.000000e-01"),
-      std::string::npos)
-      << compiled->str(Form::step);
-
-  compiled = buildMlp().compile(1);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  EXPECT_EQ(compiled->str(Form::forward).find("clip_norm"), std::string::npos);
-}
-
-TEST(FrontendTraining, ClipGradNormChangesTheTrajectory) {
-  // A bound far below the gradient norm clips every step: the losses after
-  // the first differ from the unclipped run's, and still go down.
-  std::vector<float> plain = trainGraph(buildGpt2(), 4, 3);
-  Graph clipped = buildGpt2();
-  clipped.config().clip_grad_norm(0.05);
-  std::vector<float> withClip = trainGraph(clipped, 4, 3);
-  ASSERT_EQ(plain.size(), 4u);
-  ASSERT_EQ(withClip.size(), 4u);
-  EXPECT_EQ(std::memcmp(&plain[0], &withClip[0], sizeof(float)), 0)
-      << "the first loss is computed before any update";
-  EXPECT_NE(plain.back(), withClip.back());
-  // A bound far above the norm never clips: the same losses, bitwise.
-  Graph loose = buildGpt2();
-  loose.config().clip_grad_norm(1e6);
-  expectSameBits(trainGraph(loose, 4, 3), plain);
-}
-
-TEST(FrontendErrors, ClipGradNormMustBePositive) {
-  for (double bad : {0.0, -1.0, std::nan(""), double(INFINITY)}) {
-    Graph graph = buildMlp();
-    graph.config().clip_grad_norm(bad);
-    std::string message = compileError(graph);
-    EXPECT_NE(message.find("clip_grad_norm: the maximum gradient norm must be "
-                           "a positive finite number, got "),
-              std::string::npos)
-        << message;
-  }
-}
-
-TEST(FrontendModule, F16TurnsOnDynamicLossScaling) {
-  // f16 scales the loss by default; the program carries the scaler's state,
-  // the unscale and the skipped-update flag.
-  absl::StatusOr<CompiledGraph> compiled = buildGpt2(DType::f16).compile(2);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  std::string forward = compiled->str(Form::forward);
-  EXPECT_NE(forward.find("loss_scale 6.553600e+04 growth_interval 2000"),
-            std::string::npos)
-      << forward;
-  std::string step = compiled->str(Form::step);
-  EXPECT_NE(step.find("train.param @loss_scale scaler"), std::string::npos);
-  EXPECT_NE(step.find("train.unscale"), std::string::npos);
-  EXPECT_NE(step.find("skip_if %found_inf"), std::string::npos);
-
-  // Chosen explicitly, or turned off; bf16 and f32 do not scale.
-  Graph custom = buildMlp();
-  custom.config().loss_scaling(LossScaling::dynamic(1024.0, 50));
-  compiled = custom.compile(1);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  EXPECT_NE(compiled->str(Form::forward)
-                .find("loss_scale 1.024000e+03 growth_interval 50"),
-            std::string::npos);
-  Graph off = buildGpt2(DType::f16);
-  off.config().loss_scaling(LossScaling::none());
-  compiled = off.compile(1);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  EXPECT_EQ(compiled->str(Form::forward).find("loss_scale"), std::string::npos);
-  compiled = buildGpt2(DType::bf16).compile(1);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  EXPECT_EQ(compiled->str(Form::forward).find("loss_scale"), std::string::npos);
-}
-
-TEST(FrontendErrors, LossScalingSettings) {
-  struct Case {
-    LossScaling scaling;
-    int accumulate;
-    const char *message;
-  };
-  const Case cases[] = {
-      {LossScaling::dynamic(0.5), 1,
-       "loss_scaling: the initial scale must be a finite number >= 1, got 0.5"},
-      {LossScaling::dynamic(1024.0, 0), 1,
-       "loss_scaling: the growth interval must be in [1, 2^24] steps, got 0"},
-  };
-  for (const Case &c : cases) {
-    Graph graph = buildMlp();
-    graph.config().loss_scaling(c.scaling).set_gradient_accumulation_steps(
-        c.accumulate);
-    std::string message = compileError(graph);
-    EXPECT_NE(message.find(c.message), std::string::npos) << message;
-  }
-}
-
-TEST(FrontendModule, RecomputeScopeMarksTheOpsInside) {
-  Graph graph("g");
-  Tensor x = graph.input("x", {4, 8}, DType::f32);
-  Tensor labels = graph.input("labels", {4}, DType::i32);
-  Linear fc1(graph, "fc1", 8, 8);
-  Linear fc2(graph, "fc2", 8, 3);
-  Tensor hidden;
-  {
-    RecomputeScope outer(graph);
-    {
-      RecomputeScope inner(graph); // nests
-      hidden = fc1(x);
-    }
-    hidden = gelu(hidden);
-  }
-  graph.minimize(softmaxCrossEntropy(fc2(hidden), labels));
-  absl::StatusOr<CompiledGraph> compiled = graph.compile(1);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  std::string forward = compiled->str(Form::forward);
-  // fc1's matmul and bias_add and the gelu are marked; fc2 and the loss
-  // are not.
-  size_t marks = 0;
-  for (size_t at = forward.find("{train.recompute}"); at != std::string::npos;
-       at = forward.find("{train.recompute}", at + 1))
-    ++marks;
-  EXPECT_EQ(marks, 3u) << forward;
-  EXPECT_NE(forward.find("train.gelu %biased {train.recompute}"),
-            std::string::npos)
-      << forward;
-  // train-autodiff removes the marks, with or without recomputation.
-  EXPECT_EQ(compiled->str(Form::step).find("train.recompute"),
-            std::string::npos);
-}
-
-TEST(FrontendModule, CheckpointedGpt2IsTheGeneratedRecomputeStep) {
-  // GPT2Config::checkpoint marks every op of each block but its output,
-  // exactly as gen_gpt2.py --forward-only --recompute.
-  absl::StatusOr<CompiledGraph> compiled =
-      buildGpt2(DType::f32, /*checkpoint=*/true).compile(1);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  ParsedFile reference = parseFile(
-      sourcePath("test/unit/frontend/inputs/gpt2-l1-recompute-forward.mlir"));
-  ASSERT_TRUE(reference.module);
-  EXPECT_EQ(compiled->str(Form::forward), printed(*reference.module));
-}
-
-TEST(FrontendModule, ActivationCheckpointingRecomputesInTheBackward) {
-  // Marks alone change nothing: without the switch train-autodiff ignores
-  // them and the step is the unmarked one.
-  absl::StatusOr<CompiledGraph> plain = buildGpt2().compile(1);
-  ASSERT_TRUE(plain.ok()) << plain.status().message();
-  absl::StatusOr<CompiledGraph> marked =
-      buildGpt2(DType::f32, /*checkpoint=*/true).compile(1);
-  ASSERT_TRUE(marked.ok()) << marked.status().message();
-  EXPECT_EQ(marked->str(Form::step), plain->str(Form::step));
-
-  Graph graph = buildGpt2(DType::f32, /*checkpoint=*/true);
-  graph.config().activation_checkpointing(true);
-  EXPECT_TRUE(graph.config().activationCheckpointing());
-  absl::StatusOr<CompiledGraph> recomputed = graph.compile(1);
-  ASSERT_TRUE(recomputed.ok()) << recomputed.status().message();
-  // The backward holds clones of the block's forward ops: more matmuls
-  // than the kept step, and a lower peak of transient bytes.
-  auto count = [](const std::string &text, const std::string &what) {
-    size_t n = 0;
-    for (size_t at = text.find(what); at != std::string::npos;
-         at = text.find(what, at + 1))
-      ++n;
-    return n;
-  };
-  std::string keptStep = plain->str(Form::step);
-  std::string recomputedStep = recomputed->str(Form::step);
-  EXPECT_GT(count(recomputedStep, "train.matmul "),
-            count(keptStep, "train.matmul "));
-}
-
-TEST(FrontendModule, ActivationCheckpointingLowersThePeak) {
-  // Two blocks whose activations (scores [4, 4, 32, 32]) outweigh the
-  // logits: with recomputation only the block boundaries stay alive from
-  // the forward to the backward.
-  auto build = [](bool checkpoint) {
-    Graph graph("gpt2");
-    GPT2Config config{/*layers=*/2, /*vocab=*/64,
-                      /*seq=*/32,   /*dim=*/32,
-                      /*heads=*/4,  checkpoint};
-    Tensor tokens = graph.input("tokens", {4, 32}, DType::i32);
-    Tensor positions = graph.input("positions", {4, 32}, DType::i32);
-    Tensor targets = graph.input("targets", {4, 32}, DType::i32);
-    GPT2 model(graph, config);
-    graph.minimize(model.loss(tokens, positions, targets));
-    graph.config().activation_checkpointing(checkpoint);
-    return graph;
-  };
-  absl::StatusOr<CompiledGraph> kept = build(false).compile(1);
-  ASSERT_TRUE(kept.ok()) << kept.status().message();
-  absl::StatusOr<CompiledGraph> recomputed = build(true).compile(1);
-  ASSERT_TRUE(recomputed.ok()) << recomputed.status().message();
-  EXPECT_LT(recomputed->report().peakTransient, kept->report().peakTransient);
-}
-
-TEST(FrontendTraining, CheckpointedGpt2TrainsBitwiseLikeTheKeptOne) {
-  // Recomputation runs the same ops on the same operands.
-  std::vector<float> kept = trainGraph(buildGpt2(), 4, 5);
-  Graph graph = buildGpt2(DType::f32, /*checkpoint=*/true);
-  graph.config().activation_checkpointing(true);
-  expectSameBits(trainGraph(graph, 4, 5), kept);
-}
-
 } // namespace
-
-int main(int argc, char **argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  ::testing::AddGlobalTestEnvironment(new MpiEnvironment());
-  return RUN_ALL_TESTS();
-}

@@ -136,11 +136,14 @@ rt::HostTensor fromNumpy(const py::buffer &value, const std::string &what) {
 
 py::object toNumpy(const rt::HostTensor &tensor) {
   py::module_ numpy = py::module_::import("numpy");
-  py::bytes bytes(reinterpret_cast<const char *>(tensor.data.data()),
-                  tensor.data.size());
-  return numpy.attr("frombuffer")(bytes, numpy.attr(numpyName(tensor.dtype)))
-      .attr("reshape")(py::tuple(py::cast(tensor.shape)))
-      .attr("copy")();
+  // One copy, straight into the array numpy allocates.
+  py::object array = numpy.attr("empty")(py::tuple(py::cast(tensor.shape)),
+                                         numpy.attr(numpyName(tensor.dtype)));
+  py::buffer_info info = py::reinterpret_borrow<py::buffer>(array).request(
+      /*writable=*/true);
+  if (!tensor.data.empty())
+    std::memcpy(info.ptr, tensor.data.data(), tensor.data.size());
+  return array;
 }
 
 py::dict reportDict(const MemoryReport &report) {
@@ -178,12 +181,11 @@ Form parseForm(const std::string &form) {
 }
 
 DType parseDtype(const std::string &name) {
-  for (DType dtype :
-       {DType::f32, DType::bf16, DType::f16, DType::i32, DType::i64})
-    if (name == rt::dtypeName(dtype))
-      return dtype;
-  throw py::value_error("unknown dtype '" + name +
-                        "': use f32, bf16, f16, i32 or i64");
+  absl::StatusOr<DType> dtype = rt::parseDType(name);
+  if (!dtype.ok())
+    throw py::value_error("unknown dtype '" + name +
+                          "': use f32, bf16, f16, i32 or i64");
+  return *dtype;
 }
 
 /// A Python-owned trainer: keeps the compiled graph it runs alive.

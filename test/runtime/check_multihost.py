@@ -142,9 +142,9 @@ def main():
             env_flags = ["-x", "PYTHONPATH"]
             across = run(mpirun(agent, one_each, 3) + env_flags + script,
                          "the Python script over 3 hosts")
-            here = run(mpirun(agent, one_each, 3)[:1] +
-                       ["--allow-run-as-root", "--oversubscribe", "-n", "3",
-                        "--bind-to", "none"] + script,
+            here = run([shutil.which("mpirun"), "--allow-run-as-root",
+                        "--oversubscribe", "-n", "3", "--bind-to", "none"] +
+                       script,
                        "the Python script on one host")
             print("python stage 3, 3 ranks on 3 hosts:",
                   across.strip().replace("\n", "; "))

@@ -193,6 +193,10 @@ struct PyTrainer {
   std::shared_ptr<CompiledGraph> compiled;
   std::unique_ptr<Trainer> trainer;
   std::vector<std::string> inputNames;
+  uint64_t seed = 0;
+  /// Whether the last step ran on arrays the caller passed, so that a step
+  /// without a batch must switch back to the seed's synthetic batches.
+  bool callerBatches = false;
 };
 
 void bindGraph(py::module_ &m);
@@ -554,6 +558,7 @@ void bindTraining(py::module_ &m) {
              trainer->trainer =
                  unwrap(Trainer::create(*compiled, comm, seed, init));
              trainer->compiled = std::move(compiled);
+             trainer->seed = seed;
              trainer->inputNames = std::move(inputNames);
              return trainer;
            }),
@@ -577,6 +582,11 @@ void bindTraining(py::module_ &m) {
                 what += ")";
               self.trainer->useBatches(unwrap(rt::createArrayBatches(
                   self.trainer->executor(), std::move(arrays), what)));
+              self.callerBatches = true;
+            } else if (self.callerBatches) {
+              self.trainer->useBatches(unwrap(rt::createSyntheticBatches(
+                  self.trainer->executor(), self.seed)));
+              self.callerBatches = false;
             }
             py::gil_scoped_release release;
             return unwrap(self.trainer->step());

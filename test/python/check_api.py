@@ -137,6 +137,15 @@ def check_state(directory):
     assert state["fc1.w"].shape == (16, 32), state["fc1.w"].shape
     assert state["fc2.b"].dtype == np.float32
     ok(f"state_dict: {len(state)} tensors in logical shapes")
+    # A step without a batch after numpy ones is the seed's synthetic batch
+    # again, not the last array repeated.
+    repeated = zero.Trainer(graph.compile(ranks), seed=7)
+    synthetic = zero.Trainer(graph.compile(ranks), seed=7)
+    repeated.step(batches[0])
+    synthetic.step(batches[0])
+    assert repeated.step(batches[0]) != synthetic.step(), \
+        "step() after step(batch) reused the batch"
+    ok("step() after step(batch) goes back to the synthetic batches")
     # Save after 2 steps in a fresh trainer, load it in another, continue.
     first = zero.Trainer(graph.compile(ranks), seed=7)
     for batch in batches[:2]:

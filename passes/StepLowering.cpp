@@ -47,7 +47,9 @@ zrt::BufferOp StepLowering::createBuffer(Location loc, StringRef name,
   return builder.create<zrt::BufferOp>(
       loc, builder.getStringAttr(name),
       zrt::BufferRoleAttr::get(builder.getContext(), role),
-      TypeAttr::get(toMemRef(tensorType)));
+      TypeAttr::get(toMemRef(tensorType)),
+      zrt::MemorySpaceAttr::get(builder.getContext(),
+                                zrt::MemorySpace::device));
 }
 
 void StepLowering::declareState() {
@@ -139,7 +141,8 @@ Value StepLowering::getBufferRef(StringRef symbol) {
 
 Value StepLowering::newArenaBuffer(MemRefType type) {
   // Offsets are placeholders until planMemory() has seen every lifetime.
-  auto view = builder.create<zrt::ArenaViewOp>(step.getLoc(), type, 0);
+  auto view = builder.create<zrt::ArenaViewOp>(step.getLoc(), type, 0,
+                                               zrt::MemorySpace::device);
   arenaBufferOf[view] = arenaBuffers.size();
   arenaBuffers.push_back({view, position, position});
   return view;
@@ -497,14 +500,17 @@ LogicalResult StepLowering::lower(DictionaryAttr report, zrt::StepKind kind) {
     return mlir::emitError(module.getLoc())
            << "zero-lower-to-runtime: the module needs a dist.placement";
   builder.setInsertionPointToEnd(module.getBody());
-  program = builder.create<zrt::ProgramOp>(step.getLoc(), step.getSymName(),
-                                           placement, 0, alignment,
-                                           /*accumulate_steps=*/nullptr);
+  program = builder.create<zrt::ProgramOp>(
+      step.getLoc(), step.getSymName(), placement, 0,
+      /*host_arena_bytes=*/nullptr, alignment,
+      /*accumulate_steps=*/nullptr);
   declarations = builder.createBlock(&program.getBody());
   builder.setInsertionPointToEnd(declarations);
-  builder.create<zrt::StreamOp>(step.getLoc(), "compute");
+  builder.create<zrt::StreamOp>(step.getLoc(), "compute",
+                                zrt::MemorySpace::device);
   if (asyncCollectives)
-    builder.create<zrt::StreamOp>(step.getLoc(), "comm");
+    builder.create<zrt::StreamOp>(step.getLoc(), "comm",
+                                  zrt::MemorySpace::device);
   declareState();
   declareInterface();
   if (report)

@@ -7,7 +7,9 @@
 
 #include "zero/passes/Pipeline.h"
 
+#include "zero/analysis/PlanReport.h"
 #include "zero/dialects/train/TrainOps.h"
+#include "zero/dialects/zrt/ZrtOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -23,6 +25,30 @@ namespace {
 
 struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
   using ZeroPipelineBase::ZeroPipelineBase;
+
+  /// Lowers the rewritten step and places its memory; the report, taken
+  /// before the lowering, then includes the program's memory plan.
+  LogicalResult lower(ModuleOp module) {
+    std::optional<PlanReport> planReport;
+    if (report != "none") {
+      FailureOr<PlanReport> computed = computePlanReport(module);
+      if (failed(computed))
+        return failure();
+      planReport = std::move(*computed);
+    }
+    OpPassManager lowering(ModuleOp::getOperationName());
+    lowering.addPass(createZeroLowerToRuntime());
+    lowering.addPass(
+        createZeroOffload(ZeroOffloadOptions{offload, deviceMemoryBudget}));
+    if (failed(runPipeline(lowering, module)))
+      return failure();
+    if (!planReport)
+      return success();
+    for (auto program : module.getOps<zrt::ProgramOp>())
+      if (auto plan = program->getAttrOfType<DictionaryAttr>("zrt.memory_plan"))
+        planReport->memory = MemoryPlan::fromAttr(plan);
+    return writePlanReport(*planReport, report, reportOutput, module.getLoc());
+  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -57,12 +83,19 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     pipeline.addPass(createZeroBucket(
         ZeroBucketOptions{reduceBucketBytes, allgatherBucketBytes}));
     pipeline.addPass(createZeroVerify());
-    if (report != "none")
+    bool offloading = offload != "none" || deviceMemoryBudget != 0;
+    if (offloading && !lowerToRuntime) {
+      mlir::emitError(module.getLoc())
+          << "zero-pipeline: offload and device-memory-budget place the "
+             "lowered program's memory; they need lower-to-runtime";
+      return signalPassFailure();
+    }
+    if (report != "none" && !lowerToRuntime)
       pipeline.addPass(
           createZeroReport(ZeroReportOptions{report, reportOutput}));
-    if (lowerToRuntime)
-      pipeline.addPass(createZeroLowerToRuntime());
     if (failed(runPipeline(pipeline, module)))
+      return signalPassFailure();
+    if (lowerToRuntime && failed(lower(module)))
       return signalPassFailure();
     WalkResult left = module.walk([](train::MinimizeOp minimize) {
       minimize.emitError("zero-pipeline: train.minimize survived "

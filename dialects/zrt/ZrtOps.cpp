@@ -84,10 +84,12 @@ LogicalResult ArenaViewOp::verify() {
                             "alignment "
                          << program.getAlignment();
   // Compared without adding, so that huge offsets cannot wrap around.
-  int64_t arena = program.getArenaBytes(), size = getSizeInBytes();
+  int64_t arena = program.getArenaBytes(getSpace()), size = getSizeInBytes();
   if (offset > arena || size > arena - offset)
     return emitOpError() << "covers " << size << " bytes from offset " << offset
-                         << ", past the end of the " << arena << "-byte arena";
+                         << ", past the end of the " << arena << "-byte "
+                         << (getSpace() == MemorySpace::host ? "host " : "")
+                         << "arena";
   return success();
 }
 
@@ -114,18 +116,76 @@ static LogicalResult verifyStream(Operation *user, SymbolTableCollection &table,
   return verifyDeclared<StreamOp>(user, table, stream, "zrt.stream");
 }
 
-#define ZERO_ZRT_STREAM_USER(OpName)                                           \
-  LogicalResult OpName::verifySymbolUses(SymbolTableCollection &table) {       \
-    return verifyStream(*this, table, getStreamAttr());                        \
+std::optional<MemorySpace>
+zero::zrt::getMemorySpace(Value memref, SymbolTableCollection &symbols) {
+  while (auto view = memref.getDefiningOp<ViewOp>())
+    memref = view.getSource();
+  if (auto arenaView = memref.getDefiningOp<ArenaViewOp>())
+    return arenaView.getSpace();
+  if (auto ref = memref.getDefiningOp<BufferRefOp>())
+    if (auto buffer =
+            symbols.lookupNearestSymbolFrom<BufferOp>(ref, ref.getBufferAttr()))
+      return buffer.getSpace();
+  return std::nullopt;
+}
+
+/// Work on `stream` touches only memory of the stream's space; a copy on a
+/// device stream (a transfer) is the one instruction that may cross.
+static LogicalResult verifyMemorySpaces(Operation *user,
+                                        SymbolTableCollection &table,
+                                        FlatSymbolRefAttr streamRef,
+                                        ValueRange memrefs) {
+  if (failed(verifyStream(user, table, streamRef)))
+    return failure();
+  auto stream = table.lookupNearestSymbolFrom<StreamOp>(user, streamRef);
+  bool transfer = isa<CopyOp>(user) && stream.getSpace() == MemorySpace::device;
+  bool collective = !isa<CopyOp, LaunchOp>(user);
+  for (Value memref : memrefs) {
+    std::optional<MemorySpace> space = getMemorySpace(memref, table);
+    if (!space || transfer)
+      continue;
+    if (collective && *space == MemorySpace::host)
+      return user->emitOpError()
+             << "communicates a buffer in host memory; collectives run on "
+                "device memory, so copy it to the device first";
+    if (*space != stream.getSpace())
+      return user->emitOpError()
+             << "runs on " << streamRef << ", a "
+             << stringifyMemorySpace(stream.getSpace())
+             << " stream, but touches a buffer in "
+             << stringifyMemorySpace(*space)
+             << " memory; data crosses between the spaces only by a zrt.copy "
+                "on a device stream";
   }
-ZERO_ZRT_STREAM_USER(LaunchOp)
-ZERO_ZRT_STREAM_USER(CopyOp)
-ZERO_ZRT_STREAM_USER(AllReduceOp)
-ZERO_ZRT_STREAM_USER(ReduceScatterOp)
-ZERO_ZRT_STREAM_USER(AllGatherOp)
-ZERO_ZRT_STREAM_USER(BroadcastOp)
-ZERO_ZRT_STREAM_USER(AllToAllOp)
-#undef ZERO_ZRT_STREAM_USER
+  if (collective && stream.getSpace() == MemorySpace::host)
+    return user->emitOpError() << "runs on " << streamRef
+                               << ", a host stream; collectives run on device "
+                                  "streams";
+  return success();
+}
+
+LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &table) {
+  SmallVector<Value> memrefs(getIns());
+  llvm::append_range(memrefs, getOuts());
+  return verifyMemorySpaces(*this, table, getStreamAttr(), memrefs);
+}
+
+LogicalResult CopyOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyMemorySpaces(*this, table, getStreamAttr(),
+                            {getSource(), getTarget()});
+}
+
+#define ZERO_ZRT_COLLECTIVE_USER(OpName)                                       \
+  LogicalResult OpName::verifySymbolUses(SymbolTableCollection &table) {       \
+    return verifyMemorySpaces(*this, table, getStreamAttr(),                   \
+                              {getInput(), getOutput()});                      \
+  }
+ZERO_ZRT_COLLECTIVE_USER(AllReduceOp)
+ZERO_ZRT_COLLECTIVE_USER(ReduceScatterOp)
+ZERO_ZRT_COLLECTIVE_USER(AllGatherOp)
+ZERO_ZRT_COLLECTIVE_USER(BroadcastOp)
+ZERO_ZRT_COLLECTIVE_USER(AllToAllOp)
+#undef ZERO_ZRT_COLLECTIVE_USER
 
 LogicalResult RecordOp::verifySymbolUses(SymbolTableCollection &table) {
   return failure(failed(verifyDeclared<EventOp>(*this, table, getEventAttr(),

@@ -3,6 +3,7 @@
 #include "Gpt2Flags.h"
 
 #include "zero/runtime/InstallPaths.h"
+#include "zero/support/ByteSize.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -51,6 +52,8 @@ const char *kUsage =
     "usage: gpt2_train [--size tiny|mini|124M|355M] [--stage 0..3] [-n N]\n"
     "                  [--precision f32|bf16|f16] [--steps N] [--batch B]\n"
     "                  [--accumulate K]\n"
+    "                  [--offload none|optimizer|optimizer+params|auto]\n"
+    "                  [--device-memory-budget BYTES]\n"
     "                  [--seq T] [--lr LR] [--seed S] [--clip MAX_NORM]\n"
     "                  [--checkpoint-activations] [--deterministic]\n"
     "                  [--plan-only] [--log-every K] [--losses-out FILE]\n"
@@ -67,6 +70,9 @@ const char *kUsage =
     "over the ranks), so runs at any N and stage see the same data; with\n"
     "--accumulate K each optimizer step adds the gradients of K such\n"
     "micro-batches (K x B sequences).\n"
+    "--offload puts the optimizer state (and at stage 3 the parameter\n"
+    "shards) in host memory; auto picks the least offload that fits\n"
+    "--device-memory-budget (e.g. 80GiB) per rank.\n"
     "Sizes:\n";
 
 [[noreturn]] void usage(const std::string &message) {
@@ -149,6 +155,8 @@ Flags parseFlags(int argc, char **argv) {
                                           "--backend",
                                           "--peak-tflops",
                                           "--accumulate",
+                                          "--offload",
+                                          "--device-memory-budget",
                                           "--checkpoint-dir",
                                           "--checkpoint-every",
                                           "--keep",
@@ -204,6 +212,27 @@ Flags parseFlags(int argc, char **argv) {
       (flag == "--keep" ? flags.keep : flags.checkpointEvery) = count;
     } else if (flag == "--resume") {
       flags.resume = valueText;
+    } else if (flag == "--offload") {
+      using Offload = GraphConfig::Offload;
+      if (valueText == "none")
+        flags.offload = Offload::none;
+      else if (valueText == "optimizer")
+        flags.offload = Offload::optimizer;
+      else if (valueText == "optimizer+params")
+        flags.offload = Offload::optimizerAndParams;
+      else if (valueText == "auto")
+        flags.offload = Offload::automatic;
+      else
+        usage(absl::StrCat("--offload must be none, optimizer, "
+                           "optimizer+params or auto, got '",
+                           valueText, "'"));
+    } else if (flag == "--device-memory-budget") {
+      std::optional<int64_t> bytes = zero::parseByteSize(valueText);
+      if (!bytes)
+        usage(absl::StrCat("--device-memory-budget must be a number of bytes "
+                           "(80GiB, 512MB, 1000000), got '",
+                           valueText, "'"));
+      flags.deviceMemoryBudget = *bytes;
     } else if (flag == "--accumulate") {
       flags.accumulate = parseInt(flag, value);
       if (flags.accumulate < 1)

@@ -9,6 +9,7 @@
 #ifndef ZERO_EXAMPLES_GPT2_GPT2FLAGS_H
 #define ZERO_EXAMPLES_GPT2_GPT2FLAGS_H
 
+#include "zero/frontend/Graph.h"
 #include "zero/runtime/BackendSelection.h"
 #include "zero/runtime/DType.h"
 
@@ -17,6 +18,7 @@
 
 namespace gpt2 {
 
+using ::zero::frontend::GraphConfig;
 using ::zero::rt::DType;
 
 /// A named model size: GPT-2's shapes, or small ones for CPU runs and tests.
@@ -39,8 +41,11 @@ struct Flags {
   long steps = 200;
   long batch = -1;     // global, per micro-batch; -1: the size's default
   long accumulate = 1; // micro-batches per optimizer step
-  long seq = -1;       // -1: the size's context
-  double lr = -1;      // -1: the size's default
+  /// --offload, --device-memory-budget: zero-offload's placement.
+  GraphConfig::Offload offload = GraphConfig::Offload::none;
+  int64_t deviceMemoryBudget = 0;
+  long seq = -1;  // -1: the size's context
+  double lr = -1; // -1: the size's default
   unsigned long seed = 1;
   double clip = 0; // 0: no clipping
   bool checkpoint = false;

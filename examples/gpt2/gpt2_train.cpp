@@ -103,6 +103,8 @@ Graph buildGpt2(const Flags &flags, int64_t localBatch) {
   graph.config().activation_checkpointing(flags.checkpoint);
   graph.config().gradient_accumulation_steps(
       static_cast<int>(flags.accumulate));
+  graph.config().offload(flags.offload);
+  graph.config().device_memory_budget(flags.deviceMemoryBudget);
   if (flags.clip > 0)
     graph.config().clip_grad_norm(flags.clip);
   return graph;

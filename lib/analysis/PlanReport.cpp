@@ -7,7 +7,9 @@
 #include "zero/dialects/dist/DistOps.h"
 #include "zero/dialects/train/TrainDialect.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 
@@ -395,7 +397,7 @@ static StringRef formulaText(int64_t stage) {
   }
 }
 
-void printPlanReport(const PlanReport &report, llvm::raw_ostream &os) {
+static void printTrainingPlan(const PlanReport &report, llvm::raw_ostream &os) {
   os << "ZeRO plan: ";
   if (report.stage < 0)
     os << "not data parallel";
@@ -468,7 +470,7 @@ static llvm::json::Object toJson(const ByteCount &count) {
                             {"padding_bytes", count.padding}};
 }
 
-llvm::json::Value planReportToJson(const PlanReport &report) {
+static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
   llvm::json::Object traffic;
   for (const auto &[kind, count] : report.traffic)
     traffic[kind] =
@@ -504,6 +506,116 @@ llvm::json::Value planReportToJson(const PlanReport &report) {
            {"optimizer_bytes_per_element", f.optimizerBytesPerElement},
            {"model_state_bytes", f.modelStateBytes},
            {"traffic_elements", f.trafficElements}}}};
+}
+
+//===----------------------------------------------------------------------===//
+// The memory plan of a lowered program
+//===----------------------------------------------------------------------===//
+
+DictionaryAttr MemoryPlan::toAttr(MLIRContext *context) const {
+  Builder builder(context);
+  auto bytes = [&](int64_t value) { return builder.getI64IntegerAttr(value); };
+  SmallVector<Attribute> lines;
+  for (const std::string &line : decisions)
+    lines.push_back(builder.getStringAttr(line));
+  return builder.getDictionaryAttr(
+      {builder.getNamedAttr("offload", builder.getStringAttr(offload)),
+       builder.getNamedAttr("budget", bytes(budget)),
+       builder.getNamedAttr("device_persistent", bytes(devicePersistent)),
+       builder.getNamedAttr("device_arena", bytes(deviceArena)),
+       builder.getNamedAttr("host_persistent", bytes(hostPersistent)),
+       builder.getNamedAttr("host_arena", bytes(hostArena)),
+       builder.getNamedAttr("host_link_bytes", bytes(hostLinkBytes)),
+       builder.getNamedAttr("decisions", builder.getArrayAttr(lines))});
+}
+
+MemoryPlan MemoryPlan::fromAttr(DictionaryAttr attr) {
+  MemoryPlan plan;
+  auto bytes = [&](StringRef name) -> int64_t {
+    auto value = attr.getAs<IntegerAttr>(name);
+    return value ? value.getInt() : 0;
+  };
+  if (auto offload = attr.getAs<StringAttr>("offload"))
+    plan.offload = offload.str();
+  plan.budget = bytes("budget");
+  plan.devicePersistent = bytes("device_persistent");
+  plan.deviceArena = bytes("device_arena");
+  plan.hostPersistent = bytes("host_persistent");
+  plan.hostArena = bytes("host_arena");
+  plan.hostLinkBytes = bytes("host_link_bytes");
+  if (auto lines = attr.getAs<ArrayAttr>("decisions"))
+    for (auto line : lines.getAsRange<StringAttr>())
+      plan.decisions.push_back(line.str());
+  return plan;
+}
+
+static void printMemoryPlan(const MemoryPlan &plan, llvm::raw_ostream &os) {
+  os << "Memory plan of the lowered program (offload=" << plan.offload;
+  if (plan.budget > 0)
+    os << ", device budget " << plan.budget << " B";
+  os << "):\n";
+  auto row = [&](const char *name, int64_t value) {
+    os << llvm::format("  %-18s %14lld B\n", name,
+                       static_cast<long long>(value));
+  };
+  row("device persistent", plan.devicePersistent);
+  row("device arena", plan.deviceArena);
+  row("device total", plan.deviceBytes());
+  row("host persistent", plan.hostPersistent);
+  row("host arena", plan.hostArena);
+  row("host total", plan.hostBytes());
+  row("host link / step", plan.hostLinkBytes);
+  for (const std::string &line : plan.decisions)
+    os << "  " << line << "\n";
+}
+
+void printPlanReport(const PlanReport &report, llvm::raw_ostream &os) {
+  printTrainingPlan(report, os);
+  if (report.memory)
+    printMemoryPlan(*report.memory, os);
+}
+
+llvm::json::Value planReportToJson(const PlanReport &report) {
+  llvm::json::Value value = trainingPlanToJson(report);
+  if (!report.memory)
+    return value;
+  const MemoryPlan &plan = *report.memory;
+  llvm::json::Array decisions;
+  for (const std::string &line : plan.decisions)
+    decisions.push_back(line);
+  (*value.getAsObject())["memory_plan"] =
+      llvm::json::Object{{"offload", plan.offload},
+                         {"device_budget_bytes", plan.budget},
+                         {"device_persistent_bytes", plan.devicePersistent},
+                         {"device_arena_bytes", plan.deviceArena},
+                         {"device_bytes", plan.deviceBytes()},
+                         {"host_persistent_bytes", plan.hostPersistent},
+                         {"host_arena_bytes", plan.hostArena},
+                         {"host_bytes", plan.hostBytes()},
+                         {"host_link_bytes_per_step", plan.hostLinkBytes},
+                         {"decisions", std::move(decisions)}};
+  return value;
+}
+
+LogicalResult writePlanReport(const PlanReport &report, StringRef format,
+                              StringRef output, Location loc) {
+  std::error_code error;
+  std::unique_ptr<llvm::raw_fd_ostream> file;
+  llvm::raw_ostream *os = &llvm::errs();
+  if (output != "-") {
+    file = std::make_unique<llvm::raw_fd_ostream>(output, error,
+                                                  llvm::sys::fs::OF_Text);
+    if (error)
+      return mlir::emitError(loc) << "zero-report: cannot write '" << output
+                                  << "': " << error.message();
+    os = file.get();
+  }
+  if (format == "json")
+    *os << llvm::formatv("{0:2}", planReportToJson(report)) << "\n";
+  else
+    printPlanReport(report, *os);
+  os->flush();
+  return success();
 }
 
 } // namespace zero

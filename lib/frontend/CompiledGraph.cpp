@@ -79,6 +79,8 @@ zero::ZeroPipelineOptions pipelineOptions(const GraphConfig &config,
   options.reduceBucketBytes = zero.reduceBucketBytes;
   options.allgatherBucketBytes = zero.allgatherBucketBytes;
   options.lowerToRuntime = true;
+  options.offload = config.offloadName();
+  options.deviceMemoryBudget = config.deviceMemoryBudget();
   return options;
 }
 

@@ -145,6 +145,30 @@ GraphConfig &GraphConfig::set_gradient_accumulation_steps(int steps) {
   return *this;
 }
 
+GraphConfig &GraphConfig::offload(Offload what) {
+  offloadWhat = what;
+  return *this;
+}
+
+GraphConfig &GraphConfig::device_memory_budget(int64_t bytes) {
+  budgetBytes = bytes;
+  return *this;
+}
+
+const char *GraphConfig::offloadName() const {
+  switch (offloadWhat) {
+  case Offload::none:
+    return "none";
+  case Offload::optimizer:
+    return "optimizer";
+  case Offload::optimizerAndParams:
+    return "optimizer+params";
+  case Offload::automatic:
+    return "auto";
+  }
+  return "none";
+}
+
 GraphConfig &GraphConfig::precision(DType dtype) {
   precisionChoice = dtype;
   return *this;
@@ -169,6 +193,13 @@ absl::Status GraphConfig::validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "set_gradient_accumulation_steps: must be at least 1, got ",
         accumulateSteps));
+  if (budgetBytes < 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device_memory_budget: must be a number of bytes (0 for none), got ",
+        budgetBytes));
+  if (offloadWhat == Offload::automatic && budgetBytes == 0)
+    return absl::InvalidArgumentError(
+        "offload(Offload::automatic): needs a device_memory_budget to fit");
   OptimizerSpec o = optimizerSpec();
   if (!(o.lr > 0))
     return absl::InvalidArgumentError(absl::StrCat(

@@ -47,17 +47,28 @@ Executor::Executor(Communicator &comm,
     : comm(comm), executionBackend(std::move(backend)) {}
 
 Executor::~Executor() {
-  for (void *buffer : storage)
-    executionBackend->release(buffer);
+  for (auto [buffer, decl] : llvm::zip(storage, decls))
+    decl.host ? executionBackend->releaseHost(buffer)
+              : executionBackend->release(buffer);
   if (arena)
     executionBackend->release(arena);
+  if (hostArena)
+    executionBackend->releaseHost(hostArena);
 }
 
 absl::Status Executor::readBuffer(size_t index, void *host) const {
+  if (decls[index].host) {
+    std::memcpy(host, storage[index], decls[index].bytes);
+    return absl::OkStatus();
+  }
   return executionBackend->copyToHost(host, storage[index], decls[index].bytes);
 }
 
 absl::Status Executor::writeBuffer(size_t index, const void *host) {
+  if (decls[index].host) {
+    std::memcpy(storage[index], host, decls[index].bytes);
+    return absl::OkStatus();
+  }
   return executionBackend->copyFromHost(storage[index], host,
                                         decls[index].bytes);
 }
@@ -66,6 +77,8 @@ float Executor::readScalar(size_t index) const {
   const BufferDecl &decl = decls[index];
   if (!isFloat(decl.spec.dtype) || decl.bytes == 0)
     return NAN;
+  if (decl.host)
+    return loadAsFloat(storage[index], decl.spec.dtype, 0);
   alignas(8) char value[8];
   if (!executionBackend
            ->copyToHost(value, storage[index], dtypeBytes(decl.spec.dtype))
@@ -158,6 +171,9 @@ struct Executor::Loader {
   llvm::DenseSet<int> recorded;
   /// The instruction list of the body being loaded.
   StepBody *body = nullptr;
+  /// Bytes the body being loaded copies between device and host memory.
+  int64_t crossingBytes = 0;
+  mlir::SymbolTableCollection symbols;
 
   int getStream(llvm::StringRef name) {
     return streams.try_emplace(name, streams.size()).first->second;
@@ -217,13 +233,18 @@ absl::Status Executor::Loader::declareBuffer(zrt::BufferOp buffer) {
   if (auto use = buffer->getAttrOfType<mlir::StringAttr>("zrt.index_of"))
     decl.indexOf = use.str();
 
+  decl.host = buffer.getSpace() == zrt::MemorySpace::host;
   absl::StatusOr<void *> memory =
-      executor.executionBackend->allocate(decl.bytes);
+      decl.host ? executor.executionBackend->allocateHost(decl.bytes)
+                : executor.executionBackend->allocate(decl.bytes);
   if (!memory.ok())
-    return absl::ResourceExhaustedError(
+    return absl::Status(
+        memory.status().code(),
         absl::StrCat(decl.name, ": ", memory.status().message()));
   executor.storage.push_back(*memory);
   MemoryFigures &figures = executor.figures;
+  if (decl.host)
+    figures.hostPersistent += decl.bytes;
   switch (decl.role) {
   case BufferRole::param:
   case BufferRole::frozen:
@@ -250,16 +271,22 @@ absl::Status Executor::Loader::declareBuffer(zrt::BufferOp buffer) {
 }
 
 void Executor::Loader::noteArenaUse(mlir::Value memref) {
-  char *base = static_cast<char *>(executor.arena);
   char *address = addresses.lookup(memref);
-  int64_t offset = address - base;
   int64_t bytes =
       mlir::cast<mlir::MemRefType>(memref.getType()).getNumElements();
   bytes *= dtypeBytes(*getDType(
       mlir::cast<mlir::MemRefType>(memref.getType()).getElementType()));
-  if (offset >= 0 && offset <= executor.figures.arenaBytes)
-    executor.figures.arenaHighWater =
-        std::max(executor.figures.arenaHighWater, offset + bytes);
+  MemoryFigures &figures = executor.figures;
+  for (auto [base, size, highWater] :
+       {std::make_tuple(static_cast<char *>(executor.arena), figures.arenaBytes,
+                        &figures.arenaHighWater),
+        std::make_tuple(static_cast<char *>(executor.hostArena),
+                        figures.hostArenaBytes, &figures.hostArenaHighWater)}) {
+    if (!base || address < base || address > base + size)
+      continue;
+    *highWater = std::max(*highWater, (address - base) + bytes);
+    return;
+  }
 }
 
 absl::Status Executor::Loader::resolve(mlir::Operation *op) {
@@ -271,11 +298,16 @@ absl::Status Executor::Loader::resolve(mlir::Operation *op) {
     return absl::OkStatus();
   }
   if (auto view = mlir::dyn_cast<zrt::ArenaViewOp>(op)) {
+    bool host = view.getSpace() == zrt::MemorySpace::host;
+    int64_t arenaBytes =
+        host ? executor.figures.hostArenaBytes : executor.figures.arenaBytes;
     if (view.getOffset() + view.getSizeInBytes() >
-        static_cast<uint64_t>(executor.figures.arenaBytes))
-      return error(op, "lies outside the arena");
-    addresses[view] = static_cast<char *>(executor.arena) +
-                      static_cast<int64_t>(view.getOffset());
+        static_cast<uint64_t>(arenaBytes))
+      return error(op, host ? "lies outside the host arena"
+                            : "lies outside the arena");
+    addresses[view] =
+        static_cast<char *>(host ? executor.hostArena : executor.arena) +
+        static_cast<int64_t>(view.getOffset());
     return absl::OkStatus();
   }
   auto view = mlir::cast<zrt::ViewOp>(op);
@@ -363,6 +395,9 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
     instruction.bytes = spec->numElements() * dtypeBytes(spec->dtype);
     noteArenaUse(copy.getSource());
     noteArenaUse(copy.getTarget());
+    if (zrt::getMemorySpace(copy.getSource(), symbols) !=
+        zrt::getMemorySpace(copy.getTarget(), symbols))
+      crossingBytes += instruction.bytes;
     body->push_back(std::move(instruction));
     return absl::OkStatus();
   }
@@ -478,6 +513,17 @@ Executor::create(zrt::ProgramOp program, Communicator &comm,
     return absl::ResourceExhaustedError(
         absl::StrCat("the arena: ", arena.status().message()));
   executor->arena = *arena;
+  executor->figures.hostArenaBytes =
+      program.getArenaBytes(zrt::MemorySpace::host);
+  if (executor->figures.hostArenaBytes > 0) {
+    absl::StatusOr<void *> hostArena = executor->executionBackend->allocateHost(
+        executor->figures.hostArenaBytes);
+    if (!hostArena.ok())
+      return absl::Status(
+          hostArena.status().code(),
+          absl::StrCat("the host arena: ", hostArena.status().message()));
+    executor->hostArena = *hostArena;
+  }
 
   std::vector<zrt::StepOp> steps;
   for (mlir::Operation &op : program.getBody().front()) {
@@ -506,6 +552,7 @@ Executor::create(zrt::ProgramOp program, Communicator &comm,
   for (auto [step, body] : llvm::zip(steps, executor->bodies)) {
     loader.body = &body;
     loader.recorded.clear();
+    loader.crossingBytes = 0;
     for (mlir::Operation &op : step.getBody().front()) {
       absl::Status status =
           mlir::isa<zrt::BufferRefOp, zrt::ArenaViewOp, zrt::ViewOp>(op)
@@ -514,6 +561,9 @@ Executor::create(zrt::ProgramOp program, Communicator &comm,
       if (!status.ok())
         return status;
     }
+    executor->figures.hostLinkBytesPerStep +=
+        loader.crossingBytes *
+        (step.getKind() == zrt::StepKind::micro ? program.getMicroSteps() : 1);
   }
   if (absl::Status status = executor->executionBackend->prepare(
           executor->bodies, std::max<int>(1, loader.streams.size()),

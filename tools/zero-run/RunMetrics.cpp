@@ -47,6 +47,9 @@ RunMetrics::RunMetrics(Executor &executor, zrt::ProgramOp program)
   }
   if (auto value = program->getAttrOfType<mlir::IntegerAttr>("zrt.live_bytes"))
     liveBytes = value.getInt();
+  if (auto plan =
+          program->getAttrOfType<mlir::DictionaryAttr>("zrt.memory_plan"))
+    report["memory_plan"] = toJson(plan);
 }
 
 void RunMetrics::recordStep(float loss, double seconds) {
@@ -78,6 +81,9 @@ std::vector<int64_t> RunMetrics::localFields() const {
     std::memcpy(&sentBits, &stats.sentBytesPerRank, sizeof(sentBits));
     fields.insert(fields.end(), {stats.count, stats.bytes, sentBits});
   }
+  fields.insert(fields.end(),
+                {memory.hostPersistent, memory.hostArenaBytes,
+                 memory.hostArenaHighWater, memory.hostLinkBytesPerStep});
   fields.push_back(executor.backend().overheadBytes());
   return fields;
 }
@@ -111,7 +117,19 @@ RunMetrics::rankJson(const std::vector<int64_t> &fields) const {
                            {"bytes", fields[at + 1]},
                            {"sent_bytes_per_rank", sent}};
   }
+  // The two pools: what zero-offload placed in host memory, and the rest.
+  size_t host = fields.size() - 5;
+  int64_t hostPersistent = fields[host], hostArena = fields[host + 1];
+  int64_t devicePersistent = state + fields[4] - hostPersistent;
+  llvm::json::Object pools{{"device_bytes", devicePersistent + fields[5]},
+                           {"device_high_water", devicePersistent + fields[6]},
+                           {"host_persistent", hostPersistent},
+                           {"host_arena_bytes", hostArena},
+                           {"host_arena_high_water", fields[host + 2]},
+                           {"host_bytes", hostPersistent + hostArena},
+                           {"host_link_bytes_per_step", fields[host + 3]}};
   return llvm::json::Object{{"parameters", fields[0]},
+                            {"pools", std::move(pools)},
                             {"masters", fields[1]},
                             {"slots", fields[2]},
                             {"grad_accumulators", fields[3]},

@@ -22,6 +22,7 @@
 #include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/Executor.h"
 #include "zero/runtime/TrainingState.h"
+#include "zero/support/ByteSize.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -83,6 +84,16 @@ static cl::opt<int64_t> accumulateFlag(
     cl::desc("Micro-batches per optimizer step (gradient accumulation): the "
              "global batch is N x local x K"),
     cl::init(1), cl::cat(runCategory));
+static cl::opt<std::string> offloadFlag(
+    "offload",
+    cl::desc("When compiling: what lives in host memory (zero-offload): none, "
+             "optimizer, optimizer+params or auto"),
+    cl::init("none"), cl::cat(runCategory));
+static cl::opt<std::string> deviceBudgetFlag(
+    "device-memory-budget",
+    cl::desc("When compiling: device bytes per rank the plan must fit, with "
+             "a unit (80GiB, 512MB); needed by --offload auto"),
+    cl::cat(runCategory));
 static cl::opt<std::string> pipelineOptionsFlag(
     "pipeline-options",
     cl::desc("More zero-pipeline options, e.g. \"reduce-bucket-bytes=0\""),
@@ -170,11 +181,12 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
                                                  int ranks) {
   auto programs = module.getOps<zrt::ProgramOp>();
   if (!programs.empty()) {
-    if (stageFlag >= 0)
+    if (stageFlag >= 0 || offloadFlag.getNumOccurrences() ||
+        deviceBudgetFlag.getNumOccurrences())
       return absl::InvalidArgumentError(
           absl::StrCat(programPath.getValue(),
-                       " is already lowered; --stage applies to training "
-                       "steps only"));
+                       " is already lowered; --stage, --offload and "
+                       "--device-memory-budget apply to training steps only"));
     zrt::ProgramOp program = *programs.begin();
     if (accumulateFlag.getNumOccurrences() &&
         program.getMicroSteps() != accumulateFlag)
@@ -189,11 +201,21 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
         programPath.getValue(),
         " is a training step, not a lowered zrt program: pass --stage 0..3 "
         "to compile it"));
+  int64_t budget = 0;
+  if (!deviceBudgetFlag.empty()) {
+    std::optional<int64_t> parsed = parseByteSize(deviceBudgetFlag);
+    if (!parsed)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--device-memory-budget '", deviceBudgetFlag.getValue(),
+          "' is not a number of bytes (write e.g. 80GiB, 512MB or 1000000)"));
+    budget = *parsed;
+  }
   // --pipeline-options come last, so that their accumulate-steps (if any)
   // is the one that counts.
   std::string options = absl::StrCat(
       "stage=", stageFlag.getValue(), " ranks=", ranks,
       " lower-to-runtime=true accumulate-steps=", accumulateFlag.getValue(),
+      " offload=", offloadFlag.getValue(), " device-memory-budget=", budget,
       " ", pipelineOptionsFlag.getValue());
   auto pm = mlir::PassManager::on<mlir::ModuleOp>(module.getContext());
   const mlir::PassInfo *info = mlir::PassInfo::lookup("zero-pipeline");

@@ -18,7 +18,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace zero {
 
@@ -65,6 +67,29 @@ struct ZeroFormula {
   double trafficElements = 0;
 };
 
+/// Where a lowered program keeps its memory (zero-offload's plan): what one
+/// rank holds in device and in host memory, and what crosses the host link
+/// per optimizer step.
+struct MemoryPlan {
+  /// none, optimizer or optimizer+params: what was moved to the host.
+  std::string offload = "none";
+  /// Device bytes per rank the plan had to fit; 0 when none was given.
+  int64_t budget = 0;
+  int64_t devicePersistent = 0;
+  int64_t deviceArena = 0;
+  int64_t hostPersistent = 0;
+  int64_t hostArena = 0;
+  /// Device-to-host plus host-to-device bytes of one optimizer step (the
+  /// micro-step's transfers counted once per micro-batch).
+  int64_t hostLinkBytes = 0;
+  /// What went to the host and why, one line per tensor.
+  std::vector<std::string> decisions;
+  int64_t deviceBytes() const { return devicePersistent + deviceArena; }
+  int64_t hostBytes() const { return hostPersistent + hostArena; }
+  mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
+  static MemoryPlan fromAttr(mlir::DictionaryAttr attr);
+};
+
 struct PlanReport {
   int64_t ranks = 1;
   /// -1 when the module is not data parallel.
@@ -89,6 +114,9 @@ struct PlanReport {
   std::string peakFunction;
   std::map<std::string, TrafficCount> traffic;
   ZeroFormula formula;
+  /// The lowered program's device and host memory, when the report is of
+  /// a program zero-offload placed.
+  std::optional<MemoryPlan> memory;
 };
 
 /// Computes the report. Fails (with a diagnostic) when the module has no
@@ -97,6 +125,11 @@ mlir::FailureOr<PlanReport> computePlanReport(mlir::ModuleOp module);
 
 void printPlanReport(const PlanReport &report, llvm::raw_ostream &os);
 llvm::json::Value planReportToJson(const PlanReport &report);
+/// Writes the report as `format` (text or json) to `output` (a file, or -
+/// for stderr); fails with a diagnostic at `loc` when it cannot.
+mlir::LogicalResult writePlanReport(const PlanReport &report,
+                                    llvm::StringRef format,
+                                    llvm::StringRef output, mlir::Location loc);
 
 } // namespace zero
 

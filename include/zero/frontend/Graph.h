@@ -269,6 +269,15 @@ public:
   /// micro-batches' scaled gradients are summed and checked once: an
   /// overflow in any of them skips the whole step.
   GraphConfig &loss_scaling(const LossScaling &scaling);
+  /// What lives in host memory (ZeRO-Offload, decided by the compiler's
+  /// zero-offload pass): nothing; the optimizer state (stages 1-3); the
+  /// optimizer state and the parameter shards (stage 3); or the least
+  /// offload that fits `device_memory_budget` (automatic).
+  enum class Offload { none, optimizer, optimizerAndParams, automatic };
+  GraphConfig &offload(Offload what);
+  /// Device bytes per rank the compiled plan must fit; compile fails, with
+  /// the shortfall, when it cannot. 0 (the default) sets no budget.
+  GraphConfig &device_memory_budget(int64_t bytes);
   ZeroOptions &zero() { return zeroOptions; }
 
   /// The chosen optimizer with the learning-rate schedule.
@@ -297,6 +306,10 @@ public:
   bool zeroEnabled() const { return zeroOn; }
   int zeroStage() const { return zeroOn ? stage : 0; }
   int accumulationSteps() const { return accumulateSteps; }
+  Offload offloadChoice() const { return offloadWhat; }
+  /// The zero-offload option's spelling of offloadChoice().
+  const char *offloadName() const;
+  int64_t deviceMemoryBudget() const { return budgetBytes; }
   DType precision() const { return precisionChoice; }
   /// The first invalid setting, in the user's terms (checked by compile).
   absl::Status validate() const;
@@ -311,6 +324,8 @@ private:
   bool zeroOn = false;
   int stage = 0;
   int accumulateSteps = 1;
+  Offload offloadWhat = Offload::none;
+  int64_t budgetBytes = 0;
   DType precisionChoice = DType::f32;
 };
 

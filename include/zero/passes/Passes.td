@@ -294,14 +294,65 @@ def ZeroLowerToRuntime : Pass<"zero-lower-to-runtime", "::mlir::ModuleOp"> {
                            "::zero::train::TrainDialect"];
 }
 
+def ZeroOffload : Pass<"zero-offload", "::mlir::ModuleOp"> {
+  let summary = "Places optimizer state and stage-3 parameters in host memory under a device budget";
+  let description = [{
+    ZeRO-Offload decided at compile time. Works on the lowered `zrt.program`
+    (after `zero-lower-to-runtime`) and moves persistent state to host
+    memory:
+
+    * `offload=optimizer` (stages 1-3): fp32 master copies and optimizer
+      slots live in host memory. Every kernel that touches them (the
+      update, and under mixed precision the cast of the new master to the
+      16-bit parameter) runs on the `@host` stream; the device values it
+      reads (the reduced gradient shard, the parameter shard, the step
+      index) are copied device -> host on the `@transfer` stream first, and
+      what it writes on the device (the new parameter shard) is copied back
+      host -> device after it.
+    * `offload=optimizer+params` (stage 3): sharded parameters also live in
+      host memory; each is copied to a device staging buffer right before
+      the collective that gathers it.
+    * `offload=auto` with `device-memory-budget`: the least offload that
+      makes the device bytes (device buffers + device arena) fit, tensor by
+      tensor, largest optimizer state first, then (stage 3) largest
+      parameters. When even everything offloaded does not fit, an error
+      gives the shortfall in bytes and what was tried.
+
+    Transfers and host kernels are ordered by events: the transfer stream
+    waits for the compute stream, the host stream for the transfer stream,
+    the copies back for the host stream, and a device instruction that
+    touches memory a transfer still reads or writes waits for it. Staging
+    buffers in host memory get a host arena of their own, planned like the
+    device arena; device staging for gathered parameters is planned above
+    the device arena. The device arena's own offsets are kept.
+
+    The pass records what each rank holds where and the host-link bytes of
+    a step on the program (`zrt.memory_plan`); `zero-pipeline` prints it
+    with the report. With `offload=none` and a budget it only checks that
+    the plan fits.
+  }];
+  let options = [
+    Option<"offload", "offload", "std::string", "\"none\"",
+           "What lives in host memory: none, optimizer, optimizer+params or "
+           "auto">,
+    Option<"deviceMemoryBudget", "device-memory-budget", "int64_t", "0",
+           "Device bytes per rank the plan must fit (0: no budget; needed "
+           "by offload=auto)">,
+  ];
+  let dependentDialects = ["::zero::zrt::ZrtDialect"];
+}
+
 def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
   let summary = "The whole chain to a ZeRO stage 0-3 step; what enable_zero runs";
   let description = [{
     Runs `train-materialize-optimizer`, `dist-data-parallel`, `zero-shard`
     (stages 1-3), `zero-bucket` and `zero-verify`, passing each its options,
     and `zero-report` when `report` is text or json, then
-    `zero-lower-to-runtime` with `lower-to-runtime`. Stage 0 is plain data
-    parallelism.
+    `zero-lower-to-runtime` and `zero-offload` with `lower-to-runtime`.
+    Stage 0 is plain data parallelism. With `lower-to-runtime` the report
+    is printed after the lowering and includes the program's memory plan
+    (device and host bytes, host-link traffic) when `offload` or a budget
+    was given.
 
     A forward-only step (one that ends in `train.minimize`) is
     differentiated first: the pipeline then begins with `train-autodiff`,
@@ -336,6 +387,12 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "Where zero-report writes; - for stderr">,
     Option<"lowerToRuntime", "lower-to-runtime", "bool", "false",
            "Also run zero-lower-to-runtime, producing the zrt program">,
+    Option<"offload", "offload", "std::string", "\"none\"",
+           "With lower-to-runtime, zero-offload's placement: none, "
+           "optimizer, optimizer+params or auto">,
+    Option<"deviceMemoryBudget", "device-memory-budget", "int64_t", "0",
+           "With lower-to-runtime, device bytes per rank the plan must fit "
+           "(0: no budget)">,
     Option<"optimizer", "optimizer", "std::string", "\"\"",
            "For a forward-only step: the train.optimizer (symbol name "
            "without @) train-autodiff applies the gradients with; empty "

@@ -93,6 +93,11 @@ public:
   /// vector loads.
   virtual absl::StatusOr<void *> allocate(int64_t bytes) = 0;
   virtual void release(void *memory) = 0;
+  /// Host memory for a program's offloaded state and its host arena (pinned
+  /// on GPUs), zeroed. The default refuses: a backend without a host pool
+  /// cannot run programs zero-offload placed.
+  virtual absl::StatusOr<void *> allocateHost(int64_t bytes);
+  virtual void releaseHost(void *memory);
   /// Host <-> backend memory; blocking.
   virtual absl::Status copyToHost(void *host, const void *source,
                                   int64_t bytes) = 0;
@@ -127,6 +132,12 @@ class HostExecutionBackend : public ExecutionBackend {
 public:
   absl::StatusOr<void *> allocate(int64_t bytes) override;
   void release(void *memory) override;
+  /// Host and "device" memory are the same here; the executor accounts for
+  /// them as two pools.
+  absl::StatusOr<void *> allocateHost(int64_t bytes) override {
+    return allocate(bytes);
+  }
+  void releaseHost(void *memory) override { release(memory); }
   absl::Status copyToHost(void *host, const void *source,
                           int64_t bytes) override;
   absl::Status copyFromHost(void *target, const void *host,
@@ -140,7 +151,10 @@ public:
 
 /// The CPU backend: host memory, kernels from CpuKernels.h run one after
 /// the other, collectives started on `comm` and overlapped with compute
-/// where the program's events allow.
+/// where the program's events allow. Streams with neither compute kernels
+/// nor collectives (the transfer and host streams of offloaded work) run on
+/// a worker thread, in program order, ordered against the others by the
+/// program's events.
 std::unique_ptr<ExecutionBackend> createCpuBackend(Communicator &comm);
 
 } // namespace zero::rt

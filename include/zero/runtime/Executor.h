@@ -63,6 +63,8 @@ struct BufferDecl {
   int64_t indexBound = 0;
   /// "embedding" or "labels" for integer inputs whose use the compiler saw.
   std::string indexOf;
+  /// In host memory (zero-offload), not in the backend's device memory.
+  bool host = false;
 };
 
 /// Bytes one rank holds, by category, and the arena's figures.
@@ -75,9 +77,23 @@ struct MemoryFigures {
   int64_t arenaBytes = 0;
   /// Highest arena byte any instruction touches.
   int64_t arenaHighWater = 0;
+  /// Of the persistent bytes, those in host memory; and the host arena.
+  int64_t hostPersistent = 0;
+  int64_t hostArenaBytes = 0;
+  int64_t hostArenaHighWater = 0;
+  /// Bytes the loaded program copies between the pools per optimizer step.
+  int64_t hostLinkBytesPerStep = 0;
   int64_t persistent() const {
     return parameters + masters + slots + gradAccumulators + inputsOutputs;
   }
+  /// The two pools: device memory (all of it without offload) and host.
+  int64_t deviceBytes() const {
+    return persistent() - hostPersistent + arenaBytes;
+  }
+  int64_t deviceHighWater() const {
+    return persistent() - hostPersistent + arenaHighWater;
+  }
+  int64_t hostBytes() const { return hostPersistent + hostArenaBytes; }
 };
 
 /// What a checkpoint records about the program it was taken from.
@@ -153,6 +169,7 @@ private:
   /// Owned: released through the backend by the destructor.
   std::vector<void *> storage;
   void *arena = nullptr;
+  void *hostArena = nullptr;
   /// The plain step, or the micro-step and the apply step.
   std::vector<StepBody> bodies;
   int64_t microSteps = 1;

@@ -26,4 +26,12 @@ def Zrt_StepKind : I32EnumAttr<"StepKind", "what one zrt.step body runs", [
   let cppNamespace = "::zero::zrt";
 }
 
+def Zrt_MemorySpace : I32EnumAttr<"MemorySpace",
+    "where a buffer lives and what memory a stream's work touches", [
+    I32EnumAttrCase<"device", 0>,
+    I32EnumAttrCase<"host", 1>
+  ]> {
+  let cppNamespace = "::zero::zrt";
+}
+
 #endif // ZERO_ZRT_ENUMS

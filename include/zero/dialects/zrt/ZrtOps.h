@@ -15,9 +15,21 @@
 
 #include "zero/dialects/zrt/ZrtDialect.h"
 
+#include <optional>
+
 #include "zero/dialects/zrt/ZrtEnums.h.inc"
 
 #define GET_OP_CLASSES
 #include "zero/dialects/zrt/ZrtOps.h.inc"
+
+namespace zero::zrt {
+
+/// The memory space `memref` lives in: its arena view's, or its buffer's,
+/// through any views. Null when it is not rooted in either (a block
+/// argument, or a buffer_ref to an undeclared buffer).
+std::optional<MemorySpace> getMemorySpace(mlir::Value memref,
+                                          mlir::SymbolTableCollection &symbols);
+
+} // namespace zero::zrt
 
 #endif // ZERO_DIALECTS_ZRT_ZRTOPS_H

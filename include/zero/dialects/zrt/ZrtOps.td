@@ -28,6 +28,14 @@ def Zrt_Dialect : Dialect {
     Collectives here work on whole buffers split along dimension 0: padding
     is explicit in the buffer sizes, so a reduce-scatter's input has exactly
     `group` times the rows of its output.
+
+    Memory has a space, `device` (the default, unprinted) or `host`: a
+    buffer, an arena view and a stream each name theirs. Host memory is the
+    CPU's (pinned on GPUs), where `zero-offload` keeps optimizer state and,
+    at stage 3, parameters. Work on a stream touches only memory of the
+    stream's space, with one exception that is the only way data crosses: a
+    `zrt.copy` on a device stream may copy between the spaces. Collectives
+    run on device streams over device memory.
   }];
   let cppNamespace = "::zero::zrt";
   let dependentDialects = ["::zero::dist::DistDialect"];
@@ -38,6 +46,9 @@ class Zrt_Op<string mnemonic, list<Trait> traits = []>
 
 // Buffers hold numbers whose byte size is known.
 defvar Zrt_StaticMemRef = StaticShapeMemRefOf<[AnyFloat, AnySignlessInteger]>;
+
+defvar Zrt_DefaultDevice =
+    DefaultValuedAttr<Zrt_MemorySpace, "::zero::zrt::MemorySpace::device">;
 
 //===----------------------------------------------------------------------===//
 // Program structure
@@ -53,7 +64,8 @@ def Zrt_ProgramOp : Zrt_Op<"program", [Symbol, SymbolTable, IsolatedFromAbove,
     on K consecutive micro-batches, and a `zrt.step apply`, which it runs
     once after them. `arena` is the size in bytes of the one transient
     allocation (the bodies run one after the other and share it) and
-    `align` the alignment of every view into it.
+    `align` the alignment of every view into it. A program with offloaded
+    work has a second arena in host memory, of `host_arena` bytes.
 
     ```mlir
     zrt.program @mlp placement #dist.placement<cpu, [4]> arena 65536 align 64 {
@@ -67,18 +79,25 @@ def Zrt_ProgramOp : Zrt_Op<"program", [Symbol, SymbolTable, IsolatedFromAbove,
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Dist_PlacementAttr:$placement,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$arena_bytes,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$host_arena_bytes,
                        DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "64">:$alignment,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<2>]>>:$accumulate_steps);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `placement` qualified($placement) `arena` $arena_bytes
-    `align` $alignment (`accumulate` $accumulate_steps^)?
+    (`host_arena` $host_arena_bytes^)? `align` $alignment (`accumulate` $accumulate_steps^)?
     attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Micro-batches per optimizer step (1 without accumulation).
     int64_t getMicroSteps() { return getAccumulateSteps().value_or(1); }
+    /// Bytes of the arena in `space`.
+    int64_t getArenaBytes(::zero::zrt::MemorySpace space) {
+      return space == ::zero::zrt::MemorySpace::host
+                 ? static_cast<int64_t>(getHostArenaBytes().value_or(0))
+                 : static_cast<int64_t>(getArenaBytes());
+    }
   }];
 }
 
@@ -87,14 +106,18 @@ def Zrt_StreamOp : Zrt_Op<"stream", [Symbol, HasParent<"ProgramOp">]> {
   let description = [{
     Work on one stream runs in program order; work on different streams may
     overlap unless ordered by events. On GPUs a stream is a CUDA stream; on
-    CPUs, the communication stream is progressed by non-blocking collectives.
+    CPUs, the communication stream is progressed by non-blocking collectives,
+    and streams with neither kernels of the compute stream nor collectives
+    (the transfer and host streams of offloaded work) run on a worker
+    thread. A `host` stream runs kernels on the CPU over host memory.
 
     ```mlir
     zrt.stream @comm
+    zrt.stream @host in host
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name);
-  let assemblyFormat = "$sym_name attr-dict";
+  let arguments = (ins SymbolNameAttr:$sym_name, Zrt_DefaultDevice:$space);
+  let assemblyFormat = "$sym_name (`in` $space^)? attr-dict";
 }
 
 def Zrt_EventOp : Zrt_Op<"event", [Symbol, HasParent<"ProgramOp">]> {
@@ -114,14 +137,17 @@ def Zrt_BufferOp : Zrt_Op<"buffer", [Symbol, HasParent<"ProgramOp">]> {
     Parameters, master copies, optimizer slots and gradient accumulators
     persist across steps; `input` buffers are filled with the rank's batch
     before each step and `output` buffers (the loss) are read after it.
+    A buffer lives in device memory unless it says `in host`.
 
     ```mlir
     zrt.buffer @fc1.w.m slot : memref<25088xf32>
+    zrt.buffer @fc1.w.v slot in host : memref<25088xf32>
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Zrt_BufferRole:$role,
-                       TypeAttrOf<Zrt_StaticMemRef>:$type);
-  let assemblyFormat = "$sym_name $role `:` $type attr-dict";
+                       TypeAttrOf<Zrt_StaticMemRef>:$type,
+                       Zrt_DefaultDevice:$space);
+  let assemblyFormat = "$sym_name $role (`in` $space^)? `:` $type attr-dict";
   let extraClassDeclaration = [{
     ::mlir::MemRefType getMemRefType() {
       return ::llvm::cast<::mlir::MemRefType>(getType());
@@ -185,15 +211,20 @@ def Zrt_ArenaViewOp : Zrt_Op<"arena_view", [Pure,
   let description = [{
     The memory planner gives every transient value an offset; values whose
     lifetimes do not overlap share bytes. The view must lie inside the arena
-    and start at a multiple of the program's alignment.
+    and start at a multiple of the program's alignment. A view `in host`
+    lies in the program's host arena.
 
     ```mlir
     %h = zrt.arena_view [4096] : memref<32x128xf32>
+    %g = zrt.arena_view [0] in host : memref<50176xf32>
     ```
   }];
-  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$offset);
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$offset,
+                       Zrt_DefaultDevice:$space);
   let results = (outs Zrt_StaticMemRef:$result);
-  let assemblyFormat = "` ` `[` $offset `]` attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    ` ` `[` $offset `]` (`in` $space^)? attr-dict `:` type($result)
+  }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Bytes the view covers.
@@ -258,7 +289,9 @@ def Zrt_CopyOp : Zrt_StreamWorkOp<"copy"> {
   let summary = "Copies one buffer into another of the same size on a stream";
   let description = [{
     Packs gradients into a bucket, unpacks gathered parameters, and moves
-    values between persistent buffers and the arena.
+    values between persistent buffers and the arena. On a device stream
+    the two buffers may be in different memory spaces: that is a transfer
+    over the host link (device to host or host to device).
 
     ```mlir
     zrt.copy on @compute %g to %bucket : memref<2x3xf32> to memref<6xf32>

@@ -1,0 +1,758 @@
+//===- ZeroOffload.cpp - Optimizer state and parameters in host memory ----===//
+//
+// ZeRO-Offload as a rewrite of the lowered program. The runtime peers decide
+// placement while training; here the compiler picks which persistent
+// buffers live in host memory, moves the kernels that touch them to a host
+// stream, makes every crossing an explicit copy on a transfer stream ordered
+// by events, plans the staging memory, and records what each rank then
+// holds on the device and on the host. The device arena's offsets are kept:
+// a device instruction that touches bytes a transfer still reads or writes
+// waits for that transfer instead.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/analysis/ArenaPlanner.h"
+#include "zero/analysis/PlanReport.h"
+#include "zero/dialects/zrt/ZrtOps.h"
+#include "zero/passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace zero {
+#define GEN_PASS_DEF_ZEROOFFLOAD
+#include "zero/passes/Passes.h.inc"
+} // namespace zero
+
+using namespace mlir;
+using namespace zero;
+using zrt::MemorySpace;
+
+namespace {
+
+int64_t bytesOf(Type type) {
+  auto memref = cast<MemRefType>(type);
+  return memref.getNumElements() * static_cast<int64_t>(llvm::divideCeil(
+                                       memref.getElementTypeBitWidth(), 8));
+}
+
+int64_t alignTo(int64_t value, int64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+bool isUpdateKernel(StringRef kernel) {
+  return llvm::is_contained({StringRef("train.sgd"), StringRef("train.adam"),
+                             StringRef("train.adamw"),
+                             StringRef("train.sgd_momentum")},
+                            kernel);
+}
+
+bool isWork(Operation *op) {
+  return isa<zrt::LaunchOp, zrt::CopyOp, zrt::AllReduceOp, zrt::ReduceScatterOp,
+             zrt::AllGatherOp, zrt::BroadcastOp, zrt::AllToAllOp>(op);
+}
+
+FlatSymbolRefAttr getStream(Operation *op) {
+  return op->getAttrOfType<FlatSymbolRefAttr>("stream");
+}
+
+/// What an instruction reads and writes.
+std::pair<SmallVector<Value>, SmallVector<Value>> getAccesses(Operation *op) {
+  if (auto launch = dyn_cast<zrt::LaunchOp>(op))
+    return {SmallVector<Value>(launch.getIns()),
+            SmallVector<Value>(launch.getOuts())};
+  if (auto copy = dyn_cast<zrt::CopyOp>(op))
+    return {{copy.getSource()}, {copy.getTarget()}};
+  // Collectives: input, then output.
+  return {{op->getOperand(0)}, {op->getOperand(1)}};
+}
+
+/// The buffer_ref or arena_view a memref is a view of, and its element
+/// offset into it.
+std::pair<Operation *, int64_t> getRoot(Value memref) {
+  int64_t offset = 0;
+  while (auto view = memref.getDefiningOp<zrt::ViewOp>()) {
+    offset += static_cast<int64_t>(view.getOffset());
+    memref = view.getSource();
+  }
+  return {memref.getDefiningOp(), offset};
+}
+
+/// Bytes of device memory: of a persistent buffer, or of the device arena
+/// (no buffer).
+struct Region {
+  StringAttr buffer;
+  int64_t begin = 0;
+  int64_t end = 0;
+  bool overlaps(const Region &other) const {
+    return buffer == other.buffer && begin < other.end && other.begin < end;
+  }
+};
+
+/// Transfers issued and not yet waited for by some device stream.
+struct PendingTransfer {
+  FlatSymbolRefAttr done;
+  SmallVector<Region> reads, writes;
+  SmallVector<StringAttr> waitedBy;
+};
+
+/// What may move to host memory as one decision: the optimizer state of
+/// one update, or one sharded parameter.
+struct OffloadUnit {
+  bool isParam = false;
+  std::string tensor;
+  SmallVector<StringAttr> buffers;
+  int64_t bytes = 0;
+};
+
+/// Rewrites one program for a set of host buffers.
+class Offloader {
+public:
+  explicit Offloader(zrt::ProgramOp program)
+      : program(program), builder(program.getContext()) {}
+
+  /// Places `hostBuffers` in host memory and legalizes every body.
+  LogicalResult run(const llvm::StringSet<> &hostBuffers);
+
+private:
+  std::optional<Region> getDeviceRegion(Value memref);
+  MemorySpace getSpace(Value memref) {
+    return zrt::getMemorySpace(memref, symbols).value_or(MemorySpace::device);
+  }
+  FlatSymbolRefAttr newEvent(StringRef prefix);
+  FlatSymbolRefAttr record(FlatSymbolRefAttr stream, StringRef prefix);
+  void handOff(FlatSymbolRefAttr from, FlatSymbolRefAttr to, StringRef prefix);
+  /// Orders the transfer stream after the host stream's work so far, before
+  /// a transfer touches host memory that host work may still use.
+  void syncHostToTransfer();
+  FlatSymbolRefAttr declareStream(StringRef name, MemorySpace space);
+  Value newStaging(Type type, MemorySpace space);
+
+  void waitForTransfers(Operation *op);
+  LogicalResult rewriteBody(zrt::StepOp step);
+  void rewriteHostLaunch(zrt::LaunchOp launch);
+  void rewriteCopy(zrt::CopyOp copy);
+  LogicalResult rewriteCollective(Operation *op);
+  void planStaging(zrt::StepOp step);
+
+  zrt::ProgramOp program;
+  OpBuilder builder;
+  SymbolTableCollection symbols;
+  FlatSymbolRefAttr compute, transfer, host;
+  int64_t eventCount = 0;
+  SmallVector<PendingTransfer> pending;
+  bool hostUnsynced = false;
+  SmallVector<zrt::ArenaViewOp> hostStaging, deviceStaging;
+  int64_t hostArena = 0, deviceArena = 0;
+};
+
+std::optional<Region> Offloader::getDeviceRegion(Value memref) {
+  auto [root, elementOffset] = getRoot(memref);
+  auto type = cast<MemRefType>(memref.getType());
+  int64_t elementBytes = bytesOf(MemRefType::get({1}, type.getElementType()));
+  Region region;
+  region.begin = elementOffset * elementBytes;
+  if (auto view = dyn_cast_or_null<zrt::ArenaViewOp>(root)) {
+    if (view.getSpace() != MemorySpace::device)
+      return std::nullopt;
+    region.begin += static_cast<int64_t>(view.getOffset());
+  } else if (auto ref = dyn_cast_or_null<zrt::BufferRefOp>(root)) {
+    if (getSpace(ref) != MemorySpace::device)
+      return std::nullopt;
+    region.buffer = ref.getBufferAttr().getAttr();
+  } else {
+    return std::nullopt;
+  }
+  region.end = region.begin + bytesOf(type);
+  return region;
+}
+
+FlatSymbolRefAttr Offloader::newEvent(StringRef prefix) {
+  std::string name;
+  do
+    name = (prefix + Twine(eventCount++)).str();
+  while (SymbolTable::lookupSymbolIn(program, name));
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(
+      *program.getBody().front().getOps<zrt::StepOp>().begin());
+  builder.create<zrt::EventOp>(program.getLoc(), name);
+  return FlatSymbolRefAttr::get(builder.getContext(), name);
+}
+
+FlatSymbolRefAttr Offloader::record(FlatSymbolRefAttr stream,
+                                    StringRef prefix) {
+  FlatSymbolRefAttr event = newEvent(prefix);
+  builder.create<zrt::RecordOp>(program.getLoc(), event, stream);
+  return event;
+}
+
+void Offloader::handOff(FlatSymbolRefAttr from, FlatSymbolRefAttr to,
+                        StringRef prefix) {
+  FlatSymbolRefAttr event = record(from, prefix);
+  builder.create<zrt::WaitOp>(program.getLoc(), event, to);
+}
+
+void Offloader::syncHostToTransfer() {
+  if (!hostUnsynced)
+    return;
+  handOff(host, transfer, "host_done");
+  hostUnsynced = false;
+}
+
+FlatSymbolRefAttr Offloader::declareStream(StringRef name, MemorySpace space) {
+  if (!SymbolTable::lookupSymbolIn(program, name)) {
+    OpBuilder::InsertionGuard guard(builder);
+    Block &declarations = program.getBody().front();
+    auto streams = declarations.getOps<zrt::StreamOp>();
+    if (streams.empty())
+      builder.setInsertionPointToStart(&declarations);
+    else
+      builder.setInsertionPointAfter(*std::prev(streams.end()));
+    builder.create<zrt::StreamOp>(program.getLoc(), name, space);
+  }
+  return FlatSymbolRefAttr::get(builder.getContext(), name);
+}
+
+Value Offloader::newStaging(Type type, MemorySpace space) {
+  // Offsets are placeholders until planStaging() has seen every lifetime.
+  auto view = builder.create<zrt::ArenaViewOp>(
+      program.getLoc(), cast<MemRefType>(type), 0, space);
+  (space == MemorySpace::host ? hostStaging : deviceStaging).push_back(view);
+  return view;
+}
+
+void Offloader::waitForTransfers(Operation *op) {
+  auto [reads, writes] = getAccesses(op);
+  SmallVector<Region> readRegions, writeRegions;
+  for (Value value : reads)
+    if (std::optional<Region> region = getDeviceRegion(value))
+      readRegions.push_back(*region);
+  for (Value value : writes)
+    if (std::optional<Region> region = getDeviceRegion(value))
+      writeRegions.push_back(*region);
+  auto overlapsAny = [](ArrayRef<Region> some, ArrayRef<Region> others) {
+    return llvm::any_of(some, [&](const Region &region) {
+      return llvm::any_of(
+          others, [&](const Region &other) { return region.overlaps(other); });
+    });
+  };
+  StringAttr stream = getStream(op).getAttr();
+  for (PendingTransfer &transferDone : pending) {
+    bool conflicts = overlapsAny(transferDone.writes, readRegions) ||
+                     overlapsAny(transferDone.writes, writeRegions) ||
+                     overlapsAny(transferDone.reads, writeRegions);
+    if (!conflicts || llvm::is_contained(transferDone.waitedBy, stream))
+      continue;
+    builder.create<zrt::WaitOp>(op->getLoc(), transferDone.done, getStream(op));
+    transferDone.waitedBy.push_back(stream);
+  }
+}
+
+void Offloader::rewriteHostLaunch(zrt::LaunchOp launch) {
+  llvm::MapVector<Value, Value> staging;
+  SmallVector<Value> deviceReads, deviceWrites;
+  for (Value in : launch.getIns())
+    if (getSpace(in) == MemorySpace::device && !staging.count(in)) {
+      staging[in] = Value();
+      deviceReads.push_back(in);
+    }
+  for (Value out : launch.getOuts())
+    if (getSpace(out) == MemorySpace::device) {
+      if (!llvm::is_contained(deviceWrites, out))
+        deviceWrites.push_back(out);
+      staging.insert({out, Value()});
+    }
+
+  // The compute stream has produced (and waited for) everything the kernel
+  // reads: the transfer stream starts from there.
+  handOff(compute, transfer, "to_transfer");
+  syncHostToTransfer();
+  for (Value in : deviceReads) {
+    staging[in] = newStaging(in.getType(), MemorySpace::host);
+    builder.create<zrt::CopyOp>(launch.getLoc(), transfer, in, staging[in]);
+  }
+  FlatSymbolRefAttr readsDone = record(transfer, "d2h_done");
+  builder.create<zrt::WaitOp>(launch.getLoc(), readsDone, host);
+  for (auto &[value, stage] : staging)
+    if (!stage)
+      stage = newStaging(value.getType(), MemorySpace::host);
+  auto mapped = [&](ValueRange values) {
+    SmallVector<Value> result;
+    for (Value value : values)
+      result.push_back(staging.lookup(value) ? staging.lookup(value) : value);
+    return result;
+  };
+  builder.create<zrt::LaunchOp>(
+      launch.getLoc(), launch.getKernelAttr(), host, mapped(launch.getIns()),
+      mapped(launch.getOuts()), launch.getParamsAttr());
+  // Insert before what follows the old launch, which is about to go.
+  builder.setInsertionPoint(launch->getNextNode());
+  launch.erase();
+  hostUnsynced = true;
+
+  PendingTransfer readDone{readsDone, {}, {}, {}};
+  for (Value in : deviceReads)
+    readDone.reads.push_back(*getDeviceRegion(in));
+  pending.push_back(std::move(readDone));
+  if (deviceWrites.empty())
+    return;
+  syncHostToTransfer();
+  for (Value out : deviceWrites)
+    builder.create<zrt::CopyOp>(program.getLoc(), transfer, staging[out], out);
+  PendingTransfer writeDone{record(transfer, "h2d_done"), {}, {}, {}};
+  for (Value out : deviceWrites)
+    writeDone.writes.push_back(*getDeviceRegion(out));
+  pending.push_back(std::move(writeDone));
+}
+
+void Offloader::rewriteCopy(zrt::CopyOp copy) {
+  // A copy between the spaces is a transfer: it moves to the transfer
+  // stream, after the work its own stream issued before it.
+  handOff(getStream(copy), transfer, "to_transfer");
+  syncHostToTransfer();
+  auto moved = builder.create<zrt::CopyOp>(copy.getLoc(), transfer,
+                                           copy.getSource(), copy.getTarget());
+  builder.setInsertionPoint(copy->getNextNode());
+  PendingTransfer done{record(transfer, "copy_done"), {}, {}, {}};
+  if (std::optional<Region> region = getDeviceRegion(moved.getSource()))
+    done.reads.push_back(*region);
+  if (std::optional<Region> region = getDeviceRegion(moved.getTarget()))
+    done.writes.push_back(*region);
+  pending.push_back(std::move(done));
+  copy.erase();
+}
+
+LogicalResult Offloader::rewriteCollective(Operation *op) {
+  auto [reads, writes] = getAccesses(op);
+  if (getSpace(writes.front()) == MemorySpace::host)
+    return op->emitOpError()
+           << "writes a buffer zero-offload placed in host memory; only "
+              "buffers a collective reads can be offloaded";
+  // The gathered value's shard comes up to a device staging buffer first.
+  Value input = reads.front();
+  handOff(compute, transfer, "to_transfer");
+  syncHostToTransfer();
+  Value staged = newStaging(input.getType(), MemorySpace::device);
+  builder.create<zrt::CopyOp>(op->getLoc(), transfer, input, staged);
+  handOff(transfer, getStream(op), "h2d_done");
+  op->setOperand(0, staged);
+  return success();
+}
+
+LogicalResult Offloader::rewriteBody(zrt::StepOp step) {
+  pending.clear();
+  hostUnsynced = false;
+  SmallVector<Operation *> work;
+  for (Operation &op : step.getBody().front())
+    if (isWork(&op))
+      work.push_back(&op);
+  for (Operation *op : work) {
+    builder.setInsertionPoint(op);
+    waitForTransfers(op);
+    auto [reads, writes] = getAccesses(op);
+    bool touchesHost =
+        llvm::any_of(llvm::concat<Value>(reads, writes), [&](Value value) {
+          return getSpace(value) == MemorySpace::host;
+        });
+    if (!touchesHost)
+      continue;
+    if (auto launch = dyn_cast<zrt::LaunchOp>(op))
+      rewriteHostLaunch(launch);
+    else if (auto copy = dyn_cast<zrt::CopyOp>(op))
+      rewriteCopy(copy);
+    else if (failed(rewriteCollective(op)))
+      return failure();
+  }
+  // The step ends with every transfer and host kernel complete.
+  builder.setInsertionPoint(step.getBody().front().getTerminator());
+  if (hostUnsynced)
+    handOff(host, compute, "host_done");
+  for (PendingTransfer &transferDone : pending)
+    if (!llvm::is_contained(transferDone.waitedBy, compute.getAttr()))
+      builder.create<zrt::WaitOp>(program.getLoc(), transferDone.done, compute);
+  planStaging(step);
+  return success();
+}
+
+void Offloader::planStaging(zrt::StepOp step) {
+  // Positions of the instructions, and for each stream where the compute
+  // stream learns that work issued on it so far is complete.
+  DenseMap<Operation *, int64_t> position;
+  SmallVector<Operation *> instructions;
+  for (Operation &op : step.getBody().front())
+    if (!isa<zrt::ViewOp, zrt::ArenaViewOp, zrt::BufferRefOp, zrt::YieldOp>(
+            op)) {
+      position[&op] = instructions.size();
+      instructions.push_back(&op);
+    }
+  int64_t last = std::max<int64_t>(0, instructions.size() - 1);
+  auto completionSeenByCompute = [&](int64_t from, StringAttr stream) {
+    for (int64_t at = from; at < static_cast<int64_t>(instructions.size());
+         ++at) {
+      auto recordOp = dyn_cast<zrt::RecordOp>(instructions[at]);
+      if (!recordOp || recordOp.getStreamAttr().getAttr() != stream)
+        continue;
+      for (int64_t later = at + 1;
+           later < static_cast<int64_t>(instructions.size()); ++later)
+        if (auto wait = dyn_cast<zrt::WaitOp>(instructions[later]))
+          if (wait.getEventAttr() == recordOp.getEventAttr() &&
+              wait.getStreamAttr() == compute)
+            return later;
+    }
+    return last;
+  };
+  auto lifetime = [&](zrt::ArenaViewOp view) {
+    int64_t begin = last, end = 0;
+    SmallVector<Value> values{view};
+    while (!values.empty()) {
+      Value value = values.pop_back_val();
+      for (Operation *user : value.getUsers()) {
+        if (auto subview = dyn_cast<zrt::ViewOp>(user)) {
+          values.push_back(subview);
+          continue;
+        }
+        int64_t at = position.lookup(user);
+        begin = std::min(begin, at);
+        end = std::max(end, at);
+        // Device staging is read by collectives on their own stream.
+        StringAttr stream = getStream(user).getAttr();
+        if (view.getSpace() == MemorySpace::device &&
+            stream != compute.getAttr())
+          end = std::max(end, completionSeenByCompute(at, stream));
+      }
+    }
+    return ArenaRequest{view.getSizeInBytes(), begin, std::max(begin, end)};
+  };
+  int64_t alignment = static_cast<int64_t>(program.getAlignment());
+  for (auto [views, arenaBytes, base] :
+       {std::make_tuple(&hostStaging, &hostArena, int64_t{0}),
+        std::make_tuple(&deviceStaging, &deviceArena,
+                        alignTo(static_cast<int64_t>(program.getArenaBytes()),
+                                alignment))}) {
+    SmallVector<ArenaRequest> requests;
+    for (zrt::ArenaViewOp view : *views)
+      requests.push_back(lifetime(view));
+    ArenaPlan plan = planArena(requests, alignment);
+    for (auto [view, offset] : llvm::zip(*views, plan.offsets))
+      view.setOffsetAttr(builder.getI64IntegerAttr(base + offset));
+    if (!views->empty())
+      *arenaBytes = std::max(*arenaBytes, base + plan.arenaBytes);
+    views->clear();
+  }
+}
+
+LogicalResult Offloader::run(const llvm::StringSet<> &hostBuffers) {
+  for (auto buffer : program.getBody().front().getOps<zrt::BufferOp>())
+    if (hostBuffers.contains(buffer.getSymName()))
+      buffer.setSpace(MemorySpace::host);
+  compute = FlatSymbolRefAttr::get(builder.getContext(), "compute");
+  // The compute stream is the one the first kernel runs on.
+  program.walk([&](zrt::LaunchOp launch) {
+    compute = launch.getStreamAttr();
+    return WalkResult::interrupt();
+  });
+  transfer = declareStream("transfer", MemorySpace::device);
+  host = declareStream("host", MemorySpace::host);
+  for (auto step : program.getBody().front().getOps<zrt::StepOp>())
+    if (failed(rewriteBody(step)))
+      return failure();
+  if (deviceArena > static_cast<int64_t>(program.getArenaBytes()))
+    program.setArenaBytesAttr(builder.getI64IntegerAttr(deviceArena));
+  if (hostArena > 0)
+    program.setHostArenaBytesAttr(builder.getI64IntegerAttr(hostArena));
+  return success();
+}
+
+/// What one rank of `program` holds where, and moves over the host link.
+MemoryPlan measure(zrt::ProgramOp program) {
+  MemoryPlan plan;
+  for (auto buffer : program.getBody().front().getOps<zrt::BufferOp>())
+    (buffer.getSpace() == MemorySpace::host ? plan.hostPersistent
+                                            : plan.devicePersistent) +=
+        bytesOf(buffer.getMemRefType());
+  plan.deviceArena = program.getArenaBytes(MemorySpace::device);
+  plan.hostArena = program.getArenaBytes(MemorySpace::host);
+  SymbolTableCollection symbols;
+  for (auto step : program.getBody().front().getOps<zrt::StepOp>()) {
+    int64_t runs =
+        step.getKind() == zrt::StepKind::micro ? program.getMicroSteps() : 1;
+    step.walk([&](zrt::CopyOp copy) {
+      if (zrt::getMemorySpace(copy.getSource(), symbols) !=
+          zrt::getMemorySpace(copy.getTarget(), symbols))
+        plan.hostLinkBytes += runs * bytesOf(copy.getSource().getType());
+    });
+  }
+  return plan;
+}
+
+/// The buffer behind `memref`, if it is a view of one.
+zrt::BufferOp getBuffer(Value memref, SymbolTableCollection &symbols) {
+  auto ref = dyn_cast_or_null<zrt::BufferRefOp>(getRoot(memref).first);
+  if (!ref)
+    return {};
+  return symbols.lookupNearestSymbolFrom<zrt::BufferOp>(ref,
+                                                        ref.getBufferAttr());
+}
+
+bool isOptimizerState(zrt::BufferOp buffer) {
+  return buffer && (buffer.getRole() == zrt::BufferRole::master ||
+                    buffer.getRole() == zrt::BufferRole::slot);
+}
+
+/// The offload units of a program: optimizer state per update (largest
+/// first), then, at stage 3, sharded parameters that only optimizer kernels
+/// and transfers touch (largest first).
+SmallVector<OffloadUnit> collectUnits(zrt::ProgramOp program, bool params) {
+  SymbolTableCollection symbols;
+  SmallVector<OffloadUnit> optimizer, parameters;
+  llvm::StringSet<> seen;
+  llvm::StringSet<> touchedByOtherKernels;
+  program.walk([&](zrt::LaunchOp launch) {
+    SmallVector<zrt::BufferOp> state, others;
+    for (Value value :
+         llvm::concat<Value>(SmallVector<Value>(launch.getIns()),
+                             SmallVector<Value>(launch.getOuts())))
+      if (zrt::BufferOp buffer = getBuffer(value, symbols))
+        (isOptimizerState(buffer) ? state : others).push_back(buffer);
+    if (state.empty()) {
+      for (zrt::BufferOp buffer : others)
+        touchedByOtherKernels.insert(buffer.getSymName());
+      return;
+    }
+    if (!isUpdateKernel(launch.getKernel()))
+      return;
+    OffloadUnit unit;
+    for (zrt::BufferOp buffer : state) {
+      if (llvm::is_contained(unit.buffers, buffer.getSymNameAttr()) ||
+          !seen.insert(buffer.getSymName()).second)
+        continue;
+      unit.buffers.push_back(buffer.getSymNameAttr());
+      unit.bytes += bytesOf(buffer.getMemRefType());
+      if (auto owner = buffer->getAttrOfType<StringAttr>("zrt.init_name");
+          owner && buffer.getRole() == zrt::BufferRole::master)
+        unit.tensor = owner.str();
+    }
+    if (unit.buffers.empty())
+      return;
+    if (unit.tensor.empty())
+      unit.tensor = unit.buffers.front().getValue().rsplit('.').first.str();
+    optimizer.push_back(std::move(unit));
+  });
+  if (params)
+    for (auto buffer : program.getBody().front().getOps<zrt::BufferOp>()) {
+      auto layout = buffer->getAttrOfType<StringAttr>("zrt.layout");
+      if (buffer.getRole() != zrt::BufferRole::param || !layout ||
+          layout.getValue() == "replicated" ||
+          touchedByOtherKernels.contains(buffer.getSymName()))
+        continue;
+      OffloadUnit unit;
+      unit.isParam = true;
+      unit.tensor = buffer.getSymName().str();
+      unit.buffers.push_back(buffer.getSymNameAttr());
+      unit.bytes = bytesOf(buffer.getMemRefType());
+      parameters.push_back(std::move(unit));
+    }
+  auto largestFirst = [](const OffloadUnit &a, const OffloadUnit &b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.tensor < b.tensor;
+  };
+  llvm::stable_sort(optimizer, largestFirst);
+  llvm::stable_sort(parameters, largestFirst);
+  llvm::append_range(optimizer, parameters);
+  return optimizer;
+}
+
+llvm::StringSet<> getHostBuffers(ArrayRef<OffloadUnit> units) {
+  llvm::StringSet<> names;
+  for (const OffloadUnit &unit : units)
+    for (StringAttr buffer : unit.buffers)
+      names.insert(buffer.getValue());
+  return names;
+}
+
+/// The device bytes of `program` with `units` offloaded, from a scratch
+/// copy; fails when the rewrite does.
+FailureOr<MemoryPlan> tryOffload(zrt::ProgramOp program,
+                                 ArrayRef<OffloadUnit> units) {
+  auto scratch = cast<zrt::ProgramOp>(program->clone());
+  LogicalResult rewritten = Offloader(scratch).run(getHostBuffers(units));
+  MemoryPlan plan = measure(scratch);
+  scratch->erase();
+  if (failed(rewritten))
+    return failure();
+  return plan;
+}
+
+std::string describe(const OffloadUnit &unit) {
+  std::string text = unit.tensor + ": ";
+  text += unit.isParam ? "parameter shard" : "optimizer state";
+  text += " (";
+  for (auto [index, buffer] : llvm::enumerate(unit.buffers))
+    text += (index ? ", @" : "@") + buffer.getValue().str();
+  return text + ", " + std::to_string(unit.bytes) + " B) in host memory";
+}
+
+struct ZeroOffloadPass : zero::impl::ZeroOffloadBase<ZeroOffloadPass> {
+  using ZeroOffloadBase::ZeroOffloadBase;
+
+  void runOnOperation() override;
+
+private:
+  LogicalResult place(zrt::ProgramOp program);
+};
+
+LogicalResult ZeroOffloadPass::place(zrt::ProgramOp program) {
+  Location loc = program.getLoc();
+  int64_t stage = -1;
+  if (auto attr = program->getAttrOfType<IntegerAttr>("zrt.zero_stage"))
+    stage = attr.getInt();
+  if (offload == "optimizer" && stage == 0)
+    return emitError(loc) << "zero-offload: offload=optimizer needs ZeRO "
+                             "stage 1, 2 or 3 (at stage 0 every rank would "
+                             "hold and update the whole optimizer state on "
+                             "its host)";
+  if (offload == "optimizer+params" && stage != 3)
+    return emitError(loc)
+           << "zero-offload: offload=optimizer+params needs ZeRO stage 3, "
+              "where parameters are sharded; this program is "
+           << (stage < 0 ? std::string("not staged")
+                         : "stage " + std::to_string(stage));
+  SmallVector<OffloadUnit> units = collectUnits(program, /*params=*/stage == 3);
+  int64_t optimizerUnits =
+      llvm::count_if(units, [](const OffloadUnit &u) { return !u.isParam; });
+
+  ArrayRef<OffloadUnit> chosen;
+  std::string reason = "offload=" + offload;
+  if (offload == "optimizer")
+    chosen = ArrayRef(units).take_front(optimizerUnits);
+  else if (offload == "optimizer+params")
+    chosen = units;
+  if (offload == "auto") {
+    FailureOr<MemoryPlan> none = tryOffload(program, {});
+    if (failed(none))
+      return failure();
+    auto fits = [&](int64_t count) -> FailureOr<bool> {
+      FailureOr<MemoryPlan> plan =
+          tryOffload(program, ArrayRef(units).take_front(count));
+      if (failed(plan))
+        return failure();
+      return plan->deviceBytes() <= deviceMemoryBudget;
+    };
+    if (none->deviceBytes() > deviceMemoryBudget) {
+      FailureOr<bool> all = fits(units.size());
+      if (failed(all))
+        return failure();
+      if (!*all) {
+        std::string tried = "nothing in host memory (" +
+                            std::to_string(none->deviceBytes()) + " B)";
+        int64_t least = none->deviceBytes();
+        for (auto [count, what] :
+             {std::make_pair(optimizerUnits, "all optimizer state"),
+              std::make_pair(static_cast<int64_t>(units.size()),
+                             "all optimizer state and sharded parameters")}) {
+          if (count == 0 || (count == optimizerUnits &&
+                             count == static_cast<int64_t>(units.size()) &&
+                             StringRef(what).contains("parameters")))
+            continue;
+          FailureOr<MemoryPlan> plan =
+              tryOffload(program, ArrayRef(units).take_front(count));
+          if (failed(plan))
+            return failure();
+          tried += std::string(", ") + what + " (" +
+                   std::to_string(plan->deviceBytes()) + " B)";
+          least = std::min(least, plan->deviceBytes());
+        }
+        return emitError(loc)
+               << "zero-offload: no placement fits a device-memory-budget of "
+               << deviceMemoryBudget
+               << " B per rank: the least device memory this program can use "
+                  "is "
+               << least << " B, short by " << least - deviceMemoryBudget
+               << " B; tried " << tried;
+      }
+      // The least number of tensors, largest first, whose offload fits.
+      int64_t low = 1, high = units.size();
+      while (low < high) {
+        int64_t middle = (low + high) / 2;
+        FailureOr<bool> ok = fits(middle);
+        if (failed(ok))
+          return failure();
+        (*ok ? high : low) = *ok ? middle : middle + 1;
+      }
+      chosen = ArrayRef(units).take_front(low);
+      reason = "offload=auto: without it the device needs " +
+               std::to_string(none->deviceBytes()) + " B, over the budget";
+    }
+  }
+
+  if (!chosen.empty() && failed(Offloader(program).run(getHostBuffers(chosen))))
+    return failure();
+  MemoryPlan plan = measure(program);
+  plan.budget = deviceMemoryBudget;
+  bool params =
+      llvm::any_of(chosen, [](const OffloadUnit &u) { return u.isParam; });
+  plan.offload = chosen.empty() ? "none"
+                 : params       ? "optimizer+params"
+                                : "optimizer";
+  for (const OffloadUnit &unit : chosen)
+    plan.decisions.push_back(describe(unit) + ": " + reason);
+  if (offload == "auto" && chosen.size() < units.size())
+    plan.decisions.push_back(
+        std::to_string(units.size() - chosen.size()) + " of " +
+        std::to_string(units.size()) +
+        " offloadable tensors stay in device memory: the budget holds them");
+  if (deviceMemoryBudget > 0 && plan.deviceBytes() > deviceMemoryBudget) {
+    InFlightDiagnostic diag =
+        emitError(loc) << "zero-offload: with offload=" << offload
+                       << " the device needs " << plan.deviceBytes()
+                       << " B per rank (" << plan.devicePersistent
+                       << " B of buffers, " << plan.deviceArena
+                       << " B of arena), over the device-memory-budget of "
+                       << deviceMemoryBudget << " B by "
+                       << plan.deviceBytes() - deviceMemoryBudget << " B";
+    if (offload != "auto")
+      diag << "; offload=auto finds the least offload that fits, if any";
+    return diag;
+  }
+  program->setAttr("zrt.memory_plan", plan.toAttr(program.getContext()));
+  return success();
+}
+
+void ZeroOffloadPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (!llvm::is_contained({StringRef("none"), StringRef("optimizer"),
+                           StringRef("optimizer+params"), StringRef("auto")},
+                          StringRef(offload))) {
+    emitError(module.getLoc())
+        << "zero-offload: offload must be none, optimizer, optimizer+params "
+           "or auto, got '"
+        << offload << "'";
+    return signalPassFailure();
+  }
+  if (deviceMemoryBudget < 0) {
+    emitError(module.getLoc())
+        << "zero-offload: device-memory-budget must be a number of bytes "
+           "(0 for none), got "
+        << static_cast<int64_t>(deviceMemoryBudget);
+    return signalPassFailure();
+  }
+  if (offload == "auto" && deviceMemoryBudget == 0) {
+    emitError(module.getLoc())
+        << "zero-offload: offload=auto needs a device-memory-budget to fit";
+    return signalPassFailure();
+  }
+  if (offload == "none" && deviceMemoryBudget == 0)
+    return markAllAnalysesPreserved();
+  auto programs = module.getOps<zrt::ProgramOp>();
+  if (programs.empty()) {
+    emitError(module.getLoc())
+        << "zero-offload: expected a zrt.program; run zero-lower-to-runtime "
+           "first (zero-pipeline with lower-to-runtime does)";
+    return signalPassFailure();
+  }
+  for (zrt::ProgramOp program : llvm::make_early_inc_range(programs))
+    if (failed(place(program)))
+      return signalPassFailure();
+}
+
+} // namespace

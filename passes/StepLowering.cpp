@@ -268,23 +268,21 @@ bool StepLowering::loadNeedsCopy(train::LoadOp load) {
   return false;
 }
 
-/// The store `value` reaches through single-use reshapes, if any.
-static train::StoreOp getStoreThroughReshapes(Value value) {
-  while (value.hasOneUse()) {
-    Operation *user = *value.getUsers().begin();
+/// A store of `value`, directly or through reshapes, if any.
+static train::StoreOp findStore(Value value) {
+  for (Operation *user : value.getUsers()) {
     if (auto store = dyn_cast<train::StoreOp>(user))
       return store;
-    auto reshape = dyn_cast<train::ReshapeOp>(user);
-    if (!reshape)
-      return {};
-    value = reshape.getResult();
+    if (auto reshape = dyn_cast<train::ReshapeOp>(user))
+      if (train::StoreOp store = findStore(reshape.getResult()))
+        return store;
   }
   return {};
 }
 
 std::optional<StringRef> StepLowering::getInPlaceState(Operation *update,
                                                        Value result) {
-  train::StoreOp store = getStoreThroughReshapes(result);
+  train::StoreOp store = findStore(result);
   if (!store)
     return std::nullopt;
   // Nothing may read the state's old value after the update writes it.
@@ -292,9 +290,12 @@ std::optional<StringRef> StepLowering::getInPlaceState(Operation *update,
   for (train::LoadOp load : loadsOf.lookup(store.getState()))
     if (getLastUse(load) > at)
       return std::nullopt;
+  // And the state must hold the new value from the update until the last
+  // read of it (a cast of a new master copy reads it after the store).
+  int64_t readUntil = std::max(storedAt, getLastUse(result));
   for (train::StoreOp other : storesOf.lookup(store.getState())) {
     int64_t otherAt = opIndex.lookup(other);
-    if (other != store && otherAt > at && otherAt < storedAt)
+    if (other != store && otherAt > at && otherAt < readUntil)
       return std::nullopt;
   }
   return store.getState();

@@ -130,6 +130,7 @@ private:
   Value newStaging(Type type, MemorySpace space);
 
   void waitForTransfers(Operation *op);
+  zrt::CopyOp getCopyToHost(Value value, Operation *writer);
   LogicalResult rewriteBody(zrt::StepOp step);
   void rewriteHostLaunch(zrt::LaunchOp launch);
   void rewriteCopy(zrt::CopyOp copy);
@@ -143,7 +144,12 @@ private:
   int64_t eventCount = 0;
   SmallVector<PendingTransfer> pending;
   bool hostUnsynced = false;
+  /// Whether the transfer stream has work the host stream has not waited
+  /// for.
+  bool transferUnsynced = false;
   SmallVector<zrt::ArenaViewOp> hostStaging, deviceStaging;
+  /// Work ops a rewrite removed before their turn came.
+  DenseSet<Operation *> erased;
   int64_t hostArena = 0, deviceArena = 0;
 };
 
@@ -249,8 +255,50 @@ void Offloader::waitForTransfers(Operation *op) {
   }
 }
 
+/// The copy of `value` into host memory, when that copy is all that reads
+/// it: a kernel moved to the host can then write the target itself, instead
+/// of sending its result to the device only for the copy to bring it back.
+zrt::CopyOp Offloader::getCopyToHost(Value value, Operation *writer) {
+  if (!isa_and_nonnull<zrt::ArenaViewOp>(value.getDefiningOp()) ||
+      llvm::is_contained(cast<zrt::LaunchOp>(writer).getIns(), value))
+    return {};
+  zrt::CopyOp copy;
+  for (Operation *user : value.getUsers()) {
+    if (user == writer)
+      continue;
+    auto candidate = dyn_cast<zrt::CopyOp>(user);
+    if (copy || !candidate || candidate.getSource() != value ||
+        getSpace(candidate.getTarget()) != MemorySpace::host)
+      return {};
+    copy = candidate;
+  }
+  if (!copy || copy->getBlock() != writer->getBlock())
+    return {};
+  // Nothing between them may touch the target.
+  Value target = getRoot(copy.getTarget()).first->getResult(0);
+  for (Operation *op = writer->getNextNode(); op != copy;
+       op = op->getNextNode())
+    if (isWork(op) && llvm::any_of(op->getOperands(), [&](Value operand) {
+          return getRoot(operand).first->getResult(0) == target;
+        }))
+      return {};
+  return copy;
+}
+
 void Offloader::rewriteHostLaunch(zrt::LaunchOp launch) {
   llvm::MapVector<Value, Value> staging;
+  // Results only copied into host memory are written there directly.
+  for (Value out : launch.getOuts())
+    if (getSpace(out) == MemorySpace::device)
+      if (zrt::CopyOp copy = getCopyToHost(out, launch)) {
+        Value target = copy.getTarget();
+        if (target.getType() != out.getType())
+          target = builder.create<zrt::ViewOp>(copy.getLoc(), out.getType(),
+                                               target, 0);
+        staging[out] = target;
+        erased.insert(copy);
+        copy.erase();
+      }
   SmallVector<Value> deviceReads, deviceWrites;
   for (Value in : launch.getIns())
     if (getSpace(in) == MemorySpace::device && !staging.count(in)) {
@@ -258,7 +306,7 @@ void Offloader::rewriteHostLaunch(zrt::LaunchOp launch) {
       deviceReads.push_back(in);
     }
   for (Value out : launch.getOuts())
-    if (getSpace(out) == MemorySpace::device) {
+    if (getSpace(out) == MemorySpace::device && !staging.count(out)) {
       if (!llvm::is_contained(deviceWrites, out))
         deviceWrites.push_back(out);
       staging.insert({out, Value()});
@@ -266,14 +314,23 @@ void Offloader::rewriteHostLaunch(zrt::LaunchOp launch) {
 
   // The compute stream has produced (and waited for) everything the kernel
   // reads: the transfer stream starts from there.
-  handOff(compute, transfer, "to_transfer");
-  syncHostToTransfer();
-  for (Value in : deviceReads) {
-    staging[in] = newStaging(in.getType(), MemorySpace::host);
-    builder.create<zrt::CopyOp>(launch.getLoc(), transfer, in, staging[in]);
+  if (!deviceReads.empty()) {
+    handOff(compute, transfer, "to_transfer");
+    syncHostToTransfer();
+    for (Value in : deviceReads) {
+      staging[in] = newStaging(in.getType(), MemorySpace::host);
+      builder.create<zrt::CopyOp>(launch.getLoc(), transfer, in, staging[in]);
+    }
+    transferUnsynced = true;
   }
-  FlatSymbolRefAttr readsDone = record(transfer, "d2h_done");
-  builder.create<zrt::WaitOp>(launch.getLoc(), readsDone, host);
+  // The kernel runs after every transfer so far: its inputs, and host
+  // memory (staging reused, offloaded buffers written) they may touch.
+  FlatSymbolRefAttr readsDone;
+  if (transferUnsynced) {
+    readsDone = record(transfer, "d2h_done");
+    builder.create<zrt::WaitOp>(launch.getLoc(), readsDone, host);
+    transferUnsynced = false;
+  }
   for (auto &[value, stage] : staging)
     if (!stage)
       stage = newStaging(value.getType(), MemorySpace::host);
@@ -291,15 +348,18 @@ void Offloader::rewriteHostLaunch(zrt::LaunchOp launch) {
   launch.erase();
   hostUnsynced = true;
 
-  PendingTransfer readDone{readsDone, {}, {}, {}};
-  for (Value in : deviceReads)
-    readDone.reads.push_back(*getDeviceRegion(in));
-  pending.push_back(std::move(readDone));
+  if (!deviceReads.empty()) {
+    PendingTransfer readDone{readsDone, {}, {}, {}};
+    for (Value in : deviceReads)
+      readDone.reads.push_back(*getDeviceRegion(in));
+    pending.push_back(std::move(readDone));
+  }
   if (deviceWrites.empty())
     return;
   syncHostToTransfer();
   for (Value out : deviceWrites)
     builder.create<zrt::CopyOp>(program.getLoc(), transfer, staging[out], out);
+  transferUnsynced = true;
   PendingTransfer writeDone{record(transfer, "h2d_done"), {}, {}, {}};
   for (Value out : deviceWrites)
     writeDone.writes.push_back(*getDeviceRegion(out));
@@ -314,6 +374,7 @@ void Offloader::rewriteCopy(zrt::CopyOp copy) {
   auto moved = builder.create<zrt::CopyOp>(copy.getLoc(), transfer,
                                            copy.getSource(), copy.getTarget());
   builder.setInsertionPoint(copy->getNextNode());
+  transferUnsynced = true;
   PendingTransfer done{record(transfer, "copy_done"), {}, {}, {}};
   if (std::optional<Region> region = getDeviceRegion(moved.getSource()))
     done.reads.push_back(*region);
@@ -335,6 +396,7 @@ LogicalResult Offloader::rewriteCollective(Operation *op) {
   syncHostToTransfer();
   Value staged = newStaging(input.getType(), MemorySpace::device);
   builder.create<zrt::CopyOp>(op->getLoc(), transfer, input, staged);
+  transferUnsynced = true;
   handOff(transfer, getStream(op), "h2d_done");
   op->setOperand(0, staged);
   return success();
@@ -343,11 +405,14 @@ LogicalResult Offloader::rewriteCollective(Operation *op) {
 LogicalResult Offloader::rewriteBody(zrt::StepOp step) {
   pending.clear();
   hostUnsynced = false;
+  transferUnsynced = false;
   SmallVector<Operation *> work;
   for (Operation &op : step.getBody().front())
     if (isWork(&op))
       work.push_back(&op);
   for (Operation *op : work) {
+    if (erased.contains(op))
+      continue;
     builder.setInsertionPoint(op);
     waitForTransfers(op);
     auto [reads, writes] = getAccesses(op);

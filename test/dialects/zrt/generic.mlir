@@ -40,7 +40,7 @@
 // CHECK-NEXT:    }
 // CHECK-NEXT:  }
 // GENERIC:      "zrt.program"() <{alignment = 32 : i64, arena_bytes = 512 : i64, placement = #dist.placement<cpu, [2, 2]>, sym_name = "step"}> ({
-// GENERIC:        "zrt.buffer"() <{role = 5 : i32, sym_name = "x", type = memref<4x8xbf16>}> : () -> ()
+// GENERIC:        "zrt.buffer"() <{role = 5 : i32, space = 0 : i32, sym_name = "x", type = memref<4x8xbf16>}> : () -> ()
 // GENERIC:        "zrt.step"() <{kind = 0 : i32}> ({
 // GENERIC:          "zrt.launch"(%{{.*}}, %{{.*}}, %{{.*}}) <{kernel = "train.matmul", operandSegmentSizes = array<i32: 2, 1>, params = {transpose_b}, stream = @compute}>
 // GENERIC-NEXT:     "zrt.launch"(%{{.*}}) <{kernel = "zero.fill", operandSegmentSizes = array<i32: 0, 1>, stream = @compute}>

@@ -441,3 +441,84 @@ zrt.program @p placement #dist.placement<cpu, [4]> arena 1024 align 64 {
   zrt.step attributes {dist.placement = #dist.placement<cpu, [2]>} {
   }
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Memory spaces
+//===----------------------------------------------------------------------===//
+
+// A compute kernel cannot read host memory: the data must be copied over.
+zrt.program @p placement #dist.placement<cpu, [2]> arena 1024 align 64 {
+  zrt.stream @compute
+  zrt.buffer @m slot in host : memref<4xf32>
+  zrt.step {
+    %m = zrt.buffer_ref @m : memref<4xf32>
+    %t = zrt.arena_view [0] : memref<4xf32>
+    // expected-error @+1 {{runs on @compute, a device stream, but touches a buffer in host memory; data crosses between the spaces only by a zrt.copy on a device stream}}
+    zrt.launch "train.neg" on @compute ins(%m : memref<4xf32>) outs(%t : memref<4xf32>)
+  }
+}
+
+// -----
+
+// A host kernel cannot write device memory, even through a view.
+zrt.program @p placement #dist.placement<cpu, [2]> arena 1024 host_arena 64 align 64 {
+  zrt.stream @host in host
+  zrt.step {
+    %staged = zrt.arena_view [0] in host : memref<4xf32>
+    %t = zrt.arena_view [0] : memref<8xf32>
+    %half = zrt.view %t [4] : memref<8xf32> to memref<4xf32>
+    // expected-error @+1 {{runs on @host, a host stream, but touches a buffer in device memory}}
+    zrt.launch "train.neg" on @host ins(%staged : memref<4xf32>) outs(%half : memref<4xf32>)
+  }
+}
+
+// -----
+
+// A copy on a host stream is not a transfer: both sides must be host memory.
+zrt.program @p placement #dist.placement<cpu, [2]> arena 1024 host_arena 64 align 64 {
+  zrt.stream @host in host
+  zrt.step {
+    %staged = zrt.arena_view [0] in host : memref<4xf32>
+    %t = zrt.arena_view [0] : memref<4xf32>
+    // expected-error @+1 {{runs on @host, a host stream, but touches a buffer in device memory}}
+    zrt.copy on @host %t to %staged : memref<4xf32> to memref<4xf32>
+  }
+}
+
+// -----
+
+// Collectives communicate device memory.
+zrt.program @p placement #dist.placement<cpu, [2]> arena 1024 align 64 {
+  zrt.stream @comm
+  zrt.buffer @w param in host : memref<2xf32>
+  zrt.step {
+    %w = zrt.buffer_ref @w : memref<2xf32>
+    %t = zrt.arena_view [0] : memref<4xf32>
+    // expected-error @+1 {{communicates a buffer in host memory; collectives run on device memory, so copy it to the device first}}
+    zrt.all_gather axis 0 on @comm %w to %t : memref<2xf32> to memref<4xf32>
+  }
+}
+
+// -----
+
+// ... on device streams.
+zrt.program @p placement #dist.placement<cpu, [2]> arena 1024 align 64 {
+  zrt.stream @host in host
+  zrt.step {
+    %t = zrt.arena_view [0] : memref<4xf32>
+    // expected-error @+1 {{runs on @host, a host stream, but touches a buffer in device memory}}
+    zrt.all_reduce sum axis 0 on @host %t to %t : memref<4xf32> to memref<4xf32>
+  }
+}
+
+// -----
+
+// A host arena view must fit the host arena, which is absent unless declared.
+zrt.program @p placement #dist.placement<cpu, [2]> arena 1024 align 64 {
+  zrt.step {
+    // expected-error @+1 {{covers 16 bytes from offset 0, past the end of the 0-byte host arena}}
+    %t = zrt.arena_view [0] in host : memref<4xf32>
+  }
+}

@@ -161,3 +161,41 @@ zrt.program @empty placement #dist.placement<cpu, [1]> arena 0 align 1 attribute
   zrt.step {
   }
 }
+
+// Offloaded state: buffers, a host arena and a stream in host memory. Device
+// is the default and is not printed; data crosses only by a copy on a device
+// stream (here @transfer), and the host stream's kernel touches host memory
+// only.
+// CHECK-LABEL: zrt.program @offloaded placement #dist.placement<cpu, [2]> arena 256 host_arena 128 align 64 {
+// CHECK-NEXT:    zrt.stream @compute
+// CHECK-NEXT:    zrt.stream @transfer
+// CHECK-NEXT:    zrt.stream @host in host
+// CHECK-NEXT:    zrt.buffer @w param : memref<16xf32>
+// CHECK-NEXT:    zrt.buffer @w.m slot in host : memref<16xf32>
+// CHECK:         %[[G:.*]] = zrt.arena_view [0] : memref<16xf32>
+// CHECK:         %[[STAGED:.*]] = zrt.arena_view [0] in host : memref<16xf32>
+// CHECK-NEXT:    zrt.copy on @transfer %[[G]] to %[[STAGED]] : memref<16xf32> to memref<16xf32>
+// CHECK:         zrt.launch "train.sgd_momentum" on @host
+zrt.program @offloaded placement #dist.placement<cpu, [2]> arena 256 host_arena 128 align 64 {
+  zrt.stream @compute
+  zrt.stream @transfer
+  zrt.stream @host in host
+  zrt.buffer @w param : memref<16xf32>
+  zrt.buffer @w.m slot in host : memref<16xf32>
+  zrt.event @grad_ready
+  zrt.event @staged
+  zrt.step {
+    %w = zrt.buffer_ref @w : memref<16xf32>
+    %m = zrt.buffer_ref @w.m : memref<16xf32>
+    %g = zrt.arena_view [0] : memref<16xf32>
+    zrt.launch "train.neg" on @compute ins(%w : memref<16xf32>) outs(%g : memref<16xf32>)
+    zrt.record @grad_ready on @compute
+    zrt.wait @grad_ready on @transfer
+    %staged = zrt.arena_view [0] in host : memref<16xf32>
+    zrt.copy on @transfer %g to %staged : memref<16xf32> to memref<16xf32>
+    zrt.record @staged on @transfer
+    zrt.wait @staged on @host
+    %update = zrt.arena_view [64] in host : memref<16xf32>
+    zrt.launch "train.sgd_momentum" on @host ins(%staged, %m : memref<16xf32>, memref<16xf32>) outs(%update, %m : memref<16xf32>, memref<16xf32>)
+  }
+}

@@ -20,6 +20,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <limits>
+
 namespace zero {
 #define GEN_PASS_DEF_ZEROOFFLOAD
 #include "zero/passes/Passes.h.inc"
@@ -668,6 +670,7 @@ private:
 
 LogicalResult ZeroOffloadPass::place(zrt::ProgramOp program) {
   Location loc = program.getLoc();
+  int64_t budget = deviceMemoryBudget;
   int64_t stage = -1;
   if (auto attr = program->getAttrOfType<IntegerAttr>("zrt.zero_stage"))
     stage = attr.getInt();
@@ -693,67 +696,89 @@ LogicalResult ZeroOffloadPass::place(zrt::ProgramOp program) {
   else if (offload == "optimizer+params")
     chosen = units;
   if (offload == "auto") {
-    FailureOr<MemoryPlan> none = tryOffload(program, {});
-    if (failed(none))
-      return failure();
-    auto fits = [&](int64_t count) -> FailureOr<bool> {
+    // Device bytes with the first `count` units in host memory.
+    llvm::DenseMap<int64_t, int64_t> deviceBytes;
+    auto evaluate = [&](int64_t count) -> FailureOr<int64_t> {
+      if (auto it = deviceBytes.find(count); it != deviceBytes.end())
+        return it->second;
       FailureOr<MemoryPlan> plan =
           tryOffload(program, ArrayRef(units).take_front(count));
       if (failed(plan))
         return failure();
-      return plan->deviceBytes() <= deviceMemoryBudget;
+      return deviceBytes[count] = plan->deviceBytes();
     };
-    if (none->deviceBytes() > deviceMemoryBudget) {
-      FailureOr<bool> all = fits(units.size());
-      if (failed(all))
+    auto fits = [&](int64_t count) -> FailureOr<bool> {
+      FailureOr<int64_t> bytes = evaluate(count);
+      if (failed(bytes))
         return failure();
-      if (!*all) {
-        std::string tried = "nothing in host memory (" +
-                            std::to_string(none->deviceBytes()) + " B)";
-        int64_t least = none->deviceBytes();
-        for (auto [count, what] :
-             {std::make_pair(optimizerUnits, "all optimizer state"),
-              std::make_pair(static_cast<int64_t>(units.size()),
-                             "all optimizer state and sharded parameters")}) {
-          if (count == 0 || (count == optimizerUnits &&
-                             count == static_cast<int64_t>(units.size()) &&
-                             StringRef(what).contains("parameters")))
-            continue;
-          FailureOr<MemoryPlan> plan =
-              tryOffload(program, ArrayRef(units).take_front(count));
-          if (failed(plan))
-            return failure();
-          tried += std::string(", ") + what + " (" +
-                   std::to_string(plan->deviceBytes()) + " B)";
-          least = std::min(least, plan->deviceBytes());
-        }
-        return emitError(loc)
-               << "zero-offload: no placement fits a device-memory-budget of "
-               << deviceMemoryBudget
-               << " B per rank: the least device memory this program can use "
-                  "is "
-               << least << " B, short by " << least - deviceMemoryBudget
-               << " B; tried " << tried;
-      }
-      // The least number of tensors, largest first, whose offload fits.
-      int64_t low = 1, high = units.size();
+      return *bytes <= budget;
+    };
+    int64_t total = units.size();
+    FailureOr<bool> fitsAsIs = fits(0);
+    if (failed(fitsAsIs))
+      return failure();
+    std::optional<int64_t> found;
+    if (*fitsAsIs)
+      found = 0;
+    FailureOr<bool> fitsOptimizer = fits(optimizerUnits);
+    if (failed(fitsOptimizer))
+      return failure();
+    if (!found && *fitsOptimizer) {
+      // Each optimizer tensor moved takes its bytes off the device and adds
+      // nothing there, so the fewest that fit are found by bisection.
+      int64_t low = 1, high = optimizerUnits;
       while (low < high) {
         int64_t middle = (low + high) / 2;
         FailureOr<bool> ok = fits(middle);
         if (failed(ok))
           return failure();
-        (*ok ? high : low) = *ok ? middle : middle + 1;
+        if (*ok)
+          high = middle;
+        else
+          low = middle + 1;
       }
-      chosen = ArrayRef(units).take_front(low);
-      reason = "offload=auto: without it the device needs " +
-               std::to_string(none->deviceBytes()) + " B, over the budget";
+      found = low;
     }
+    // A parameter moved also needs device staging for its gathers, so the
+    // device bytes need not fall with every one: they are tried in order.
+    for (int64_t count = optimizerUnits + 1; !found && count <= total;
+         ++count) {
+      FailureOr<bool> ok = fits(count);
+      if (failed(ok))
+        return failure();
+      if (*ok)
+        found = count;
+    }
+    if (!found) {
+      int64_t least = std::numeric_limits<int64_t>::max();
+      for (auto [count, bytes] : deviceBytes)
+        least = std::min(least, bytes);
+      std::string tried =
+          "nothing in host memory (" + std::to_string(deviceBytes[0]) + " B)";
+      if (optimizerUnits > 0)
+        tried += ", all optimizer state (" +
+                 std::to_string(deviceBytes[optimizerUnits]) + " B)";
+      if (total > optimizerUnits)
+        tried += ", and then the sharded parameters one by one, largest "
+                 "first (all of them: " +
+                 std::to_string(deviceBytes[total]) + " B)";
+      return emitError(loc)
+             << "zero-offload: no placement fits a device-memory-budget of "
+             << budget
+             << " B per rank: the least device memory this program can use "
+                "is "
+             << least << " B, short by " << least - budget
+             << " B; tried " << tried;
+    }
+    chosen = ArrayRef(units).take_front(*found);
+    reason = "offload=auto, the device needs " +
+             std::to_string(deviceBytes[0]) + " B without offload";
   }
 
   if (!chosen.empty() && failed(Offloader(program).run(getHostBuffers(chosen))))
     return failure();
   MemoryPlan plan = measure(program);
-  plan.budget = deviceMemoryBudget;
+  plan.budget = budget;
   bool params =
       llvm::any_of(chosen, [](const OffloadUnit &u) { return u.isParam; });
   plan.offload = chosen.empty() ? "none"
@@ -763,18 +788,19 @@ LogicalResult ZeroOffloadPass::place(zrt::ProgramOp program) {
     plan.decisions.push_back(describe(unit) + ": " + reason);
   if (offload == "auto" && chosen.size() < units.size())
     plan.decisions.push_back(
+        (chosen.empty() ? "all " : "the other ") +
         std::to_string(units.size() - chosen.size()) + " of " +
         std::to_string(units.size()) +
         " offloadable tensors stay in device memory: the budget holds them");
-  if (deviceMemoryBudget > 0 && plan.deviceBytes() > deviceMemoryBudget) {
+  if (budget > 0 && plan.deviceBytes() > budget) {
     InFlightDiagnostic diag =
         emitError(loc) << "zero-offload: with offload=" << offload
                        << " the device needs " << plan.deviceBytes()
                        << " B per rank (" << plan.devicePersistent
                        << " B of buffers, " << plan.deviceArena
                        << " B of arena), over the device-memory-budget of "
-                       << deviceMemoryBudget << " B by "
-                       << plan.deviceBytes() - deviceMemoryBudget << " B";
+                       << budget << " B by "
+                       << plan.deviceBytes() - budget << " B";
     if (offload != "auto")
       diag << "; offload=auto finds the least offload that fits, if any";
     return diag;

@@ -289,6 +289,7 @@ zrt::CopyOp Offloader::getCopyToHost(Value value, Operation *writer) {
 
 void Offloader::rewriteHostLaunch(zrt::LaunchOp launch) {
   llvm::MapVector<Value, Value> staging;
+  DenseSet<Value> writtenInPlace;
   // Results only copied into host memory are written there directly.
   for (Value out : launch.getOuts())
     if (getSpace(out) == MemorySpace::device)
@@ -298,6 +299,7 @@ void Offloader::rewriteHostLaunch(zrt::LaunchOp launch) {
           target = builder.create<zrt::ViewOp>(copy.getLoc(), out.getType(),
                                                target, 0);
         staging[out] = target;
+        writtenInPlace.insert(out);
         erased.insert(copy);
         copy.erase();
       }
@@ -308,7 +310,7 @@ void Offloader::rewriteHostLaunch(zrt::LaunchOp launch) {
       deviceReads.push_back(in);
     }
   for (Value out : launch.getOuts())
-    if (getSpace(out) == MemorySpace::device && !staging.count(out)) {
+    if (getSpace(out) == MemorySpace::device && !writtenInPlace.count(out)) {
       if (!llvm::is_contained(deviceWrites, out))
         deviceWrites.push_back(out);
       staging.insert({out, Value()});
@@ -767,8 +769,8 @@ LogicalResult ZeroOffloadPass::place(zrt::ProgramOp program) {
              << budget
              << " B per rank: the least device memory this program can use "
                 "is "
-             << least << " B, short by " << least - budget
-             << " B; tried " << tried;
+             << least << " B, short by " << least - budget << " B; tried "
+             << tried;
     }
     chosen = ArrayRef(units).take_front(*found);
     reason = "offload=auto, the device needs " +
@@ -799,8 +801,8 @@ LogicalResult ZeroOffloadPass::place(zrt::ProgramOp program) {
                        << " B per rank (" << plan.devicePersistent
                        << " B of buffers, " << plan.deviceArena
                        << " B of arena), over the device-memory-budget of "
-                       << budget << " B by "
-                       << plan.deviceBytes() - budget << " B";
+                       << budget << " B by " << plan.deviceBytes() - budget
+                       << " B";
     if (offload != "auto")
       diag << "; offload=auto finds the least offload that fits, if any";
     return diag;

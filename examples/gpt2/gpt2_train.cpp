@@ -283,6 +283,11 @@ void printPlan(const Flags &flags, const CompiledGraph &compiled,
               sends.empty()
                   ? ""
                   : absl::StrCat("; sends ", bytes(total), " in all").c_str());
+  if (r.hasMemoryPlan)
+    std::printf("plan, memory per rank (offload %s): device %s, host %s; "
+                "host link %s per step\n",
+                r.offload.c_str(), bytes(r.deviceBytes).c_str(),
+                bytes(r.hostBytes).c_str(), bytes(r.hostLinkBytes).c_str());
   if (!dataLine.empty())
     std::printf("data: %s\n", dataLine.c_str());
   std::fflush(stdout);
@@ -566,6 +571,13 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
                 bytes(measured.arenaBytes).c_str(),
                 bytes(compiled->report().peakTransient).c_str(),
                 bytes(sent).c_str(), bytes(planned).c_str());
+    if (compiled->report().hasMemoryPlan)
+      std::printf("measured on rank 0: device %s (high water %s), host %s, "
+                  "host link %s per step\n",
+                  bytes(measured.deviceBytes()).c_str(),
+                  bytes(measured.deviceHighWater()).c_str(),
+                  bytes(measured.hostBytes()).c_str(),
+                  bytes(measured.hostLinkBytesPerStep).c_str());
     zero::rt::Executor &executor = (*trainer)->executor();
     int scaleBuffer = executor.findBuffer("loss_scale");
     int goodBuffer = executor.findBuffer("loss_scale.good_steps");

@@ -575,25 +575,26 @@ void printPlanReport(const PlanReport &report, llvm::raw_ostream &os) {
     printMemoryPlan(*report.memory, os);
 }
 
-llvm::json::Value planReportToJson(const PlanReport &report) {
-  llvm::json::Value value = trainingPlanToJson(report);
-  if (!report.memory)
-    return value;
-  const MemoryPlan &plan = *report.memory;
+llvm::json::Object memoryPlanToJson(const MemoryPlan &plan) {
   llvm::json::Array decisions;
   for (const std::string &line : plan.decisions)
     decisions.push_back(line);
-  (*value.getAsObject())["memory_plan"] =
-      llvm::json::Object{{"offload", plan.offload},
-                         {"device_budget_bytes", plan.budget},
-                         {"device_persistent_bytes", plan.devicePersistent},
-                         {"device_arena_bytes", plan.deviceArena},
-                         {"device_bytes", plan.deviceBytes()},
-                         {"host_persistent_bytes", plan.hostPersistent},
-                         {"host_arena_bytes", plan.hostArena},
-                         {"host_bytes", plan.hostBytes()},
-                         {"host_link_bytes_per_step", plan.hostLinkBytes},
-                         {"decisions", std::move(decisions)}};
+  return llvm::json::Object{{"offload", plan.offload},
+                            {"device_budget_bytes", plan.budget},
+                            {"device_persistent_bytes", plan.devicePersistent},
+                            {"device_arena_bytes", plan.deviceArena},
+                            {"device_bytes", plan.deviceBytes()},
+                            {"host_persistent_bytes", plan.hostPersistent},
+                            {"host_arena_bytes", plan.hostArena},
+                            {"host_bytes", plan.hostBytes()},
+                            {"host_link_bytes_per_step", plan.hostLinkBytes},
+                            {"decisions", std::move(decisions)}};
+}
+
+llvm::json::Value planReportToJson(const PlanReport &report) {
+  llvm::json::Value value = trainingPlanToJson(report);
+  if (report.memory)
+    (*value.getAsObject())["memory_plan"] = memoryPlanToJson(*report.memory);
   return value;
 }
 

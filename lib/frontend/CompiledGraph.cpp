@@ -9,6 +9,8 @@
 
 #include "zero/frontend/CompiledGraph.h"
 
+#include "zero/analysis/PlanReport.h"
+
 #include "EmitModule.h"
 #include "GraphState.h"
 
@@ -95,8 +97,19 @@ MemoryReport readReport(mlir::ModuleOp module, int stage, int ranks) {
   report.stage = stage;
   report.ranks = ranks;
   mlir::DictionaryAttr dict;
-  for (auto program : module.getOps<zero::zrt::ProgramOp>())
+  for (auto program : module.getOps<zero::zrt::ProgramOp>()) {
     dict = program->getAttrOfType<mlir::DictionaryAttr>("zrt.report");
+    if (auto plan =
+            program->getAttrOfType<mlir::DictionaryAttr>("zrt.memory_plan")) {
+      zero::MemoryPlan memory = zero::MemoryPlan::fromAttr(plan);
+      report.hasMemoryPlan = true;
+      report.offload = memory.offload;
+      report.deviceBytes = memory.deviceBytes();
+      report.hostBytes = memory.hostBytes();
+      report.hostLinkBytes = memory.hostLinkBytes;
+      report.offloadDecisions = memory.decisions;
+    }
+  }
   report.parameters = intField(dict, "parameters");
   report.gradients = intField(dict, "gradients");
   report.slots = intField(dict, "slots");

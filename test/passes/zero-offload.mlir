@@ -1,4 +1,5 @@
 // RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=optimizer})" | FileCheck %s --check-prefix=OPT
+// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=3 lower-to-runtime=1 offload=optimizer})" | FileCheck %s --check-prefix=INPLACE
 // RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=3 lower-to-runtime=1 offload=optimizer+params})" | FileCheck %s --check-prefix=PARAMS
 // RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=none device-memory-budget=2980 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=FITS
 // RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=auto device-memory-budget=2980 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-NONE
@@ -69,6 +70,18 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 // OPT:         zrt.wait @[[BACK]] on @compute
 // OPT:         zrt.copy on @compute %[[NEW]] to %{{.*}} : memref<64xf32> to memref<64xf32>
 // OPT:         zrt.all_gather
+
+// offload=optimizer at stage 3: the update writes the parameter shard in
+// place, so the shard goes to the host, is updated there in its staging
+// buffer, and comes back into the device buffer it came from.
+// INPLACE-LABEL: zrt.program @step
+// INPLACE:         zrt.buffer @big param : memref<64xf32>
+// INPLACE:         %[[HBIG:.*]] = zrt.arena_view [{{[0-9]+}}] in host : memref<64xf32>
+// INPLACE-NEXT:    zrt.copy on @transfer %big to %[[HBIG]] : memref<64xf32> to memref<64xf32>
+// INPLACE:         zrt.launch "train.adam" on @host ins(%[[HBIG]], %{{.*}}, %big.m, %big.v, %{{.*}} : {{.*}}) outs(%[[HBIG]], %big.m, %big.v :
+// INPLACE-NEXT:    zrt.record @[[UPDATED:.*]] on @host
+// INPLACE-NEXT:    zrt.wait @[[UPDATED]] on @transfer
+// INPLACE-NEXT:    zrt.copy on @transfer %[[HBIG]] to %big : memref<64xf32> to memref<64xf32>
 
 // offload=optimizer+params at stage 3: the parameter shards live in host
 // memory too. Each comes up to a device staging buffer right before the

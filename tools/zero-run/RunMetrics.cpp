@@ -3,6 +3,8 @@
 
 #include "RunMetrics.h"
 
+#include "zero/analysis/PlanReport.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "llvm/Support/FileSystem.h"
@@ -49,7 +51,7 @@ RunMetrics::RunMetrics(Executor &executor, zrt::ProgramOp program)
     liveBytes = value.getInt();
   if (auto plan =
           program->getAttrOfType<mlir::DictionaryAttr>("zrt.memory_plan"))
-    report["memory_plan"] = toJson(plan);
+    report["memory_plan"] = memoryPlanToJson(zero::MemoryPlan::fromAttr(plan));
 }
 
 void RunMetrics::recordStep(float loss, double seconds) {

@@ -125,6 +125,8 @@ mlir::FailureOr<PlanReport> computePlanReport(mlir::ModuleOp module);
 
 void printPlanReport(const PlanReport &report, llvm::raw_ostream &os);
 llvm::json::Value planReportToJson(const PlanReport &report);
+/// The memory plan alone, as the report's "memory_plan" object.
+llvm::json::Object memoryPlanToJson(const MemoryPlan &plan);
 /// Writes the report as `format` (text or json) to `output` (a file, or -
 /// for stderr); fails with a diagnostic at `loc` when it cannot.
 mlir::LogicalResult writePlanReport(const PlanReport &report,

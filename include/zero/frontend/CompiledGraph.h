@@ -62,6 +62,15 @@ struct MemoryReport {
   int64_t peakTransient = 0;
   /// Per step, by collective kind ("all_reduce", "reduce_scatter", ...).
   std::map<std::string, CollectiveTraffic> traffic;
+  /// zero-offload's memory plan, when offload or a budget was asked for:
+  /// what was moved ("none", "optimizer", "optimizer+params"), the two
+  /// pools per rank, the host-link bytes per step, and why.
+  bool hasMemoryPlan = false;
+  std::string offload = "none";
+  int64_t deviceBytes = 0;
+  int64_t hostBytes = 0;
+  int64_t hostLinkBytes = 0;
+  std::vector<std::string> offloadDecisions;
 };
 
 class CompiledGraph {

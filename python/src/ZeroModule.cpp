@@ -12,6 +12,7 @@
 #include "zero/frontend/Graph.h"
 #include "zero/frontend/Layers.h"
 #include "zero/runtime/Communicator.h"
+#include "zero/support/ByteSize.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -166,6 +167,15 @@ py::dict reportDict(const MemoryReport &report) {
   dict["persistent"] = report.persistent;
   dict["peak_transient"] = report.peakTransient;
   dict["traffic"] = traffic;
+  if (report.hasMemoryPlan) {
+    py::dict memory;
+    memory["offload"] = report.offload;
+    memory["device_bytes"] = report.deviceBytes;
+    memory["host_bytes"] = report.hostBytes;
+    memory["host_link_bytes"] = report.hostLinkBytes;
+    memory["decisions"] = report.offloadDecisions;
+    dict["memory_plan"] = memory;
+  }
   return dict;
 }
 
@@ -352,11 +362,45 @@ void bindGraph(py::module_ &m) {
           py::arg("dtype"), py::return_value_policy::reference_internal)
       .def("loss_scaling", &GraphConfig::loss_scaling,
            py::return_value_policy::reference_internal)
+      .def(
+          "offload",
+          [](GraphConfig &config, const std::string &what) -> GraphConfig & {
+            using Offload = GraphConfig::Offload;
+            if (what == "none")
+              return config.offload(Offload::none);
+            if (what == "optimizer")
+              return config.offload(Offload::optimizer);
+            if (what == "optimizer+params")
+              return config.offload(Offload::optimizerAndParams);
+            if (what == "auto")
+              return config.offload(Offload::automatic);
+            throw py::value_error("offload must be 'none', 'optimizer', "
+                                  "'optimizer+params' or 'auto', got '" +
+                                  what + "'");
+          },
+          py::arg("what"), py::return_value_policy::reference_internal)
+      .def(
+          "device_memory_budget",
+          [](GraphConfig &config, py::object bytes) -> GraphConfig & {
+            if (py::isinstance<py::str>(bytes)) {
+              std::string text = bytes.cast<std::string>();
+              std::optional<int64_t> parsed = zero::parseByteSize(text);
+              if (!parsed)
+                throw py::value_error(
+                    "device_memory_budget: '" + text +
+                    "' is not a number of bytes (write e.g. '80GiB', "
+                    "'512MB' or 1000000)");
+              return config.device_memory_budget(*parsed);
+            }
+            return config.device_memory_budget(bytes.cast<int64_t>());
+          },
+          py::arg("bytes"), py::return_value_policy::reference_internal)
       .def_property_readonly("zero", py::overload_cast<>(&GraphConfig::zero),
                              py::return_value_policy::reference_internal)
       .def_property_readonly("stage", &GraphConfig::zeroStage)
       .def_property_readonly("accumulation_steps",
-                             &GraphConfig::accumulationSteps);
+                             &GraphConfig::accumulationSteps)
+      .def_property_readonly("offload_choice", &GraphConfig::offloadName);
 
   py::class_<Graph>(m, "Graph", "A training step being built")
       .def(py::init<std::string>(), py::arg("name"))

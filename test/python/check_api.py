@@ -70,6 +70,17 @@ def check_plan():
     assert "zrt.program" in program and "zrt.all_gather" in program
     ok("ir: the forward ends in train.minimize, the step has its backward, "
        "the program gathers the stage-3 shards")
+    graph = mlp(2)
+    graph.config.offload("optimizer").device_memory_budget("1GiB")
+    assert graph.config.offload_choice == "optimizer"
+    report = graph.compile(2).report
+    plan = report["memory_plan"]
+    assert plan["offload"] == "optimizer", plan
+    assert plan["host_bytes"] >= report["optimizer_slots"], (plan, report)
+    assert len(plan["decisions"]) == 4, plan
+    assert "memory_plan" not in mlp(2).compile(2).report
+    ok("offload: AdamW's slots planned in host memory, "
+       f"{plan['host_link_bytes']} B over the host link per step")
 
 
 def check_errors():
@@ -113,6 +124,16 @@ def check_errors():
     msg = expect(ValueError, "ids in [0, 4)", lambda: trainer.step(
         [np.zeros((8, 16), np.float32), np.full(8, 9, np.int32)]))
     ok(f"label out of range: {msg}")
+
+    msg = expect(ValueError, "offload must be", lambda: mlp(2).config.offload("gpu"))
+    ok(f"offload('gpu'): {msg}")
+    msg = expect(ValueError, "is not a number of bytes",
+                 lambda: mlp(2).config.device_memory_budget("lots"))
+    ok(f"device_memory_budget('lots'): {msg}")
+    tight = mlp(2)
+    tight.config.offload("auto").device_memory_budget("1KiB")
+    msg = expect(RuntimeError, "no placement fits", lambda: tight.compile(2))
+    ok(f"a budget nothing fits: {msg.splitlines()[-1][:72]}")
 
     class NoBuild(zero.nn.Graph):
         pass

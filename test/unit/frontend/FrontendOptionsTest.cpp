@@ -257,3 +257,47 @@ TEST(FrontendTraining, CheckpointedGpt2TrainsBitwiseLikeTheKeptOne) {
 }
 
 } // namespace
+
+TEST(FrontendTraining, OffloadedOptimizerTrainsBitwiseLikeTheDevice) {
+  // config().offload puts Adam's slots in host memory: the plan says so and
+  // the losses are the same bits.
+  Graph onDevice = buildMlp();
+  onDevice.config().enable_zero(true, 2);
+  Graph offloaded = buildMlp();
+  offloaded.config().enable_zero(true, 2).offload(
+      GraphConfig::Offload::optimizer);
+  absl::StatusOr<CompiledGraph> compiled = offloaded.compile(1);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const MemoryReport &report = compiled->report();
+  EXPECT_TRUE(report.hasMemoryPlan);
+  EXPECT_EQ(report.offload, "optimizer");
+  EXPECT_GE(report.hostBytes, report.slots);
+  EXPECT_EQ(report.offloadDecisions.size(), 4u);
+  EXPECT_FALSE(onDevice.compile(1)->report().hasMemoryPlan);
+  expectSameBits(trainGraph(offloaded, 3, 7), trainGraph(onDevice, 3, 7));
+}
+
+TEST(FrontendErrors, OffloadSettings) {
+  auto errorOf = [](GraphConfig::Offload what, int64_t budget, int stage) {
+    Graph graph = buildMlp();
+    graph.config().enable_zero(stage > 0, stage).offload(what);
+    graph.config().device_memory_budget(budget);
+    return compileError(graph);
+  };
+  using Offload = GraphConfig::Offload;
+  EXPECT_NE(errorOf(Offload::automatic, 0, 2)
+                .find("offload(Offload::automatic): needs a "
+                      "device_memory_budget to fit"),
+            std::string::npos);
+  EXPECT_NE(errorOf(Offload::none, -5, 2)
+                .find("device_memory_budget: must be a number of bytes (0 for "
+                      "none), got -5"),
+            std::string::npos);
+  EXPECT_NE(errorOf(Offload::optimizer, 0, 0)
+                .find("offload=optimizer needs ZeRO stage 1, 2 or 3"),
+            std::string::npos);
+  EXPECT_NE(errorOf(Offload::automatic, 1, 2)
+                .find("no placement fits a device-memory-budget of 1 B per "
+                      "rank"),
+            std::string::npos);
+}

@@ -14,6 +14,8 @@ PACKAGES=(
   cmake ninja-build g++ python3 clang-format
   # Runtime dependencies.
   libopenmpi-dev openmpi-bin libabsl-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev
+  # Highway: the vectorized update loops of the CPU kernels.
+  libhwy-dev
   # The Python package: pybind11 and the interpreter's headers (the python3
   # on PATH may be another build of Python that ships its own).
   pybind11-dev python3-dev

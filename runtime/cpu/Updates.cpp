@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelSupport.h"
+#include "UpdateLoops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -298,8 +299,9 @@ absl::StatusOr<KernelFn> bindAdamStep(const BindRequest &request) {
         std::sqrt(1.0 - std::pow(static_cast<double>(h.beta2), t64)));
     float wdGrad = decoupled ? 0.0f : h.weightDecay;
     float shrink = decoupled ? 1.0f - lr * h.weightDecay : 1.0f;
-    float b1 = h.beta1, b2 = h.beta2, eps = h.eps;
-    float oneMinusB1 = 1.0f - b1, oneMinusB2 = 1.0f - b2;
+    AdamCoefficients coefficients{wdGrad,   h.beta1,        1.0f - h.beta1,
+                                  h.beta2,  1.0f - h.beta2, correction2Sqrt,
+                                  stepSize, h.eps,          shrink};
     const float *mIn = static_cast<const float *>(ins[2]);
     const float *vIn = static_cast<const float *>(ins[3]);
     float *mOut = static_cast<float *>(outs[1]);
@@ -309,18 +311,8 @@ absl::StatusOr<KernelFn> bindAdamStep(const BindRequest &request) {
       int64_t n = std::min(kBlock, count - offset);
       const float *p = viewFloats(ins[0], paramType, offset, n, pBlock);
       const float *g = viewFloats(ins[1], gradType, offset, n, gBlock);
-      const float *m = mIn + offset;
-      const float *v = vIn + offset;
-      float *mNew = mOut + offset, *vNew = vOut + offset;
-      for (int64_t i = 0; i < n; ++i) {
-        float grad = g[i] + wdGrad * p[i];
-        float mi = b1 * m[i] + oneMinusB1 * grad;
-        float vi = b2 * v[i] + oneMinusB2 * grad * grad;
-        float denom = std::sqrt(vi) / correction2Sqrt + eps;
-        newP[i] = p[i] * shrink - stepSize * mi / denom;
-        mNew[i] = mi;
-        vNew[i] = vi;
-      }
+      adamBlock(coefficients, n, p, g, mIn + offset, vIn + offset, newP,
+                mOut + offset, vOut + offset);
       storeFloats(outs[0], paramType, offset, n, newP);
     }
     return absl::OkStatus();

@@ -1,6 +1,7 @@
 //===- Registry.cpp - Kernel names to binders -----------------------------===//
 
 #include "KernelSupport.h"
+#include "UpdateLoops.h"
 
 #include <cblas.h>
 
@@ -84,6 +85,8 @@ absl::StatusOr<KernelFn> bindCpuKernel(absl::string_view name,
   return cpu::checkingBufferCounts(*std::move(kernel), name, ins.size(),
                                    outs.size());
 }
+
+const char *cpuVectorTarget() { return cpu::adamBlockTarget(); }
 
 void setCpuKernelThreads(int threads) {
   openblas_set_num_threads(std::max(threads, 1));

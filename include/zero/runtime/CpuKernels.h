@@ -96,6 +96,9 @@ double scheduledLearningRate(const LrSchedule &schedule, double lr,
 
 /// Threads BLAS may use (the runtime sets 1 when several ranks share the
 /// cores).
+/// The instruction set the vectorized CPU kernels run with on this CPU
+/// ("AVX2", "AVX3" for AVX-512, ...), picked at run time.
+const char *cpuVectorTarget();
 void setCpuKernelThreads(int threads);
 
 } // namespace zero::rt

@@ -86,6 +86,12 @@ absl::StatusOr<void *> ExecutionBackend::allocateHost(int64_t) {
 
 void ExecutionBackend::releaseHost(void *) {}
 
+absl::StatusOr<KernelFn> ExecutionBackend::bindHostKernel(
+    absl::string_view name, mlir::DictionaryAttr params,
+    absl::Span<const TensorSpec> ins, absl::Span<const TensorSpec> outs, int) {
+  return bindCpuKernel(name, params, ins, outs);
+}
+
 absl::StatusOr<void *> HostExecutionBackend::allocate(int64_t bytes) {
   // Aligned for vector loads; zeroed so padding reads as zero.
   int64_t size = std::max<int64_t>(64, (bytes + 63) / 64 * 64);

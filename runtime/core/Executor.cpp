@@ -372,10 +372,19 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
       instruction.outs.push_back(addresses.lookup(out));
       noteArenaUse(out);
     }
-    absl::StatusOr<KernelFn> kernel = executor.executionBackend->bindKernel(
-        launch.getKernel().str(),
-        launch.getParams().value_or(mlir::DictionaryAttr()), inSpecs, outSpecs,
-        instruction.stream);
+    auto stream = symbols.lookupNearestSymbolFrom<zrt::StreamOp>(
+        launch, launch.getStreamAttr());
+    bool onHost = stream && stream.getSpace() == zrt::MemorySpace::host;
+    ExecutionBackend &backend = *executor.executionBackend;
+    absl::StatusOr<KernelFn> kernel =
+        onHost ? backend.bindHostKernel(
+                     launch.getKernel().str(),
+                     launch.getParams().value_or(mlir::DictionaryAttr()),
+                     inSpecs, outSpecs, instruction.stream)
+               : backend.bindKernel(
+                     launch.getKernel().str(),
+                     launch.getParams().value_or(mlir::DictionaryAttr()),
+                     inSpecs, outSpecs, instruction.stream);
     if (!kernel.ok())
       return error(op, kernel.status().message());
     instruction.kernel = std::move(*kernel);

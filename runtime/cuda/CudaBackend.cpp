@@ -12,6 +12,7 @@
 
 #include "zero/runtime/CudaBackend.h"
 
+#include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/CudaKernels.h"
 #include "zero/runtime/NcclCommunicator.h"
 
@@ -22,7 +23,11 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
 #include <thread>
+#include <utility>
 
 using namespace zero::rt;
 
@@ -186,6 +191,48 @@ absl::Status HostStagedCollectives::enqueue(const StepInstruction &instruction,
   return synchronize(stream, instruction.label);
 }
 
+/// The first error of the host kernels of one backend.
+struct HostKernelErrors {
+  std::mutex mutex;
+  absl::Status first;
+  void note(absl::Status status) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (first.ok())
+      first = std::move(status);
+  }
+  absl::Status take() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return std::exchange(first, absl::OkStatus());
+  }
+};
+
+/// A CPU kernel enqueued on a CUDA stream (cudaLaunchHostFunc): it runs
+/// once the stream's earlier work, and the events it waits for, are done.
+/// Its operands are fixed once bound; the optimizer step is read from the
+/// pinned step number at run time, so a captured CUDA graph replays with
+/// each step's.
+struct HostKernelCall {
+  KernelFn kernel;
+  std::vector<const void *> ins;
+  std::vector<void *> outs;
+  KernelContext context;
+  const int64_t *step = nullptr;
+  std::shared_ptr<HostKernelErrors> errors;
+  std::string name;
+
+  static void CUDART_CB run(void *data) {
+    auto *call = static_cast<HostKernelCall *>(data);
+    KernelContext context = call->context;
+    context.step = *call->step;
+    context.deviceStep = nullptr;
+    absl::Status status = call->kernel(call->ins, call->outs, context);
+    if (!status.ok())
+      call->errors->note(absl::Status(
+          status.code(),
+          absl::StrCat(call->name, " (host kernel): ", status.message())));
+  }
+};
+
 class CudaBackend : public ExecutionBackend {
 public:
   CudaBackend(Communicator &hostComm, CudaBackendOptions options)
@@ -203,6 +250,14 @@ public:
 
   absl::StatusOr<void *> allocate(int64_t bytes) override;
   void release(void *memory) override { cudaFree(memory); }
+  /// Pinned, so that the transfer stream's copies are asynchronous DMA.
+  absl::StatusOr<void *> allocateHost(int64_t bytes) override;
+  void releaseHost(void *memory) override { cudaFreeHost(memory); }
+  absl::StatusOr<KernelFn> bindHostKernel(absl::string_view name,
+                                          mlir::DictionaryAttr params,
+                                          absl::Span<const TensorSpec> ins,
+                                          absl::Span<const TensorSpec> outs,
+                                          int stream) override;
   absl::Status copyToHost(void *host, const void *source,
                           int64_t bytes) override;
   absl::Status copyFromHost(void *target, const void *host,
@@ -257,6 +312,10 @@ private:
   };
   std::vector<CapturedBody> captured;
   int64_t overhead = 0;
+  /// The first failure of a host kernel, which runs as a host function on
+  /// its stream where no status can be returned; runBody reports it.
+  std::shared_ptr<HostKernelErrors> hostErrors =
+      std::make_shared<HostKernelErrors>();
 };
 
 } // namespace
@@ -397,6 +456,46 @@ absl::StatusOr<void *> CudaBackend::allocate(int64_t bytes) {
   return memory;
 }
 
+absl::StatusOr<void *> CudaBackend::allocateHost(int64_t bytes) {
+  void *memory = nullptr;
+  size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 64));
+  cudaError_t error = cudaHostAlloc(&memory, size, cudaHostAllocDefault);
+  if (error != cudaSuccess)
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("cannot allocate %d bytes of pinned host memory (%s)",
+                        bytes, cudaGetErrorString(error)));
+  std::memset(memory, 0, size);
+  return memory;
+}
+
+absl::StatusOr<KernelFn>
+CudaBackend::bindHostKernel(absl::string_view name, mlir::DictionaryAttr params,
+                            absl::Span<const TensorSpec> ins,
+                            absl::Span<const TensorSpec> outs, int stream) {
+  absl::StatusOr<cudaStream_t> cudaStream = getStream(stream);
+  if (!cudaStream.ok())
+    return cudaStream.status();
+  absl::StatusOr<KernelFn> kernel = bindCpuKernel(name, params, ins, outs);
+  if (!kernel.ok())
+    return kernel.status();
+  auto call = std::make_shared<HostKernelCall>();
+  call->kernel = std::move(*kernel);
+  call->step = hostStep;
+  call->errors = hostErrors;
+  call->name = std::string(name);
+  cudaStream_t target = *cudaStream;
+  return KernelFn([call, target](absl::Span<const void *const> in,
+                                 absl::Span<void *const> out,
+                                 const KernelContext &context) {
+    call->ins.assign(in.begin(), in.end());
+    call->outs.assign(out.begin(), out.end());
+    call->context = context;
+    return cudaCheck(
+        cudaLaunchHostFunc(target, &HostKernelCall::run, call.get()),
+        "cudaLaunchHostFunc");
+  });
+}
+
 absl::Status CudaBackend::copyToHost(void *host, const void *source,
                                      int64_t bytes) {
   if (absl::Status status =
@@ -476,9 +575,11 @@ absl::Status CudaBackend::issue(const StepInstruction &instruction,
   case Kind::launch:
     return instruction.kernel(instruction.ins, instruction.outs, context);
   case Kind::copy:
+    // Default: a transfer between device and pinned host memory is a copy
+    // too; unified addressing tells the directions apart.
     return cudaCheck(cudaMemcpyAsync(instruction.outs[0], instruction.ins[0],
-                                     instruction.bytes,
-                                     cudaMemcpyDeviceToDevice, stream),
+                                     instruction.bytes, cudaMemcpyDefault,
+                                     stream),
                      "cudaMemcpyAsync");
   case Kind::record:
     return cudaCheck(cudaEventRecord(events[instruction.event], stream),
@@ -611,7 +712,14 @@ absl::Status CudaBackend::runBody(size_t body, const KernelContext &context) {
     moveTraffic();
   }
   // Also keeps the pinned step number alive until its copy has run.
-  return collectives->synchronize(compute, absl::StrCat("step ", context.step));
+  if (absl::Status status = collectives->synchronize(
+          compute, absl::StrCat("step ", context.step));
+      !status.ok())
+    return status;
+  if (absl::Status status = hostErrors->take(); !status.ok())
+    return absl::Status(status.code(), absl::StrCat("step ", context.step, ": ",
+                                                    status.message()));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<ExecutionBackend>>

@@ -17,6 +17,11 @@ GPT-2 in bf16 with a frozen embedding):
    report.
 4. With two or more GPUs, --backend cuda on two ranks, stages 0-3, against
    the CPU backend on two ranks.
+5. Offload (--backend cuda, one rank, stage 3): --offload optimizer and
+   optimizer+params within --rtol of the CPU backend (the update runs on
+   the host, as a CPU kernel after the transfers), the pinned host pool and
+   the device pool as the memory plan says; and with --cuda-graph the same
+   losses and state bitwise as the eager offloaded run.
 
 Every difference is printed; the exit status is 1 when any check failed.
 
@@ -31,6 +36,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_lib as lib  # noqa: E402
+from check_offload import check_pools  # noqa: E402
 from run_matrix import check_measured  # noqa: E402
 
 # Per-step loss tolerance against the CPU backend: cuBLAS and the CUDA
@@ -109,6 +115,25 @@ def check_model(checker, model, args, gpus):
         check_measured(checker, f"{model} cuda-graph", graph, 1)
     except lib.RunError as error:
         checker.check(False, f"{model} cuda-graph: zero-run failed: {error}")
+
+    for mode in ("optimizer", "optimizer+params"):
+        tag = f"cuda-offload-{mode.replace('+', '-')}"
+        try:
+            eager, eager_state = run(program, workdir, tag, 1, 3, steps,
+                                     ["--backend", "cuda", "--offload", mode])
+            graph, graph_state = run(program, workdir, tag + "-graph", 1, 3,
+                                     steps, ["--backend", "cuda", "--cuda-graph",
+                                             "--offload", mode])
+        except lib.RunError as error:
+            checker.check(False, f"{model} {tag}: zero-run failed: {error}")
+            continue
+        compare_losses(checker, f"{model} {tag}", eager["losses"],
+                       cpu["losses"], rtol)
+        check_measured(checker, f"{model} {tag}", eager, 1)
+        check_pools(checker, f"{model} {tag}", eager, mode)
+        checker.check(graph["losses"] == eager["losses"] and
+                      not lib.bitwise_diff_states(graph_state, eager_state),
+                      f"{model} {tag}: the CUDA graph differs from eager")
 
     ranks = 2
     program_n = make(args.src_root, local, workdir)

@@ -111,6 +111,14 @@ public:
                                               absl::Span<const TensorSpec> outs,
                                               int stream) = 0;
 
+  /// Binds kernel `name` to run on zrt stream `stream`, a host stream: the
+  /// CPU kernel, over host memory, ordered with the other streams by the
+  /// program's events. The default runs it when called, which suits
+  /// backends whose host streams run instructions in order themselves.
+  virtual absl::StatusOr<KernelFn>
+  bindHostKernel(absl::string_view name, mlir::DictionaryAttr params,
+                 absl::Span<const TensorSpec> ins,
+                 absl::Span<const TensorSpec> outs, int stream);
   /// Called once, after every kernel is bound, with the program's step
   /// bodies (the plain step; or the micro-step and the apply step); the
   /// lists stay alive and unchanged for the backend's lifetime.

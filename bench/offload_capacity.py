@@ -44,7 +44,7 @@ def plan(zero_opt, tmp, shape, ranks, seq, mode):
         subprocess.run([sys.executable, os.path.join(ROOT, "examples", "gen_gpt2.py"),
                         "--layers", str(layers), "--dim", str(width),
                         "--heads", str(heads), "--seq", str(seq),
-                        "--vocab", "50257", "--batch", str(ranks),
+                        "--vocab", "50257", "--batch", "1",
                         "--dtype", "bf16", "--ranks", str(ranks),
                         "-o", program], check=True)
     report = os.path.join(tmp, "report.json")

@@ -20,6 +20,7 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <functional>
 #include <limits>
 
 namespace zero {
@@ -456,20 +457,43 @@ void Offloader::planStaging(zrt::StepOp step) {
       instructions.push_back(&op);
     }
   int64_t last = std::max<int64_t>(0, instructions.size() - 1);
-  auto completionSeenByCompute = [&](int64_t from, StringAttr stream) {
-    for (int64_t at = from; at < static_cast<int64_t>(instructions.size());
-         ++at) {
-      auto recordOp = dyn_cast<zrt::RecordOp>(instructions[at]);
-      if (!recordOp || recordOp.getStreamAttr().getAttr() != stream)
+  // Records per stream and waits per event, in program order.
+  llvm::DenseMap<StringAttr, SmallVector<std::pair<int64_t, StringAttr>>>
+      recordsOn;
+  llvm::DenseMap<StringAttr, SmallVector<std::pair<int64_t, StringAttr>>>
+      waitsFor;
+  for (auto [at, op] : llvm::enumerate(instructions)) {
+    if (auto recordOp = dyn_cast<zrt::RecordOp>(op))
+      recordsOn[recordOp.getStreamAttr().getAttr()].push_back(
+          {at, recordOp.getEventAttr().getAttr()});
+    if (auto wait = dyn_cast<zrt::WaitOp>(op))
+      waitsFor[wait.getEventAttr().getAttr()].push_back(
+          {at, wait.getStreamAttr().getAttr()});
+  }
+  // Where the compute stream learns that `stream`'s work issued up to `from`
+  // is done: it waits for an event recorded on that stream after it, or for
+  // one recorded on a stream that waited for such an event (a staged shard
+  // is written by the transfer stream and read by a gather the compute stream
+  // waits for).
+  std::function<int64_t(int64_t, StringAttr, int)> completionSeenByCompute =
+      [&](int64_t from, StringAttr stream, int hops) -> int64_t {
+    int64_t best = last;
+    for (auto [recordedAt, event] : recordsOn.lookup(stream)) {
+      if (recordedAt < from)
         continue;
-      for (int64_t later = at + 1;
-           later < static_cast<int64_t>(instructions.size()); ++later)
-        if (auto wait = dyn_cast<zrt::WaitOp>(instructions[later]))
-          if (wait.getEventAttr() == recordOp.getEventAttr() &&
-              wait.getStreamAttr() == compute)
-            return later;
+      if (recordedAt >= best)
+        break;
+      for (auto [waitedAt, waiter] : waitsFor.lookup(event)) {
+        if (waitedAt <= recordedAt || waitedAt >= best)
+          continue;
+        if (waiter == compute.getAttr())
+          best = waitedAt;
+        else if (hops > 0)
+          best = std::min(best,
+                          completionSeenByCompute(waitedAt, waiter, hops - 1));
+      }
     }
-    return last;
+    return best;
   };
   auto lifetime = [&](zrt::ArenaViewOp view) {
     int64_t begin = last, end = 0;
@@ -488,7 +512,7 @@ void Offloader::planStaging(zrt::StepOp step) {
         StringAttr stream = getStream(user).getAttr();
         if (view.getSpace() == MemorySpace::device &&
             stream != compute.getAttr())
-          end = std::max(end, completionSeenByCompute(at, stream));
+          end = std::max(end, completionSeenByCompute(at, stream, 2));
       }
     }
     return ArenaRequest{view.getSizeInBytes(), begin, std::max(begin, end)};

@@ -6,6 +6,7 @@
 // RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=auto device-memory-budget=2979 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-BIG
 // RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=auto device-memory-budget=2404 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-ALL
 // RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=3 lower-to-runtime=1 offload=auto device-memory-budget=1860 report=json})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-JSON
+// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=3 lower-to-runtime=1 offload=auto device-memory-budget=1859 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-PARAMS
 
 // Two parameters of 128 and 16 elements trained with Adam on 2 ranks. Their
 // optimizer state (m and v, sharded at stages 1-3) is what offload=optimizer
@@ -120,9 +121,9 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 // AUTO-ALL-NEXT:    small: optimizer state
 // AUTO-ALL-NOT:     stay in device memory
 
-// The JSON report carries the same plan. At stage 3 with this tiny model
-// the parameters' device staging outweighs their shards, so auto stops at
-// the optimizer state.
+// The JSON report carries the same plan. At stage 3 all of the optimizer
+// state on the host needs 1860 device bytes: at that budget auto stops
+// there.
 // AUTO-JSON-LABEL: "memory_plan": {
 // AUTO-JSON:         "decisions": [
 // AUTO-JSON-NEXT:      "big: optimizer state (@big.m, @big.v, 512 B) in host memory: offload=auto, the device needs 2436 B without offload",
@@ -130,3 +131,11 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 // AUTO-JSON-NEXT:      "the other 2 of 4 offloadable tensors stay in device memory: the budget holds them"
 // AUTO-JSON:         "device_budget_bytes": 1860,
 // AUTO-JSON-NEXT:    "device_bytes": 1860,
+
+// One byte less and the parameter shards go too: each is staged on the
+// device only while its gather is in flight, so moving both saves 32 bytes
+// more than staging costs (1828 device bytes).
+// AUTO-PARAMS-LABEL: Memory plan of the lowered program (offload=optimizer+params, device budget 1859 B):
+// AUTO-PARAMS:         device total                 1828 B
+// AUTO-PARAMS:         big: parameter shard (@big, 256 B) in host memory: offload=auto, the device needs 2436 B without offload
+// AUTO-PARAMS-NEXT:    small: parameter shard (@small, 32 B) in host memory: offload=auto, the device needs 2436 B without offload

@@ -19,6 +19,8 @@
 #include "zero/runtime/CudaDevices.h"
 #include "zero/runtime/CudaKernels.h"
 
+#include "Gpt2AdamW.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/MLIRContext.h"
@@ -125,13 +127,7 @@ int main(int argc, char **argv) {
   // constant rate, so no schedule attributes.
   mlir::MLIRContext context;
   mlir::Builder builder(&context);
-  mlir::DictionaryAttr params = builder.getDictionaryAttr({
-      builder.getNamedAttr("lr", builder.getF64FloatAttr(6e-4)),
-      builder.getNamedAttr("beta1", builder.getF64FloatAttr(0.9)),
-      builder.getNamedAttr("beta2", builder.getF64FloatAttr(0.95)),
-      builder.getNamedAttr("eps", builder.getF64FloatAttr(1e-8)),
-      builder.getNamedAttr("weight_decay", builder.getF64FloatAttr(0.1)),
-  });
+  mlir::DictionaryAttr params = zero::bench::gpt2AdamWParams(builder);
 
   // Operands: param, grad, m, v, step (an i64 scalar); results: param, m, v,
   // aliased onto the operands (in place, as the lowered program runs it).

@@ -20,6 +20,8 @@
 
 #include "zero/runtime/CpuKernels.h"
 
+#include "Gpt2AdamW.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/MLIRContext.h"
@@ -130,13 +132,7 @@ int main(int argc, char **argv) {
   // The attributes zero-lower-to-runtime gives GPT-2's AdamW.
   mlir::MLIRContext context;
   mlir::Builder builder(&context);
-  mlir::DictionaryAttr params = builder.getDictionaryAttr({
-      builder.getNamedAttr("lr", builder.getF64FloatAttr(6e-4)),
-      builder.getNamedAttr("beta1", builder.getF64FloatAttr(0.9)),
-      builder.getNamedAttr("beta2", builder.getF64FloatAttr(0.95)),
-      builder.getNamedAttr("eps", builder.getF64FloatAttr(1e-8)),
-      builder.getNamedAttr("weight_decay", builder.getF64FloatAttr(0.1)),
-  });
+  mlir::DictionaryAttr params = zero::bench::gpt2AdamWParams(builder);
   int64_t count = elementsFlag;
   Floats param(count), grad(count), m(count), v(count);
   Floats a(count * 7 / 6), b(count * 7 / 6), c(count * 7 / 6);

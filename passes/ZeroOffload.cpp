@@ -136,6 +136,19 @@ private:
   zrt::CopyOp getCopyToHost(Value value, Operation *writer);
   LogicalResult rewriteBody(zrt::StepOp step);
   void rewriteHostLaunch(zrt::LaunchOp launch);
+  /// Moves the (pure) declaration of `value`, and of what it views, before
+  /// `point` when it comes after it; `point` moves past a declaration that
+  /// is `point` itself.
+  void declareBefore(Value value, Operation *&point);
+  /// Where the transfers into a host kernel and the kernel itself can go,
+  /// earlier than the kernel was: right after the last instruction that
+  /// writes one of its device inputs (with the event a collective there
+  /// records, for the transfer stream to wait for), unless an instruction
+  /// in between touches host memory the kernel writes, or writes host
+  /// memory it reads. Null when it cannot move.
+  Operation *findHoistPoint(zrt::LaunchOp launch, ArrayRef<Value> deviceReads,
+                            ArrayRef<Value> hostTargets,
+                            FlatSymbolRefAttr &collectiveDone);
   void rewriteCopy(zrt::CopyOp copy);
   LogicalResult rewriteCollective(Operation *op);
   void planStaging(zrt::StepOp step);
@@ -278,14 +291,88 @@ zrt::CopyOp Offloader::getCopyToHost(Value value, Operation *writer) {
   if (!copy || copy->getBlock() != writer->getBlock())
     return {};
   // Nothing between them may touch the target.
-  Value target = getRoot(copy.getTarget()).first->getResult(0);
+  Operation *target = getRoot(copy.getTarget()).first;
+  if (!target)
+    return {};
   for (Operation *op = writer->getNextNode(); op != copy;
        op = op->getNextNode())
     if (isWork(op) && llvm::any_of(op->getOperands(), [&](Value operand) {
-          return getRoot(operand).first->getResult(0) == target;
+          return getRoot(operand).first == target;
         }))
       return {};
   return copy;
+}
+
+void Offloader::declareBefore(Value value, Operation *&point) {
+  Operation *definition = value.getDefiningOp();
+  if (!definition || definition->getBlock() != point->getBlock() ||
+      definition->isBeforeInBlock(point))
+    return;
+  for (Value operand : definition->getOperands())
+    declareBefore(operand, point);
+  // Already in place: what comes after it goes after it.
+  if (definition == point)
+    point = point->getNextNode();
+  else
+    definition->moveBefore(point);
+}
+
+Operation *Offloader::findHoistPoint(zrt::LaunchOp launch,
+                                     ArrayRef<Value> deviceReads,
+                                     ArrayRef<Value> hostTargets,
+                                     FlatSymbolRefAttr &collectiveDone) {
+  SmallVector<Region> readRegions;
+  for (Value in : deviceReads)
+    if (std::optional<Region> region = getDeviceRegion(in))
+      readRegions.push_back(*region);
+  DenseSet<Operation *> hostRead, hostWritten;
+  for (Value in : launch.getIns())
+    if (getSpace(in) == MemorySpace::host)
+      hostRead.insert(getRoot(in).first);
+  SmallVector<Value> written(launch.getOuts());
+  llvm::append_range(written, hostTargets);
+  for (Value out : written)
+    if (getSpace(out) == MemorySpace::host)
+      hostWritten.insert(getRoot(out).first);
+  bool skippedWork = false;
+  for (Operation *op = launch->getPrevNode(); op; op = op->getPrevNode()) {
+    if (!isWork(op))
+      continue;
+    auto [reads, writes] = getAccesses(op);
+    bool hostConflict =
+        llvm::any_of(llvm::concat<Value>(reads, writes),
+                     [&](Value value) {
+                       return hostWritten.contains(getRoot(value).first);
+                     }) ||
+        llvm::any_of(writes, [&](Value value) {
+          return hostRead.contains(getRoot(value).first);
+        });
+    bool writesInput = llvm::any_of(writes, [&](Value value) {
+      std::optional<Region> region = getDeviceRegion(value);
+      return region && llvm::any_of(readRegions, [&](const Region &read) {
+               return region->overlaps(read);
+             });
+    });
+    if (!hostConflict && !writesInput) {
+      skippedWork = true;
+      continue;
+    }
+    if (hostConflict || !skippedWork)
+      return nullptr;
+    if (getStream(op) == compute)
+      return op;
+    // A collective's output: the transfer stream waits for the event its
+    // stream records after it.
+    for (Operation *next = op->getNextNode(); next != launch;
+         next = next->getNextNode())
+      if (auto recordOp = dyn_cast<zrt::RecordOp>(next))
+        if (recordOp.getStreamAttr() == getStream(op)) {
+          collectiveDone = recordOp.getEventAttr();
+          return recordOp;
+        }
+    return nullptr;
+  }
+  return nullptr;
 }
 
 void Offloader::rewriteHostLaunch(zrt::LaunchOp launch) {
@@ -317,10 +404,38 @@ void Offloader::rewriteHostLaunch(zrt::LaunchOp launch) {
       staging.insert({out, Value()});
     }
 
+  // The transfers in and the kernel go as early as their inputs allow: a
+  // reduced gradient shard goes to the host as soon as its reduce-scatter
+  // is done, and the update overlaps what the step still has to compute.
+  // The copies back stay where the kernel was, where the device arena
+  // holds their destination.
+  SmallVector<Value> hostTargets;
+  for (Value out : writtenInPlace)
+    hostTargets.push_back(staging.lookup(out));
+  FlatSymbolRefAttr collectiveDone;
+  Operation *hoistAfter =
+      findHoistPoint(launch, deviceReads, hostTargets, collectiveDone);
+  OpBuilder::InsertPoint original = builder.saveInsertionPoint();
+  bool transferUnsyncedHere = transferUnsynced;
+  if (hoistAfter) {
+    // The kernel's buffer references and views are declared where it was.
+    Operation *anchor = hoistAfter->getNextNode();
+    SmallVector<Value> operands(launch.getIns());
+    llvm::append_range(operands, launch.getOuts());
+    llvm::append_range(operands, hostTargets);
+    for (Value value : operands)
+      declareBefore(value, anchor);
+    builder.setInsertionPoint(anchor);
+    // What the host stream did before this point may still read the
+    // staging memory the transfers below write.
+    hostUnsynced = true;
+  }
   // The compute stream has produced (and waited for) everything the kernel
   // reads: the transfer stream starts from there.
   if (!deviceReads.empty()) {
     handOff(compute, transfer, "to_transfer");
+    if (collectiveDone)
+      builder.create<zrt::WaitOp>(launch.getLoc(), collectiveDone, transfer);
     syncHostToTransfer();
     for (Value in : deviceReads) {
       staging[in] = newStaging(in.getType(), MemorySpace::host);
@@ -331,7 +446,7 @@ void Offloader::rewriteHostLaunch(zrt::LaunchOp launch) {
   // The kernel runs after every transfer so far: its inputs, and host
   // memory (staging reused, offloaded buffers written) they may touch.
   FlatSymbolRefAttr readsDone;
-  if (transferUnsynced) {
+  if (transferUnsynced || hoistAfter) {
     readsDone = record(transfer, "d2h_done");
     builder.create<zrt::WaitOp>(launch.getLoc(), readsDone, host);
     transferUnsynced = false;
@@ -348,6 +463,12 @@ void Offloader::rewriteHostLaunch(zrt::LaunchOp launch) {
   builder.create<zrt::LaunchOp>(
       launch.getLoc(), launch.getKernelAttr(), host, mapped(launch.getIns()),
       mapped(launch.getOuts()), launch.getParamsAttr());
+  if (hoistAfter) {
+    builder.restoreInsertionPoint(original);
+    // The transfers issued between the two points are not ordered before
+    // the kernel's host wait.
+    transferUnsynced = transferUnsyncedHere;
+  }
   // Insert before what follows the old launch, which is about to go.
   builder.setInsertionPoint(launch->getNextNode());
   launch.erase();
@@ -419,12 +540,16 @@ LogicalResult Offloader::rewriteBody(zrt::StepOp step) {
     if (erased.contains(op))
       continue;
     builder.setInsertionPoint(op);
-    waitForTransfers(op);
     auto [reads, writes] = getAccesses(op);
     bool touchesHost =
         llvm::any_of(llvm::concat<Value>(reads, writes), [&](Value value) {
           return getSpace(value) == MemorySpace::host;
         });
+    // A kernel moved to the host and a copy moved to the transfer stream
+    // reach device memory only through the transfer stream, which runs in
+    // order after the transfers still pending: they need no wait.
+    if (!touchesHost || !isa<zrt::LaunchOp, zrt::CopyOp>(op))
+      waitForTransfers(op);
     if (!touchesHost)
       continue;
     if (auto launch = dyn_cast<zrt::LaunchOp>(op))
@@ -603,9 +728,9 @@ SmallVector<OffloadUnit> collectUnits(zrt::ProgramOp program, bool params) {
   llvm::StringSet<> touchedByOtherKernels;
   program.walk([&](zrt::LaunchOp launch) {
     SmallVector<zrt::BufferOp> state, others;
-    for (Value value :
-         llvm::concat<Value>(SmallVector<Value>(launch.getIns()),
-                             SmallVector<Value>(launch.getOuts())))
+    SmallVector<Value> operands(launch.getIns());
+    llvm::append_range(operands, launch.getOuts());
+    for (Value value : operands)
       if (zrt::BufferOp buffer = getBuffer(value, symbols))
         (isOptimizerState(buffer) ? state : others).push_back(buffer);
     if (state.empty()) {

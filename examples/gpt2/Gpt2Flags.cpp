@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 #ifndef ZERO_GPT2_CORPUS
 #define ZERO_GPT2_CORPUS "examples/gpt2/data/coriolanus.txt"
@@ -213,19 +214,13 @@ Flags parseFlags(int argc, char **argv) {
     } else if (flag == "--resume") {
       flags.resume = valueText;
     } else if (flag == "--offload") {
-      using Offload = GraphConfig::Offload;
-      if (valueText == "none")
-        flags.offload = Offload::none;
-      else if (valueText == "optimizer")
-        flags.offload = Offload::optimizer;
-      else if (valueText == "optimizer+params")
-        flags.offload = Offload::optimizerAndParams;
-      else if (valueText == "auto")
-        flags.offload = Offload::automatic;
-      else
+      std::optional<GraphConfig::Offload> choice =
+          GraphConfig::parseOffload(valueText);
+      if (!choice)
         usage(absl::StrCat("--offload must be none, optimizer, "
                            "optimizer+params or auto, got '",
                            valueText, "'"));
+      flags.offload = *choice;
     } else if (flag == "--device-memory-budget") {
       std::optional<int64_t> bytes = zero::parseByteSize(valueText);
       if (!bytes)

@@ -169,6 +169,17 @@ const char *GraphConfig::offloadName() const {
   return "none";
 }
 
+std::optional<GraphConfig::Offload>
+GraphConfig::parseOffload(std::string_view name) {
+  for (Offload what : {Offload::none, Offload::optimizer,
+                       Offload::optimizerAndParams, Offload::automatic}) {
+    GraphConfig config;
+    if (config.offload(what).offloadName() == name)
+      return what;
+  }
+  return std::nullopt;
+}
+
 GraphConfig &GraphConfig::precision(DType dtype) {
   precisionChoice = dtype;
   return *this;

@@ -365,18 +365,13 @@ void bindGraph(py::module_ &m) {
       .def(
           "offload",
           [](GraphConfig &config, const std::string &what) -> GraphConfig & {
-            using Offload = GraphConfig::Offload;
-            if (what == "none")
-              return config.offload(Offload::none);
-            if (what == "optimizer")
-              return config.offload(Offload::optimizer);
-            if (what == "optimizer+params")
-              return config.offload(Offload::optimizerAndParams);
-            if (what == "auto")
-              return config.offload(Offload::automatic);
-            throw py::value_error("offload must be 'none', 'optimizer', "
-                                  "'optimizer+params' or 'auto', got '" +
-                                  what + "'");
+            std::optional<GraphConfig::Offload> choice =
+                GraphConfig::parseOffload(what);
+            if (!choice)
+              throw py::value_error("offload must be 'none', 'optimizer', "
+                                    "'optimizer+params' or 'auto', got '" +
+                                    what + "'");
+            return config.offload(*choice);
           },
           py::arg("what"), py::return_value_policy::reference_internal)
       .def(

@@ -1,5 +1,6 @@
 // RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=optimizer})" | FileCheck %s --check-prefix=OPT
 // RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=3 lower-to-runtime=1 offload=optimizer})" | FileCheck %s --check-prefix=INPLACE
+// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=3 lower-to-runtime=1 offload=optimizer reduce-bucket-bytes=64})" | FileCheck %s --check-prefix=HOIST
 // RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=3 lower-to-runtime=1 offload=optimizer+params})" | FileCheck %s --check-prefix=PARAMS
 // RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=none device-memory-budget=2980 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=FITS
 // RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=auto device-memory-budget=2980 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-NONE
@@ -83,6 +84,20 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 // INPLACE-NEXT:    zrt.record @[[UPDATED:.*]] on @host
 // INPLACE-NEXT:    zrt.wait @[[UPDATED]] on @transfer
 // INPLACE-NEXT:    zrt.copy on @transfer %[[HBIG]] to %big : memref<64xf32> to memref<64xf32>
+
+// With one reduce-scatter per gradient (64-byte buckets), @small's update
+// does not wait for the end of the backward: its transfers and the host
+// kernel go right after its gradient's reduce-scatter (the transfer stream
+// waits for that collective's event), so the host updates @small while the
+// compute stream still runs @big's backward matmuls.
+// HOIST-LABEL: zrt.program @step
+// HOIST:         zrt.reduce_scatter mean axis 0 on @comm %{{.*}} to %{{.*}} : memref<16xf32> to memref<8xf32>
+// HOIST-NEXT:    zrt.record @[[SMALL_RS:done[0-9]+]] on @comm
+// HOIST:         zrt.wait @[[SMALL_RS]] on @transfer
+// HOIST:         zrt.launch "train.adam" on @host ins(%{{.*}}, %{{.*}}, %small.m, %small.v,
+// HOIST:         zrt.launch "train.matmul" on @compute {{.*}} params {transpose_b}
+// HOIST:         zrt.launch "train.matmul" on @compute {{.*}} params {transpose_a}
+// HOIST:         zrt.launch "train.adam" on @host ins(%{{.*}}, %{{.*}}, %big.m, %big.v,
 
 // offload=optimizer+params at stage 3: the parameter shards live in host
 // memory too. Each comes up to a device staging buffer right before the

@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -309,6 +310,9 @@ public:
   Offload offloadChoice() const { return offloadWhat; }
   /// The zero-offload option's spelling of offloadChoice().
   const char *offloadName() const;
+  /// The choice the zero-offload option `name` spells ("none", "optimizer",
+  /// "optimizer+params", "auto"), or nullopt.
+  static std::optional<Offload> parseOffload(std::string_view name);
   int64_t deviceMemoryBudget() const { return budgetBytes; }
   DType precision() const { return precisionChoice; }
   /// The first invalid setting, in the user's terms (checked by compile).

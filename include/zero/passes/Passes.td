@@ -308,7 +308,10 @@ def ZeroOffload : Pass<"zero-offload", "::mlir::ModuleOp"> {
       reads (the reduced gradient shard, the parameter shard, the step
       index) are copied device -> host on the `@transfer` stream first, and
       what it writes on the device (the new parameter shard) is copied back
-      host -> device after it.
+      host -> device after it. The copies in and the kernel go right after
+      the last instruction that writes one of its device inputs (a reduced
+      gradient's reduce-scatter), so the update overlaps the rest of the
+      backward; the copies back stay where the kernel was.
     * `offload=optimizer+params` (stage 3): sharded parameters also live in
       host memory; each is copied to a device staging buffer right before
       the collective that gathers it.

@@ -79,6 +79,14 @@ private:
   /// buffers these reads and writes touch (or for all of them).
   void waitForCollectives(ValueRange reads, ValueRange writes,
                           bool all = false);
+  /// Makes the compute stream wait for the pending collectives that `mustWait`
+  /// picks; their buffers stay reserved until that wait.
+  void waitForCollectives(function_ref<bool(PendingCollective &)> mustWait);
+  /// Before a new hand-off to the communication stream: waits for the
+  /// collectives of earlier hand-offs that read arena buffers, so the arena
+  /// can reuse those inputs (packed buckets) instead of holding them to the
+  /// end of the step.
+  void releaseCollectiveInputs();
   void emitLaunch(StringRef kernel, ValueRange ins, ValueRange outs,
                   DictionaryAttr params);
   void emitCopy(Value source, Value target);

@@ -14,7 +14,9 @@ using namespace zero::lowering;
 
 void StepLowering::waitForCollectives(ValueRange reads, ValueRange writes,
                                       bool all) {
-  auto conflicts = [&](PendingCollective &collective) {
+  waitForCollectives([&](PendingCollective &collective) {
+    if (all)
+      return true;
     for (Value write : writes)
       for (Value other :
            llvm::concat<Value>(collective.reads, collective.writes))
@@ -25,10 +27,14 @@ void StepLowering::waitForCollectives(ValueRange reads, ValueRange writes,
         if (sameMemory(read, other))
           return true;
     return false;
-  };
+  });
+}
+
+void StepLowering::waitForCollectives(
+    function_ref<bool(PendingCollective &)> mustWait) {
   SmallVector<PendingCollective> stillPending;
   for (PendingCollective &collective : pending) {
-    if (!all && !conflicts(collective)) {
+    if (!mustWait(collective)) {
       stillPending.push_back(std::move(collective));
       continue;
     }
@@ -40,6 +46,20 @@ void StepLowering::waitForCollectives(ValueRange reads, ValueRange writes,
     finishInstruction(wait, memrefs);
   }
   pending = std::move(stillPending);
+}
+
+void StepLowering::releaseCollectiveInputs() {
+  // Only the compute stream reuses arena bytes, and only once it has waited
+  // for the collective that read them. Without this wait a gradient bucket's
+  // reduction input stays reserved until its result is used by the update at
+  // the end of the step, and every bucket of the backward is live at once.
+  // Waiting at the next hand-off keeps one group of collectives in flight:
+  // each still overlaps the compute that produces the next bucket.
+  waitForCollectives([&](PendingCollective &collective) {
+    return llvm::any_of(collective.reads, [&](Value read) {
+      return arenaBufferOf.contains(read);
+    });
+  });
 }
 
 template <typename OpTy, typename... Args>
@@ -54,6 +74,7 @@ void StepLowering::emitCollective(Value input, Value output, Args &&...args) {
   // The communication stream starts once the compute stream has produced the
   // input; consecutive collectives need no new hand-off.
   if (computeSinceLastHandoff) {
+    releaseCollectiveInputs();
     FlatSymbolRefAttr ready = declareEvent("ready");
     finishInstruction(
         builder.create<zrt::RecordOp>(step.getLoc(), ready, computeStream), {});

@@ -83,7 +83,8 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
 // N shards and the padding is filled with zeros (10 elements over 4 ranks:
 // a 12-element buffer, 2 zeros at element 10; 5x2 by rows: an 8x2 buffer,
 // 6 zeros at element 10). An input that divides evenly (8 into shards of 2)
-// is reduced in place, with no copy.
+// is reduced in place, with no copy. The second hand-off first waits for
+// the first reduction, so the arena may reuse its padded input.
 
 module attributes {dist.placement = #dist.placement<cpu, [4]>} {
   func.func @reduce_scatter_padded(%a: tensor<10xf32>, %b: tensor<5x2xf32>, %c: tensor<8xf32>)
@@ -116,6 +117,7 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
 // CHECK-NEXT:      %[[B_TAIL:.+]] = zrt.view %[[B_PAD]][10] : memref<8x2xf32> to memref<6xf32>
 // CHECK-NEXT:      zrt.launch "zrt.fill" on @compute outs(%[[B_TAIL]] : memref<6xf32>) params {value = 0.000000e+00 : f64}
 // CHECK-NEXT:      %[[B_SHARD:.+]] = zrt.arena_view [{{[0-9]+}}] : memref<2x2xf32>
+// CHECK-NEXT:      zrt.wait @done1 on @compute
 // CHECK-NEXT:      zrt.record @ready2 on @compute
 // CHECK-NEXT:      zrt.wait @ready2 on @comm
 // CHECK-NEXT:      zrt.reduce_scatter mean axis 0 on @comm %[[B_PAD]] to %[[B_SHARD]] : memref<8x2xf32> to memref<2x2xf32>
@@ -380,10 +382,11 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 // Back-to-back collectives share one hand-off: the comm stream waits for
 // `ready0` once, before the first of the two all-reduces, since no compute
 // was issued between them. The exp launched after them is new work on
-// @compute, so the third all-reduce needs a new `ready` event. The add
-// reads the second and third results: the compute stream waits for both,
-// right before it; the first result, returned, is waited for only before
-// its copy to @output1.
+// @compute, so the third all-reduce needs a new `ready` event. Before that
+// hand-off the compute stream waits for the first two: their inputs are
+// arena buffers, free for reuse only once compute knows the reductions are
+// done, and waiting one hand-off later keeps them overlapped with the exp.
+// The add then waits only for the third result.
 
 module attributes {dist.placement = #dist.placement<cpu, [2]>} {
   func.func @back_to_back(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) attributes {train.step} {
@@ -417,18 +420,18 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 // CHECK-NEXT:      %[[C:.+]] = zrt.arena_view
 // CHECK-NEXT:      zrt.launch "train.exp" on @compute ins(%{{.+}} : memref<16xf32>) outs(%[[C]] : memref<16xf32>)
 // CHECK-NEXT:      %[[SC:.+]] = zrt.arena_view
+// CHECK-NEXT:      zrt.wait @done1 on @compute
+// CHECK-NEXT:      zrt.wait @done2 on @compute
 // CHECK-NEXT:      zrt.record @ready3 on @compute
 // CHECK-NEXT:      zrt.wait @ready3 on @comm
 // CHECK-NEXT:      zrt.all_reduce sum axis 0 on @comm %[[C]] to %[[SC]]
 // CHECK-NEXT:      zrt.record @done4 on @comm
 // CHECK-NEXT:      %[[Y:.+]] = zrt.arena_view
-// CHECK-NEXT:      zrt.wait @done2 on @compute
 // CHECK-NEXT:      zrt.wait @done4 on @compute
 // CHECK-NEXT:      zrt.launch "train.add" on @compute ins(%[[SB]], %[[SC]] : memref<16xf32>, memref<16xf32>) outs(%[[Y]] : memref<16xf32>)
 // CHECK-NEXT:      %[[OUT0:.+]] = zrt.buffer_ref @output0
 // CHECK-NEXT:      zrt.copy on @compute %[[Y]] to %[[OUT0]]
 // CHECK-NEXT:      %[[OUT1:.+]] = zrt.buffer_ref @output1
-// CHECK-NEXT:      zrt.wait @done1 on @compute
 // CHECK-NEXT:      zrt.copy on @compute %[[SA]] to %[[OUT1]]
 // CHECK-NEXT:    }
 

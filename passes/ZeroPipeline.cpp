@@ -7,6 +7,8 @@
 
 #include "zero/passes/Pipeline.h"
 
+#include "OffloadRewriter.h"
+
 #include "zero/analysis/PlanReport.h"
 #include "zero/dialects/train/TrainOps.h"
 #include "zero/dialects/zrt/ZrtOps.h"
@@ -44,9 +46,13 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
       return failure();
     if (!planReport)
       return success();
-    for (auto program : module.getOps<zrt::ProgramOp>())
-      if (auto plan = program->getAttrOfType<DictionaryAttr>("zrt.memory_plan"))
-        planReport->memory = MemoryPlan::fromAttr(plan);
+    // zero-offload records the plan it chose; with nothing to place, the
+    // report still gives the lowered program's device and host bytes.
+    for (auto program : module.getOps<zrt::ProgramOp>()) {
+      auto plan = program->getAttrOfType<DictionaryAttr>("zrt.memory_plan");
+      planReport->memory =
+          plan ? MemoryPlan::fromAttr(plan) : offload::measure(program);
+    }
     return writePlanReport(*planReport, report, reportOutput, module.getLoc());
   }
 

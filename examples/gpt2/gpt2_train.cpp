@@ -283,6 +283,11 @@ void printPlan(const Flags &flags, const CompiledGraph &compiled,
               sends.empty()
                   ? ""
                   : absl::StrCat("; sends ", bytes(total), " in all").c_str());
+  if (r.peakTransient > 0)
+    std::printf("plan, arena per rank: %s, %.3f x the peak transient\n",
+                bytes(r.arenaBytes).c_str(),
+                static_cast<double>(r.arenaBytes) /
+                    static_cast<double>(r.peakTransient));
   if (r.hasMemoryPlan)
     std::printf("plan, memory per rank (offload %s): device %s, host %s; "
                 "host link %s per step\n",

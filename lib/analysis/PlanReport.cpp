@@ -549,7 +549,18 @@ MemoryPlan MemoryPlan::fromAttr(DictionaryAttr attr) {
   return plan;
 }
 
-static void printMemoryPlan(const MemoryPlan &plan, llvm::raw_ostream &os) {
+/// How much larger the planned arena is than the tensor-level peak transient
+/// bytes (what the training plan counts): padding, buckets and collectives
+/// in flight, and offsets that do not pack perfectly. 0 when there is none.
+static double arenaOverTensorPeak(const MemoryPlan &plan,
+                                  int64_t peakTransientBytes) {
+  return peakTransientBytes > 0 ? static_cast<double>(plan.deviceArena) /
+                                      static_cast<double>(peakTransientBytes)
+                                : 0.0;
+}
+
+static void printMemoryPlan(const MemoryPlan &plan, int64_t peakTransientBytes,
+                            llvm::raw_ostream &os) {
   os << "Memory plan of the lowered program (offload=" << plan.offload;
   if (plan.budget > 0)
     os << ", device budget " << plan.budget << " B";
@@ -560,6 +571,10 @@ static void printMemoryPlan(const MemoryPlan &plan, llvm::raw_ostream &os) {
   };
   row("device persistent", plan.devicePersistent);
   row("device arena", plan.deviceArena);
+  if (peakTransientBytes > 0)
+    os << llvm::format("  %-18s %14.3f x the tensor-level peak transient\n",
+                       static_cast<const char *>("arena / peak"),
+                       arenaOverTensorPeak(plan, peakTransientBytes));
   row("device total", plan.deviceBytes());
   row("host persistent", plan.hostPersistent);
   row("host arena", plan.hostArena);
@@ -572,7 +587,7 @@ static void printMemoryPlan(const MemoryPlan &plan, llvm::raw_ostream &os) {
 void printPlanReport(const PlanReport &report, llvm::raw_ostream &os) {
   printTrainingPlan(report, os);
   if (report.memory)
-    printMemoryPlan(*report.memory, os);
+    printMemoryPlan(*report.memory, report.peakTransientBytes, os);
 }
 
 llvm::json::Object memoryPlanToJson(const MemoryPlan &plan) {
@@ -593,8 +608,12 @@ llvm::json::Object memoryPlanToJson(const MemoryPlan &plan) {
 
 llvm::json::Value planReportToJson(const PlanReport &report) {
   llvm::json::Value value = trainingPlanToJson(report);
-  if (report.memory)
-    (*value.getAsObject())["memory_plan"] = memoryPlanToJson(*report.memory);
+  if (report.memory) {
+    llvm::json::Object plan = memoryPlanToJson(*report.memory);
+    plan["arena_over_tensor_peak"] =
+        arenaOverTensorPeak(*report.memory, report.peakTransientBytes);
+    (*value.getAsObject())["memory_plan"] = std::move(plan);
+  }
   return value;
 }
 

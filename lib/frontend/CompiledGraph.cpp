@@ -99,6 +99,7 @@ MemoryReport readReport(mlir::ModuleOp module, int stage, int ranks) {
   mlir::DictionaryAttr dict;
   for (auto program : module.getOps<zero::zrt::ProgramOp>()) {
     dict = program->getAttrOfType<mlir::DictionaryAttr>("zrt.report");
+    report.arenaBytes = program.getArenaBytes(zero::zrt::MemorySpace::device);
     if (auto plan =
             program->getAttrOfType<mlir::DictionaryAttr>("zrt.memory_plan")) {
       zero::MemoryPlan memory = zero::MemoryPlan::fromAttr(plan);

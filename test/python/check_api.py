@@ -9,6 +9,7 @@ Prints one `ok: ...` line per check; the first failure raises.
 """
 
 import os
+import re
 import sys
 
 import numpy as np
@@ -68,6 +69,9 @@ def check_plan():
     assert "train.minimize" in forward and "train.minimize" not in step
     assert "train.apply_gradient" in step, step
     assert "zrt.program" in program and "zrt.all_gather" in program
+    arena = re.search(r" arena (\d+) ", program)
+    assert arena and int(arena.group(1)) == compiled.report["arena_bytes"], \
+        (arena, compiled.report["arena_bytes"])
     ok("ir: the forward ends in train.minimize, the step has its backward, "
        "the program gathers the stage-3 shards")
     graph = mlp(2)

@@ -60,6 +60,10 @@ struct MemoryReport {
   int64_t modelState = 0;
   int64_t persistent = 0;
   int64_t peakTransient = 0;
+  /// The lowered program's device arena: every transient at its planned
+  /// offset. At least the live bytes at any instruction, and above
+  /// peakTransient by padding, buckets and collectives in flight.
+  int64_t arenaBytes = 0;
   /// Per step, by collective kind ("all_reduce", "reduce_scatter", ...).
   std::map<std::string, CollectiveTraffic> traffic;
   /// zero-offload's memory plan, when offload or a budget was asked for:

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelSupport.h"
+#include "runtime/cpu/ActivationLoops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -59,33 +60,6 @@ KernelFn binaryKernel(DType dtype, int64_t count, Op op) {
     }
     return absl::OkStatus();
   };
-}
-
-// sqrt(2 / pi) and the cubic coefficient of GPT-2's tanh approximation.
-constexpr float kGeluC = 0.7978845608028654f;
-constexpr float kGeluA = 0.044715f;
-
-// 0.5 (1 + tanh(u)) is the logistic function of 2u: one expf instead of a
-// tanhf (several times slower), and 1 - s = e s has no cancellation. The
-// exponent is capped so that e stays finite and e * s never becomes inf * 0.
-inline float geluSigmoid(float x, float &oneMinus) {
-  float u = kGeluC * (x + kGeluA * x * x * x);
-  float e = std::exp(std::min(-2.0f * u, 80.0f));
-  float s = 1.0f / (1.0f + e);
-  oneMinus = e * s;
-  return s;
-}
-
-inline float gelu(float x) {
-  float oneMinus;
-  return x * geluSigmoid(x, oneMinus);
-}
-
-// d/dx [x s(2u)] = s + 2 x s (1 - s) u'(x), u' = c (1 + 3 a x^2).
-inline float geluDerivative(float x) {
-  float oneMinus;
-  float s = geluSigmoid(x, oneMinus);
-  return s + 2.0f * x * s * oneMinus * kGeluC * (1.0f + 3.0f * kGeluA * x * x);
 }
 
 /// Checks one operand and one result of one float type.
@@ -143,7 +117,9 @@ absl::StatusOr<KernelFn> bindUnary(const BindRequest &request) {
   if (op == "relu")
     return make([](float x) { return x > 0.0f ? x : 0.0f; });
   if (op == "gelu")
-    return make([](float x) { return gelu(x); });
+    return unaryKernel(
+        dtype, dtype, count,
+        [](const float *x, float *y, int64_t n) { geluBlock(n, x, y); });
   return absl::UnimplementedError(
       absl::StrCat("no CPU kernel for '", request.name, "'"));
 }
@@ -184,8 +160,9 @@ absl::StatusOr<KernelFn> bindActivationGrad(const BindRequest &request) {
     return elementwiseBinary(
         request, [](float x, float dy) { return x > 0.0f ? dy : 0.0f; });
   if (op == "gelu_grad")
-    return elementwiseBinary(
-        request, [](float x, float dy) { return dy * geluDerivative(x); });
+    return binaryKernel(request.ins[0].dtype, request.ins[0].numElements(),
+                        [](const float *x, const float *dy, float *dx,
+                           int64_t n) { geluGradBlock(n, x, dy, dx); });
   if (op == "tanh_grad")
     return elementwiseBinary(
         request, [](float y, float dy) { return dy * (1.0f - y * y); });

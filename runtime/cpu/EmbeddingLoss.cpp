@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelSupport.h"
+#include "runtime/cpu/ActivationLoops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -68,8 +69,7 @@ absl::Status checkScalarF32(const BindRequest &request, const TensorSpec &spec,
 /// Overwrites `x` with exp(x - max) and returns log(sum) + max.
 float expShifted(float *x, int64_t n) {
   float max = maxOf(x, n);
-  for (int64_t j = 0; j < n; ++j)
-    x[j] = std::exp(x[j] - max);
+  expShiftedBlock(n, x, max, x);
   return std::log(sumFixed(x, n)) + max;
 }
 
@@ -236,8 +236,7 @@ absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &request) {
     for (int64_t r = 0; r < count; ++r) {
       loadFloats(ins[0], dtype, r * classes, classes, x);
       float max = maxOf(x, classes);
-      for (int64_t j = 0; j < classes; ++j)
-        x[j] = std::exp(x[j] - max);
+      expShiftedBlock(classes, x, max, x);
       float inverse = 1.0f / sumFixed(x, classes);
       for (int64_t j = 0; j < classes; ++j)
         x[j] *= inverse;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelSupport.h"
+#include "runtime/cpu/ActivationLoops.h"
 
 #include <cmath>
 
@@ -81,8 +82,7 @@ absl::StatusOr<KernelFn> bindSoftmax(const BindRequest &request) {
     for (int64_t r = 0; r < shape.rows; ++r) {
       loadFloats(ins[0], dtype, r * cols, cols, x);
       float max = maxOf(x, cols);
-      for (int64_t j = 0; j < cols; ++j)
-        x[j] = std::exp(x[j] - max);
+      expShiftedBlock(cols, x, max, x);
       float inverse = 1.0f / sumFixed(x, cols);
       for (int64_t j = 0; j < cols; ++j)
         x[j] *= inverse;

@@ -1,0 +1,184 @@
+//===- ActivationLoops.cpp - Vectorized exp, GELU and its gradient --------===//
+//
+// Compiled once per Highway target (foreach_target.h includes this file
+// again for each); HWY_DYNAMIC_DISPATCH picks the best one the CPU has.
+//
+//===----------------------------------------------------------------------===//
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "runtime/cpu/ActivationLoops.cpp"
+#include "hwy/foreach_target.h" // IWYU pragma: keep
+
+#include "hwy/highway.h"
+
+#include "runtime/cpu/ActivationLoops.h"
+
+#include <algorithm>
+#include <limits>
+
+HWY_BEFORE_NAMESPACE();
+namespace zero::rt::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using FloatTag = hn::ScalableTag<float>;
+using FloatVec = hn::Vec<FloatTag>;
+
+/// exp(x), Cephes' expf: x = n ln 2 + r with ln 2 split in two (Cody-Waite),
+/// so r is exact to within an ulp, then 1 + r + r^2 p(r). 2^n is applied as
+/// 2^(n-1) * 2 so that n = 128 (x up to ln FLT_MAX) needs no special case.
+/// Below -86.6 (where expf is under 3e-38) the result is 0, above ln
+/// FLT_MAX +inf, and NaN stays NaN.
+FloatVec Exp(FloatTag d, FloatVec x) {
+  const hn::RebindToSigned<FloatTag> di;
+  const FloatVec lowest = hn::Set(d, -86.6f);
+  const FloatVec highest = hn::Set(d, 88.72283905206835f);
+  const FloatVec clamped = hn::Min(hn::Max(x, lowest), highest);
+  const FloatVec n =
+      hn::Round(hn::Mul(clamped, hn::Set(d, 1.44269504088896341f)));
+  const FloatVec r =
+      hn::Sub(hn::Sub(clamped, hn::Mul(n, hn::Set(d, 0.693359375f))),
+              hn::Mul(n, hn::Set(d, -2.12194440e-4f)));
+  FloatVec p = hn::Set(d, 1.9875691500e-4f);
+  p = hn::Add(hn::Mul(p, r), hn::Set(d, 1.3981999507e-3f));
+  p = hn::Add(hn::Mul(p, r), hn::Set(d, 8.3334519073e-3f));
+  p = hn::Add(hn::Mul(p, r), hn::Set(d, 4.1665795894e-2f));
+  p = hn::Add(hn::Mul(p, r), hn::Set(d, 1.6666665459e-1f));
+  p = hn::Add(hn::Mul(p, r), hn::Set(d, 5.0000001201e-1f));
+  const FloatVec y =
+      hn::Add(hn::Add(hn::Mul(hn::Mul(p, r), r), r), hn::Set(d, 1.0f));
+  // n - 1 + 127 lies in [1, 254]: a normal power of two.
+  const auto bits =
+      hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 126)));
+  FloatVec result = hn::Mul(hn::Mul(y, hn::BitCast(d, bits)), hn::Set(d, 2.0f));
+  result = hn::IfThenElse(
+      x > highest, hn::Set(d, std::numeric_limits<float>::infinity()), result);
+  result = hn::IfThenZeroElse(x < lowest, result);
+  return hn::IfThenElse(hn::IsNaN(x), x, result);
+}
+
+// sqrt(2 / pi) and the cubic coefficient of GPT-2's tanh approximation.
+constexpr float kGeluC = 0.7978845608028654f;
+constexpr float kGeluA = 0.044715f;
+
+/// 0.5 (1 + tanh(u)) as the logistic function of 2u: one exp instead of a
+/// tanh, and 1 - s = e s without cancellation. The exponent is capped so
+/// that e stays finite and e * s never becomes inf * 0. `oneMinus` gets
+/// 1 - s.
+FloatVec GeluSigmoid(FloatTag d, FloatVec x, FloatVec &oneMinus) {
+  const FloatVec x3 = hn::Mul(hn::Mul(hn::Mul(hn::Set(d, kGeluA), x), x), x);
+  const FloatVec u = hn::Mul(hn::Set(d, kGeluC), hn::Add(x, x3));
+  const FloatVec e =
+      Exp(d, hn::Min(hn::Mul(hn::Set(d, -2.0f), u), hn::Set(d, 80.0f)));
+  const FloatVec s = hn::Div(hn::Set(d, 1.0f), hn::Add(hn::Set(d, 1.0f), e));
+  oneMinus = hn::Mul(e, s);
+  return s;
+}
+
+/// Runs `body(offset, count)` over [0, n) a vector at a time; the last,
+/// partial vector through the same code on a zero-padded copy (`Tail`
+/// copies in and out), so no element takes a scalar path.
+template <typename Body, typename Tail>
+void ForEachVector(int64_t n, Body body, Tail tail) {
+  const FloatTag d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    body(i);
+  if (i < n)
+    tail(i, n - i);
+}
+
+void ExpShiftedBlock(int64_t n, const float *x, float shift, float *y) {
+  const FloatTag d;
+  const FloatVec by = hn::Set(d, shift);
+  auto one = [&](const float *in, float *out) {
+    hn::StoreU(Exp(d, hn::Sub(hn::LoadU(d, in), by)), d, out);
+  };
+  ForEachVector(
+      n, [&](int64_t i) { one(x + i, y + i); },
+      [&](int64_t i, int64_t count) {
+        HWY_ALIGN float buffer[HWY_MAX_BYTES / sizeof(float)] = {};
+        std::copy_n(x + i, count, buffer);
+        one(buffer, buffer);
+        std::copy_n(buffer, count, y + i);
+      });
+}
+
+void GeluBlock(int64_t n, const float *x, float *y) {
+  const FloatTag d;
+  auto one = [&](const float *in, float *out) {
+    const FloatVec xi = hn::LoadU(d, in);
+    FloatVec oneMinus;
+    hn::StoreU(hn::Mul(xi, GeluSigmoid(d, xi, oneMinus)), d, out);
+  };
+  ForEachVector(
+      n, [&](int64_t i) { one(x + i, y + i); },
+      [&](int64_t i, int64_t count) {
+        HWY_ALIGN float buffer[HWY_MAX_BYTES / sizeof(float)] = {};
+        std::copy_n(x + i, count, buffer);
+        one(buffer, buffer);
+        std::copy_n(buffer, count, y + i);
+      });
+}
+
+void GeluGradBlock(int64_t n, const float *x, const float *dy, float *dx) {
+  const FloatTag d;
+  // d/dx [x s(2u)] = s + 2 x s (1 - s) u'(x), u' = c (1 + 3 a x^2).
+  auto one = [&](const float *xin, const float *dyin, float *out) {
+    const FloatVec xi = hn::LoadU(d, xin);
+    FloatVec oneMinus;
+    const FloatVec s = GeluSigmoid(d, xi, oneMinus);
+    const FloatVec slope =
+        hn::Mul(hn::Set(d, kGeluC),
+                hn::Add(hn::Set(d, 1.0f),
+                        hn::Mul(hn::Mul(hn::Set(d, 3.0f * kGeluA), xi), xi)));
+    const FloatVec derivative = hn::Add(
+        s, hn::Mul(hn::Mul(hn::Mul(hn::Mul(hn::Set(d, 2.0f), xi), s), oneMinus),
+                   slope));
+    hn::StoreU(hn::Mul(hn::LoadU(d, dyin), derivative), d, out);
+  };
+  ForEachVector(
+      n, [&](int64_t i) { one(x + i, dy + i, dx + i); },
+      [&](int64_t i, int64_t count) {
+        HWY_ALIGN float xs[HWY_MAX_BYTES / sizeof(float)] = {};
+        HWY_ALIGN float dys[HWY_MAX_BYTES / sizeof(float)] = {};
+        std::copy_n(x + i, count, xs);
+        std::copy_n(dy + i, count, dys);
+        one(xs, dys, xs);
+        std::copy_n(xs, count, dx + i);
+      });
+}
+
+const char *ActivationLoopsTarget() { return hwy::TargetName(HWY_TARGET); }
+
+} // namespace HWY_NAMESPACE
+} // namespace zero::rt::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace zero::rt::cpu {
+
+HWY_EXPORT(ExpShiftedBlock);
+HWY_EXPORT(GeluBlock);
+HWY_EXPORT(GeluGradBlock);
+HWY_EXPORT(ActivationLoopsTarget);
+
+void expShiftedBlock(int64_t n, const float *x, float shift, float *y) {
+  HWY_DYNAMIC_DISPATCH(ExpShiftedBlock)(n, x, shift, y);
+}
+
+void geluBlock(int64_t n, const float *x, float *y) {
+  HWY_DYNAMIC_DISPATCH(GeluBlock)(n, x, y);
+}
+
+void geluGradBlock(int64_t n, const float *x, const float *dy, float *dx) {
+  HWY_DYNAMIC_DISPATCH(GeluGradBlock)(n, x, dy, dx);
+}
+
+const char *activationLoopsTarget() {
+  return HWY_DYNAMIC_DISPATCH(ActivationLoopsTarget)();
+}
+
+} // namespace zero::rt::cpu
+#endif // HWY_ONCE

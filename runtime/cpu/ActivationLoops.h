@@ -1,0 +1,42 @@
+//===- ActivationLoops.h - Vectorized exp, GELU and its gradient -*- C++
+//-*-===//
+//
+// The transcendental loops of the CPU step (GELU and its gradient, the
+// exponentials of softmax and of the cross-entropy), vectorized with Highway
+// for the best instruction set of the running CPU. The exponential is ours,
+// not libm's expf nor Highway's contrib Exp (which fuses multiply-adds on
+// targets that have FMA): a Cody-Waite reduction and a degree-6 polynomial
+// written with separate multiplies and adds, within 2 ulp of expf. With the
+// library compiled with -ffp-contract=off, every target and every vector
+// width computes each element with the same IEEE operations, and a block's
+// last, partial vector goes through the same code on a padded copy, so a
+// result depends neither on the CPU nor on where the element sits: runs at
+// any N, stage or offload mode stay bitwise equal (UpdateLoops.h does the
+// same for the optimizer updates).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_RUNTIME_CPU_ACTIVATIONLOOPS_H
+#define ZERO_RUNTIME_CPU_ACTIVATIONLOOPS_H
+
+#include <cstdint>
+
+namespace zero::rt::cpu {
+
+/// y[i] = exp(x[i] - shift). Exactly 0 below exp's normal range (x - shift
+/// < -87.3, a masked -inf included), NaN for NaN; y may be x.
+void expShiftedBlock(int64_t n, const float *x, float shift, float *y);
+
+/// y[i] = GELU(x[i]) with GPT-2's tanh approximation,
+/// x s(2u), u = c (x + a x^3); y may be x.
+void geluBlock(int64_t n, const float *x, float *y);
+
+/// dx[i] = dy[i] * GELU'(x[i]); dx may be x or dy.
+void geluGradBlock(int64_t n, const float *x, const float *dy, float *dx);
+
+/// The name of the instruction set these loops run with here ("AVX2", ...).
+const char *activationLoopsTarget();
+
+} // namespace zero::rt::cpu
+
+#endif // ZERO_RUNTIME_CPU_ACTIVATIONLOOPS_H

@@ -1,5 +1,4 @@
-//===- ActivationLoops.h - Vectorized exp, GELU and its gradient -*- C++
-//-*-===//
+//===- ActivationLoops.h - Vectorized exp and GELU loops --------*- C++ -*-===//
 //
 // The transcendental loops of the CPU step (GELU and its gradient, the
 // exponentials of softmax and of the cross-entropy), vectorized with Highway

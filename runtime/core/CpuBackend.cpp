@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -86,6 +87,13 @@ absl::StatusOr<void *> ExecutionBackend::allocateHost(int64_t) {
 
 void ExecutionBackend::releaseHost(void *) {}
 
+absl::Status ExecutionBackend::setProfile(StepProfile *) {
+  return absl::UnimplementedError(absl::StrCat(
+      "the ", name(),
+      " backend does not time its instructions; --profile runs on the CPU "
+      "backend (on GPUs, Nsight Systems shows the streams)"));
+}
+
 absl::StatusOr<KernelFn> ExecutionBackend::bindHostKernel(
     absl::string_view name, mlir::DictionaryAttr params,
     absl::Span<const TensorSpec> ins, absl::Span<const TensorSpec> outs, int) {
@@ -143,9 +151,10 @@ public:
   /// after the communicator has completed ticket `gate` (-1: no gate).
   /// Returns the item's sequence number.
   int64_t issue(const StepInstruction *instruction,
-                const KernelContext &context, Communicator::Ticket gate) {
+                const KernelContext &context, Communicator::Ticket gate,
+                ProfileEvent place = {}) {
     std::lock_guard<std::mutex> lock(mutex);
-    queue.push_back({instruction, context, gate, ++issued});
+    queue.push_back({instruction, context, gate, ++issued, place});
     maxGate = std::max(maxGate, gate);
     wake.notify_all();
     return issued;
@@ -171,6 +180,8 @@ public:
     return error;
   }
   absl::Status drain() { return waitFor(issued); }
+  /// Read by the worker thread before each item; set between steps only.
+  std::atomic<StepProfile *> profile{nullptr};
 
 private:
   struct Item {
@@ -178,6 +189,8 @@ private:
     KernelContext context;
     Communicator::Ticket gate;
     int64_t sequence;
+    /// The instruction's body, index and stream, for the profile.
+    ProfileEvent place;
   };
 
   void loop() {
@@ -193,7 +206,15 @@ private:
       queue.pop_front();
       bool failed = !error.ok();
       lock.unlock();
+      StepProfile *timing = profile.load();
+      int64_t begin = timing ? StepProfile::nowNs() : 0;
       absl::Status status = failed ? absl::OkStatus() : run(item);
+      if (timing && item.instruction) {
+        ProfileEvent event = item.place;
+        event.beginNs = begin;
+        event.endNs = StepProfile::nowNs();
+        timing->add(event);
+      }
       lock.lock();
       if (!status.ok() && error.ok())
         error = absl::Status(
@@ -237,6 +258,7 @@ public:
   absl::Status prepare(const std::vector<StepBody> &steps, int streams,
                        int events) override;
   absl::Status runBody(size_t body, const KernelContext &context) override;
+  absl::Status setProfile(StepProfile *profile) override;
 
 private:
   /// Who last recorded an event.
@@ -264,6 +286,13 @@ private:
   std::vector<int64_t> eventItems;
   /// Collectives started and not yet waited for, oldest first.
   std::vector<Communicator::Ticket> inFlight;
+
+  StepProfile *profile = nullptr;
+  /// Where the instruction being run sits, for its profile event.
+  ProfileEvent place;
+  /// Profile events of collectives in flight, ended when their ticket is
+  /// seen complete.
+  std::deque<std::pair<Communicator::Ticket, ProfileEvent>> openCollectives;
 };
 
 } // namespace
@@ -301,6 +330,14 @@ absl::Status CpuBackend::waitForTicket(Communicator::Ticket ticket) {
       return status;
     if (worker)
       worker->noteCompleted(oldest);
+    // Open MPI progresses a collective only inside MPI calls: the event
+    // ends when this rank saw it complete.
+    if (!openCollectives.empty() && openCollectives.front().first == oldest) {
+      ProfileEvent event = openCollectives.front().second;
+      openCollectives.pop_front();
+      event.endNs = StepProfile::nowNs();
+      profile->add(event);
+    }
   }
   return absl::OkStatus();
 }
@@ -334,7 +371,7 @@ absl::Status CpuBackend::runOnWorker(const StepInstruction &instruction,
       worker->issue(nullptr, context, eventTickets[instruction.event]);
     return absl::OkStatus();
   default:
-    worker->issue(&instruction, context, -1);
+    worker->issue(&instruction, context, -1, place);
     return absl::OkStatus();
   }
 }
@@ -384,6 +421,11 @@ absl::Status CpuBackend::run(const StepInstruction &instruction,
     return status;
   }
   inFlight.push_back(*ticket);
+  if (profile) {
+    ProfileEvent event = place;
+    event.beginNs = StepProfile::nowNs();
+    openCollectives.emplace_back(*ticket, event);
+  }
   return absl::OkStatus();
 }
 
@@ -391,7 +433,22 @@ absl::Status CpuBackend::runBody(size_t body, const KernelContext &context) {
   const StepBody &instructions = (*bodies)[body];
   for (size_t index = 0; index < instructions.size(); ++index) {
     const StepInstruction &instruction = instructions[index];
+    place = {static_cast<int64_t>(body), static_cast<int64_t>(index),
+             instruction.stream, context.step};
+    // Timed here: what runs on this thread (kernels, copies, waits that may
+    // block, collectives of the compute stream). Collectives of other
+    // streams end when seen complete; worker items time themselves.
+    bool timed = profile && !onWorker[instruction.stream] &&
+                 instruction.kind != StepInstruction::Kind::record &&
+                 !(instruction.isCollective() && instruction.stream != 0);
+    int64_t begin = timed ? StepProfile::nowNs() : 0;
     absl::Status status = run(instruction, context);
+    if (timed && status.ok()) {
+      ProfileEvent event = place;
+      event.beginNs = begin;
+      event.endNs = StepProfile::nowNs();
+      profile->add(event);
+    }
     if (!status.ok()) {
       // Nothing of this body may still run when the error returns.
       (void)waitAll();
@@ -407,6 +464,13 @@ absl::Status CpuBackend::runBody(size_t body, const KernelContext &context) {
     return status;
   if (worker)
     return worker->drain();
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::setProfile(StepProfile *newProfile) {
+  profile = newProfile;
+  if (worker)
+    worker->profile.store(newProfile);
   return absl::OkStatus();
 }
 

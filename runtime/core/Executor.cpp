@@ -574,6 +574,9 @@ Executor::create(zrt::ProgramOp program, Communicator &comm,
         loader.crossingBytes *
         (step.getKind() == zrt::StepKind::micro ? program.getMicroSteps() : 1);
   }
+  executor->streams.resize(loader.streams.size());
+  for (const auto &entry : loader.streams)
+    executor->streams[entry.second] = entry.first().str();
   if (absl::Status status = executor->executionBackend->prepare(
           executor->bodies, std::max<int>(1, loader.streams.size()),
           loader.events.size());

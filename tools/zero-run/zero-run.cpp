@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RunMetrics.h"
+#include "RunProfile.h"
 
 #include "zero/dialects/dist/DistDialect.h"
 #include "zero/dialects/train/TrainDialect.h"
@@ -126,6 +127,12 @@ static cl::opt<std::string>
     emitProgramFlag("emit-program",
                     cl::desc("Write the lowered zrt program to this file"),
                     cl::cat(runCategory));
+static cl::opt<std::string> profileFlag(
+    "profile",
+    cl::desc("Write every rank's measured instruction timeline to this file "
+             "as a Chrome trace (chrome://tracing, ui.perfetto.dev); CPU "
+             "backend"),
+    cl::cat(runCategory));
 static cl::opt<double> timeoutFlag(
     "timeout",
     cl::desc("Seconds a collective may wait before the job is ended"),
@@ -340,6 +347,11 @@ int main(int argc, char **argv) {
         absl::StrCat(resumeFlag.getValue(), ": no such checkpoint directory"));
   if (ranksFlag < 0 || (ranksFlag == 0 && ranksFlag.getNumOccurrences()))
     failEarly("-n must be at least 1");
+  if (!profileFlag.empty() && backendFlag != "cpu")
+    failEarly(absl::StrCat("--profile times the CPU backend's instructions; "
+                           "with --backend ",
+                           backendFlag.getValue(),
+                           " use Nsight Systems (nsys profile zero-run ...)"));
   checkBackendFlags();
   // Checked before launching ranks, so that the message is said once.
   for (const std::string &path :
@@ -462,6 +474,11 @@ int main(int argc, char **argv) {
       llvm::outs() << "\n";
     }
   };
+  StepProfile profile;
+  if (!profileFlag.empty())
+    if (absl::Status status = (*executor)->backend().setProfile(&profile);
+        !status.ok())
+      fail(comm, status);
   comm.resetTraffic();
   for (int64_t step = firstStep; step <= stepsFlag; ++step) {
     // The step's time includes filling its micro-batches.
@@ -486,6 +503,13 @@ int main(int argc, char **argv) {
   if (!checkpointDirFlag.empty() && firstStep > stepsFlag)
     save(firstStep - 1);
   metrics.trafficTotal = comm.traffic();
+  if (!profileFlag.empty()) {
+    (void)(*executor)->backend().setProfile(nullptr);
+    if (absl::Status status =
+            writeProfile(comm, **executor, profile.takeEvents(), profileFlag);
+        !status.ok())
+      fail(comm, status);
+  }
 
   if (absl::Status status = metrics.gatherRanks(comm); !status.ok())
     fail(comm, status);

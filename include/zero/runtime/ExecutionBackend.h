@@ -15,6 +15,7 @@
 
 #include "zero/runtime/Communicator.h"
 #include "zero/runtime/CpuKernels.h"
+#include "zero/runtime/StepProfile.h"
 
 #include <memory>
 #include <string>
@@ -131,6 +132,9 @@ public:
   /// Memory the backend holds besides the buffers and the arena (kernel
   /// workspaces, staging buffers).
   virtual int64_t overheadBytes() const { return 0; }
+  /// From now on, adds an event to `profile` for every instruction run
+  /// (null stops). Backends that cannot time instructions say so.
+  virtual absl::Status setProfile(StepProfile *profile);
 };
 
 /// The memory and kernels of the CPU backend: aligned, zeroed host memory

@@ -158,6 +158,10 @@ public:
   /// The job's host communicator.
   Communicator &communicator() { return comm; }
   ExecutionBackend &backend() { return *executionBackend; }
+  /// The loaded step bodies (the plain step, or micro-step and apply).
+  const std::vector<StepBody> &stepBodies() const { return bodies; }
+  /// The program's stream names by index; 0 is the compute stream.
+  const std::vector<std::string> &streamNames() const { return streams; }
 
 private:
   struct Loader;
@@ -172,6 +176,7 @@ private:
   void *hostArena = nullptr;
   /// The plain step, or the micro-step and the apply step.
   std::vector<StepBody> bodies;
+  std::vector<std::string> streams;
   int64_t microSteps = 1;
   MemoryFigures figures;
   ProgramInfo info;

@@ -1,5 +1,4 @@
-//===- RunProfile.h - zero-run --profile: a Chrome trace of the step -*- C++
-//-*-===//
+//===- RunProfile.h - zero-run --profile as a Chrome trace ------*- C++ -*-===//
 //
 // Every rank's measured instruction timeline, gathered on rank 0 and written
 // in the Chrome trace event format (chrome://tracing, ui.perfetto.dev): a

@@ -1,5 +1,4 @@
-//===- StepProfile.h - Measured per-instruction timeline ---------*- C++
-//-*-===//
+//===- StepProfile.h - Measured per-instruction timeline --------*- C++ -*-===//
 //
 // What `zero-run --profile` records on each rank: when each instruction of
 // the step ran, on which stream, as numbers only (body, instruction index,

@@ -35,6 +35,9 @@ struct Bucket {
   Type elementType;
   int64_t bytes = 0;
   bool open = true;
+  /// A gather bucket some member's result has been used since: only small
+  /// tensors still join.
+  bool used = false;
   SmallVector<Operation *> members;
 };
 
@@ -65,9 +68,11 @@ std::optional<BucketKind> classify(Operation *op) {
 
 class BucketPlanner {
 public:
-  BucketPlanner(int64_t reduceBucketBytes, int64_t allgatherBucketBytes)
+  BucketPlanner(int64_t reduceBucketBytes, int64_t allgatherBucketBytes,
+                int64_t allgatherFuseTensorBytes)
       : reduceBucketBytes(reduceBucketBytes),
-        allgatherBucketBytes(allgatherBucketBytes) {}
+        allgatherBucketBytes(allgatherBucketBytes),
+        allgatherFuseTensorBytes(allgatherFuseTensorBytes) {}
 
   /// Plans the buckets of one block; returns those with two or more members.
   void planBlock(Block &block);
@@ -86,6 +91,7 @@ private:
 
   int64_t reduceBucketBytes;
   int64_t allgatherBucketBytes;
+  int64_t allgatherFuseTensorBytes;
   std::vector<Bucket> buckets;
   SmallVector<unsigned> ready;
   DenseMap<Operation *, unsigned> bucketOf;
@@ -127,6 +133,17 @@ void BucketPlanner::add(Operation *op, BucketKind kind) {
                    position.lookup(def) >= position.lookup(first)) ||
                   bucketOf.count(def)))
         fits = false;
+      // A second gather of a member's input is a re-gather (stage 3's
+      // backward, or a use too far from the last): it exists to free the
+      // gathered tensor in between, so it starts a bucket of its own.
+      if (llvm::any_of(bucket.members, [&](Operation *member) {
+            return member->getOperand(0) == op->getOperand(0);
+          }))
+        fits = false;
+      // Across a use, fusing moves a gather ahead of compute and adds a copy
+      // out of the bucket: worth it for latency-bound tensors only.
+      if (bucket.used && bytes > allgatherFuseTensorBytes)
+        fits = false;
     }
     if (fits) {
       bucket.members.push_back(op);
@@ -136,7 +153,8 @@ void BucketPlanner::add(Operation *op, BucketKind kind) {
     }
     close(index);
   }
-  buckets.push_back(Bucket{kind, reduce, axis, elementType, bytes, true, {op}});
+  buckets.push_back(
+      Bucket{kind, reduce, axis, elementType, bytes, true, false, {op}});
   bucketOf[op] = buckets.size() - 1;
   openBuckets.push_back(buckets.size() - 1);
 }
@@ -145,13 +163,19 @@ void BucketPlanner::planBlock(Block &block) {
   for (auto [index, op] : llvm::enumerate(block))
     position[&op] = index;
   for (Operation &op : block) {
-    // A use of a member's result closes its bucket: the collective must be
-    // issued before it.
+    // A use of a member's result closes a reduction's bucket: the
+    // reduction, issued at the bucket's last member, must come before it.
+    // A gather bucket stays open: it is issued at its first member, ahead
+    // of every member's uses, so gathers separated by compute still fuse.
     op.walk([&](Operation *nested) {
       for (Value operand : nested->getOperands())
         if (Operation *def = operand.getDefiningOp()) {
           auto it = bucketOf.find(def);
-          if (it != bucketOf.end())
+          if (it == bucketOf.end())
+            continue;
+          if (buckets[it->second].kind == BucketKind::AllGather)
+            buckets[it->second].used = true;
+          else
             close(it->second);
         }
     });
@@ -240,12 +264,14 @@ struct ZeroBucketPass : zero::impl::ZeroBucketBase<ZeroBucketPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (reduceBucketBytes < 0 || allgatherBucketBytes < 0) {
+    if (reduceBucketBytes < 0 || allgatherBucketBytes < 0 ||
+        allgatherFuseTensorBytes < 0) {
       mlir::emitError(module.getLoc())
           << "zero-bucket: bucket sizes must not be negative";
       return signalPassFailure();
     }
-    BucketPlanner planner(reduceBucketBytes, allgatherBucketBytes);
+    BucketPlanner planner(reduceBucketBytes, allgatherBucketBytes,
+                          allgatherFuseTensorBytes);
     for (func::FuncOp function : getStepFunctions(module))
       function.walk([&](Block *block) { planner.planBlock(*block); });
     planner.materialize();

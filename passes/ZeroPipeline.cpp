@@ -86,8 +86,8 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
       pipeline.addPass(createZeroShard(
           ZeroShardOptions{stage, layout, minShardElements, regatherInBackward,
                            maxReuseDistance}));
-    pipeline.addPass(createZeroBucket(
-        ZeroBucketOptions{reduceBucketBytes, allgatherBucketBytes}));
+    pipeline.addPass(createZeroBucket(ZeroBucketOptions{
+        reduceBucketBytes, allgatherBucketBytes, allgatherFuseTensorBytes}));
     pipeline.addPass(createZeroVerify());
     bool offloading = offload != "none" || deviceMemoryBudget != 0;
     if (offloading && !lowerToRuntime) {

@@ -4,6 +4,8 @@
 // RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{allgather-bucket-bytes=88})" | FileCheck %s --check-prefix=GATHER-FIT
 // RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{allgather-bucket-bytes=87})" | FileCheck %s --check-prefix=GATHER-SPLIT
 // RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{allgather-bucket-bytes=0})" | FileCheck %s --check-prefix=NO-GATHER
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{allgather-fuse-tensor-bytes=32})" | FileCheck %s --check-prefix=ACROSS-FIT
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{allgather-fuse-tensor-bytes=31})" | FileCheck %s --check-prefix=ACROSS-SPLIT
 
 // The byte budgets of zero-bucket. A reduction bucket counts the bytes of
 // the full tensors it reduces, a gather bucket those of the gathered
@@ -115,3 +117,32 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
 // NO-GATHER-NEXT:    dist.all_gather %[[A]] axis 0 dim 0 : tensor<3xf32> -> tensor<10xf32>
 // NO-GATHER-NEXT:    dist.all_gather %[[B]] axis 0 dim 0 : tensor<2x2xf32> -> tensor<6x2xf32>
 // NO-GATHER-NEXT:    return
+
+// -----
+
+// allgather-fuse-tensor-bytes: after a use of the bucket's first member
+// (here %y), a gather joins only if its gathered tensor (8 x 4 = 32 bytes)
+// is at most that large; otherwise it starts a bucket of its own. Gathers
+// before any use always join.
+
+module attributes {dist.placement = #dist.placement<cpu, [4]>} {
+  func.func @fuse_across_use(%a: tensor<2xf32>, %b: tensor<2xf32>, %x: tensor<8xf32>)
+      -> tensor<8xf32> attributes {train.step} {
+    %fa = dist.all_gather %a axis 0 dim 0 : tensor<2xf32> -> tensor<8xf32>
+    %y = arith.mulf %x, %fa : tensor<8xf32>
+    %fb = dist.all_gather %b axis 0 dim 0 : tensor<2xf32> -> tensor<8xf32>
+    %z = arith.mulf %y, %fb : tensor<8xf32>
+    return %z : tensor<8xf32>
+  }
+}
+
+// ACROSS-FIT-LABEL: func.func @fuse_across_use
+// ACROSS-FIT-NEXT:    dist.pack %{{.*}}, %{{.*}} : tensor<2xf32>, tensor<2xf32> -> tensor<4xf32>
+// ACROSS-FIT-NEXT:    dist.all_gather %{{.*}} axis 0 dim 0 : tensor<4xf32> -> tensor<16xf32>
+// ACROSS-FIT-NOT:     dist.all_gather
+
+// ACROSS-SPLIT-LABEL: func.func @fuse_across_use
+// ACROSS-SPLIT-NEXT:    dist.all_gather %{{.*}} axis 0 dim 0 : tensor<2xf32> -> tensor<8xf32>
+// ACROSS-SPLIT-NEXT:    arith.mulf
+// ACROSS-SPLIT-NEXT:    dist.all_gather %{{.*}} axis 0 dim 0 : tensor<2xf32> -> tensor<8xf32>
+// ACROSS-SPLIT-NOT:     dist.pack

@@ -137,6 +137,44 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
 
 // -----
 
+// Stage 3's gathers, each right before its use: a use of a gathered result
+// does not close a gather bucket (the bucket is issued at its first member,
+// ahead of every member's use), so gathers separated by compute fuse. A
+// second gather of an input the bucket already holds is a re-gather, there
+// to free the tensor in between: it starts a bucket of its own, with the
+// gathers after it.
+
+module attributes {dist.placement = #dist.placement<cpu, [4]>} {
+  func.func @gathers_fuse_across_uses(%a: tensor<2xf32>, %b: tensor<2xf32>, %x: tensor<8xf32>)
+      -> tensor<8xf32> attributes {train.step} {
+    %fa = dist.all_gather %a axis 0 dim 0 : tensor<2xf32> -> tensor<8xf32>
+    %y = arith.mulf %x, %fa : tensor<8xf32>
+    %fb = dist.all_gather %b axis 0 dim 0 : tensor<2xf32> -> tensor<8xf32>
+    %z = arith.mulf %y, %fb : tensor<8xf32>
+    %fa2 = dist.all_gather %a axis 0 dim 0 : tensor<2xf32> -> tensor<8xf32>
+    %w = arith.mulf %z, %fa2 : tensor<8xf32>
+    %fb2 = dist.all_gather %b axis 0 dim 0 : tensor<2xf32> -> tensor<8xf32>
+    %v = arith.mulf %w, %fb2 : tensor<8xf32>
+    return %v : tensor<8xf32>
+  }
+}
+
+// CHECK-LABEL: func.func @gathers_fuse_across_uses
+// CHECK-SAME:    (%[[A:[a-z0-9]+]]: tensor<2xf32>, %[[B:[a-z0-9]+]]: tensor<2xf32>, %[[X:[a-z0-9]+]]: tensor<8xf32>)
+// CHECK-NEXT:    %[[FIRST:.+]] = dist.pack %[[A]], %[[B]] : tensor<2xf32>, tensor<2xf32> -> tensor<4xf32>
+// CHECK-NEXT:    %[[FULL:.+]] = dist.all_gather %[[FIRST]] axis 0 dim 0 : tensor<4xf32> -> tensor<16xf32>
+// CHECK-NEXT:    %[[R:.+]]:2 = dist.unpack %[[FULL]] shards 4 : tensor<16xf32> -> tensor<8xf32>, tensor<8xf32>
+// CHECK-NEXT:    %[[Y:.+]] = arith.mulf %[[X]], %[[R]]#0
+// CHECK-NEXT:    %[[Z:.+]] = arith.mulf %[[Y]], %[[R]]#1
+// CHECK-NEXT:    %[[AGAIN:.+]] = dist.pack %[[A]], %[[B]] : tensor<2xf32>, tensor<2xf32> -> tensor<4xf32>
+// CHECK-NEXT:    %[[FULL2:.+]] = dist.all_gather %[[AGAIN]] axis 0 dim 0 : tensor<4xf32> -> tensor<16xf32>
+// CHECK-NEXT:    %[[R2:.+]]:2 = dist.unpack %[[FULL2]] shards 4 : tensor<16xf32> -> tensor<8xf32>, tensor<8xf32>
+// CHECK-NEXT:    %[[W:.+]] = arith.mulf %[[Z]], %[[R2]]#0
+// CHECK-NEXT:    %[[V:.+]] = arith.mulf %[[W]], %[[R2]]#1
+// CHECK-NEXT:    return %[[V]]
+
+// -----
+
 // Only collectives with the same reduction and element type share a
 // bucket. A mean and a bf16 all-reduce between two f32 sums stay alone; the
 // two sums still fuse (nothing uses their results in between), and their

@@ -184,9 +184,16 @@ def ZeroBucket : Pass<"zero-bucket", "::mlir::ModuleOp"> {
     type) become `dist.pack` -> one collective -> `dist.unpack`, up to a
     byte budget per bucket. Reductions (`all_reduce`, `reduce_scatter`) are
     issued where the bucket's last member was, and a bucket closes before
-    any use of a member's result; all-gathers are issued where the bucket's
-    first member was, and a gather joins only when its input is already
-    available there. No collective ever moves across a use of its result.
+    any use of a member's result. All-gathers are issued where the bucket's
+    first member was, ahead of every member's use, so a use does not close
+    a gather bucket: stage 3's gathers, each right before its use, fuse
+    across the compute between them. A gather joins only when its input is
+    already available at the first member, and a second gather of an input
+    the bucket holds (a re-gather, there to free the tensor in between)
+    starts a new bucket. Only tensors up to `allgather-fuse-tensor-bytes`
+    join across a use: fusing costs a copy out of the bucket, which a large
+    tensor's own collective does not need and which outweighs the latency
+    saved. No collective ever moves across a use of its result.
     Reduce-scatter and all-gather buckets use the rank-major layout
     (`shards N`), so every rank still gets exactly its shard of each tensor.
   }];
@@ -198,6 +205,10 @@ def ZeroBucket : Pass<"zero-bucket", "::mlir::ModuleOp"> {
            "26214400",
            "Largest all-gather bucket, in bytes of the gathered tensors "
            "(0 disables)">,
+    Option<"allgatherFuseTensorBytes", "allgather-fuse-tensor-bytes",
+           "int64_t", "1048576",
+           "Largest gathered tensor that joins an all-gather bucket after a "
+           "use of an earlier member (larger ones start their own bucket)">,
   ];
   let dependentDialects = ["::zero::dist::DistDialect"];
 }
@@ -384,6 +395,10 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "Largest reduction bucket in bytes (0 disables)">,
     Option<"allgatherBucketBytes", "allgather-bucket-bytes", "int64_t",
            "26214400", "Largest all-gather bucket in bytes (0 disables)">,
+    Option<"allgatherFuseTensorBytes", "allgather-fuse-tensor-bytes",
+           "int64_t", "1048576",
+           "Largest gathered tensor that joins an all-gather bucket after a "
+           "use of an earlier member (larger ones start their own bucket)">,
     Option<"report", "report", "std::string", "\"none\"",
            "Also run zero-report: none, text or json">,
     Option<"reportOutput", "report-output", "std::string", "\"-\"",

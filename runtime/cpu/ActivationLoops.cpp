@@ -75,78 +75,77 @@ FloatVec GeluSigmoid(FloatTag d, FloatVec x, FloatVec &oneMinus) {
   return s;
 }
 
-/// Runs `body(offset, count)` over [0, n) a vector at a time; the last,
-/// partial vector through the same code on a zero-padded copy (`Tail`
-/// copies in and out), so no element takes a scalar path.
-template <typename Body, typename Tail>
-void ForEachVector(int64_t n, Body body, Tail tail) {
-  const FloatTag d;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
+
+/// y = one(x), a vector at a time over [0, n); the last, partial vector
+/// goes through the same code on a zero-padded copy, so no element takes a
+/// scalar path.
+template <typename One>
+void MapVectors(int64_t n, const float *x, float *y, One one) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(FloatTag()));
   int64_t i = 0;
   for (; i + lanes <= n; i += lanes)
-    body(i);
-  if (i < n)
-    tail(i, n - i);
+    one(x + i, y + i);
+  if (i == n)
+    return;
+  HWY_ALIGN float buffer[kMaxLanes] = {};
+  std::copy_n(x + i, n - i, buffer);
+  one(buffer, buffer);
+  std::copy_n(buffer, n - i, y + i);
+}
+
+/// out = one(a, b), as MapVectors for two inputs.
+template <typename One>
+void MapVectors(int64_t n, const float *a, const float *b, float *out,
+                One one) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(FloatTag()));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    one(a + i, b + i, out + i);
+  if (i == n)
+    return;
+  HWY_ALIGN float as[kMaxLanes] = {};
+  HWY_ALIGN float bs[kMaxLanes] = {};
+  std::copy_n(a + i, n - i, as);
+  std::copy_n(b + i, n - i, bs);
+  one(as, bs, as);
+  std::copy_n(as, n - i, out + i);
 }
 
 void ExpShiftedBlock(int64_t n, const float *x, float shift, float *y) {
   const FloatTag d;
   const FloatVec by = hn::Set(d, shift);
-  auto one = [&](const float *in, float *out) {
+  MapVectors(n, x, y, [&](const float *in, float *out) {
     hn::StoreU(Exp(d, hn::Sub(hn::LoadU(d, in), by)), d, out);
-  };
-  ForEachVector(
-      n, [&](int64_t i) { one(x + i, y + i); },
-      [&](int64_t i, int64_t count) {
-        HWY_ALIGN float buffer[HWY_MAX_BYTES / sizeof(float)] = {};
-        std::copy_n(x + i, count, buffer);
-        one(buffer, buffer);
-        std::copy_n(buffer, count, y + i);
-      });
+  });
 }
 
 void GeluBlock(int64_t n, const float *x, float *y) {
   const FloatTag d;
-  auto one = [&](const float *in, float *out) {
+  MapVectors(n, x, y, [&](const float *in, float *out) {
     const FloatVec xi = hn::LoadU(d, in);
     FloatVec oneMinus;
     hn::StoreU(hn::Mul(xi, GeluSigmoid(d, xi, oneMinus)), d, out);
-  };
-  ForEachVector(
-      n, [&](int64_t i) { one(x + i, y + i); },
-      [&](int64_t i, int64_t count) {
-        HWY_ALIGN float buffer[HWY_MAX_BYTES / sizeof(float)] = {};
-        std::copy_n(x + i, count, buffer);
-        one(buffer, buffer);
-        std::copy_n(buffer, count, y + i);
-      });
+  });
 }
 
 void GeluGradBlock(int64_t n, const float *x, const float *dy, float *dx) {
   const FloatTag d;
   // d/dx [x s(2u)] = s + 2 x s (1 - s) u'(x), u' = c (1 + 3 a x^2).
-  auto one = [&](const float *xin, const float *dyin, float *out) {
-    const FloatVec xi = hn::LoadU(d, xin);
-    FloatVec oneMinus;
-    const FloatVec s = GeluSigmoid(d, xi, oneMinus);
-    const FloatVec slope =
-        hn::Mul(hn::Set(d, kGeluC),
-                hn::Add(hn::Set(d, 1.0f),
-                        hn::Mul(hn::Mul(hn::Set(d, 3.0f * kGeluA), xi), xi)));
-    const FloatVec derivative = hn::Add(
-        s, hn::Mul(hn::Mul(hn::Mul(hn::Mul(hn::Set(d, 2.0f), xi), s), oneMinus),
+  MapVectors(
+      n, x, dy, dx, [&](const float *xin, const float *dyin, float *out) {
+        const FloatVec xi = hn::LoadU(d, xin);
+        FloatVec oneMinus;
+        const FloatVec s = GeluSigmoid(d, xi, oneMinus);
+        const FloatVec slope = hn::Mul(
+            hn::Set(d, kGeluC),
+            hn::Add(hn::Set(d, 1.0f),
+                    hn::Mul(hn::Mul(hn::Set(d, 3.0f * kGeluA), xi), xi)));
+        const FloatVec derivative = hn::Add(
+            s, hn::Mul(
+                   hn::Mul(hn::Mul(hn::Mul(hn::Set(d, 2.0f), xi), s), oneMinus),
                    slope));
-    hn::StoreU(hn::Mul(hn::LoadU(d, dyin), derivative), d, out);
-  };
-  ForEachVector(
-      n, [&](int64_t i) { one(x + i, dy + i, dx + i); },
-      [&](int64_t i, int64_t count) {
-        HWY_ALIGN float xs[HWY_MAX_BYTES / sizeof(float)] = {};
-        HWY_ALIGN float dys[HWY_MAX_BYTES / sizeof(float)] = {};
-        std::copy_n(x + i, count, xs);
-        std::copy_n(dy + i, count, dys);
-        one(xs, dys, xs);
-        std::copy_n(xs, count, dx + i);
+        hn::StoreU(hn::Mul(hn::LoadU(d, dyin), derivative), d, out);
       });
 }
 

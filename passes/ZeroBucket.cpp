@@ -264,12 +264,17 @@ struct ZeroBucketPass : zero::impl::ZeroBucketBase<ZeroBucketPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (reduceBucketBytes < 0 || allgatherBucketBytes < 0 ||
-        allgatherFuseTensorBytes < 0) {
-      mlir::emitError(module.getLoc())
-          << "zero-bucket: bucket sizes must not be negative";
-      return signalPassFailure();
-    }
+    for (auto [name, bytes] :
+         {std::pair<StringRef, int64_t>{"reduce-bucket-bytes",
+                                        reduceBucketBytes},
+          {"allgather-bucket-bytes", allgatherBucketBytes},
+          {"allgather-fuse-tensor-bytes", allgatherFuseTensorBytes}})
+      if (bytes < 0) {
+        mlir::emitError(module.getLoc())
+            << "zero-bucket: bucket sizes must not be negative: " << name
+            << " is " << bytes;
+        return signalPassFailure();
+      }
     BucketPlanner planner(reduceBucketBytes, allgatherBucketBytes,
                           allgatherFuseTensorBytes);
     for (func::FuncOp function : getStepFunctions(module))

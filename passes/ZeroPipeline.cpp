@@ -52,9 +52,39 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
       auto plan = program->getAttrOfType<DictionaryAttr>("zrt.memory_plan");
       planReport->memory =
           plan ? MemoryPlan::fromAttr(plan) : offload::measure(program);
+      if (machineModel) {
+        FailureOr<StepPrediction> prediction =
+            simulateProgram(program, *machineModel);
+        if (failed(prediction))
+          return failure();
+        planReport->prediction = std::move(*prediction);
+      }
     }
     return writePlanReport(*planReport, report, reportOutput, module.getLoc());
   }
+
+  /// The prediction is of the lowered program and is part of the report:
+  /// the machine is loaded before anything runs, so that a bad file fails
+  /// fast.
+  LogicalResult checkPrediction(ModuleOp module) {
+    if (report == "timeline" && machine.empty())
+      return mlir::emitError(module.getLoc())
+             << "zero-pipeline: report=timeline draws the predicted step; it "
+                "needs machine=";
+    if (machine.empty())
+      return success();
+    if (!lowerToRuntime || report == "none")
+      return mlir::emitError(module.getLoc())
+             << "zero-pipeline: machine= predicts the lowered program's step "
+                "in the report; it needs lower-to-runtime=true and a report";
+    FailureOr<MachineModel> model = loadMachineModel(machine, module.getLoc());
+    if (failed(model))
+      return failure();
+    machineModel = std::move(*model);
+    return success();
+  }
+
+  std::optional<MachineModel> machineModel;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -64,12 +94,15 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
           << static_cast<int64_t>(stage);
       return signalPassFailure();
     }
-    if (report != "none" && report != "text" && report != "json") {
+    if (report != "none" && report != "text" && report != "json" &&
+        report != "timeline") {
       mlir::emitError(module.getLoc())
-          << "zero-pipeline: report must be none, text or json, got '" << report
-          << "'";
+          << "zero-pipeline: report must be none, text, json or timeline, got '"
+          << report << "'";
       return signalPassFailure();
     }
+    if (failed(checkPrediction(module)))
+      return signalPassFailure();
     OpPassManager pipeline(ModuleOp::getOperationName());
     // A forward-only step is differentiated here, so that no user of the
     // pipeline can get a step without its backward and its reductions.

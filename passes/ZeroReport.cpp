@@ -16,12 +16,46 @@ namespace {
 struct ZeroReportPass : zero::impl::ZeroReportBase<ZeroReportPass> {
   using ZeroReportBase::ZeroReportBase;
 
+  /// The prediction needs the instructions, streams and arena of the
+  /// lowered program; once lowered, the training step the rest of the
+  /// report counts is gone, so the report is the prediction alone.
+  LogicalResult predict(ModuleOp module) {
+    FailureOr<MachineModel> model = loadMachineModel(machine, module.getLoc());
+    if (failed(model))
+      return failure();
+    auto programs = module.getOps<zrt::ProgramOp>();
+    if (programs.empty())
+      return mlir::emitError(module.getLoc())
+             << "zero-report: machine= predicts the step of the lowered "
+                "program, and the module has no zrt.program: run "
+                "zero-lower-to-runtime first (zero-pipeline does with "
+                "lower-to-runtime=true)";
+    FailureOr<StepPrediction> prediction =
+        simulateProgram(*programs.begin(), *model);
+    if (failed(prediction))
+      return failure();
+    return writePrediction(*prediction, format, output, module.getLoc());
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (format != "text" && format != "json") {
+    if (format != "text" && format != "json" && format != "timeline") {
       mlir::emitError(module.getLoc())
-          << "zero-report: format must be text or json, got '" << format << "'";
+          << "zero-report: format must be text, json or timeline, got '"
+          << format << "'";
       return signalPassFailure();
+    }
+    if (format == "timeline" && machine.empty()) {
+      mlir::emitError(module.getLoc())
+          << "zero-report: format=timeline draws the predicted step; it "
+             "needs machine=";
+      return signalPassFailure();
+    }
+    if (!machine.empty()) {
+      if (failed(predict(module)))
+        return signalPassFailure();
+      markAllAnalysesPreserved();
+      return;
     }
     FailureOr<PlanReport> report = computePlanReport(module);
     if (failed(report))

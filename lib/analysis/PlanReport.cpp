@@ -588,6 +588,8 @@ void printPlanReport(const PlanReport &report, llvm::raw_ostream &os) {
   printTrainingPlan(report, os);
   if (report.memory)
     printMemoryPlan(*report.memory, report.peakTransientBytes, os);
+  if (report.prediction)
+    printPrediction(*report.prediction, os);
 }
 
 llvm::json::Object memoryPlanToJson(const MemoryPlan &plan) {
@@ -614,11 +616,21 @@ llvm::json::Value planReportToJson(const PlanReport &report) {
         arenaOverTensorPeak(*report.memory, report.peakTransientBytes);
     (*value.getAsObject())["memory_plan"] = std::move(plan);
   }
+  if (report.prediction)
+    (*value.getAsObject())["prediction"] =
+        predictionToJson(*report.prediction);
   return value;
 }
 
 LogicalResult writePlanReport(const PlanReport &report, StringRef format,
                               StringRef output, Location loc) {
+  if (format == "timeline") {
+    if (!report.prediction)
+      return mlir::emitError(loc)
+             << "zero-report: a timeline is the predicted step: it needs "
+                "machine=";
+    return writePrediction(*report.prediction, format, output, loc);
+  }
   std::error_code error;
   std::unique_ptr<llvm::raw_fd_ostream> file;
   llvm::raw_ostream *os = &llvm::errs();

@@ -12,6 +12,8 @@
 #ifndef ZERO_ANALYSIS_PLANREPORT_H
 #define ZERO_ANALYSIS_PLANREPORT_H
 
+#include "zero/analysis/StepSimulation.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include "llvm/Support/JSON.h"
@@ -117,6 +119,9 @@ struct PlanReport {
   /// The lowered program's device and host memory, when the report is of
   /// a program zero-offload placed.
   std::optional<MemoryPlan> memory;
+  /// The lowered program's predicted step on a machine model, when the
+  /// report was asked for one.
+  std::optional<StepPrediction> prediction;
 };
 
 /// Computes the report. Fails (with a diagnostic) when the module has no
@@ -127,8 +132,9 @@ void printPlanReport(const PlanReport &report, llvm::raw_ostream &os);
 llvm::json::Value planReportToJson(const PlanReport &report);
 /// The memory plan alone, as the report's "memory_plan" object.
 llvm::json::Object memoryPlanToJson(const MemoryPlan &plan);
-/// Writes the report as `format` (text or json) to `output` (a file, or -
-/// for stderr); fails with a diagnostic at `loc` when it cannot.
+/// Writes the report as `format` (text, json, or timeline: the
+/// prediction's SVG) to `output` (a file, or - for stderr); fails with a
+/// diagnostic at `loc` when it cannot.
 mlir::LogicalResult writePlanReport(const PlanReport &report,
                                     llvm::StringRef format,
                                     llvm::StringRef output, mlir::Location loc);

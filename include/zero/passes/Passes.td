@@ -250,12 +250,30 @@ def ZeroReport : Pass<"zero-report", "::mlir::ModuleOp"> {
 
     The IR is not changed. `output=-` (the default) writes to stderr, so the
     IR still goes to stdout.
+
+    With `machine` (a preset, `h100-nvlink-8`, `h200-nvlink-8` or `cpu`, or
+    a JSON machine file) the report predicts the step of the lowered
+    program: each instruction's time from the machine model, streams in
+    program order ordered by their events, and it prints per collective its
+    bytes and predicted time, per stream the busy time, the predicted step
+    time and the exposed communication (the time some collective runs while
+    the compute stream runs no kernel). This needs the `zrt.program`: on a
+    lowered module the report is the prediction alone (a module with a
+    training step but no program is an error; `zero-pipeline` with
+    `lower-to-runtime` gives both). `format=timeline` writes the prediction
+    as an SVG picture instead: a lane per stream, a rectangle per
+    instruction, and the live device memory below.
   }];
   let options = [
     Option<"format", "format", "std::string", "\"text\"",
-           "Report format: text or json">,
+           "Report format: text, json, or timeline (an SVG of the predicted "
+           "step; needs machine)">,
     Option<"output", "output", "std::string", "\"-\"",
            "File to write the report to; - for stderr">,
+    Option<"machine", "machine", "std::string", "\"\"",
+           "Machine model to predict the lowered step's time on: "
+           "h100-nvlink-8, h200-nvlink-8, cpu or a .json file (empty: no "
+           "prediction)">,
   ];
 }
 
@@ -366,7 +384,9 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
     Stage 0 is plain data parallelism. With `lower-to-runtime` the report
     is printed after the lowering and includes the program's memory plan
     (device and host bytes, host-link traffic) when `offload` or a budget
-    was given.
+    was given. With `machine` it also predicts the lowered step on that
+    machine (zero-report's `machine`), and `report=timeline` writes the
+    prediction as an SVG to `report-output`.
 
     A forward-only step (one that ends in `train.minimize`) is
     differentiated first: the pipeline then begins with `train-autodiff`,
@@ -400,9 +420,14 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "Largest gathered tensor that joins an all-gather bucket after a "
            "use of an earlier member (larger ones start their own bucket)">,
     Option<"report", "report", "std::string", "\"none\"",
-           "Also run zero-report: none, text or json">,
+           "Also run zero-report: none, text, json or timeline (an SVG of "
+           "the predicted step; needs machine)">,
     Option<"reportOutput", "report-output", "std::string", "\"-\"",
            "Where zero-report writes; - for stderr">,
+    Option<"machine", "machine", "std::string", "\"\"",
+           "With lower-to-runtime and a report: the machine model the "
+           "report predicts the step on (h100-nvlink-8, h200-nvlink-8, cpu "
+           "or a .json file)">,
     Option<"lowerToRuntime", "lower-to-runtime", "bool", "false",
            "Also run zero-lower-to-runtime, producing the zrt program">,
     Option<"offload", "offload", "std::string", "\"none\"",

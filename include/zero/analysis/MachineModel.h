@@ -1,0 +1,87 @@
+//===- MachineModel.h - What the hardware of a step costs -------*- C++ -*-===//
+//
+// The constants a predicted timeline of a lowered step is computed from:
+// per placement axis the bandwidth and latency of the collectives' links,
+// the matmul rate per element type, the memory bandwidth that bounds every
+// other kernel, a per-launch overhead, and the host link of offload copies.
+// Presets describe one 8-GPU H100 or H200 node and the 2-core machine the
+// project is developed on; any other machine is a JSON file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_ANALYSIS_MACHINEMODEL_H
+#define ZERO_ANALYSIS_MACHINEMODEL_H
+
+#include "mlir/IR/Location.h"
+#include "mlir/IR/Types.h"
+#include "mlir/Support/LogicalResult.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+#include <vector>
+
+namespace zero {
+
+/// The links of one placement axis, in the alpha-beta model of a ring
+/// collective: `latency` per ring step, `bandwidth` the bus bandwidth as
+/// NCCL's tests report it (bytes/s a rank's link moves).
+struct LinkModel {
+  double bandwidth = 0;
+  double latency = 0;
+};
+
+struct MachineModel {
+  std::string name;
+  /// One per placement axis, outermost first.
+  std::vector<LinkModel> links;
+  /// Achieved matmul FLOP/s by element type.
+  double matmulFlopsF32 = 0;
+  double matmulFlopsBF16 = 0;
+  double matmulFlopsF16 = 0;
+  /// Achieved bytes/s of device memory, for every kernel other than matmul
+  /// and for copies within device memory.
+  double memoryBandwidth = 0;
+  /// Seconds added to every kernel launch and copy.
+  double launchOverhead = 0;
+  /// Bytes/s of a copy between host and device memory.
+  double hostLinkBandwidth = 0;
+  /// Bytes/s of host memory, for kernels of a host stream (offloaded
+  /// optimizer updates).
+  double hostMemoryBandwidth = 0;
+  /// Whether a collective on a communication stream progresses while the
+  /// compute stream runs kernels (GPUs with NCCL), or only while the compute
+  /// stream waits for it (CPU ranks: Open MPI progresses a non-blocking
+  /// collective only inside MPI calls).
+  bool asyncCollectives = true;
+
+  /// Matmul FLOP/s for `elementType` (f32 for any type without its own).
+  double matmulFlops(mlir::Type elementType) const;
+
+  /// Seconds of one collective over `ranks` ranks of `axis` whose full
+  /// (gathered, or reduced) buffer is `bytes`; 0 over one rank. Ring
+  /// formulas: all-gather, reduce-scatter and all-to-all move (N-1)/N of the
+  /// buffer and take N-1 steps, an all-reduce twice that; a broadcast is
+  /// pipelined along the ring (the buffer once, N-1 steps).
+  double collectiveSeconds(llvm::StringRef kind, int64_t axis, int64_t ranks,
+                           double bytes) const;
+};
+
+/// The preset names, for diagnostics and documentation.
+llvm::ArrayRef<llvm::StringRef> getMachinePresetNames();
+
+/// `spec` is a preset name or the path of a JSON machine file. Fails with a
+/// diagnostic at `loc` naming the problem: an unknown preset, a file that
+/// cannot be read or parsed, a missing, unknown, mistyped or negative field.
+mlir::FailureOr<MachineModel> loadMachineModel(llvm::StringRef spec,
+                                               mlir::Location loc);
+
+/// The same, from a JSON text; `source` names it in diagnostics.
+mlir::FailureOr<MachineModel> parseMachineModel(llvm::StringRef text,
+                                                llvm::StringRef source,
+                                                mlir::Location loc);
+
+} // namespace zero
+
+#endif // ZERO_ANALYSIS_MACHINEMODEL_H

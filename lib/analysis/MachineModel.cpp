@@ -1,0 +1,278 @@
+//===- MachineModel.cpp - What the hardware of a step costs ---------------===//
+//
+// The presets are JSON texts read by the same parser as a user's file, so
+// that the documented format is the whole of what a machine is and every
+// preset passes the checks a file does. Where each preset's numbers come
+// from is in docs/zero-opt.md ("Machine models").
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/analysis/MachineModel.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cmath>
+#include <optional>
+
+using namespace mlir;
+
+namespace zero {
+
+double MachineModel::matmulFlops(Type elementType) const {
+  if (elementType.isBF16())
+    return matmulFlopsBF16;
+  if (elementType.isF16())
+    return matmulFlopsF16;
+  return matmulFlopsF32;
+}
+
+double MachineModel::collectiveSeconds(StringRef kind, int64_t axis,
+                                       int64_t ranks, double bytes) const {
+  if (ranks <= 1 || axis < 0 || axis >= static_cast<int64_t>(links.size()))
+    return 0.0;
+  const LinkModel &link = links[axis];
+  double steps = static_cast<double>(ranks - 1);
+  double share = steps / static_cast<double>(ranks);
+  if (kind == "broadcast")
+    return bytes / link.bandwidth + steps * link.latency;
+  double once = share * bytes / link.bandwidth + steps * link.latency;
+  return kind == "all_reduce" ? 2.0 * once : once;
+}
+
+//===----------------------------------------------------------------------===//
+// Presets
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct Preset {
+  StringRef name;
+  StringRef json;
+};
+
+// 8x H100 SXM5 in one node, NVLink4 through NVSwitch. Links: the bus
+// bandwidth NCCL's tests report for large collectives over the 8 GPUs, and
+// a ring step latency that gives their ~20 us small-message all-reduce.
+// Compute: 65% of the dense tensor-core peak (989 TFLOP/s bf16/f16; 67
+// TFLOP/s f32 without TF32, which the CUDA backend does not use, at 70%).
+// Memory: 80% of HBM3's 3.35 TB/s. Host: PCIe Gen5 x16 with pinned memory,
+// and one rank's share of the host's DDR5.
+constexpr StringLiteral kH100 = R"({
+  "name": "h100-nvlink-8",
+  "links": [{"bandwidth": 450e9, "latency": 1.5e-6}],
+  "matmul_flops": {"f32": 47e12, "bf16": 643e12, "f16": 643e12},
+  "memory_bandwidth": 2.68e12,
+  "launch_overhead": 2e-6,
+  "host_link_bandwidth": 50e9,
+  "host_memory_bandwidth": 40e9,
+  "async_collectives": true
+})";
+
+// 8x H200 SXM: the H100's compute and NVLink4, HBM3e at 4.8 TB/s (80%).
+constexpr StringLiteral kH200 = R"({
+  "name": "h200-nvlink-8",
+  "links": [{"bandwidth": 450e9, "latency": 1.5e-6}],
+  "matmul_flops": {"f32": 47e12, "bf16": 643e12, "f16": 643e12},
+  "memory_bandwidth": 3.84e12,
+  "launch_overhead": 2e-6,
+  "host_link_bandwidth": 50e9,
+  "host_memory_bandwidth": 40e9,
+  "async_collectives": true
+})";
+
+// The project's 2-core development machine, one rank per core over Open
+// MPI's shared memory: measured here (docs/zero-opt.md says how).
+constexpr StringLiteral kCpu = R"({
+  "name": "cpu",
+  "links": [{"bandwidth": 2e9, "latency": 5e-6}],
+  "matmul_flops": {"f32": 50e9, "bf16": 10e9, "f16": 10e9},
+  "memory_bandwidth": 10e9,
+  "launch_overhead": 1e-6,
+  "host_link_bandwidth": 10e9,
+  "host_memory_bandwidth": 10e9,
+  "async_collectives": false
+})";
+
+constexpr Preset kPresets[] = {
+    {"h100-nvlink-8", kH100}, {"h200-nvlink-8", kH200}, {"cpu", kCpu}};
+
+} // namespace
+
+ArrayRef<StringRef> getMachinePresetNames() {
+  static const StringRef names[] = {"h100-nvlink-8", "h200-nvlink-8", "cpu"};
+  return names;
+}
+
+//===----------------------------------------------------------------------===//
+// Parsing
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Reads one JSON object's fields and keeps the first problem found, named
+/// by the field's path (`links[0].bandwidth`), for one diagnostic.
+class FieldReader {
+public:
+  FieldReader(const llvm::json::Object &object, std::string path,
+              std::optional<std::string> &error)
+      : object(object), path(std::move(path)), error(error) {}
+
+  const llvm::json::Value *get(StringRef key) {
+    seen.insert(key);
+    const llvm::json::Value *value = object.get(key);
+    if (!value)
+      fail("missing field '" + name(key) + "'");
+    return value;
+  }
+
+  /// A number > 0 (or >= 0 with `allowZero`).
+  void number(StringRef key, double &out, bool allowZero = false) {
+    const llvm::json::Value *value = get(key);
+    if (!value)
+      return;
+    std::optional<double> number = value->getAsNumber();
+    if (!number)
+      return fail("field '" + name(key) + "' must be a number");
+    if (*number < 0 || (!allowZero && *number == 0) || !std::isfinite(*number))
+      return fail("field '" + name(key) + "' must be " +
+                  (allowZero ? "non-negative" : "positive") + ", got " +
+                  llvm::formatv("{0}", *number).str());
+    out = *number;
+  }
+
+  void boolean(StringRef key, bool &out) {
+    const llvm::json::Value *value = get(key);
+    if (!value)
+      return;
+    std::optional<bool> flag = value->getAsBoolean();
+    if (!flag)
+      return fail("field '" + name(key) + "' must be true or false");
+    out = *flag;
+  }
+
+  void string(StringRef key, std::string &out) {
+    const llvm::json::Value *value = get(key);
+    if (!value)
+      return;
+    std::optional<StringRef> text = value->getAsString();
+    if (!text)
+      return fail("field '" + name(key) + "' must be a string");
+    out = text->str();
+  }
+
+  /// Every key of the object must have been read.
+  void rejectUnknown() {
+    // Sorted, so the key reported does not depend on the map's hashing.
+    std::vector<std::string> keys;
+    for (const auto &entry : object)
+      keys.push_back(entry.first.str());
+    llvm::sort(keys);
+    for (const std::string &key : keys)
+      if (!seen.contains(key))
+        return fail("unknown field '" + name(key) + "'");
+  }
+
+  std::string name(StringRef key) const {
+    return path.empty() ? key.str() : path + "." + key.str();
+  }
+
+  void fail(const std::string &message) {
+    if (!error)
+      error = message;
+  }
+
+private:
+  const llvm::json::Object &object;
+  std::string path;
+  std::optional<std::string> &error;
+  llvm::StringSet<> seen;
+};
+
+} // namespace
+
+FailureOr<MachineModel> parseMachineModel(StringRef text, StringRef source,
+                                          Location loc) {
+  auto emit = [&]() -> InFlightDiagnostic {
+    return mlir::emitError(loc) << "machine '" << source << "': ";
+  };
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
+  if (!parsed)
+    return emit() << "not valid JSON: " << llvm::toString(parsed.takeError());
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root)
+    return emit() << "expected a JSON object";
+  MachineModel model;
+  std::optional<std::string> error;
+  FieldReader top(*root, "", error);
+  top.string("name", model.name);
+  if (const llvm::json::Value *links = top.get("links")) {
+    const llvm::json::Array *array = links->getAsArray();
+    if (!array || array->empty())
+      top.fail("field 'links' must be a non-empty array, one {\"bandwidth\", "
+               "\"latency\"} per placement axis");
+    for (size_t index = 0; array && index < array->size(); ++index) {
+      std::string path = "links[" + std::to_string(index) + "]";
+      const llvm::json::Object *object = (*array)[index].getAsObject();
+      if (!object) {
+        top.fail("field '" + path + "' must be an object");
+        break;
+      }
+      LinkModel link;
+      FieldReader fields(*object, path, error);
+      fields.number("bandwidth", link.bandwidth);
+      fields.number("latency", link.latency, /*allowZero=*/true);
+      fields.rejectUnknown();
+      model.links.push_back(link);
+    }
+  }
+  if (const llvm::json::Value *flops = top.get("matmul_flops")) {
+    if (const llvm::json::Object *object = flops->getAsObject()) {
+      FieldReader fields(*object, "matmul_flops", error);
+      fields.number("f32", model.matmulFlopsF32);
+      fields.number("bf16", model.matmulFlopsBF16);
+      fields.number("f16", model.matmulFlopsF16);
+      fields.rejectUnknown();
+    } else {
+      top.fail("field 'matmul_flops' must be an object with f32, bf16 and "
+               "f16");
+    }
+  }
+  top.number("memory_bandwidth", model.memoryBandwidth);
+  top.number("launch_overhead", model.launchOverhead, /*allowZero=*/true);
+  top.number("host_link_bandwidth", model.hostLinkBandwidth);
+  top.number("host_memory_bandwidth", model.hostMemoryBandwidth);
+  top.boolean("async_collectives", model.asyncCollectives);
+  top.rejectUnknown();
+  if (error)
+    return emit() << *error;
+  return model;
+}
+
+FailureOr<MachineModel> loadMachineModel(StringRef spec, Location loc) {
+  for (const Preset &preset : kPresets)
+    if (spec == preset.name)
+      return parseMachineModel(preset.json, preset.name, loc);
+  if (!spec.ends_with(".json")) {
+    InFlightDiagnostic diag = mlir::emitError(loc) << "machine '" << spec
+                                                   << "' is neither a preset (";
+    llvm::interleaveComma(getMachinePresetNames(), diag);
+    diag << ") nor a .json file";
+    return failure();
+  }
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(spec, /*IsText=*/true);
+  if (!file)
+    return mlir::emitError(loc)
+           << "machine '" << spec
+           << "': cannot read it: " << file.getError().message();
+  return parseMachineModel((*file)->getBuffer(), spec, loc);
+}
+
+} // namespace zero

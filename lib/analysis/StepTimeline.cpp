@@ -233,6 +233,13 @@ double tickStep(double range, int count) {
   return 10 * power;
 }
 
+/// `value` with as many decimals as `step` needs (0.5 -> 1, 20 -> 0).
+std::string formatTick(double value, double step) {
+  int decimals =
+      step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+  return llvm::formatv("{0}", llvm::format("%.*f", decimals, value)).str();
+}
+
 std::string escape(StringRef text) {
   std::string out;
   for (char c : text) {
@@ -256,7 +263,7 @@ void writeTimelineSvg(const StepPrediction &prediction, llvm::raw_ostream &os) {
   for (const SimulatedBody &body : prediction.bodies)
     total += body.seconds;
   double totalMs = std::max(total * 1e3, 1e-6);
-  const double left = 120, plotWidth = 1040, width = left + plotWidth + 40;
+  const double left = 150, plotWidth = 1020, width = left + plotWidth + 30;
   const double laneTop = 56, laneHeight = 26, laneGap = 6;
   size_t lanes = prediction.streams.size();
   double lanesBottom = laneTop + lanes * (laneHeight + laneGap);
@@ -322,7 +329,10 @@ void writeTimelineSvg(const StepPrediction &prediction, llvm::raw_ostream &os) {
     double start = 0;
     for (const SimulatedBody &body : prediction.bodies) {
       for (const SimulatedInstruction &instruction : body.instructions) {
-        if (instruction.stream != lane)
+        // Other streams wait for work to do; only the compute stream's
+        // waits are time the step loses.
+        if (instruction.stream != lane ||
+            (lane != 0 && instruction.kind == SimulatedKind::wait))
           continue;
         double from = x(start + instruction.start);
         double rectWidth = std::max(x(start + instruction.end) - from, 0.2);
@@ -361,7 +371,7 @@ void writeTimelineSvg(const StepPrediction &prediction, llvm::raw_ostream &os) {
                         left, y(tick), left + plotWidth);
     os << llvm::formatv("<text x=\"{0:F0}\" y=\"{1:F1}\" "
                         "text-anchor=\"end\">{2}</text>\n",
-                        left - 6, y(tick) + 4, llvm::formatv("{0:G}", tick));
+                        left - 6, y(tick) + 4, formatTick(tick, memoryStep));
   }
   os << llvm::formatv("<text x=\"14\" y=\"{0:F1}\" transform=\"rotate(-90 14 "
                       "{0:F1})\" text-anchor=\"middle\">device memory "
@@ -412,7 +422,7 @@ void writeTimelineSvg(const StepPrediction &prediction, llvm::raw_ostream &os) {
                         at, laneTop, axisY);
     os << llvm::formatv("<text x=\"{0:F2}\" y=\"{1:F1}\" "
                         "text-anchor=\"middle\">{2}</text>\n",
-                        at, axisY + 16, llvm::formatv("{0:G}", tick));
+                        at, axisY + 16, formatTick(tick, timeStep));
   }
   os << llvm::formatv("<text x=\"{0:F0}\" y=\"{1:F1}\" "
                       "text-anchor=\"middle\">time (ms)</text>\n",

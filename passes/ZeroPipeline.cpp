@@ -94,6 +94,15 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
           << static_cast<int64_t>(stage);
       return signalPassFailure();
     }
+    for (auto [name, bytes] :
+         {std::pair<StringRef, int64_t>{"prefetch-bytes", prefetchBytes},
+          {"max-live-gathered-bytes", maxLiveGatheredBytes}})
+      if (bytes < 0) {
+        mlir::emitError(module.getLoc())
+            << "zero-pipeline: " << name << " must not be negative, got "
+            << bytes;
+        return signalPassFailure();
+      }
     if (report != "none" && report != "text" && report != "json" &&
         report != "timeline") {
       mlir::emitError(module.getLoc())
@@ -121,6 +130,9 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
                            maxReuseDistance}));
     pipeline.addPass(createZeroBucket(ZeroBucketOptions{
         reduceBucketBytes, allgatherBucketBytes, allgatherFuseTensorBytes}));
+    if (stage == 3)
+      pipeline.addPass(createZeroSchedule(
+          ZeroScheduleOptions{prefetchBytes, maxLiveGatheredBytes}));
     pipeline.addPass(createZeroVerify());
     bool offloading = offload != "none" || deviceMemoryBudget != 0;
     if (offloading && !lowerToRuntime) {

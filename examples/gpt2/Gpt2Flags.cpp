@@ -55,6 +55,8 @@ const char *kUsage =
     "                  [--accumulate K]\n"
     "                  [--offload none|optimizer|optimizer+params|auto]\n"
     "                  [--device-memory-budget BYTES]\n"
+    "                  [--prefetch-bytes BYTES] [--max-live-gathered-bytes "
+    "BYTES]\n"
     "                  [--seq T] [--lr LR] [--seed S] [--clip MAX_NORM]\n"
     "                  [--checkpoint-activations] [--deterministic]\n"
     "                  [--plan-only] [--log-every K] [--losses-out FILE]\n"
@@ -74,6 +76,8 @@ const char *kUsage =
     "--offload puts the optimizer state (and at stage 3 the parameter\n"
     "shards) in host memory; auto picks the least offload that fits\n"
     "--device-memory-budget (e.g. 80GiB) per rank.\n"
+    "At stage 3, --prefetch-bytes issues parameter gathers that far ahead\n"
+    "of their use, keeping at most --max-live-gathered-bytes gathered.\n"
     "Sizes:\n";
 
 [[noreturn]] void usage(const std::string &message) {
@@ -158,6 +162,8 @@ Flags parseFlags(int argc, char **argv) {
                                           "--accumulate",
                                           "--offload",
                                           "--device-memory-budget",
+                                          "--prefetch-bytes",
+                                          "--max-live-gathered-bytes",
                                           "--checkpoint-dir",
                                           "--checkpoint-every",
                                           "--keep",
@@ -228,6 +234,15 @@ Flags parseFlags(int argc, char **argv) {
                            "(80GiB, 512MB, 1000000), got '",
                            valueText, "'"));
       flags.deviceMemoryBudget = *bytes;
+    } else if (flag == "--prefetch-bytes" ||
+               flag == "--max-live-gathered-bytes") {
+      std::optional<int64_t> bytes = zero::parseByteSize(valueText);
+      if (!bytes)
+        usage(absl::StrCat(flag,
+                           " must be a number of bytes (64MiB, 1e6, 0), got '",
+                           valueText, "'"));
+      (flag == "--prefetch-bytes" ? flags.prefetchBytes
+                                  : flags.maxLiveGatheredBytes) = *bytes;
     } else if (flag == "--accumulate") {
       flags.accumulate = parseInt(flag, value);
       if (flags.accumulate < 1)

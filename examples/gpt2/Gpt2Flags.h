@@ -44,6 +44,10 @@ struct Flags {
   /// --offload, --device-memory-budget: zero-offload's placement.
   GraphConfig::Offload offload = GraphConfig::Offload::none;
   int64_t deviceMemoryBudget = 0;
+  /// --prefetch-bytes, --max-live-gathered-bytes: zero-schedule's window
+  /// and bound (stage 3).
+  int64_t prefetchBytes = 0;
+  int64_t maxLiveGatheredBytes = 0;
   long seq = -1;  // -1: the size's context
   double lr = -1; // -1: the size's default
   unsigned long seed = 1;

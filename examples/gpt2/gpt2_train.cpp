@@ -105,6 +105,8 @@ Graph buildGpt2(const Flags &flags, int64_t localBatch) {
       static_cast<int>(flags.accumulate));
   graph.config().offload(flags.offload);
   graph.config().device_memory_budget(flags.deviceMemoryBudget);
+  graph.config().zero().prefetchBytes = flags.prefetchBytes;
+  graph.config().zero().maxLiveGatheredBytes = flags.maxLiveGatheredBytes;
   if (flags.clip > 0)
     graph.config().clip_grad_norm(flags.clip);
   return graph;

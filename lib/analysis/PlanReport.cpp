@@ -2,6 +2,7 @@
 
 #include "zero/analysis/PlanReport.h"
 
+#include "zero/analysis/GatheredParameters.h"
 #include "zero/analysis/TrainingStep.h"
 #include "zero/dialects/dist/DistDialect.h"
 #include "zero/dialects/dist/DistOps.h"
@@ -362,6 +363,8 @@ FailureOr<PlanReport> computePlanReport(ModuleOp module) {
       report.peakTransientBytes = std::max(peak, report.peakTransientBytes);
       report.peakFunction = function.getSymName().str();
     }
+    report.peakGatheredBytes =
+        std::max(report.peakGatheredBytes, computePeakGatheredBytes(function));
     function.walk([&](Operation *op) { addTraffic(report, op, repeat); });
   }
   report.formula = computeFormula(module, report.stage, report.ranks);
@@ -416,6 +419,12 @@ static void printTrainingPlan(const PlanReport &report, llvm::raw_ostream &os) {
   os << llvm::format("  %-18s %14lld B   (in %s)\n", cstr("peak transient"),
                      static_cast<long long>(report.peakTransientBytes),
                      report.peakFunction.c_str());
+  // Stage 3 only: the other stages gather no parameters for compute.
+  if (report.stage == 3)
+    os << llvm::format("  %-18s %14lld B   (gathered parameters alive at "
+                       "once, within the peak transient)\n",
+                       cstr("peak gathered"),
+                       static_cast<long long>(report.peakGatheredBytes));
   os << llvm::format("  %-18s %14lld B\n", cstr("total"),
                      static_cast<long long>(report.persistentBytes +
                                             report.peakTransientBytes));
@@ -494,6 +503,7 @@ static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
                           {"persistent_bytes", report.persistentBytes},
                           {"peak_transient_bytes", report.peakTransientBytes},
                           {"peak_function", report.peakFunction},
+                          {"peak_gathered_bytes", report.peakGatheredBytes},
                           {"total_bytes", report.persistentBytes +
                                               report.peakTransientBytes}}},
       {"traffic", std::move(traffic)},

@@ -80,6 +80,8 @@ zero::ZeroPipelineOptions pipelineOptions(const GraphConfig &config,
   options.maxReuseDistance = zero.maxReuseDistance;
   options.reduceBucketBytes = zero.reduceBucketBytes;
   options.allgatherBucketBytes = zero.allgatherBucketBytes;
+  options.prefetchBytes = zero.prefetchBytes;
+  options.maxLiveGatheredBytes = zero.maxLiveGatheredBytes;
   options.lowerToRuntime = true;
   options.offload = config.offloadName();
   options.deviceMemoryBudget = config.deviceMemoryBudget();

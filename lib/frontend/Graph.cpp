@@ -264,10 +264,11 @@ absl::Status GraphConfig::validate() const {
   }
   const ZeroOptions &z = zeroOptions;
   if (z.minShardElements < 0 || z.reduceBucketBytes < 0 ||
-      z.allgatherBucketBytes < 0 || z.maxReuseDistance < 0)
+      z.allgatherBucketBytes < 0 || z.maxReuseDistance < 0 ||
+      z.prefetchBytes < 0 || z.maxLiveGatheredBytes < 0)
     return absl::InvalidArgumentError(
-        "zero options: min-shard-elements, bucket bytes and reuse distance "
-        "must not be negative");
+        "zero options: min-shard-elements, bucket bytes, reuse distance, "
+        "prefetch bytes and max live gathered bytes must not be negative");
   return absl::OkStatus();
 }
 

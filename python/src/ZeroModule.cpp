@@ -325,7 +325,10 @@ void bindGraph(py::module_ &m) {
       .def_readwrite("allgather_bucket_bytes",
                      &ZeroOptions::allgatherBucketBytes)
       .def_readwrite("regather_in_backward", &ZeroOptions::regatherInBackward)
-      .def_readwrite("max_reuse_distance", &ZeroOptions::maxReuseDistance);
+      .def_readwrite("max_reuse_distance", &ZeroOptions::maxReuseDistance)
+      .def_readwrite("prefetch_bytes", &ZeroOptions::prefetchBytes)
+      .def_readwrite("max_live_gathered_bytes",
+                     &ZeroOptions::maxLiveGatheredBytes);
 
   // Every setter returns the config, so that calls chain as in OneFlow.
   py::class_<GraphConfig>(m, "GraphConfig", "nn.Graph's config")

@@ -114,6 +114,9 @@ struct PlanReport {
   /// (gradients included), and the function where it is reached.
   int64_t peakTransientBytes = 0;
   std::string peakFunction;
+  /// Stage 3: the most gathered parameter bytes alive at once in any step
+  /// function (zero-schedule's measure; part of the peak transient).
+  int64_t peakGatheredBytes = 0;
   std::map<std::string, TrafficCount> traffic;
   ZeroFormula formula;
   /// The lowered program's device and host memory, when the report is of

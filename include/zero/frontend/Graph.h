@@ -217,6 +217,11 @@ struct ZeroOptions {
   /// Stage 3: re-gather when uses are more than this many ops apart (0: no
   /// re-gather for distance alone).
   int64_t maxReuseDistance = 0;
+  /// Stage 3 (zero-schedule): gathered bytes issued ahead of the compute
+  /// that will use them (0: each gather right before its first use), and
+  /// the most gathered parameter bytes alive at once (0: no bound).
+  int64_t prefetchBytes = 0;
+  int64_t maxLiveGatheredBytes = 0;
 };
 
 class GraphConfig {

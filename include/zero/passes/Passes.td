@@ -213,6 +213,52 @@ def ZeroBucket : Pass<"zero-bucket", "::mlir::ModuleOp"> {
   let dependentDialects = ["::zero::dist::DistDialect"];
 }
 
+def ZeroSchedule : Pass<"zero-schedule", "::mlir::ModuleOp"> {
+  let summary = "Issues stage-3 parameter gathers ahead of their use, within a bound on gathered bytes alive at once";
+  let description = [{
+    At stage 3 every parameter a step computes with is gathered from its
+    shards, and zero-shard puts each gather right before its use: the
+    compute stream then waits for the whole collective. This pass moves
+    each parameter gather (with the `dist.pack` that fills its bucket) up,
+    so that it runs on the communication stream while earlier layers
+    compute, as DeepSpeed's `stage3_prefetch_bucket_size` and FSDP's
+    prefetching do, but decided here, before anything runs, the same way
+    on every rank.
+
+    The gathers are taken in the order of their first use (the forward's
+    gathers in layer order, the backward's re-gathers in reverse layer
+    order). A gather is issued at the first use of an earlier one, the
+    earliest such that the gathered bytes issued ahead of the compute, this
+    gather's included, stay within `prefetch-bytes`: with 0 nothing moves,
+    with the size of one layer's parameters each layer's gather overlaps
+    the layer before. Gathers issued at one point are consecutive, their
+    packs first, so the communication stream gets them in one hand-off. A
+    bucket's `dist.unpack` (the copy out of the gathered bucket) moves down
+    to the first use of any member: the compute stream waits for the
+    gather there, not where it was issued.
+
+    A gathered tensor is alive from its gather to its last use (through
+    views); at an unpack, both the bucket and its members are. With
+    `max-live-gathered-bytes`, no move may make the gathered bytes alive
+    at once exceed it (DeepSpeed's `stage3_max_live_parameters`): a gather
+    that would is issued later, down to its own position. A bound that
+    the step exceeds before anything moves (a parameter or bucket larger
+    than it, or parameters that must be alive together) is an error that
+    names them: nothing is clamped. zero-report prints the peak
+    (`gathered parameters, peak live`), and the arena planner places what
+    this schedule keeps alive.
+  }];
+  let options = [
+    Option<"prefetchBytes", "prefetch-bytes", "int64_t", "0",
+           "Gathered bytes issued ahead of the compute that will use them "
+           "(0: each gather stays right before its first use)">,
+    Option<"maxLiveGatheredBytes", "max-live-gathered-bytes", "int64_t", "0",
+           "Largest number of gathered parameter bytes alive at once "
+           "(0: no bound)">,
+  ];
+  let dependentDialects = ["::zero::dist::DistDialect"];
+}
+
 def ZeroVerify : Pass<"zero-verify", "::mlir::ModuleOp"> {
   let summary = "Proves every rank issues the same collective sequence";
   let description = [{
@@ -378,7 +424,8 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
   let summary = "The whole chain to a ZeRO stage 0-3 step; what enable_zero runs";
   let description = [{
     Runs `train-materialize-optimizer`, `dist-data-parallel`, `zero-shard`
-    (stages 1-3), `zero-bucket` and `zero-verify`, passing each its options,
+    (stages 1-3), `zero-bucket`, `zero-schedule` (stage 3) and
+    `zero-verify`, passing each its options,
     and `zero-report` when `report` is text or json, then
     `zero-lower-to-runtime` and `zero-offload` with `lower-to-runtime`.
     Stage 0 is plain data parallelism. With `lower-to-runtime` the report
@@ -419,6 +466,12 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "int64_t", "1048576",
            "Largest gathered tensor that joins an all-gather bucket after a "
            "use of an earlier member (larger ones start their own bucket)">,
+    Option<"prefetchBytes", "prefetch-bytes", "int64_t", "0",
+           "Stage 3: gathered bytes zero-schedule issues ahead of the "
+           "compute that will use them (0: no prefetch)">,
+    Option<"maxLiveGatheredBytes", "max-live-gathered-bytes", "int64_t", "0",
+           "Stage 3: largest number of gathered parameter bytes alive at "
+           "once (0: no bound)">,
     Option<"report", "report", "std::string", "\"none\"",
            "Also run zero-report: none, text, json or timeline (an SVG of "
            "the predicted step; needs machine)">,

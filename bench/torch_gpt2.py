@@ -33,6 +33,29 @@ torch.distributed.optim.ZeroRedundancyOptimizer(optimizer_class=AdamW),
 PyTorch's ZeRO-1 (optimizer state sharded by whole tensors, parameters
 broadcast from their owner after the update: one broadcast per parameter by
 default, one per rank with `--bucket-view`).
+`--mode fsdp2` (torch >= 2.4): FSDP2, `fully_shard` applied to each block
+and then to the root (which holds wte, wpe and ln_f, so the tied LM head is
+in the root's group), on a 1-D CPU device mesh, and torch.optim.AdamW on the
+sharded (DTensor) parameters. `--reshard-after-forward true` (default) frees
+each block's gathered parameters after its forward and gathers them again
+in backward: ZeRO-3. `false` keeps them from the forward to the end of the
+backward: parameters, gradients and optimizer state are still sharded
+between steps, but the parameters are gathered once per step, which is the
+traffic of ZeRO-2 (all-gather + reduce-scatter), and what the issue pairs
+with our stage 2.
+`--mode deepspeed --ds-stage K` (K = 1, 2, 3): deepspeed.initialize with
+zero_optimization stage K, fp32 (no fp16/bf16), no gradient clipping, and
+DeepSpeed's own choice of torch.optim.AdamW (`"torch_adam": true`; its
+FusedAdam needs a compiled op, its CPUAdam is for offload) with the same
+hyperparameters, on DeepSpeed's CPU accelerator (DS_ACCELERATOR=cpu) over
+the gloo process group this script opens, the ranks spawned as in the
+other modes (not by the deepspeed launcher). ZeRO-3 is told that wte is
+also used outside its module (register_external_parameter), for the tied
+LM head. DeepSpeed's ZeRO-3 keeps a parameter of fewer than
+stage3_param_persistence_threshold elements (default 100,000) whole on
+every rank; `--ds-param-persistence-threshold 0` partitions every one, as
+our stage 3 and FSDP2 do. Timed from the engine's forward to the end of
+engine.step() (which zeroes the gradients).
 
 Each process runs with one intra-op and one inter-op thread, OMP and OpenBLAS
 limited to one thread. A step is timed on rank 0 from zero_grad to the end of
@@ -40,12 +63,23 @@ optimizer.step(); the batches are generated before the loop. The per-step
 loss is each rank's own (no collective inside the timed step); the ranks'
 losses are averaged once after the loop, which is what zero-run reports.
 
-Run with Debian's interpreter, which has python3-torch
-(scripts/setup-bench.sh installs it):
+Run `ddp` and `zero` with Debian's interpreter, which has python3-torch
+1.13, and every mode with the virtual environment of PyTorch 2.x and
+DeepSpeed (scripts/setup-bench.sh installs both):
 
     /usr/bin/python3 bench/torch_gpt2.py --mode ddp -n 2 --steps 20 \\
         --layers 2 --dim 128 --heads 4 --seq 64 --vocab 512 --batch 8 \\
         --metrics-json /tmp/ddp.json
+    /opt/zero-bench-venv/bin/python bench/torch_gpt2.py --mode fsdp2 \\
+        --reshard-after-forward false -n 2 ... --metrics-json /tmp/fsdp2.json
+    /opt/zero-bench-venv/bin/python bench/torch_gpt2.py --mode deepspeed \\
+        --ds-stage 3 -n 2 ... --metrics-json /tmp/ds3.json
+
+Flags: --mode {ddp,zero,fsdp2,deepspeed}, -n ranks, --steps, the shape
+(--layers --dim --heads --seq --vocab, --batch per rank), --bucket-view
+(zero), --reshard-after-forward {true,false} (fsdp2), --ds-stage {1,2,3}
+and --ds-param-persistence-threshold N (deepspeed), --seed, --metrics-json
+(required).
 """
 
 import os
@@ -59,6 +93,7 @@ import argparse
 import json
 import math
 import socket
+import sys
 import time
 
 import torch
@@ -128,23 +163,129 @@ class GPT2(nn.Module):
 ADAMW = dict(lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
 
 
+def torch_major():
+    return int(torch.__version__.split(".")[0])
+
+
+def import_fully_shard():
+    """FSDP2's entry point: public from torch 2.6, under _composable before."""
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:
+        from torch.distributed._composable.fsdp import fully_shard
+    return fully_shard
+
+
+def deepspeed_config(args):
+    """ZeRO stage K in fp32 with torch.optim.AdamW: the generated step's
+    arithmetic (no loss scaling, no clipping, no accumulation)."""
+    return {
+        "train_micro_batch_size_per_gpu": args.batch,
+        "gradient_accumulation_steps": 1,
+        "train_batch_size": args.batch * args.n,
+        "optimizer": {"type": "AdamW", "params": {
+            "lr": ADAMW["lr"], "betas": list(ADAMW["betas"]), "eps": ADAMW["eps"],
+            "weight_decay": ADAMW["weight_decay"], "torch_adam": True}},
+        "fp16": {"enabled": False},
+        "bf16": {"enabled": False},
+        "gradient_clipping": 0.0,
+        "zero_optimization": dict(
+            {"stage": args.ds_stage},
+            **({} if args.ds_param_persistence_threshold is None else
+               {"stage3_param_persistence_threshold": args.ds_param_persistence_threshold})),
+        "steps_per_print": 1 << 30,
+        "wall_clock_breakdown": False,
+    }
+
+
+def make_step(args, model, positions):
+    """Wraps the model as --mode says; returns step(tokens, targets) -> loss,
+    one whole training step, and a description with the library versions."""
+    info = {"torch_version": torch.__version__}
+    if args.mode in ("ddp", "zero"):
+        ddp = DistributedDataParallel(model)
+        if args.mode == "ddp":
+            optimizer = torch.optim.AdamW(ddp.parameters(), **ADAMW)
+        else:
+            from torch.distributed.optim import ZeroRedundancyOptimizer
+            optimizer = ZeroRedundancyOptimizer(
+                ddp.parameters(), optimizer_class=torch.optim.AdamW,
+                parameters_as_bucket_view=args.bucket_view, **ADAMW)
+        info["bucket_view"] = args.bucket_view
+
+        def step(tokens, targets):
+            optimizer.zero_grad(set_to_none=True)
+            loss = ddp(tokens, positions, targets)
+            loss.backward()
+            optimizer.step()
+            return loss
+        return step, info
+
+    if args.mode == "fsdp2":
+        from torch.distributed.device_mesh import init_device_mesh
+        fully_shard = import_fully_shard()
+        mesh = init_device_mesh("cpu", (args.n,))
+        for block in model.blocks:
+            fully_shard(block, mesh=mesh, reshard_after_forward=args.reshard_after_forward)
+        fully_shard(model, mesh=mesh, reshard_after_forward=args.reshard_after_forward)
+        optimizer = torch.optim.AdamW(model.parameters(), **ADAMW)
+        info["reshard_after_forward"] = args.reshard_after_forward
+
+        def step(tokens, targets):
+            optimizer.zero_grad(set_to_none=True)
+            loss = model(tokens, positions, targets)
+            loss.backward()
+            optimizer.step()
+            return loss
+        return step, info
+
+    # deepspeed: its CPU accelerator is chosen by the environment, before
+    # the import; it finds the gloo group open and uses it.
+    os.environ["DS_ACCELERATOR"] = "cpu"
+    import deepspeed
+    if args.ds_stage == 3:
+        # The LM head reads wte.weight outside wte's forward; ZeRO-3 must
+        # keep it gathered for the whole root forward.
+        deepspeed.zero.register_external_parameter(model, model.wte.weight)
+    engine, _, _, _ = deepspeed.initialize(
+        model=model, model_parameters=model.parameters(), config=deepspeed_config(args))
+    info["deepspeed_version"] = deepspeed.__version__
+    info["ds_stage"] = args.ds_stage
+    info["ds_param_persistence_threshold"] = args.ds_param_persistence_threshold
+    info["ds_optimizer"] = type(engine.optimizer).__name__
+    # What ZeRO wraps: torch.optim.AdamW (recorded, since the JSON is the proof).
+    base = getattr(engine.optimizer, "optimizer", engine.optimizer)
+    info["ds_base_optimizer"] = "%s.%s" % (type(base).__module__, type(base).__name__)
+
+    def step(tokens, targets):
+        loss = engine(tokens, positions, targets)
+        engine.backward(loss)
+        engine.step()
+        return loss
+    return step, info
+
+
+def describe(args):
+    if args.mode == "fsdp2":
+        return "fsdp2 reshard_after_forward=%s" % args.reshard_after_forward
+    if args.mode == "deepspeed":
+        return "deepspeed zero stage %d" % args.ds_stage
+    return args.mode
+
+
 def worker(rank, args, port):
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
+    # What launchers set; DeepSpeed reads them.
+    os.environ["RANK"] = os.environ["LOCAL_RANK"] = str(rank)
+    os.environ["WORLD_SIZE"] = os.environ["LOCAL_WORLD_SIZE"] = str(args.n)
     dist.init_process_group("gloo", rank=rank, world_size=args.n)
 
     torch.manual_seed(args.seed)  # the same initial model on every rank
     model = GPT2(args.layers, args.vocab, args.seq, args.dim, args.heads)
-    ddp = DistributedDataParallel(model)
-    if args.mode == "ddp":
-        optimizer = torch.optim.AdamW(ddp.parameters(), **ADAMW)
-    else:
-        from torch.distributed.optim import ZeroRedundancyOptimizer
-        optimizer = ZeroRedundancyOptimizer(
-            ddp.parameters(), optimizer_class=torch.optim.AdamW,
-            parameters_as_bucket_view=args.bucket_view, **ADAMW)
+    parameters = sum(p.numel() for p in model.parameters())
 
     # This rank's slice of every step's global batch, made before timing.
     gen = torch.Generator().manual_seed(args.seed * 1000003 + rank)
@@ -158,14 +299,15 @@ def worker(rank, args, port):
         targets = (tokens * 7 + 3) % args.vocab
         batches.append((tokens, targets))
 
+    step, info = make_step(args, model, positions)
+    # DeepSpeed may size torch's pools for the machine when it loads.
+    torch.set_num_threads(1)
+
     seconds, losses = [], []
     dist.barrier()
     for tokens, targets in batches:
         start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        loss = ddp(tokens, positions, targets)
-        loss.backward()
-        optimizer.step()
+        loss = step(tokens, targets)
         seconds.append(time.perf_counter() - start)
         losses.append(loss.detach())
     mean_losses = torch.stack(losses)
@@ -176,18 +318,19 @@ def worker(rank, args, port):
         timed = seconds[1:] if len(seconds) > 1 else seconds
         global_batch = args.batch * args.n
         metrics = {
-            "bucket_view": args.bucket_view,
             "program": "torch %s: gen_gpt2 layers=%d dim=%d heads=%d seq=%d vocab=%d" % (
-                args.mode, args.layers, args.dim, args.heads, args.seq, args.vocab),
+                describe(args), args.layers, args.dim, args.heads, args.seq, args.vocab),
+            "mode": args.mode,
             "ranks": args.n,
             "steps": args.steps,
             "global_batch": global_batch,
             "losses": [float(x) for x in mean_losses],
             "step_seconds": seconds,
             "samples_per_second": global_batch * len(timed) / sum(timed),
-            "torch_version": torch.__version__,
-            "parameters": sum(p.numel() for p in model.parameters()),
+            "parameters": parameters,
+            "threads": torch.get_num_threads(),
         }
+        metrics.update(info)
         with open(args.metrics_json, "w") as f:
             json.dump(metrics, f, indent=2)
     # Every rank done with gloo before any tears it down.
@@ -204,7 +347,8 @@ def free_port():
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mode", choices=["ddp", "zero"], default="ddp")
+    parser.add_argument("--mode", choices=["ddp", "zero", "fsdp2", "deepspeed"],
+                        default="ddp")
     parser.add_argument("-n", type=int, default=2, help="processes (ranks)")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--layers", type=int, default=2)
@@ -216,9 +360,31 @@ def main():
     parser.add_argument("--bucket-view", action="store_true",
                         help="--mode zero: parameters_as_bucket_view=True (one "
                              "broadcast per rank instead of one per parameter)")
+    parser.add_argument("--reshard-after-forward", choices=["true", "false"],
+                        default="true",
+                        help="--mode fsdp2: true = ZeRO-3 (gather again in "
+                             "backward), false = ZeRO-2 traffic")
+    parser.add_argument("--ds-stage", type=int, choices=[1, 2, 3], default=3,
+                        help="--mode deepspeed: zero_optimization stage")
+    parser.add_argument("--ds-param-persistence-threshold", type=int, default=None,
+                        help="--ds-stage 3: stage3_param_persistence_threshold (DeepSpeed's "
+                             "default 1e5 keeps every parameter under 100,000 elements "
+                             "whole on every rank; 0 partitions them all)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--metrics-json", required=True)
     args = parser.parse_args()
+    args.reshard_after_forward = args.reshard_after_forward == "true"
+    if args.mode in ("fsdp2", "deepspeed") and torch_major() < 2:
+        # FSDP2 is torch 2.x; today's DeepSpeed needs torch 2.x too.
+        parser.exit(2, "error: --mode %s needs PyTorch 2.x; %s has torch %s (use the "
+                       "virtual environment of scripts/setup-bench.sh)\n"
+                    % (args.mode, sys.executable, torch.__version__))
+    if args.mode == "fsdp2":
+        try:
+            import_fully_shard()
+        except ImportError as error:
+            parser.exit(2, "error: --mode fsdp2: no fully_shard in torch %s: %s\n"
+                        % (torch.__version__, error))
     mp.spawn(worker, args=(args, free_port()), nprocs=args.n, join=True)
 
 

@@ -56,6 +56,8 @@ static DictionaryAttr getReportAttr(ModuleOp module, Builder &builder) {
                             builder.getI64IntegerAttr(report->persistentBytes)),
        builder.getNamedAttr("peak_transient", builder.getI64IntegerAttr(
                                                   report->peakTransientBytes)),
+       builder.getNamedAttr("peak_gathered", builder.getI64IntegerAttr(
+                                                 report->peakGatheredBytes)),
        builder.getNamedAttr("traffic", builder.getDictionaryAttr(traffic))});
 }
 

@@ -3,6 +3,8 @@
 
 #include "zero/runtime/Executor.h"
 
+#include "GatheredBytesMeter.h"
+
 #include "zero/dialects/dist/DistDialect.h"
 #include "zero/dialects/train/TrainDialect.h"
 #include "zero/dialects/zrt/ZrtOps.h"
@@ -189,6 +191,10 @@ struct Executor::Loader {
                              mlir::Value input, mlir::Value output,
                              llvm::StringRef stream);
   void noteArenaUse(mlir::Value memref);
+  /// Gathered parameter bytes alive in the body being loaded.
+  GatheredBytesMeter gatheredBytes;
+  /// The device arena bytes `memref` covers, if it lies there.
+  std::vector<GatheredBytesMeter::Range> inArena(mlir::ValueRange memrefs);
 
   absl::Status error(mlir::Operation *op, absl::string_view message) {
     std::string text;
@@ -289,6 +295,22 @@ void Executor::Loader::noteArenaUse(mlir::Value memref) {
   }
 }
 
+std::vector<GatheredBytesMeter::Range>
+Executor::Loader::inArena(mlir::ValueRange memrefs) {
+  std::vector<GatheredBytesMeter::Range> ranges;
+  auto *arena = static_cast<const char *>(executor.arena);
+  for (mlir::Value memref : memrefs) {
+    const char *address = addresses.lookup(memref);
+    auto type = mlir::cast<mlir::MemRefType>(memref.getType());
+    absl::StatusOr<DType> dtype = getDType(type.getElementType());
+    if (!arena || !dtype.ok() || address < arena ||
+        address >= arena + executor.figures.arenaBytes)
+      continue;
+    ranges.push_back({address, type.getNumElements() * dtypeBytes(*dtype)});
+  }
+  return ranges;
+}
+
 absl::Status Executor::Loader::resolve(mlir::Operation *op) {
   if (auto ref = mlir::dyn_cast<zrt::BufferRefOp>(op)) {
     int index = executor.findBuffer(ref.getBuffer().str());
@@ -345,6 +367,10 @@ absl::Status Executor::Loader::addCollective(mlir::Operation *op,
   instruction.stream = getStream(stream);
   noteArenaUse(input);
   noteArenaUse(output);
+  gatheredBytes.addInstruction(kind == StepInstruction::Kind::allGather
+                                   ? GatheredBytesMeter::Kind::allGather
+                                   : GatheredBytesMeter::Kind::other,
+                               inArena(input), inArena(output));
   body->push_back(std::move(instruction));
   return absl::OkStatus();
 }
@@ -388,6 +414,9 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
     if (!kernel.ok())
       return error(op, kernel.status().message());
     instruction.kernel = std::move(*kernel);
+    gatheredBytes.addInstruction(GatheredBytesMeter::Kind::other,
+                                 inArena(launch.getIns()),
+                                 inArena(launch.getOuts()));
     body->push_back(std::move(instruction));
     return absl::OkStatus();
   }
@@ -407,6 +436,9 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
     if (zrt::getMemorySpace(copy.getSource(), symbols) !=
         zrt::getMemorySpace(copy.getTarget(), symbols))
       crossingBytes += instruction.bytes;
+    gatheredBytes.addInstruction(GatheredBytesMeter::Kind::copy,
+                                 inArena(copy.getSource()),
+                                 inArena(copy.getTarget()));
     body->push_back(std::move(instruction));
     return absl::OkStatus();
   }
@@ -562,6 +594,7 @@ Executor::create(zrt::ProgramOp program, Communicator &comm,
     loader.body = &body;
     loader.recorded.clear();
     loader.crossingBytes = 0;
+    loader.gatheredBytes = GatheredBytesMeter();
     for (mlir::Operation &op : step.getBody().front()) {
       absl::Status status =
           mlir::isa<zrt::BufferRefOp, zrt::ArenaViewOp, zrt::ViewOp>(op)
@@ -570,6 +603,8 @@ Executor::create(zrt::ProgramOp program, Communicator &comm,
       if (!status.ok())
         return status;
     }
+    executor->figures.gatheredPeak = std::max(executor->figures.gatheredPeak,
+                                              loader.gatheredBytes.getPeak());
     executor->figures.hostLinkBytesPerStep +=
         loader.crossingBytes *
         (step.getKind() == zrt::StepKind::micro ? program.getMicroSteps() : 1);

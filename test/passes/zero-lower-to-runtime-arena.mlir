@@ -219,7 +219,7 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>, dist.zero_stage =
 }
 
 // CHECK-LABEL: zrt.program @report placement #dist.placement<cpu, [4]>
-// CHECK-SAME:    zrt.report = {gradients = 12 : i64, masters = 0 : i64, model_state = 76 : i64, parameters = 40 : i64, peak_transient = {{[0-9]+}} : i64, persistent = 64 : i64, slots = 24 : i64,
+// CHECK-SAME:    zrt.report = {gradients = 12 : i64, masters = 0 : i64, model_state = 76 : i64, parameters = 40 : i64, peak_gathered = 0 : i64, peak_transient = {{[0-9]+}} : i64, persistent = 64 : i64, slots = 24 : i64,
 // CHECK-SAME:      traffic = {all_gather = {bytes = 48 : i64, count = 1 : i64, sent_bytes_per_rank = 3.600000e+01 : f64},
 // CHECK-SAME:                 all_reduce = {bytes = 4 : i64, count = 1 : i64, sent_bytes_per_rank = 6.000000e+00 : f64},
 // CHECK-SAME:                 reduce_scatter = {bytes = 48 : i64, count = 1 : i64, sent_bytes_per_rank = 3.600000e+01 : f64}}}

@@ -85,7 +85,8 @@ std::vector<int64_t> RunMetrics::localFields() const {
   }
   fields.insert(fields.end(),
                 {memory.hostPersistent, memory.hostArenaBytes,
-                 memory.hostArenaHighWater, memory.hostLinkBytesPerStep});
+                 memory.hostArenaHighWater, memory.hostLinkBytesPerStep,
+                 memory.gatheredPeak});
   fields.push_back(executor.backend().overheadBytes());
   return fields;
 }
@@ -120,7 +121,7 @@ RunMetrics::rankJson(const std::vector<int64_t> &fields) const {
                            {"sent_bytes_per_rank", sent}};
   }
   // The two pools: what zero-offload placed in host memory, and the rest.
-  size_t host = fields.size() - 5;
+  size_t host = fields.size() - 6;
   int64_t hostPersistent = fields[host], hostArena = fields[host + 1];
   int64_t devicePersistent = state + fields[4] - hostPersistent;
   llvm::json::Object pools{{"device_bytes", devicePersistent + fields[5]},
@@ -140,6 +141,7 @@ RunMetrics::rankJson(const std::vector<int64_t> &fields) const {
                             {"arena_bytes", fields[5]},
                             {"arena_high_water", fields[6]},
                             {"peak", state + fields[6]},
+                            {"peak_gathered", fields[host + 4]},
                             {"traffic_per_step", std::move(traffic)},
                             {"backend_overhead", fields.back()}};
 }

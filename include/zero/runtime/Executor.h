@@ -83,6 +83,10 @@ struct MemoryFigures {
   int64_t hostArenaHighWater = 0;
   /// Bytes the loaded program copies between the pools per optimizer step.
   int64_t hostLinkBytesPerStep = 0;
+  /// The most gathered parameter bytes (all-gather outputs in the arena and
+  /// the copies out of them) alive at once, in program order: what
+  /// zero-report's `peak gathered` predicts, padding rows included.
+  int64_t gatheredPeak = 0;
   int64_t persistent() const {
     return parameters + masters + slots + gradAccumulators + inputsOutputs;
   }

@@ -1,0 +1,266 @@
+//===- StepSimulationTest.cpp - Machine models and the predicted step -----===//
+//
+// The ring formulas of MachineModel, the presets and the machine file's
+// checks, and simulateProgram on programs small enough to follow by hand:
+// collectives on one stream serialize, a micro-step counts K times per
+// optimizer step, a view is live from its first to its last use, and
+// blocking (CPU) collectives run only when waited for.
+// test/passes/zero-report-predict.mlir checks the same through zero-report.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/analysis/StepSimulation.h"
+#include "zero/analysis/MachineModel.h"
+#include "zero/dialects/dist/DistDialect.h"
+#include "zero/dialects/zrt/ZrtDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include "gtest/gtest.h"
+
+#include <string>
+
+using namespace mlir;
+using namespace zero;
+
+namespace {
+
+class StepSimulationTest : public ::testing::Test {
+protected:
+  StepSimulationTest() {
+    context.loadDialect<dist::DistDialect, zrt::ZrtDialect>();
+    context.getDiagEngine().registerHandler(
+        [this](Diagnostic &diagnostic) { message = diagnostic.str(); });
+  }
+
+  /// A machine of round numbers: 1 GB/s and 1 us per ring step, 1 TFLOP/s,
+  /// 10 GB/s of memory, no launch overhead.
+  static MachineModel round(bool async = true) {
+    MachineModel machine;
+    machine.name = "round";
+    machine.links = {{1e9, 1e-6}};
+    machine.matmulFlopsF32 = 1e12;
+    machine.matmulFlopsBF16 = machine.matmulFlopsF16 = 2e12;
+    machine.memoryBandwidth = 1e10;
+    machine.hostLinkBandwidth = machine.hostMemoryBandwidth = 1e9;
+    machine.asyncCollectives = async;
+    return machine;
+  }
+
+  StepPrediction simulate(StringRef source, const MachineModel &machine) {
+    module = parseSourceString<ModuleOp>(source, &context);
+    EXPECT_TRUE(module) << message;
+    if (!module)
+      return StepPrediction();
+    auto program = *module->getOps<zrt::ProgramOp>().begin();
+    FailureOr<StepPrediction> prediction = simulateProgram(program, machine);
+    EXPECT_TRUE(succeeded(prediction)) << message;
+    return succeeded(prediction) ? *prediction : StepPrediction();
+  }
+
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+  std::string message;
+};
+
+TEST_F(StepSimulationTest, RingFormulas) {
+  MachineModel machine = round();
+  // (N-1)/N of the buffer and N-1 latencies.
+  EXPECT_DOUBLE_EQ(machine.collectiveSeconds("all_gather", 0, 4, 4e6),
+                   3e-3 + 3e-6);
+  EXPECT_DOUBLE_EQ(machine.collectiveSeconds("reduce_scatter", 0, 4, 4e6),
+                   3e-3 + 3e-6);
+  EXPECT_DOUBLE_EQ(machine.collectiveSeconds("all_to_all", 0, 4, 4e6),
+                   3e-3 + 3e-6);
+  // A reduce-scatter and an all-gather.
+  EXPECT_DOUBLE_EQ(machine.collectiveSeconds("all_reduce", 0, 4, 4e6),
+                   2 * (3e-3 + 3e-6));
+  // Pipelined along the ring: the buffer once.
+  EXPECT_DOUBLE_EQ(machine.collectiveSeconds("broadcast", 0, 4, 4e6),
+                   4e-3 + 3e-6);
+  // Nothing moves within one rank.
+  EXPECT_EQ(machine.collectiveSeconds("all_reduce", 0, 1, 4e6), 0.0);
+}
+
+TEST_F(StepSimulationTest, PresetsParse) {
+  for (StringRef name : getMachinePresetNames()) {
+    FailureOr<MachineModel> machine =
+        loadMachineModel(name, UnknownLoc::get(&context));
+    ASSERT_TRUE(succeeded(machine)) << name.str() << ": " << message;
+    EXPECT_EQ(machine->name, name.str());
+    ASSERT_EQ(machine->links.size(), 1u);
+    EXPECT_GT(machine->links[0].bandwidth, 0);
+    EXPECT_GT(machine->matmulFlopsBF16, 0);
+    EXPECT_GT(machine->memoryBandwidth, 0);
+    // Only the CPU ranks progress collectives inside MPI calls alone.
+    EXPECT_EQ(machine->asyncCollectives, name != "cpu");
+  }
+}
+
+TEST_F(StepSimulationTest, MachineFileChecks) {
+  std::string good = R"({"name": "m", "links": [{"bandwidth": 1, "latency": 0}],
+    "matmul_flops": {"f32": 1, "bf16": 1, "f16": 1}, "memory_bandwidth": 1,
+    "launch_overhead": 0, "host_link_bandwidth": 1,
+    "host_memory_bandwidth": 1, "async_collectives": true})";
+  Location loc = UnknownLoc::get(&context);
+  EXPECT_TRUE(succeeded(parseMachineModel(good, "m", loc))) << message;
+
+  auto fails = [&](std::string text, StringRef expected) {
+    message.clear();
+    EXPECT_TRUE(failed(parseMachineModel(text, "m", loc))) << text;
+    EXPECT_NE(message.find(expected.str()), std::string::npos)
+        << "got: " << message;
+  };
+  auto replaced = [&](StringRef from, StringRef to) {
+    std::string text = good;
+    size_t at = text.find(from.str());
+    EXPECT_NE(at, std::string::npos);
+    return text.replace(at, from.size(), to.str());
+  };
+  fails(replaced("\"memory_bandwidth\": 1,", ""),
+        "missing field 'memory_bandwidth'");
+  fails(replaced("\"bandwidth\": 1", "\"bandwidth\": -2"),
+        "field 'links[0].bandwidth' must be positive, got -2");
+  fails(replaced("\"launch_overhead\": 0", "\"launch_overhead\": -1"),
+        "field 'launch_overhead' must be non-negative");
+  fails(replaced("\"f16\": 1}", "\"f16\": 1, \"int8\": 1}"),
+        "unknown field 'matmul_flops.int8'");
+  fails(replaced("\"name\": \"m\",", "\"name\": \"m\", \"cores\": 2,"),
+        "unknown field 'cores'");
+  fails(replaced("\"async_collectives\": true", "\"async_collectives\": 1"),
+        "field 'async_collectives' must be true or false");
+  fails("[1, 2]", "expected a JSON object");
+  fails("{", "not valid JSON");
+  message.clear();
+  EXPECT_TRUE(failed(loadMachineModel("v100", loc)));
+  EXPECT_NE(message.find("neither a preset"), std::string::npos) << message;
+}
+
+// Two reduce-scatters on one communication stream run one after the other;
+// the compute stream waits for the second only.
+TEST_F(StepSimulationTest, CollectivesOnOneStreamSerialize) {
+  StepPrediction prediction = simulate(R"mlir(
+    zrt.program @p placement #dist.placement<cpu, [4]> arena 1000000 align 64 {
+      zrt.stream @compute
+      zrt.stream @comm
+      zrt.event @done
+      zrt.buffer @g grad_accum : memref<1000000xf32>
+      zrt.step {
+        %g = zrt.buffer_ref @g : memref<1000000xf32>
+        %a = zrt.arena_view [0] : memref<250000xf32>
+        zrt.reduce_scatter sum axis 0 on @comm %g to %a : memref<1000000xf32> to memref<250000xf32>
+        zrt.reduce_scatter sum axis 0 on @comm %g to %a : memref<1000000xf32> to memref<250000xf32>
+        zrt.record @done on @comm
+        zrt.wait @done on @compute
+      }
+    })mlir",
+                                       round());
+  ASSERT_EQ(prediction.bodies.size(), 1u);
+  const SimulatedBody &body = prediction.bodies[0];
+  double one = 3e-3 + 3e-6;
+  EXPECT_DOUBLE_EQ(prediction.stepSeconds, 2 * one);
+  EXPECT_DOUBLE_EQ(prediction.communication, 2 * one);
+  EXPECT_DOUBLE_EQ(prediction.exposedCommunication, 2 * one);
+  EXPECT_DOUBLE_EQ(prediction.computeBusy, 0.0);
+  // Collectives, then the compute stream's blocked time.
+  ASSERT_EQ(body.instructions.size(), 3u);
+  EXPECT_EQ(body.instructions[1].index, 1);
+  EXPECT_DOUBLE_EQ(body.instructions[1].start, one);
+  EXPECT_EQ(body.instructions[2].kind, SimulatedKind::wait);
+  EXPECT_EQ(body.instructions[2].stream, 0u);
+  // The view is live while the collectives write it: 1 MB.
+  EXPECT_EQ(body.peakLiveArena, 1000000);
+  EXPECT_EQ(prediction.devicePersistentBytes, 4000000);
+}
+
+// With accumulation the optimizer step is K micro bodies and the apply
+// body; each body is simulated from time 0.
+TEST_F(StepSimulationTest, MicroStepsCountKTimes) {
+  StepPrediction prediction = simulate(R"mlir(
+    zrt.program @p placement #dist.placement<cpu, [2]> arena 4000000 align 64 accumulate 4 {
+      zrt.stream @compute
+      zrt.buffer @a param : memref<1000x1000xf32>
+      zrt.step micro {
+        %a = zrt.buffer_ref @a : memref<1000x1000xf32>
+        %c = zrt.arena_view [0] : memref<1000x1000xf32>
+        zrt.launch "train.matmul" on @compute ins(%a, %a : memref<1000x1000xf32>, memref<1000x1000xf32>) outs(%c : memref<1000x1000xf32>)
+      }
+      zrt.step apply {
+        %a = zrt.buffer_ref @a : memref<1000x1000xf32>
+        zrt.all_reduce sum axis 0 on @compute %a to %a : memref<1000x1000xf32> to memref<1000x1000xf32>
+      }
+    })mlir",
+                                       round());
+  ASSERT_EQ(prediction.bodies.size(), 2u);
+  EXPECT_EQ(prediction.bodies[0].kind, "micro");
+  EXPECT_EQ(prediction.bodies[0].repeat, 4);
+  EXPECT_DOUBLE_EQ(prediction.bodies[0].seconds, 2e-3);
+  // All-reduce of 4 MB over 2 ranks: 2 x (2 MB / 1 GB/s + 1 us).
+  double allReduce = 2 * (2e-3 + 1e-6);
+  EXPECT_DOUBLE_EQ(prediction.bodies[1].seconds, allReduce);
+  EXPECT_DOUBLE_EQ(prediction.stepSeconds, 4 * 2e-3 + allReduce);
+  EXPECT_DOUBLE_EQ(prediction.computeBusy, 4 * 2e-3);
+  EXPECT_DOUBLE_EQ(prediction.exposedCommunication, allReduce);
+}
+
+// Without asynchronous collectives, issuing a second collective first runs
+// the one in flight on the calling thread (the runtime keeps one in
+// flight), and the compute stream is blocked meanwhile.
+TEST_F(StepSimulationTest, BlockingCollectivesRunWhenTheNextIsIssued) {
+  StringRef source = R"mlir(
+    zrt.program @p placement #dist.placement<cpu, [4]> arena 5000000 align 64 {
+      zrt.stream @compute
+      zrt.stream @comm
+      zrt.event @done
+      zrt.buffer @a param : memref<1000x1000xf32>
+      zrt.buffer @g grad_accum : memref<1000000xf32>
+      zrt.step {
+        %a = zrt.buffer_ref @a : memref<1000x1000xf32>
+        %g = zrt.buffer_ref @g : memref<1000000xf32>
+        %s = zrt.arena_view [0] : memref<250000xf32>
+        %c = zrt.arena_view [1000000] : memref<1000x1000xf32>
+        zrt.reduce_scatter sum axis 0 on @comm %g to %s : memref<1000000xf32> to memref<250000xf32>
+        zrt.launch "train.matmul" on @compute ins(%a, %a : memref<1000x1000xf32>, memref<1000x1000xf32>) outs(%c : memref<1000x1000xf32>)
+        zrt.reduce_scatter sum axis 0 on @comm %g to %s : memref<1000000xf32> to memref<250000xf32>
+        zrt.record @done on @comm
+        zrt.wait @done on @compute
+      }
+    })mlir";
+  double one = 3e-3 + 3e-6;
+  StepPrediction async = simulate(source, round(/*async=*/true));
+  // Both collectives overlap the matmul's 2 ms.
+  EXPECT_DOUBLE_EQ(async.stepSeconds, 2 * one);
+  EXPECT_DOUBLE_EQ(async.exposedCommunication, 2 * one - 2e-3);
+  StepPrediction blocking = simulate(source, round(/*async=*/false));
+  // The first runs when the second is issued, after the matmul; the second
+  // when the compute stream waits.
+  EXPECT_DOUBLE_EQ(blocking.stepSeconds, 2e-3 + 2 * one);
+  EXPECT_DOUBLE_EQ(blocking.exposedCommunication, 2 * one);
+  const SimulatedBody &body = blocking.bodies[0];
+  EXPECT_DOUBLE_EQ(body.instructions[0].start, 2e-3);
+  EXPECT_DOUBLE_EQ(body.streamBusy[1], 2 * one);
+}
+
+// An axis the machine has no link for is an error, not a free collective.
+TEST_F(StepSimulationTest, MissingAxisIsAnError) {
+  module = parseSourceString<ModuleOp>(R"mlir(
+    zrt.program @p placement #dist.placement<cpu, [2, 2]> arena 0 align 64 {
+      zrt.stream @compute
+      zrt.buffer @a param : memref<4xf32>
+      zrt.step {
+        %a = zrt.buffer_ref @a : memref<4xf32>
+        zrt.all_reduce sum axis 1 on @compute %a to %a : memref<4xf32> to memref<4xf32>
+      }
+    })mlir",
+                                       &context);
+  ASSERT_TRUE(module) << message;
+  auto program = *module->getOps<zrt::ProgramOp>().begin();
+  EXPECT_TRUE(failed(simulateProgram(program, round())));
+  EXPECT_NE(message.find("has links for 1 placement axis(es)"),
+            std::string::npos)
+      << message;
+}
+
+} // namespace

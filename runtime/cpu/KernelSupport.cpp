@@ -1,6 +1,7 @@
 //===- KernelSupport.cpp - Shared pieces of the CPU kernels ---------------===//
 
 #include "KernelSupport.h"
+#include "runtime/cpu/CastLoops.h"
 
 #include "absl/strings/str_join.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -190,18 +191,12 @@ void loadFloats(const void *src, DType dtype, int64_t offset, int64_t count,
     std::memcpy(dst, static_cast<const float *>(src) + offset,
                 static_cast<size_t>(count) * sizeof(float));
     return;
-  case DType::bf16: {
-    const uint16_t *bits = static_cast<const uint16_t *>(src) + offset;
-    for (int64_t i = 0; i < count; ++i)
-      dst[i] = bf16ToFloat(bits[i]);
+  case DType::bf16:
+    bf16ToFloatBlock(count, static_cast<const uint16_t *>(src) + offset, dst);
     return;
-  }
-  case DType::f16: {
-    const uint16_t *bits = static_cast<const uint16_t *>(src) + offset;
-    for (int64_t i = 0; i < count; ++i)
-      dst[i] = f16ToFloat(bits[i]);
+  case DType::f16:
+    f16ToFloatBlock(count, static_cast<const uint16_t *>(src) + offset, dst);
     return;
-  }
   default:
     return;
   }
@@ -214,18 +209,12 @@ void storeFloats(void *dst, DType dtype, int64_t offset, int64_t count,
     std::memcpy(static_cast<float *>(dst) + offset, src,
                 static_cast<size_t>(count) * sizeof(float));
     return;
-  case DType::bf16: {
-    uint16_t *bits = static_cast<uint16_t *>(dst) + offset;
-    for (int64_t i = 0; i < count; ++i)
-      bits[i] = floatToBf16(src[i]);
+  case DType::bf16:
+    floatToBf16Block(count, src, static_cast<uint16_t *>(dst) + offset);
     return;
-  }
-  case DType::f16: {
-    uint16_t *bits = static_cast<uint16_t *>(dst) + offset;
-    for (int64_t i = 0; i < count; ++i)
-      bits[i] = floatToF16(src[i]);
+  case DType::f16:
+    floatToF16Block(count, src, static_cast<uint16_t *>(dst) + offset);
     return;
-  }
   default:
     return;
   }

@@ -2,13 +2,16 @@
 //
 // Each row is widened into f32 scratch owned by the bound kernel, processed
 // there, and rounded once on store; so a row may be written back over its
-// own input. Row sums use sumFixed/dotFixed, so results do not depend on
-// anything but the inputs.
+// own input. Softmax's row sums use sumFixed/dotFixed; layer norm's rows run
+// in NormalizationLoops.cpp (Highway), whose row sums add in an order fixed
+// independently of the vector width. Either way results depend on nothing
+// but the inputs.
 //
 //===----------------------------------------------------------------------===//
 
 #include "KernelSupport.h"
 #include "runtime/cpu/ActivationLoops.h"
+#include "runtime/cpu/NormalizationLoops.h"
 
 #include <cmath>
 
@@ -172,20 +175,17 @@ absl::StatusOr<KernelFn> bindLayerNorm(const BindRequest &request) {
     loadFloats(ins[2], betaType, 0, cols, beta);
     float *means = static_cast<float *>(outs[1]);
     float *rstds = static_cast<float *>(outs[2]);
-    float inverseCols = 1.0f / static_cast<float>(cols);
     for (int64_t r = 0; r < shape.rows; ++r) {
+      if (dtype == DType::f32) {
+        // Straight from the input into the result (which may be the input).
+        layerNormRow(cols, static_cast<const float *>(ins[0]) + r * cols, gamma,
+                     beta, epsilon, static_cast<float *>(outs[0]) + r * cols,
+                     &means[r], &rstds[r]);
+        continue;
+      }
       loadFloats(ins[0], dtype, r * cols, cols, x);
-      // Two passes: the variance of centred values does not cancel.
-      float mean = sumFixed(x, cols) * inverseCols;
-      for (int64_t j = 0; j < cols; ++j)
-        x[j] -= mean;
-      float variance = dotFixed(x, x, cols) * inverseCols;
-      float rstd = 1.0f / std::sqrt(variance + epsilon);
-      for (int64_t j = 0; j < cols; ++j)
-        x[j] = x[j] * rstd * gamma[j] + beta[j];
+      layerNormRow(cols, x, gamma, beta, epsilon, x, &means[r], &rstds[r]);
       storeFloats(outs[0], dtype, r * cols, cols, x);
-      means[r] = mean;
-      rstds[r] = rstd;
     }
     return absl::OkStatus();
   });
@@ -225,34 +225,28 @@ absl::StatusOr<KernelFn> bindLayerNormGrad(const BindRequest &request) {
       return status;
   DType dtype = in.dtype, gammaType = request.ins[2].dtype,
         dgammaType = request.outs[1].dtype, dbetaType = request.outs[2].dtype;
-  return KernelFn([=, scratch = std::vector<float>(6 * shape.cols)](
+  return KernelFn([=, scratch = std::vector<float>(7 * shape.cols)](
                       absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &) mutable -> absl::Status {
     int64_t cols = shape.cols;
-    float *xhat = scratch.data(), *g = xhat + cols, *gy = g + cols,
-          *gamma = gy + cols, *dgamma = gamma + cols, *dbeta = dgamma + cols;
+    float *xs = scratch.data(), *gs = xs + cols, *gamma = gs + cols,
+          *dgamma = gamma + cols, *dbeta = dgamma + cols, *rows = dbeta + cols;
     loadFloats(ins[2], gammaType, 0, cols, gamma);
     std::fill_n(dgamma, 2 * cols, 0.0f);
     const float *means = static_cast<const float *>(ins[3]);
     const float *rstds = static_cast<const float *>(ins[4]);
-    float inverseCols = 1.0f / static_cast<float>(cols);
     for (int64_t r = 0; r < shape.rows; ++r) {
-      loadFloats(ins[1], dtype, r * cols, cols, xhat);
-      loadFloats(ins[0], dtype, r * cols, cols, g);
-      float mean = means[r], rstd = rstds[r];
-      for (int64_t j = 0; j < cols; ++j) {
-        xhat[j] = (xhat[j] - mean) * rstd;
-        dgamma[j] += g[j] * xhat[j];
-        dbeta[j] += g[j];
-        gy[j] = g[j] * gamma[j];
-      }
-      // dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)).
-      float meanGy = sumFixed(gy, cols) * inverseCols;
-      float meanGyXhat = dotFixed(gy, xhat, cols) * inverseCols;
-      for (int64_t j = 0; j < cols; ++j)
-        g[j] = rstd * (gy[j] - meanGy - xhat[j] * meanGyXhat);
-      storeFloats(outs[0], dtype, r * cols, cols, g);
+      const float *x = viewFloats(ins[1], dtype, r * cols, cols, xs);
+      const float *g = viewFloats(ins[0], dtype, r * cols, cols, gs);
+      // The row's inputs are read before dx is written, so dx may be
+      // either of them.
+      float *dx =
+          dtype == DType::f32 ? static_cast<float *>(outs[0]) + r * cols : gs;
+      layerNormGradRow(cols, x, g, gamma, means[r], rstds[r], dgamma, dbeta, dx,
+                       rows);
+      if (dtype != DType::f32)
+        storeFloats(outs[0], dtype, r * cols, cols, dx);
     }
     storeFloats(outs[1], dgammaType, 0, cols, dgamma);
     storeFloats(outs[2], dbetaType, 0, cols, dbeta);

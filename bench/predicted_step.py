@@ -17,7 +17,8 @@ Three parts, each optional:
   one BLAS thread: matmul FLOP/s = matmul FLOPs / their time; "memory"
   bandwidth = bytes the other kernels and copies read and write / their
   time; launch overhead = the median time of instructions touching under
-  1 KiB; the link from the compute stream's waits for the gradient bucket's
+  1 KiB plus the executor's cost per instruction (the step time beyond
+  the summed times of the calling thread's instructions); the link from the compute stream's waits for the gradient bucket's
   all-reduce (bytes / bandwidth + 2 latencies over 2 ranks) and for the
   4-byte loss all-reduce (2 latencies). Prints the machine JSON.
 * `cpu`: the gpt2 mini step (`gpt2_train --size mini`: 4 layers, width 64,
@@ -126,13 +127,22 @@ def profile_instructions(trace_path, first_step):
               and e["args"]["step"] >= first_step]
     steps = len({e["args"]["step"] for e in slices})
     durations, waits = {}, {}
+    # The calling thread's (tid 0) instructions and their summed time per
+    # step: what the step time leaves over is the executor's own cost.
+    per_step, count = {}, {}
+    for e in slices:
+        if e["tid"] == 0:
+            step = e["args"]["step"]
+            per_step[step] = per_step.get(step, 0.0) + e["dur"] * 1e-6
+            count[step] = count.get(step, 0) + 1
     for e in slices:
         key = (e["args"].get("body", 0), e["args"]["instruction"])
         durations[key] = durations.get(key, 0.0) + e["dur"] * 1e-6 / steps
         # The compute stream's waits (thread 0): how long it blocked.
         if e["name"] == "zrt.wait" and e["tid"] == 0:
             waits[key] = durations[key]
-    return durations, waits
+    return durations, waits, (statistics.median(per_step.values()),
+                              statistics.median(count.values()))
 
 
 def calibrate(args, tmp):
@@ -141,15 +151,16 @@ def calibrate(args, tmp):
     trace = os.path.join(tmp, "calibration.trace.json")
     policy = benchlib.Interference(args.noise_threshold, args.max_reruns)
     with benchlib.build_lock(args.lock):
-        benchlib.run_zero(args.zero_run, module, 2, 0, args.steps,
-                          os.path.join(tmp, "calibration.metrics.json"),
-                          ["--blas-threads", "1", "--emit-program", program,
-                           "--profile", trace], policy)
+        metrics = benchlib.run_zero(args.zero_run, module, 2, 0, args.steps,
+                                    os.path.join(tmp, "calibration.metrics.json"),
+                                    ["--blas-threads", "1", "--emit-program", program,
+                                     "--profile", trace], policy)
+    step = statistics.median(metrics["step_seconds"][5:])
     unit = os.path.join(tmp, "unit.json")
     with open(unit, "w") as f:
         json.dump(UNIT_MACHINE, f)
     body = predict(args.zero_opt, program, unit, tmp)["bodies"][0]
-    measured, compute_waits = profile_instructions(trace, 5)
+    measured, compute_waits, (sliced, timed) = profile_instructions(trace, 5)
     small, matmul, other = [], [0.0, 0.0], [0.0, 0.0]
     instructions = [i for i in body["instructions"] if i["index"] >= 0]
     for i in instructions:
@@ -160,17 +171,20 @@ def calibrate(args, tmp):
             continue
         if i["bytes"] < 1024:
             small.append(seconds)
-    overhead = statistics.median(small)
+    # A launch costs the smallest kernels' time plus what the executor
+    # spends between instructions (the step beyond its timed slices).
+    kernel_overhead = statistics.median(small)
+    overhead = kernel_overhead + max(step - sliced, 0.0) / timed
     for i in instructions:
         seconds = measured.get((0, i["index"]))
         if seconds is None or i["kind"] == "collective":
             continue
         if i["kind"] == "matmul":
             matmul[0] += i["flops"]
-            matmul[1] += seconds - overhead
+            matmul[1] += seconds - kernel_overhead
         elif i["kind"] in ("kernel", "copy"):
             other[0] += i["bytes"]
-            other[1] += max(seconds - overhead, 0.0)
+            other[1] += max(seconds - kernel_overhead, 0.0)
     # The compute stream's waits, in order, follow the collectives in order.
     collectives = [i for i in instructions if i["kind"] == "collective"]
     waits = [seconds for (body_index, _), seconds in sorted(compute_waits.items())
@@ -191,6 +205,9 @@ def calibrate(args, tmp):
         "host_memory_bandwidth": float(f"{other[0] / other[1]:.3g}"),
         "async_collectives": False,
     }
+    print(f"  step {step * 1e6:.1f} us, timed slices {sliced * 1e6:.1f} us in "
+          f"{timed} instructions; smallest kernels {kernel_overhead * 1e6:.3f} us",
+          file=sys.stderr)
     print(f"  {len(small)} small instructions, {len(collectives)} collectives, "
           f"{len(waits)} waits {[round(w * 1e6, 1) for w in waits]} us",
           file=sys.stderr)
@@ -229,6 +246,58 @@ def cpu_part(args, tmp):
     print(benchlib.table(["stage", "measured ms", "runs' range ms", "predicted ms",
                           "predicted exposed ms", "error %"], rows, args.markdown))
     print(f"largest error: {100 * worst:.1f} % (target: within 15 %)")
+    breakdown(args, tmp, module, policy)
+
+
+def breakdown(args, tmp, module, policy):
+    """Where the compute stream's time goes at one stage: zero-run's profile
+    (rank 0, steps 6 on, per step) beside the prediction."""
+    stage = args.breakdown_stage
+    program = os.path.join(tmp, "breakdown.zrt.mlir")
+    trace = os.path.join(tmp, "breakdown.trace.json")
+    with benchlib.build_lock(args.lock):
+        metrics = benchlib.run_zero(
+            args.zero_run, module, 2, stage, args.steps,
+            os.path.join(tmp, "breakdown.metrics.json"),
+            ["--blas-threads", "1", "--emit-program", program, "--profile", trace],
+            policy)
+    with open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    slices = [e for e in events if e["ph"] == "X" and e["pid"] == 0
+              and e["tid"] == 0 and e["args"]["step"] >= 5]
+    steps = len({e["args"]["step"] for e in slices})
+
+    def category(name):
+        if name == "train.matmul":
+            return "matmul"
+        if name == "zrt.copy":
+            return "copy"
+        if name == "zrt.wait":
+            return "wait"
+        return "collective" if name.startswith("zrt.") and name != "zrt.fill" else "kernel"
+
+    measured = {}
+    for e in slices:
+        key = category(e["name"])
+        measured[key] = measured.get(key, 0.0) + e["dur"] * 1e-6 / steps
+    p = predict(args.zero_opt, program, args.machine, tmp)
+    predicted = {}
+    for body in p["bodies"]:
+        for i in body["instructions"]:
+            if i["stream"] != "compute":
+                continue
+            key = i["kind"] if i["kind"] in ("matmul", "copy", "wait", "collective") else "kernel"
+            predicted[key] = predicted.get(key, 0.0) + i["seconds"] * body["repeat"]
+    rows = []
+    for key, what in [("matmul", "matmul kernels"), ("kernel", "other kernels"),
+                      ("copy", "copies"), ("wait", "waits for collectives")]:
+        rows.append([what, f"{measured.get(key, 0.0) * 1e3:.3f}",
+                     f"{predicted.get(key, 0.0) * 1e3:.3f}"])
+    rows.append(["step", f"{statistics.median(metrics['step_seconds'][5:]) * 1e3:.3f}",
+                 f"{p['step_seconds'] * 1e3:.3f}"])
+    print(f"compute stream of rank 0 at stage {stage}, ms per step: zero-run --profile "
+          f"(steps 6-{args.steps}) and the prediction")
+    print(benchlib.table(["", "measured ms", "predicted ms"], rows, args.markdown))
 
 
 def main():
@@ -239,6 +308,7 @@ def main():
     parser.add_argument("--machine", default="cpu")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--breakdown-stage", type=int, default=0)
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--zero-opt", default=os.path.join(ROOT, "build", "bin", "zero-opt"))
     parser.add_argument("--zero-run", default=benchlib.DEFAULT_ZERO_RUN)

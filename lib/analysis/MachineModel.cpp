@@ -92,16 +92,17 @@ constexpr StringLiteral kH200 = R"({
 // with `bench/predicted_step.py --parts calibrate` (zero-run's profile of a
 // calibration step, docs/zero-opt.md). "Memory" is what the runtime's
 // non-matmul kernels achieve (their arithmetic, exp and tanh, bounds them
-// more than DRAM); host and device memory are one, so a copy between them
-// is a memcpy. bf16/f16 matmuls were not measured: a quarter of f32.
+// more than DRAM); a launch includes the executor's own cost per
+// instruction; host and device memory are one, so a copy between them is a
+// memcpy. bf16/f16 matmuls were not measured: a quarter of f32.
 constexpr StringLiteral kCpu = R"({
   "name": "cpu",
-  "links": [{"bandwidth": 3.5e9, "latency": 5.7e-6}],
+  "links": [{"bandwidth": 3.3e9, "latency": 5e-6}],
   "matmul_flops": {"f32": 127e9, "bf16": 32e9, "f16": 32e9},
-  "memory_bandwidth": 19.5e9,
-  "launch_overhead": 6e-8,
-  "host_link_bandwidth": 9.75e9,
-  "host_memory_bandwidth": 19.5e9,
+  "memory_bandwidth": 19.6e9,
+  "launch_overhead": 4e-7,
+  "host_link_bandwidth": 9.8e9,
+  "host_memory_bandwidth": 19.6e9,
   "async_collectives": false
 })";
 

@@ -627,8 +627,7 @@ llvm::json::Value planReportToJson(const PlanReport &report) {
     (*value.getAsObject())["memory_plan"] = std::move(plan);
   }
   if (report.prediction)
-    (*value.getAsObject())["prediction"] =
-        predictionToJson(*report.prediction);
+    (*value.getAsObject())["prediction"] = predictionToJson(*report.prediction);
   return value;
 }
 

@@ -208,11 +208,12 @@ module @not_averaged attributes {dist.placement = #dist.placement<cpu, [2]>, dis
 // RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-pipeline{stage=7})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE-STAGE
 // PIPELINE-STAGE: error: zero-pipeline: stage must be 0, 1, 2 or 3, got 7
 
-// Reports come as text or JSON, from the pipeline and from zero-report.
+// Reports come as text, JSON or (with a machine) a timeline, from the
+// pipeline and from zero-report.
 // RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-pipeline{report=yaml})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE-REPORT
-// PIPELINE-REPORT: error: zero-pipeline: report must be none, text or json, got 'yaml'
+// PIPELINE-REPORT: error: zero-pipeline: report must be none, text, json or timeline, got 'yaml'
 // RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-report{format=yaml})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT-FORMAT
-// REPORT-FORMAT: error: zero-report: format must be text or json, got 'yaml'
+// REPORT-FORMAT: error: zero-report: format must be text, json or timeline, got 'yaml'
 
 // A report file that cannot be created (its directory does not exist).
 // RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-report{output=%t.no-such-dir/report.json})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT-OUTPUT -DPATH=%t.no-such-dir/report.json -DMESSAGE=%errc_ENOENT

@@ -5,7 +5,7 @@
 // rewritten, on zero-report (`format`) and on zero-pipeline (`report`).
 // Each RUN line expects its own message.
 
-// expected-error-re @below {{{{^}}{{zero-report: format must be text or json, got 'xml'|zero-pipeline: report must be none, text or json, got 'yaml'}}{{$}}}}
+// expected-error-re @below {{{{^}}{{zero-report: format must be text, json or timeline, got 'xml'|zero-pipeline: report must be none, text, json or timeline, got 'yaml'}}{{$}}}}
 module attributes {dist.placement = #dist.placement<cpu, [4]>} {
   train.param @w param : tensor<8xf32> init zeros
   train.optimizer @sgd sgd lr 0.1

@@ -347,7 +347,8 @@ void writeTimelineSvg(const StepPrediction &prediction, llvm::raw_ostream &os) {
             escape(instruction.name), instruction.index,
             instruction.seconds() * 1e3, instruction.start * 1e3,
             instruction.bytes);
-        if (instruction.kind == SimulatedKind::collective && rectWidth > 70)
+        if (instruction.kind == SimulatedKind::collective &&
+            rectWidth > 6.5 * instruction.name.size() + 6)
           os << llvm::formatv("<text x=\"{0:F2}\" y=\"{1:F1}\" "
                               "fill=\"white\">{2}</text>\n",
                               from + 3, top + laneHeight * 0.65,
@@ -441,7 +442,7 @@ void writeTimelineSvg(const StepPrediction &prediction, llvm::raw_ostream &os) {
       {"reduce_scatter", "#e15759"},
       {"all_gather", "#59a14f"},
       {"other collective", "#76b7b2"},
-      {"wait", "#e8e8e8"}};
+      {"compute waits", "#e8e8e8"}};
   double legendX = left;
   for (auto [name, color] : kLegend) {
     os << llvm::formatv("<rect x=\"{0:F0}\" y=\"{1:F1}\" width=\"10\" "

@@ -69,10 +69,10 @@ std::optional<BucketKind> classify(Operation *op) {
 class BucketPlanner {
 public:
   BucketPlanner(int64_t reduceBucketBytes, int64_t allgatherBucketBytes,
-                int64_t allgatherFuseTensorBytes)
+                int64_t allgatherAcrossUsesBytes)
       : reduceBucketBytes(reduceBucketBytes),
         allgatherBucketBytes(allgatherBucketBytes),
-        allgatherFuseTensorBytes(allgatherFuseTensorBytes) {}
+        allgatherAcrossUsesBytes(allgatherAcrossUsesBytes) {}
 
   /// Plans the buckets of one block; returns those with two or more members.
   void planBlock(Block &block);
@@ -91,7 +91,7 @@ private:
 
   int64_t reduceBucketBytes;
   int64_t allgatherBucketBytes;
-  int64_t allgatherFuseTensorBytes;
+  int64_t allgatherAcrossUsesBytes;
   std::vector<Bucket> buckets;
   SmallVector<unsigned> ready;
   DenseMap<Operation *, unsigned> bucketOf;
@@ -141,8 +141,9 @@ void BucketPlanner::add(Operation *op, BucketKind kind) {
           }))
         fits = false;
       // Across a use, fusing moves a gather ahead of compute and adds a copy
-      // out of the bucket: worth it for latency-bound tensors only.
-      if (bucket.used && bytes > allgatherFuseTensorBytes)
+      // out of the bucket, cheap only while the bucket is in cache: worth it
+      // for small buckets of latency-bound tensors only.
+      if (bucket.used && bucket.bytes + bytes > allgatherAcrossUsesBytes)
         fits = false;
     }
     if (fits) {
@@ -268,7 +269,7 @@ struct ZeroBucketPass : zero::impl::ZeroBucketBase<ZeroBucketPass> {
          {std::pair<StringRef, int64_t>{"reduce-bucket-bytes",
                                         reduceBucketBytes},
           {"allgather-bucket-bytes", allgatherBucketBytes},
-          {"allgather-fuse-tensor-bytes", allgatherFuseTensorBytes}})
+          {"allgather-across-uses-bytes", allgatherAcrossUsesBytes}})
       if (bytes < 0) {
         mlir::emitError(module.getLoc())
             << "zero-bucket: bucket sizes must not be negative: " << name
@@ -276,7 +277,7 @@ struct ZeroBucketPass : zero::impl::ZeroBucketBase<ZeroBucketPass> {
         return signalPassFailure();
       }
     BucketPlanner planner(reduceBucketBytes, allgatherBucketBytes,
-                          allgatherFuseTensorBytes);
+                          allgatherAcrossUsesBytes);
     for (func::FuncOp function : getStepFunctions(module))
       function.walk([&](Block *block) { planner.planBlock(*block); });
     planner.materialize();

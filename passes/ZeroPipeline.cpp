@@ -129,7 +129,7 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
           ZeroShardOptions{stage, layout, minShardElements, regatherInBackward,
                            maxReuseDistance}));
     pipeline.addPass(createZeroBucket(ZeroBucketOptions{
-        reduceBucketBytes, allgatherBucketBytes, allgatherFuseTensorBytes}));
+        reduceBucketBytes, allgatherBucketBytes, allgatherAcrossUsesBytes}));
     if (stage == 3)
       pipeline.addPass(createZeroSchedule(
           ZeroScheduleOptions{prefetchBytes, maxLiveGatheredBytes}));

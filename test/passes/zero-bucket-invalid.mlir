@@ -1,11 +1,11 @@
 // RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-bucket{reduce-bucket-bytes=-1})"
 // RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-bucket{allgather-bucket-bytes=-8})"
 // RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-pipeline{reduce-bucket-bytes=-1})"
-// RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-bucket{allgather-fuse-tensor-bytes=-1})"
-// RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-pipeline{allgather-fuse-tensor-bytes=-1})"
+// RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-bucket{allgather-across-uses-bytes=-1})"
+// RUN: zero-opt %s -verify-diagnostics --pass-pipeline="builtin.module(zero-pipeline{allgather-across-uses-bytes=-1})"
 
-// A negative bucket budget, reduction or gather, or a negative bound on the
-// tensors a gather bucket takes across a use, is rejected before anything
+// A negative bucket budget, reduction or gather, or a negative bound on a
+// gather bucket that takes members across a use, is rejected before anything
 // is rewritten, on its own and through zero-pipeline.
 
 // expected-error @below {{zero-bucket: bucket sizes must not be negative}}

@@ -4,8 +4,8 @@
 // RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{allgather-bucket-bytes=88})" | FileCheck %s --check-prefix=GATHER-FIT
 // RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{allgather-bucket-bytes=87})" | FileCheck %s --check-prefix=GATHER-SPLIT
 // RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{allgather-bucket-bytes=0})" | FileCheck %s --check-prefix=NO-GATHER
-// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{allgather-fuse-tensor-bytes=32})" | FileCheck %s --check-prefix=ACROSS-FIT
-// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{allgather-fuse-tensor-bytes=31})" | FileCheck %s --check-prefix=ACROSS-SPLIT
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{allgather-across-uses-bytes=64})" | FileCheck %s --check-prefix=ACROSS-FIT
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-bucket{allgather-across-uses-bytes=63})" | FileCheck %s --check-prefix=ACROSS-SPLIT
 
 // The byte budgets of zero-bucket. A reduction bucket counts the bytes of
 // the full tensors it reduces, a gather bucket those of the gathered
@@ -120,10 +120,10 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
 
 // -----
 
-// allgather-fuse-tensor-bytes: after a use of the bucket's first member
-// (here %y), a gather joins only if its gathered tensor (8 x 4 = 32 bytes)
-// is at most that large; otherwise it starts a bucket of its own. Gathers
-// before any use always join.
+// allgather-across-uses-bytes: after a use of a member's result (here
+// %y), a gather joins only while the bucket (32 bytes gathered so far, 32
+// more for %b) stays within it; otherwise it starts a bucket of its own.
+// Gathers before any use join up to allgather-bucket-bytes.
 
 module attributes {dist.placement = #dist.placement<cpu, [4]>} {
   func.func @fuse_across_use(%a: tensor<2xf32>, %b: tensor<2xf32>, %x: tensor<8xf32>)

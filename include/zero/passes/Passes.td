@@ -190,10 +190,10 @@ def ZeroBucket : Pass<"zero-bucket", "::mlir::ModuleOp"> {
     across the compute between them. A gather joins only when its input is
     already available at the first member, and a second gather of an input
     the bucket holds (a re-gather, there to free the tensor in between)
-    starts a new bucket. Only tensors up to `allgather-fuse-tensor-bytes`
-    join across a use: fusing costs a copy out of the bucket, which a large
-    tensor's own collective does not need and which outweighs the latency
-    saved. No collective ever moves across a use of its result.
+    starts a new bucket. Across a use a bucket grows only up to
+    `allgather-across-uses-bytes`: its members are copied out of the
+    bucket, a copy a tensor's own collective does not need, and the copy is
+    cheap only while the bucket is still in cache. No collective ever moves across a use of its result.
     Reduce-scatter and all-gather buckets use the rank-major layout
     (`shards N`), so every rank still gets exactly its shard of each tensor.
   }];
@@ -205,10 +205,10 @@ def ZeroBucket : Pass<"zero-bucket", "::mlir::ModuleOp"> {
            "26214400",
            "Largest all-gather bucket, in bytes of the gathered tensors "
            "(0 disables)">,
-    Option<"allgatherFuseTensorBytes", "allgather-fuse-tensor-bytes",
-           "int64_t", "1048576",
-           "Largest gathered tensor that joins an all-gather bucket after a "
-           "use of an earlier member (larger ones start their own bucket)">,
+    Option<"allgatherAcrossUsesBytes", "allgather-across-uses-bytes",
+           "int64_t", "262144",
+           "Largest all-gather bucket that takes members across a use of an "
+           "earlier member's result (gathers separated by compute)">,
   ];
   let dependentDialects = ["::zero::dist::DistDialect"];
 }
@@ -462,10 +462,10 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "Largest reduction bucket in bytes (0 disables)">,
     Option<"allgatherBucketBytes", "allgather-bucket-bytes", "int64_t",
            "26214400", "Largest all-gather bucket in bytes (0 disables)">,
-    Option<"allgatherFuseTensorBytes", "allgather-fuse-tensor-bytes",
-           "int64_t", "1048576",
-           "Largest gathered tensor that joins an all-gather bucket after a "
-           "use of an earlier member (larger ones start their own bucket)">,
+    Option<"allgatherAcrossUsesBytes", "allgather-across-uses-bytes",
+           "int64_t", "262144",
+           "Largest all-gather bucket that takes members across a use of an "
+           "earlier member's result (gathers separated by compute)">,
     Option<"prefetchBytes", "prefetch-bytes", "int64_t", "0",
            "Stage 3: gathered bytes zero-schedule issues ahead of the "
            "compute that will use them (0: no prefetch)">,

@@ -11,6 +11,7 @@
 
 #include "runtime/cpu/CastLoops.h"
 
+#include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/DType.h"
 
 #include "hwy/targets.h"
@@ -194,6 +195,32 @@ TEST(CastLoopsTest, RoundsTiesToEvenAndKeepsNaNsQuiet) {
   f16ToFloatBlock(2, nans, widened);
   EXPECT_EQ(bitsOf(widened[0]), 0x7fc00000u);
   EXPECT_EQ(bitsOf(widened[1]), 0xffc00000u);
+}
+
+TEST(CastLoopsTest, CastKernelNarrowsInPlace) {
+  // train.cast f32 -> bf16 / f16 writing over its own input (one pass
+  // through the conversion loops, which read each vector before writing
+  // it), at a length that leaves a partial last vector.
+  const int64_t n = 1001;
+  for (DType to : {DType::bf16, DType::f16}) {
+    SCOPED_TRACE(std::string(dtypeName(to)));
+    std::vector<float> x(n);
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = std::ldexp(static_cast<float>(i) - 500.25f, -3);
+    std::vector<float> buffer = x;
+    absl::StatusOr<KernelFn> cast = bindCpuKernel(
+        "train.cast", {}, {TensorSpec{DType::f32, {n}}}, {TensorSpec{to, {n}}});
+    ASSERT_TRUE(cast.ok()) << cast.status();
+    std::vector<const void *> ins = {buffer.data()};
+    std::vector<void *> outs = {buffer.data()};
+    ASSERT_TRUE((*cast)(ins, outs, KernelContext()).ok());
+    std::vector<uint16_t> got(n);
+    std::memcpy(got.data(), buffer.data(), n * sizeof(uint16_t));
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(got[i],
+                to == DType::bf16 ? floatToBf16(x[i]) : floatToF16(x[i]))
+          << "at " << i;
+  }
 }
 
 } // namespace

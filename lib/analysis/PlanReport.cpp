@@ -640,22 +640,29 @@ LogicalResult writePlanReport(const PlanReport &report, StringRef format,
                 "machine=";
     return writePrediction(*report.prediction, format, output, loc);
   }
-  std::error_code error;
-  std::unique_ptr<llvm::raw_fd_ostream> file;
-  llvm::raw_ostream *os = &llvm::errs();
-  if (output != "-") {
-    file = std::make_unique<llvm::raw_fd_ostream>(output, error,
-                                                  llvm::sys::fs::OF_Text);
-    if (error)
-      return mlir::emitError(loc) << "zero-report: cannot write '" << output
-                                  << "': " << error.message();
-    os = file.get();
+  return writeReportOutput(output, loc, [&](llvm::raw_ostream &os) {
+    if (format == "json")
+      os << llvm::formatv("{0:2}", planReportToJson(report)) << "\n";
+    else
+      printPlanReport(report, os);
+  });
+}
+
+LogicalResult
+writeReportOutput(StringRef output, Location loc,
+                  llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  if (output == "-") {
+    write(llvm::errs());
+    llvm::errs().flush();
+    return success();
   }
-  if (format == "json")
-    *os << llvm::formatv("{0:2}", planReportToJson(report)) << "\n";
-  else
-    printPlanReport(report, *os);
-  os->flush();
+  std::error_code error;
+  llvm::raw_fd_ostream file(output, error, llvm::sys::fs::OF_Text);
+  if (error)
+    return mlir::emitError(loc) << "zero-report: cannot write '" << output
+                                << "': " << error.message();
+  write(file);
+  file.flush();
   return success();
 }
 

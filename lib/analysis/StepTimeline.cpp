@@ -9,6 +9,8 @@
 
 #include "zero/analysis/StepSimulation.h"
 
+#include "zero/analysis/PlanReport.h"
+
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -458,28 +460,17 @@ void writeTimelineSvg(const StepPrediction &prediction, llvm::raw_ostream &os) {
 LogicalResult writePrediction(const StepPrediction &prediction,
                               StringRef format, StringRef output,
                               Location loc) {
-  std::error_code error;
-  std::unique_ptr<llvm::raw_fd_ostream> file;
-  llvm::raw_ostream *os = &llvm::errs();
-  if (output != "-") {
-    file = std::make_unique<llvm::raw_fd_ostream>(output, error,
-                                                  llvm::sys::fs::OF_Text);
-    if (error)
-      return mlir::emitError(loc) << "zero-report: cannot write '" << output
-                                  << "': " << error.message();
-    os = file.get();
-  }
-  if (format == "json")
-    *os << llvm::formatv("{0:2}",
-                         llvm::json::Value(llvm::json::Object{
-                             {"prediction", predictionToJson(prediction)}}))
-        << "\n";
-  else if (format == "timeline")
-    writeTimelineSvg(prediction, *os);
-  else
-    printPrediction(prediction, *os);
-  os->flush();
-  return success();
+  return writeReportOutput(output, loc, [&](llvm::raw_ostream &os) {
+    if (format == "json")
+      os << llvm::formatv("{0:2}",
+                          llvm::json::Value(llvm::json::Object{
+                              {"prediction", predictionToJson(prediction)}}))
+         << "\n";
+    else if (format == "timeline")
+      writeTimelineSvg(prediction, os);
+    else
+      printPrediction(prediction, os);
+  });
 }
 
 } // namespace zero

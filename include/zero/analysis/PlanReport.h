@@ -135,6 +135,12 @@ void printPlanReport(const PlanReport &report, llvm::raw_ostream &os);
 llvm::json::Value planReportToJson(const PlanReport &report);
 /// The memory plan alone, as the report's "memory_plan" object.
 llvm::json::Object memoryPlanToJson(const MemoryPlan &plan);
+/// Runs `write` on `output` opened as a text file, or on stderr for `-`;
+/// fails with a diagnostic at `loc` when the file cannot be written.
+mlir::LogicalResult
+writeReportOutput(llvm::StringRef output, mlir::Location loc,
+                  llvm::function_ref<void(llvm::raw_ostream &)> write);
+
 /// Writes the report as `format` (text, json, or timeline: the
 /// prediction's SVG) to `output` (a file, or - for stderr); fails with a
 /// diagnostic at `loc` when it cannot.

@@ -120,6 +120,7 @@ MemoryReport readReport(mlir::ModuleOp module, int stage, int ranks) {
   report.modelState = intField(dict, "model_state");
   report.persistent = intField(dict, "persistent");
   report.peakTransient = intField(dict, "peak_transient");
+  report.peakGathered = intField(dict, "peak_gathered");
   auto traffic = dict ? dict.getAs<mlir::DictionaryAttr>("traffic") : nullptr;
   for (mlir::NamedAttribute kind :
        traffic ? traffic.getValue() : llvm::ArrayRef<mlir::NamedAttribute>{}) {

@@ -166,6 +166,7 @@ py::dict reportDict(const MemoryReport &report) {
   dict["model_state"] = report.modelState;
   dict["persistent"] = report.persistent;
   dict["peak_transient"] = report.peakTransient;
+  dict["peak_gathered"] = report.peakGathered;
   dict["arena_bytes"] = report.arenaBytes;
   dict["traffic"] = traffic;
   if (report.hasMemoryPlan) {

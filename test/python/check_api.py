@@ -1,6 +1,7 @@
 """The Python API's contract, part by part (test/python/api.test):
 
   check_api.py plan        the report and the IR forms
+  check_api.py schedule    zero-schedule's prefetch window and live bound
   check_api.py errors      every mistake is a Python exception with a message
   check_api.py state DIR   state_dict, numpy batches, save and load
                            (run at N = 1 and 2; DIR shared by both)
@@ -87,6 +88,28 @@ def check_plan():
        f"{plan['host_link_bytes']} B over the host link per step")
 
 
+def check_schedule():
+    reports = {}
+    for prefetch in (0, 1 << 20):
+        graph = mlp(3)
+        graph.config.zero.allgather_bucket_bytes = 0
+        graph.config.zero.prefetch_bytes = prefetch
+        reports[prefetch] = graph.compile(2).report
+    before, after = reports[0]["peak_gathered"], reports[1 << 20]["peak_gathered"]
+    # fc1.w (16 x 32 f32) alone before; with every gather issued at the
+    # start, all four parameters (2704 bytes) and fc2.w's re-gather for the
+    # backward (32 x 4 f32) at once.
+    assert before == 16 * 32 * 4 and after == 2704 + 512, (before, after)
+    ok(f"prefetch_bytes: peak gathered {before} -> {after} B")
+    bounded = mlp(3)
+    bounded.config.zero.allgather_bucket_bytes = 0
+    bounded.config.zero.prefetch_bytes = 1 << 20
+    bounded.config.zero.max_live_gathered_bytes = 2304
+    peak = bounded.compile(2).report["peak_gathered"]
+    assert before <= peak <= 2304, peak
+    ok(f"max_live_gathered_bytes 2304: peak gathered {peak} B")
+
+
 def check_errors():
     graph = mlp(3)
     msg = expect(ValueError, "ranks must be at least 1",
@@ -129,6 +152,16 @@ def check_errors():
         [np.zeros((8, 16), np.float32), np.full(8, 9, np.int32)]))
     ok(f"label out of range: {msg}")
 
+    small = mlp(3)
+    small.config.zero.max_live_gathered_bytes = 100
+    msg = expect(RuntimeError, "max-live-gathered-bytes is 100 bytes",
+                 lambda: small.compile(2))
+    ok(f"max_live_gathered_bytes 100: {msg.splitlines()[1][:60]}")
+    negative = mlp(3)
+    negative.config.zero.prefetch_bytes = -1
+    msg = expect(ValueError, "must not be negative",
+                 lambda: negative.compile(2))
+    ok(f"prefetch_bytes -1: {msg}")
     msg = expect(ValueError, "offload must be", lambda: mlp(2).config.offload("gpu"))
     ok(f"offload('gpu'): {msg}")
     msg = expect(ValueError, "is not a number of bytes",
@@ -204,7 +237,7 @@ def check_state(directory):
 
 def main():
     part = sys.argv[1]
-    {"plan": check_plan, "errors": check_errors,
+    {"plan": check_plan, "schedule": check_schedule, "errors": check_errors,
      "state": lambda: check_state(sys.argv[2])}[part]()
 
 

@@ -60,6 +60,9 @@ struct MemoryReport {
   int64_t modelState = 0;
   int64_t persistent = 0;
   int64_t peakTransient = 0;
+  /// Stage 3: the most gathered parameter bytes alive at once (zero-schedule
+  /// keeps it within maxLiveGatheredBytes); part of peakTransient.
+  int64_t peakGathered = 0;
   /// The lowered program's device arena: every transient at its planned
   /// offset. At least the live bytes at any instruction, and above
   /// peakTransient by padding, buckets and collectives in flight.

@@ -63,20 +63,17 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     return writePlanReport(*planReport, report, reportOutput, module.getLoc());
   }
 
-  /// The prediction is of the lowered program and is part of the report:
-  /// the machine is loaded before anything runs, so that a bad file fails
-  /// fast.
+  /// The machine places the stage-3 gathers and, for a lowered program,
+  /// predicts the step in the report: it is loaded before anything runs, so
+  /// that a bad file fails fast.
   LogicalResult checkPrediction(ModuleOp module) {
-    if (report == "timeline" && machine.empty())
+    if (report == "timeline" && (machine.empty() || !lowerToRuntime))
       return mlir::emitError(module.getLoc())
-             << "zero-pipeline: report=timeline draws the predicted step; it "
-                "needs machine=";
+             << "zero-pipeline: report=timeline draws the predicted step of "
+                "the lowered program; it needs machine= and "
+                "lower-to-runtime=true";
     if (machine.empty())
       return success();
-    if (!lowerToRuntime || report == "none")
-      return mlir::emitError(module.getLoc())
-             << "zero-pipeline: machine= predicts the lowered program's step "
-                "in the report; it needs lower-to-runtime=true and a report";
     FailureOr<MachineModel> model = loadMachineModel(machine, module.getLoc());
     if (failed(model))
       return failure();
@@ -132,7 +129,7 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
         reduceBucketBytes, allgatherBucketBytes, allgatherAcrossUsesBytes}));
     if (stage == 3)
       pipeline.addPass(createZeroSchedule(
-          ZeroScheduleOptions{prefetchBytes, maxLiveGatheredBytes}));
+          ZeroScheduleOptions{prefetchBytes, maxLiveGatheredBytes, machine}));
     pipeline.addPass(createZeroVerify());
     bool offloading = offload != "none" || deviceMemoryBudget != 0;
     if (offloading && !lowerToRuntime) {

@@ -6,11 +6,16 @@
 // prefetch window says how far ahead to go, the live bound how much
 // gathered memory that may cost. Both are decided here, over the whole
 // block at once, the same way on every rank; the runtime only follows.
+// Given the machine the step is compiled for, the pass needs no window: it
+// predicts each gather's time and the compute before its use, and issues
+// the gather just early enough to be hidden, which costs the least memory.
 //
 //===----------------------------------------------------------------------===//
 
 #include "zero/analysis/GatheredParameters.h"
+#include "zero/analysis/MachineModel.h"
 #include "zero/analysis/TrainingStep.h"
+#include "zero/dialects/train/TrainOps.h"
 #include "zero/passes/Passes.h"
 
 namespace zero {
@@ -45,6 +50,86 @@ int64_t getFirstUse(Value value, Block &block,
   return first;
 }
 
+/// Bytes of every tensor `op` reads and writes, and of the largest of them.
+std::pair<double, double> getTensorBytes(Operation *op) {
+  double total = 0, largest = 0;
+  auto count = [&](Type type) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape())
+      return;
+    double bytes = static_cast<double>(tensor.getNumElements()) *
+                   static_cast<double>(
+                       llvm::divideCeil(tensor.getElementTypeBitWidth(), 8));
+    total += bytes;
+    largest = std::max(largest, bytes);
+  };
+  llvm::for_each(op->getOperandTypes(), count);
+  llvm::for_each(op->getResultTypes(), count);
+  return {total, largest};
+}
+
+/// Predicted seconds of each operation of a block on the compute stream and
+/// on the link, the way zero-report predicts the lowered step: a kernel per
+/// computing op, a copy per bucket pack and copy-out, nothing for loads,
+/// stores and views.
+struct BlockCosts {
+  BlockCosts(ArrayRef<Operation *> ops, const MachineModel &machine) {
+    compute.push_back(0);
+    communication.push_back(0);
+    for (Operation *op : ops) {
+      auto [computeSeconds, linkSeconds] = predict(op, machine);
+      compute.push_back(compute.back() + computeSeconds);
+      communication.push_back(communication.back() + linkSeconds);
+    }
+  }
+
+  /// Seconds of compute, and of communication, of the operations in
+  /// [from, to).
+  double getCompute(int64_t from, int64_t to) const {
+    return compute[to] - compute[from];
+  }
+  double getCommunication(int64_t from, int64_t to) const {
+    return communication[to] - communication[from];
+  }
+
+private:
+  static std::pair<double, double> predict(Operation *op,
+                                           const MachineModel &machine) {
+    if (auto collective = dyn_cast<dist::CollectiveOpInterface>(op)) {
+      if (isa<dist::SliceOp>(op))
+        return {0.0, 0.0};
+      StringRef kind = op->getName().stripDialect();
+      kind.consume_back("_start");
+      // Like the runtime's, a collective's size is its full buffer.
+      return {0.0, machine.collectiveSeconds(
+                       kind, collective.getPlacementAxis(),
+                       collective.getGroupSize(), getTensorBytes(op).second)};
+    }
+    // Packing a bucket and copying a rank-major one out copy the bucket; an
+    // unpack without shards is a view.
+    auto unpack = dyn_cast<dist::UnpackOp>(op);
+    if (isa<dist::PackOp>(op) || (unpack && unpack.getShards()))
+      return {machine.copySeconds(getTensorBytes(op).second, false), 0.0};
+    if (!isa<train::TrainDialect>(op->getDialect()) ||
+        isa<train::LoadOp, train::StoreOp, train::ReshapeOp,
+            train::StepIndexOp>(op))
+      return {0.0, 0.0};
+    double flops = 0;
+    Type elementType;
+    if (auto matmul = dyn_cast<train::MatmulOp>(op)) {
+      auto out = cast<ShapedType>(matmul.getType());
+      flops = getMatmulFlops(cast<ShapedType>(matmul.getLhs().getType()), out,
+                             matmul.getTransposeA());
+      elementType = out.getElementType();
+    }
+    return {machine.kernelSeconds(getTensorBytes(op).first, flops, elementType,
+                                  false),
+            0.0};
+  }
+
+  SmallVector<double> compute, communication;
+};
+
 /// One parameter gather of a block, with where it is and where it is
 /// needed.
 struct Unit {
@@ -60,8 +145,10 @@ struct Unit {
 
 class BlockScheduler {
 public:
-  BlockScheduler(Block &block, int64_t prefetchBytes, int64_t bound)
-      : block(block), prefetchBytes(prefetchBytes), bound(bound) {}
+  BlockScheduler(Block &block, int64_t prefetchBytes, int64_t bound,
+                 const MachineModel *machine)
+      : block(block), prefetchBytes(prefetchBytes), bound(bound),
+        machine(machine) {}
 
   LogicalResult run();
 
@@ -70,11 +157,14 @@ private:
   void collectUnits();
   LogicalResult checkBound(const GatheredLiveness &liveness);
   void planMoves(SmallVector<int64_t> live);
+  size_t getHidingUnit(const BlockCosts &costs, size_t i,
+                       size_t earliest) const;
   void materialize();
   void putPacksFirst();
 
   Block &block;
   int64_t prefetchBytes, bound;
+  const MachineModel *machine;
   SmallVector<Operation *> ops;
   DenseMap<Operation *, int64_t> position;
   SmallVector<Unit> units;
@@ -161,9 +251,33 @@ LogicalResult BlockScheduler::checkBound(const GatheredLiveness &liveness) {
   return failure();
 }
 
+/// The latest unit in [earliest, i) at whose use unit `i` can be issued and
+/// still be done before its own use: the compute from there covers this
+/// gather and every collective the link has to run before it. When none
+/// does, the link is the bottleneck: one gather ahead keeps it busy, and
+/// going further would only hold more memory.
+size_t BlockScheduler::getHidingUnit(const BlockCosts &costs, size_t i,
+                                     size_t earliest) const {
+  int64_t need = units[i].need;
+  for (size_t j = i; j-- > earliest;) {
+    int64_t target = units[j].need;
+    if (target >= units[i].issue)
+      continue;
+    if (costs.getCompute(target, need) >= costs.getCommunication(target, need))
+      return j;
+  }
+  return i > earliest ? i - 1 : i;
+}
+
 void BlockScheduler::planMoves(SmallVector<int64_t> live) {
-  if (prefetchBytes == 0)
+  // A machine whose collectives progress only while the compute stream
+  // waits (CPU ranks over Open MPI) hides nothing: an early gather would
+  // cost memory for no time.
+  if (machine ? !machine->asyncCollectives : prefetchBytes == 0)
     return;
+  std::optional<BlockCosts> costs;
+  if (machine)
+    costs.emplace(ops, *machine);
   for (size_t i = 0; i < units.size(); ++i) {
     Unit &unit = units[i];
     // The earliest unit at whose use this one may be issued: the gathers
@@ -171,9 +285,11 @@ void BlockScheduler::planMoves(SmallVector<int64_t> live) {
     size_t earliest = i;
     int64_t ahead = 0;
     while (earliest > 0 &&
-           ahead + units[earliest].gather.bytes <= prefetchBytes)
+           (prefetchBytes == 0 ||
+            ahead + units[earliest].gather.bytes <= prefetchBytes))
       ahead += units[earliest--].gather.bytes;
-    for (size_t j = earliest; j < i; ++j) {
+    size_t start = costs ? getHidingUnit(*costs, i, earliest) : earliest;
+    for (size_t j = start; j < i; ++j) {
       int64_t target = units[j].need;
       if (target >= unit.issue)
         break;
@@ -266,11 +382,20 @@ struct ZeroSchedulePass : zero::impl::ZeroScheduleBase<ZeroSchedulePass> {
             << bytes;
         return signalPassFailure();
       }
+    std::optional<MachineModel> model;
+    if (!machine.empty()) {
+      FailureOr<MachineModel> loaded =
+          loadMachineModel(machine, module.getLoc());
+      if (failed(loaded))
+        return signalPassFailure();
+      model = std::move(*loaded);
+    }
     for (func::FuncOp function : getStepFunctions(module)) {
       SmallVector<Block *> blocks;
       function.walk([&](Block *block) { blocks.push_back(block); });
       for (Block *block : blocks)
-        if (failed(BlockScheduler(*block, prefetchBytes, maxLiveGatheredBytes)
+        if (failed(BlockScheduler(*block, prefetchBytes, maxLiveGatheredBytes,
+                                  model ? &*model : nullptr)
                        .run()))
           return signalPassFailure();
     }

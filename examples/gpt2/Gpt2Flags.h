@@ -48,6 +48,9 @@ struct Flags {
   /// and bound (stage 3).
   int64_t prefetchBytes = 0;
   int64_t maxLiveGatheredBytes = 0;
+  /// --machine: what zero-schedule hides the gathers on (empty: none;
+  /// h100-nvlink-8 with --backend cuda).
+  std::string machine;
   long seq = -1;  // -1: the size's context
   double lr = -1; // -1: the size's default
   unsigned long seed = 1;

@@ -107,6 +107,7 @@ Graph buildGpt2(const Flags &flags, int64_t localBatch) {
   graph.config().device_memory_budget(flags.deviceMemoryBudget);
   graph.config().zero().prefetchBytes = flags.prefetchBytes;
   graph.config().zero().maxLiveGatheredBytes = flags.maxLiveGatheredBytes;
+  graph.config().zero().machine = flags.machine;
   if (flags.clip > 0)
     graph.config().clip_grad_norm(flags.clip);
   return graph;

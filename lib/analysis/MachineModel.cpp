@@ -18,6 +18,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -44,6 +45,29 @@ double MachineModel::collectiveSeconds(StringRef kind, int64_t axis,
     return bytes / link.bandwidth + steps * link.latency;
   double once = share * bytes / link.bandwidth + steps * link.latency;
   return kind == "all_reduce" ? 2.0 * once : once;
+}
+
+double MachineModel::kernelSeconds(double bytes, double flops, Type elementType,
+                                   bool onHost) const {
+  double seconds = bytes / (onHost ? hostMemoryBandwidth : memoryBandwidth);
+  // A roofline: a small matmul is bound by its memory traffic.
+  if (flops > 0)
+    seconds = std::max(seconds, flops / matmulFlops(elementType));
+  return seconds + launchOverhead;
+}
+
+double MachineModel::copySeconds(double bytes, bool onHost) const {
+  return 2.0 * bytes / (onHost ? hostMemoryBandwidth : memoryBandwidth) +
+         launchOverhead;
+}
+
+double getMatmulFlops(ShapedType lhs, ShapedType out, bool transposeA) {
+  int64_t rank = lhs.getRank();
+  if (rank < 2)
+    return 0.0;
+  int64_t contracted = lhs.getDimSize(rank - (transposeA ? 2 : 1));
+  return 2.0 * static_cast<double>(out.getNumElements()) *
+         static_cast<double>(contracted);
 }
 
 //===----------------------------------------------------------------------===//

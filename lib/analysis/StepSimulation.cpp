@@ -149,27 +149,17 @@ double BodySimulator::kernelSeconds(zrt::LaunchOp launch, bool onHost,
   bytes = 0;
   for (Value memref : launch->getOperands())
     bytes += bytesOf(memref);
-  double bandwidth =
-      onHost ? machine.hostMemoryBandwidth : machine.memoryBandwidth;
-  double seconds = bytes / bandwidth;
   flops = 0;
+  Type elementType;
   if (launch.getKernel() == "train.matmul" && launch.getIns().size() == 2 &&
       launch.getOuts().size() == 1) {
-    auto lhs = cast<MemRefType>(launch.getIns()[0].getType());
     auto out = cast<MemRefType>(launch.getOuts()[0].getType());
-    bool transposeA =
-        launch.getParams() && launch.getParams()->get("transpose_a");
-    int64_t rank = lhs.getRank();
-    if (rank >= 2) {
-      int64_t contracted = lhs.getDimSize(rank - (transposeA ? 2 : 1));
-      flops = 2.0 * static_cast<double>(out.getNumElements()) *
-              static_cast<double>(contracted);
-      // A roofline: a small matmul is bound by its memory traffic.
-      seconds =
-          std::max(seconds, flops / machine.matmulFlops(out.getElementType()));
-    }
+    flops = getMatmulFlops(cast<MemRefType>(launch.getIns()[0].getType()), out,
+                           launch.getParams() &&
+                               launch.getParams()->get("transpose_a"));
+    elementType = out.getElementType();
   }
-  return seconds + machine.launchOverhead;
+  return machine.kernelSeconds(bytes, flops, elementType, onHost);
 }
 
 double BodySimulator::copySeconds(zrt::CopyOp copy, bool onHost,
@@ -188,10 +178,7 @@ double BodySimulator::copySeconds(zrt::CopyOp copy, bool onHost,
   transfer = spaceOf(copy.getSource()) != spaceOf(copy.getTarget());
   if (transfer)
     return bytes / machine.hostLinkBandwidth + machine.launchOverhead;
-  // Within one memory, a copy reads and writes every byte.
-  double bandwidth =
-      onHost ? machine.hostMemoryBandwidth : machine.memoryBandwidth;
-  return 2.0 * bytes / bandwidth + machine.launchOverhead;
+  return machine.copySeconds(bytes, onHost);
 }
 
 void BodySimulator::issue(SimulatedInstruction instruction, double seconds,

@@ -82,6 +82,7 @@ zero::ZeroPipelineOptions pipelineOptions(const GraphConfig &config,
   options.allgatherBucketBytes = zero.allgatherBucketBytes;
   options.prefetchBytes = zero.prefetchBytes;
   options.maxLiveGatheredBytes = zero.maxLiveGatheredBytes;
+  options.machine = zero.machine;
   options.lowerToRuntime = true;
   options.offload = config.offloadName();
   options.deviceMemoryBudget = config.deviceMemoryBudget();

@@ -329,7 +329,8 @@ void bindGraph(py::module_ &m) {
       .def_readwrite("max_reuse_distance", &ZeroOptions::maxReuseDistance)
       .def_readwrite("prefetch_bytes", &ZeroOptions::prefetchBytes)
       .def_readwrite("max_live_gathered_bytes",
-                     &ZeroOptions::maxLiveGatheredBytes);
+                     &ZeroOptions::maxLiveGatheredBytes)
+      .def_readwrite("machine", &ZeroOptions::machine);
 
   // Every setter returns the config, so that calls chain as in OneFlow.
   py::class_<GraphConfig>(m, "GraphConfig", "nn.Graph's config")

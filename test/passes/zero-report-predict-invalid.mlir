@@ -17,7 +17,8 @@
 // RUN: not %{report}="builtin.module(zero-report{format=timeline})" 2>&1 | FileCheck %s --check-prefix=TIMELINE
 // RUN: not zero-opt %zero_src_root/examples/mlp.mlir -o /dev/null --pass-pipeline="builtin.module(zero-report{machine=cpu})" 2>&1 | FileCheck %s --check-prefix=UNLOWERED
 // RUN: not zero-opt %t/grid.mlir -o /dev/null --pass-pipeline="builtin.module(zero-report{machine=cpu})" 2>&1 | FileCheck %s --check-prefix=AXIS
-// RUN: not zero-opt %zero_src_root/examples/mlp.mlir -o /dev/null --pass-pipeline="builtin.module(zero-pipeline{machine=cpu report=text})" 2>&1 | FileCheck %s --check-prefix=PIPELINE
+// RUN: not zero-opt %zero_src_root/examples/mlp.mlir -o /dev/null --pass-pipeline="builtin.module(zero-pipeline{machine=cpu report=timeline})" 2>&1 | FileCheck %s --check-prefix=PIPELINE
+// RUN: not zero-opt %zero_src_root/examples/mlp.mlir -o /dev/null --pass-pipeline="builtin.module(zero-pipeline{stage=3 machine=a100})" 2>&1 | FileCheck %s --check-prefix=PIPELINE-PRESET
 // RUN: not zero-opt %zero_src_root/examples/mlp.mlir -o /dev/null --pass-pipeline="builtin.module(zero-pipeline{report=timeline lower-to-runtime=true})" 2>&1 | FileCheck %s --check-prefix=PIPELINE-TIMELINE
 
 // MISSING: error: machine '{{.*}}missing.json': missing field 'memory_bandwidth'
@@ -42,10 +43,13 @@
 // A collective over placement axis 1 on a machine that describes one axis.
 // AXIS: error: machine 'cpu' has links for 1 placement axis(es); this collective runs over axis 1
 
-// zero-pipeline predicts in its report after lowering; without the lowering
-// (or without a report) there is nothing to predict.
-// PIPELINE: error: zero-pipeline: machine= predicts the lowered program's step in the report; it needs lower-to-runtime=true and a report
-// PIPELINE-TIMELINE: error: zero-pipeline: report=timeline draws the predicted step; it needs machine=
+// zero-pipeline draws the predicted step after lowering: without the
+// lowering, or without a machine, there is nothing to draw. (machine= alone
+// is fine: it places the stage-3 gathers.) A machine that does not load
+// fails before any pass runs.
+// PIPELINE: error: zero-pipeline: report=timeline draws the predicted step of the lowered program; it needs machine= and lower-to-runtime=true
+// PIPELINE-TIMELINE: error: zero-pipeline: report=timeline draws the predicted step of the lowered program; it needs machine= and lower-to-runtime=true
+// PIPELINE-PRESET: error: machine 'a100' is neither a preset (h100-nvlink-8, h200-nvlink-8, cpu) nor a .json file
 
 //--- missing.json
 {

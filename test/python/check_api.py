@@ -108,6 +108,19 @@ def check_schedule():
     peak = bounded.compile(2).report["peak_gathered"]
     assert before <= peak <= 2304, peak
     ok(f"max_live_gathered_bytes 2304: peak gathered {peak} B")
+    # Compiled for a machine: on the H100 preset the gathers move ahead of
+    # their use (more gathered bytes alive at once); on the cpu preset, whose
+    # collectives do not overlap compute, nothing moves.
+    peaks = {}
+    for machine in ("cpu", "h100-nvlink-8"):
+        graph = mlp(3)
+        graph.config.zero.allgather_bucket_bytes = 0
+        graph.config.zero.machine = machine
+        assert graph.config.zero.machine == machine
+        peaks[machine] = graph.compile(2).report["peak_gathered"]
+    assert peaks["cpu"] == before < peaks["h100-nvlink-8"], (before, peaks)
+    ok(f"machine: peak gathered {peaks['cpu']} B on cpu, "
+       f"{peaks['h100-nvlink-8']} B on h100-nvlink-8")
 
 
 def check_errors():
@@ -162,6 +175,11 @@ def check_errors():
     msg = expect(ValueError, "must not be negative",
                  lambda: negative.compile(2))
     ok(f"prefetch_bytes -1: {msg}")
+    unknown = mlp(3)
+    unknown.config.zero.machine = "a100"
+    msg = expect(RuntimeError, "machine 'a100' is neither a preset",
+                 lambda: unknown.compile(2))
+    ok(f"machine 'a100': {msg.splitlines()[1][:60]}")
     msg = expect(ValueError, "offload must be", lambda: mlp(2).config.offload("gpu"))
     ok(f"offload('gpu'): {msg}")
     msg = expect(ValueError, "is not a number of bytes",

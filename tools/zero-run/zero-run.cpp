@@ -217,13 +217,16 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
           "' is not a number of bytes (write e.g. 80GiB, 512MB or 1000000)"));
     budget = *parsed;
   }
-  // --pipeline-options come last, so that their accumulate-steps (if any)
-  // is the one that counts.
+  // --pipeline-options come last, so that their accumulate-steps or
+  // machine (if any) is the one that counts. NCCL runs collectives on their
+  // own stream, so on GPU ranks zero-schedule hides the stage-3 gathers on
+  // the model closest to any NVIDIA GPU node.
   std::string options = absl::StrCat(
       "stage=", stageFlag.getValue(), " ranks=", ranks,
       " lower-to-runtime=true accumulate-steps=", accumulateFlag.getValue(),
       " offload=", offloadFlag.getValue(), " device-memory-budget=", budget,
-      " ", pipelineOptionsFlag.getValue());
+      backendFlag == "cuda" ? " machine=h100-nvlink-8" : "", " ",
+      pipelineOptionsFlag.getValue());
   auto pm = mlir::PassManager::on<mlir::ModuleOp>(module.getContext());
   const mlir::PassInfo *info = mlir::PassInfo::lookup("zero-pipeline");
   std::string errors;

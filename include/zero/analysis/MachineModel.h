@@ -12,6 +12,7 @@
 #ifndef ZERO_ANALYSIS_MACHINEMODEL_H
 #define ZERO_ANALYSIS_MACHINEMODEL_H
 
+#include "mlir/IR/BuiltinTypeInterfaces.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Types.h"
 #include "mlir/Support/LogicalResult.h"
@@ -66,7 +67,23 @@ struct MachineModel {
   /// pipelined along the ring (the buffer once, N-1 steps).
   double collectiveSeconds(llvm::StringRef kind, int64_t axis, int64_t ranks,
                            double bytes) const;
+
+  /// Seconds of one kernel that reads and writes `bytes` and does `flops`
+  /// matmul FLOPs in `elementType`, on a device stream or (`onHost`) a host
+  /// stream: a roofline (memory or the matmul rate, whichever is slower)
+  /// plus the launch overhead.
+  double kernelSeconds(double bytes, double flops, mlir::Type elementType,
+                       bool onHost) const;
+
+  /// Seconds of a copy of `bytes` within one memory, which reads and writes
+  /// every byte.
+  double copySeconds(double bytes, bool onHost) const;
 };
+
+/// FLOPs of `train.matmul` with left operand `lhs` and result `out`
+/// (`transposeA` contracts over the lhs's rows); 0 below rank 2.
+double getMatmulFlops(mlir::ShapedType lhs, mlir::ShapedType out,
+                      bool transposeA);
 
 /// The preset names, for diagnostics and documentation.
 llvm::ArrayRef<llvm::StringRef> getMachinePresetNames();

@@ -222,6 +222,13 @@ struct ZeroOptions {
   /// the most gathered parameter bytes alive at once (0: no bound).
   int64_t prefetchBytes = 0;
   int64_t maxLiveGatheredBytes = 0;
+  /// The machine the step is compiled for: a preset (`h100-nvlink-8`,
+  /// `h200-nvlink-8`, `cpu`) or a JSON machine file (docs/zero-opt.md). At
+  /// stage 3 zero-schedule issues each gather just early enough to be
+  /// hidden behind the compute on it, and on a machine whose collectives
+  /// do not overlap compute (`cpu`) not early at all. Empty: the gathers
+  /// are placed by prefetchBytes alone.
+  std::string machine;
 };
 
 class GraphConfig {

@@ -247,14 +247,34 @@ def ZeroSchedule : Pass<"zero-schedule", "::mlir::ModuleOp"> {
     names them: nothing is clamped. zero-report prints the peak
     (`gathered parameters, peak live`), and the arena planner places what
     this schedule keeps alive.
+
+    With `machine` (a preset or a JSON machine file, as zero-report's), the
+    pass predicts, the way zero-report predicts the lowered step, each
+    operation's compute time and each collective's time on the link, and
+    issues each gather at the latest earlier gather's use from which the
+    compute up to its own use covers the communication in between (its own
+    gather, the gathers and reductions queued before it): just early
+    enough to be hidden, so that it costs the least gathered memory. Where
+    nothing covers it, the link is the bottleneck: the gather goes one
+    gather ahead, which keeps the link busy, and no further. `prefetch-bytes`, when
+    not 0, still caps how far ahead, and the live bound holds. On a machine
+    whose collectives progress only while the compute stream waits for
+    them (`async_collectives: false`, the `cpu` preset: Open MPI on
+    CPU ranks) nothing moves, since an early gather would hold memory for
+    no time saved.
   }];
   let options = [
     Option<"prefetchBytes", "prefetch-bytes", "int64_t", "0",
            "Gathered bytes issued ahead of the compute that will use them "
-           "(0: each gather stays right before its first use)">,
+           "(0: each gather stays right before its first use; with machine, "
+           "no cap)">,
     Option<"maxLiveGatheredBytes", "max-live-gathered-bytes", "int64_t", "0",
            "Largest number of gathered parameter bytes alive at once "
            "(0: no bound)">,
+    Option<"machine", "machine", "std::string", "\"\"",
+           "The machine model to hide each gather on (h100-nvlink-8, "
+           "h200-nvlink-8, cpu or a .json file); empty: place by "
+           "prefetch-bytes alone">,
   ];
   let dependentDialects = ["::zero::dist::DistDialect"];
 }
@@ -433,7 +453,11 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
     (device and host bytes, host-link traffic) when `offload` or a budget
     was given. With `machine` it also predicts the lowered step on that
     machine (zero-report's `machine`), and `report=timeline` writes the
-    prediction as an SVG to `report-output`.
+    prediction as an SVG to `report-output`. The machine is also what
+    zero-schedule places the stage-3 gathers for: on a machine whose
+    collectives overlap compute, each gather is issued just early enough
+    to be hidden behind the compute before its use, without a
+    `prefetch-bytes` window.
 
     A forward-only step (one that ends in `train.minimize`) is
     differentiated first: the pipeline then begins with `train-autodiff`,
@@ -478,9 +502,10 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
     Option<"reportOutput", "report-output", "std::string", "\"-\"",
            "Where zero-report writes; - for stderr">,
     Option<"machine", "machine", "std::string", "\"\"",
-           "With lower-to-runtime and a report: the machine model the "
-           "report predicts the step on (h100-nvlink-8, h200-nvlink-8, cpu "
-           "or a .json file)">,
+           "The machine the step is compiled for (h100-nvlink-8, "
+           "h200-nvlink-8, cpu or a .json file): zero-schedule hides the "
+           "stage-3 gathers on it, and with lower-to-runtime and a report "
+           "the report predicts the step on it">,
     Option<"lowerToRuntime", "lower-to-runtime", "bool", "false",
            "Also run zero-lower-to-runtime, producing the zrt program">,
     Option<"offload", "offload", "std::string", "\"none\"",

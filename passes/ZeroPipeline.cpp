@@ -127,7 +127,7 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
                            maxReuseDistance}));
     pipeline.addPass(createZeroBucket(ZeroBucketOptions{
         reduceBucketBytes, allgatherBucketBytes, allgatherAcrossUsesBytes}));
-    if (stage == 3)
+    if (stage > 0)
       pipeline.addPass(createZeroSchedule(
           ZeroScheduleOptions{prefetchBytes, maxLiveGatheredBytes, machine}));
     pipeline.addPass(createZeroVerify());

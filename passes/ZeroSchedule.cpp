@@ -18,6 +18,8 @@
 #include "zero/dialects/train/TrainOps.h"
 #include "zero/passes/Passes.h"
 
+#include "llvm/ADT/SetVector.h"
+
 namespace zero {
 #define GEN_PASS_DEF_ZEROSCHEDULE
 #include "zero/passes/Passes.h.inc"
@@ -368,6 +370,200 @@ LogicalResult BlockScheduler::run() {
   return success();
 }
 
+/// Whether `op` exchanges data with other ranks (`dist.slice`, a collective
+/// by interface, only takes this rank's part).
+bool isCommunication(Operation *op) {
+  return isa<dist::CollectiveOpInterface>(op) && !isa<dist::SliceOp>(op);
+}
+
+/// Whether `op`'s results alias its first operand in the lowering.
+bool isView(Operation *op) {
+  auto unpack = dyn_cast<dist::UnpackOp>(op);
+  return isa<train::ReshapeOp, dist::SliceOp>(op) ||
+         (unpack && !unpack.getShards());
+}
+
+/// At stages 1-2 the optimizer runs after the whole backward and the
+/// updated shards are gathered after every update, where nothing is left to
+/// compute behind them. Each update needs only its own reduced gradient, so
+/// on a machine whose collectives overlap compute the updates and the
+/// gathers of their results move up into the backward, each as early as its
+/// inputs allow, and the gathers run behind the rest of the backward. The
+/// copies of the gathered parameters into place stay at the end, where the
+/// compute stream waits for them.
+class UpdateHoister {
+public:
+  UpdateHoister(Block &block, const MachineModel &machine)
+      : block(block), machine(machine) {}
+
+  void run();
+
+private:
+  /// The persistent tensors `op` (or an op nested in it) loads, stores or
+  /// reads through a view of a load.
+  SmallVector<StringAttr> getTouchedStates(Operation *op) const;
+  /// The operations of the block that define what `op` uses.
+  SmallVector<Operation *> getDefinitions(Operation *op) const;
+  void recordViews(Operation *op);
+
+  Block &block;
+  const MachineModel &machine;
+  /// The persistent tensor a value reads, for loads and their views.
+  DenseMap<Value, StringAttr> stateOf;
+};
+
+SmallVector<StringAttr> UpdateHoister::getTouchedStates(Operation *op) const {
+  SetVector<StringAttr> states;
+  op->walk([&](Operation *nested) {
+    if (auto load = dyn_cast<train::LoadOp>(nested))
+      states.insert(load.getStateAttr().getAttr());
+    if (auto store = dyn_cast<train::StoreOp>(nested))
+      states.insert(store.getStateAttr().getAttr());
+    for (Value operand : nested->getOperands())
+      if (StringAttr state = stateOf.lookup(operand))
+        states.insert(state);
+  });
+  return states.takeVector();
+}
+
+SmallVector<Operation *> UpdateHoister::getDefinitions(Operation *op) const {
+  SetVector<Operation *> definitions;
+  op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (!def && isa<BlockArgument>(operand))
+        continue;
+      Operation *inBlock = def ? block.findAncestorOpInBlock(*def) : nullptr;
+      if (inBlock && inBlock != op)
+        definitions.insert(inBlock);
+    }
+  });
+  return definitions.takeVector();
+}
+
+void UpdateHoister::recordViews(Operation *op) {
+  if (auto load = dyn_cast<train::LoadOp>(op)) {
+    stateOf[load.getResult()] = load.getStateAttr().getAttr();
+    return;
+  }
+  if (!isView(op))
+    return;
+  if (StringAttr state = stateOf.lookup(op->getOperand(0)))
+    for (Value result : op->getResults())
+      stateOf[result] = state;
+}
+
+void UpdateHoister::run() {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.without_terminator())
+    ops.push_back(&op);
+  // The gathers of updated shards (the others gather parameters).
+  SmallVector<dist::AllGatherOp> updatedGathers;
+  for (auto gather : block.getOps<dist::AllGatherOp>())
+    if (!getParameterGather(gather))
+      updatedGathers.push_back(gather);
+  auto firstUpdate = llvm::find_if(ops, isUpdateOp);
+  if (updatedGathers.empty() || firstUpdate == ops.end())
+    return;
+  // The optimizer's part of the step: from the loads right before the first
+  // update to the end.
+  auto tailBegin = firstUpdate;
+  while (tailBegin != ops.begin() &&
+         isa<train::LoadOp, train::ReshapeOp, dist::SliceOp>(
+             *std::prev(tailBegin)))
+    --tailBegin;
+  // What reads the gathered parameters stays at the end, and so do the
+  // other collectives there: at stage 1 the gradients are reduced after the
+  // backward by design (full-size gradients until then), and moving their
+  // reductions would make it stage 2.
+  DenseSet<Operation *> staying;
+  for (Operation *op : llvm::make_range(tailBegin, ops.end()))
+    if (isCommunication(op) && !llvm::is_contained(updatedGathers, op))
+      staying.insert(op);
+  SmallVector<Value> gathered;
+  for (dist::AllGatherOp gather : updatedGathers)
+    gathered.push_back(gather.getResult());
+  while (!gathered.empty())
+    for (Operation *user : gathered.pop_back_val().getUsers())
+      if (Operation *inBlock = block.findAncestorOpInBlock(*user);
+          inBlock && staying.insert(inBlock).second)
+        llvm::append_range(gathered, inBlock->getResults());
+
+  // Every operation of the optimizer's part touching a persistent tensor
+  // comes after every earlier one touching it: the backward's reads of a
+  // parameter come before its update writes it (the lowering may update in
+  // place), and stores keep their order.
+  DenseMap<StringAttr, Operation *> lastToucher;
+  for (Operation *op : llvm::make_range(ops.begin(), tailBegin)) {
+    recordViews(op);
+    for (StringAttr state : getTouchedStates(op))
+      lastToucher[state] = op;
+  }
+  // What needs a reduced gradient lands in front of a later hand-off to the
+  // communication stream, after enough compute that the reduction and a
+  // gather queued before it are done: right after the reduction the compute
+  // stream would wait for both at once.
+  BlockCosts costs(ops, machine);
+  double largestGather = 0;
+  for (dist::AllGatherOp gather : updatedGathers) {
+    int64_t at = llvm::find(ops, gather.getOperation()) - ops.begin();
+    largestGather = std::max(largestGather, costs.getCommunication(at, at + 1));
+  }
+  DenseMap<Operation *, Operation *> landing;
+  size_t tailIndex = std::distance(ops.begin(), tailBegin);
+  for (size_t i = 0; i < tailIndex; ++i) {
+    // A view of a reduction's result (a bucket split without a copy) lands
+    // with it.
+    if (ops[i]->getNumOperands() > 0 && isView(ops[i]))
+      if (Operation *source = ops[i]->getOperand(0).getDefiningOp())
+        if (Operation *landed = landing.lookup(source)) {
+          landing[ops[i]] = landed;
+          continue;
+        }
+    if (!isCommunication(ops[i]))
+      continue;
+    double needed = costs.getCommunication(i, i + 1) + largestGather;
+    size_t next = i + 1;
+    while (next < tailIndex && (!isCommunication(ops[next]) ||
+                                costs.getCompute(i + 1, next) < needed))
+      ++next;
+    landing[ops[i]] = ops[next - 1];
+  }
+  DenseMap<Operation *, Operation *> lastPlacedAfter;
+  Operation *top = nullptr;
+  for (Operation *op : llvm::make_range(tailBegin, ops.end())) {
+    recordViews(op);
+    SmallVector<Operation *> after = getDefinitions(op);
+    SmallVector<StringAttr> states = getTouchedStates(op);
+    for (StringAttr state : states)
+      if (Operation *toucher = lastToucher.lookup(state))
+        after.push_back(toucher);
+    for (StringAttr state : states)
+      lastToucher[state] = op;
+    if (staying.contains(op))
+      continue;
+    Operation *anchor = nullptr;
+    for (Operation *dependency : after) {
+      if (Operation *landed = landing.lookup(dependency))
+        dependency = landed;
+      if (!anchor || anchor->isBeforeInBlock(dependency))
+        anchor = dependency;
+    }
+    // Those placed after one operation keep their order.
+    if (!anchor) {
+      if (top)
+        op->moveAfter(top);
+      else
+        op->moveBefore(&block.front());
+      top = op;
+      continue;
+    }
+    Operation *&last = lastPlacedAfter[anchor];
+    op->moveAfter(last ? last : anchor);
+    last = op;
+  }
+}
+
 struct ZeroSchedulePass : zero::impl::ZeroScheduleBase<ZeroSchedulePass> {
   using ZeroScheduleBase::ZeroScheduleBase;
 
@@ -393,11 +589,14 @@ struct ZeroSchedulePass : zero::impl::ZeroScheduleBase<ZeroSchedulePass> {
     for (func::FuncOp function : getStepFunctions(module)) {
       SmallVector<Block *> blocks;
       function.walk([&](Block *block) { blocks.push_back(block); });
-      for (Block *block : blocks)
+      for (Block *block : blocks) {
         if (failed(BlockScheduler(*block, prefetchBytes, maxLiveGatheredBytes,
                                   model ? &*model : nullptr)
                        .run()))
           return signalPassFailure();
+        if (model && model->asyncCollectives)
+          UpdateHoister(*block, *model).run();
+      }
     }
   }
 };

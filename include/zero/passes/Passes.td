@@ -214,7 +214,7 @@ def ZeroBucket : Pass<"zero-bucket", "::mlir::ModuleOp"> {
 }
 
 def ZeroSchedule : Pass<"zero-schedule", "::mlir::ModuleOp"> {
-  let summary = "Issues stage-3 parameter gathers ahead of their use, within a bound on gathered bytes alive at once";
+  let summary = "Issues stage-3 parameter gathers ahead of their use, within a bound on gathered bytes alive at once, and stage 1-2 updates inside the backward";
   let description = [{
     At stage 3 every parameter a step computes with is gathered from its
     shards, and zero-shard puts each gather right before its use: the
@@ -262,6 +262,21 @@ def ZeroSchedule : Pass<"zero-schedule", "::mlir::ModuleOp"> {
     them (`async_collectives: false`, the `cpu` preset: Open MPI on
     CPU ranks) nothing moves, since an early gather would hold memory for
     no time saved.
+
+    At stages 1-2 the optimizer runs after the backward and the updated
+    shards are all-gathered after it, where nothing is left to compute
+    behind them. On a machine whose collectives overlap compute, each
+    update (with the loads it reads and the stores of its slots) and the
+    gather of its result move up into the backward, as early as their
+    inputs allow: after the reduction of the gradient, landing where the
+    predicted compute since that reduction covers it and a gather queued
+    ahead of it (earlier, the compute stream would wait for both at once),
+    and after the backward's last read of the parameter (the lowering may
+    update in place). The copies of the gathered parameters into place
+    stay at the end of the step, where the compute stream waits for the
+    gathers, mostly done by then. The gradient reductions do not move: at
+    stage 1 they follow the backward by design, so there the updates stay
+    after them and only the gathers move up among the updates.
   }];
   let options = [
     Option<"prefetchBytes", "prefetch-bytes", "int64_t", "0",
@@ -444,7 +459,7 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
   let summary = "The whole chain to a ZeRO stage 0-3 step; what enable_zero runs";
   let description = [{
     Runs `train-materialize-optimizer`, `dist-data-parallel`, `zero-shard`
-    (stages 1-3), `zero-bucket`, `zero-schedule` (stage 3) and
+    (stages 1-3), `zero-bucket`, `zero-schedule` (stages 1-3) and
     `zero-verify`, passing each its options,
     and `zero-report` when `report` is text or json, then
     `zero-lower-to-runtime` and `zero-offload` with `lower-to-runtime`.
@@ -454,10 +469,11 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
     was given. With `machine` it also predicts the lowered step on that
     machine (zero-report's `machine`), and `report=timeline` writes the
     prediction as an SVG to `report-output`. The machine is also what
-    zero-schedule places the stage-3 gathers for: on a machine whose
-    collectives overlap compute, each gather is issued just early enough
-    to be hidden behind the compute before its use, without a
-    `prefetch-bytes` window.
+    zero-schedule places the stage-3 gathers and the stage 1-2 updates for:
+    on a machine whose collectives overlap compute, each stage-3 gather is
+    issued just early enough to be hidden behind the compute before its
+    use, without a `prefetch-bytes` window, and each stage 1-2 update and
+    the gather of its result run inside the backward.
 
     A forward-only step (one that ends in `train.minimize`) is
     differentiated first: the pipeline then begins with `train-autodiff`,
@@ -503,9 +519,10 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "Where zero-report writes; - for stderr">,
     Option<"machine", "machine", "std::string", "\"\"",
            "The machine the step is compiled for (h100-nvlink-8, "
-           "h200-nvlink-8, cpu or a .json file): zero-schedule hides the "
-           "stage-3 gathers on it, and with lower-to-runtime and a report "
-           "the report predicts the step on it">,
+           "h200-nvlink-8, cpu or a .json file): zero-schedule places the "
+           "stage-3 gathers and the stage 1-2 updates for it, and with "
+           "lower-to-runtime and a report the report predicts the step on "
+           "it">,
     Option<"lowerToRuntime", "lower-to-runtime", "bool", "false",
            "Also run zero-lower-to-runtime, producing the zrt program">,
     Option<"offload", "offload", "std::string", "\"none\"",

@@ -81,7 +81,8 @@ const char *kUsage =
     "of their use, keeping at most --max-live-gathered-bytes gathered;\n"
     "--machine (h100-nvlink-8, h200-nvlink-8, cpu or a JSON machine file;\n"
     "h100-nvlink-8 by default with --backend cuda) issues each just early\n"
-    "enough to be hidden behind the compute on that machine.\n"
+    "enough to be hidden behind the compute on that machine, and at\n"
+    "stages 1-2 runs the updates inside the backward.\n"
     "Sizes:\n";
 
 [[noreturn]] void usage(const std::string &message) {

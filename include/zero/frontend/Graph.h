@@ -225,9 +225,10 @@ struct ZeroOptions {
   /// The machine the step is compiled for: a preset (`h100-nvlink-8`,
   /// `h200-nvlink-8`, `cpu`) or a JSON machine file (docs/zero-opt.md). At
   /// stage 3 zero-schedule issues each gather just early enough to be
-  /// hidden behind the compute on it, and on a machine whose collectives
-  /// do not overlap compute (`cpu`) not early at all. Empty: the gathers
-  /// are placed by prefetchBytes alone.
+  /// hidden behind the compute on it, at stages 1-2 it moves the updates
+  /// and their gathers into the backward, and on a machine whose
+  /// collectives do not overlap compute (`cpu`) it moves nothing. Empty: the
+  /// gathers are placed by prefetchBytes alone.
   std::string machine;
 };
 

@@ -62,14 +62,8 @@ def check_gathered(checker, where, metrics, ranks):
 
 
 def run(program, workdir, tag, ranks, options):
-    emitted = os.path.join(workdir, f"{tag}.zrt.mlir")
-    extra = ["--emit-program", emitted]
-    if options:
-        extra += ["--pipeline-options", options]
-    metrics, state = lib.train(program, workdir, tag, ranks, 3, STEPS,
-                               extra=extra)
-    with open(emitted) as f:
-        return metrics, state, f.read()
+    return lib.train_with_options(program, workdir, tag, ranks, 3, STEPS,
+                                  options)
 
 
 def main():
@@ -108,12 +102,8 @@ def main():
             where = f"N={n} stage 3 {options}"
             check_measured(checker, where, metrics, n)
             check_gathered(checker, where, metrics, n)
-            same_losses = metrics["losses"] == ref_metrics["losses"]
-            diff = lib.bitwise_diff_states(ref_state, state)
-            checker.check(same_losses,
-                          f"{where}: losses {metrics['losses']} != baseline "
-                          f"{ref_metrics['losses']}")
-            checker.check(not diff, f"{where}: final state differs: {diff[:3]}")
+            same = lib.check_same_training(
+                checker, where, (ref_metrics, ref_state), (metrics, state))
             checker.check(lowered != ref_program,
                           f"{where}: the lowered program is the baseline's")
             peak = peak_gathered(args.zero_opt, program, n, options,
@@ -129,7 +119,7 @@ def main():
                 checker.check(peak <= bound,
                               f"{where}: peak gathered {peak} over the bound "
                               f"{bound}")
-            if same_losses and not diff:
+            if same:
                 checker.note(f"{where}: bitwise equal to no prefetch, "
                              f"peak gathered {peak} B (baseline {ref_peak} B)")
     checker.finish()

@@ -30,17 +30,6 @@ from run_matrix import check_measured  # noqa: E402
 STEPS = 4
 
 
-def run(program, workdir, tag, ranks, stage, options):
-    emitted = os.path.join(workdir, f"{tag}.zrt.mlir")
-    extra = ["--emit-program", emitted]
-    if options:
-        extra += ["--pipeline-options", options]
-    metrics, state = lib.train(program, workdir, tag, ranks, stage, STEPS,
-                               extra=extra)
-    with open(emitted) as f:
-        return metrics, state, f.read()
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="gpt2-bf16", choices=sorted(lib.MODELS))
@@ -53,24 +42,20 @@ def main():
                                    args.workdir)
     n = args.ranks
     for stage in (1, 2):
-        ref_metrics, ref_state, ref_program = run(
-            program, args.workdir, f"base-{stage}", n, stage, "")
+        ref_metrics, ref_state, ref_program = lib.train_with_options(
+            program, args.workdir, f"base-{stage}", n, stage, STEPS, "")
         check_measured(checker, f"stage {stage} baseline", ref_metrics, n)
         options = "machine=h100-nvlink-8"
-        metrics, state, lowered = run(program, args.workdir,
-                                      f"h100-{stage}", n, stage, options)
+        metrics, state, lowered = lib.train_with_options(
+            program, args.workdir, f"h100-{stage}", n, stage, STEPS, options)
         where = f"N={n} stage {stage} {options}"
         check_measured(checker, where, metrics, n)
-        same_losses = metrics["losses"] == ref_metrics["losses"]
-        diff = lib.bitwise_diff_states(ref_state, state)
-        checker.check(same_losses,
-                      f"{where}: losses {metrics['losses']} != baseline "
-                      f"{ref_metrics['losses']}")
-        checker.check(not diff, f"{where}: final state differs: {diff[:3]}")
+        same = lib.check_same_training(checker, where, (ref_metrics, ref_state),
+                                       (metrics, state))
         if stage == 2:
             checker.check(lowered != ref_program,
                           f"{where}: the lowered program is the baseline's")
-        if same_losses and not diff:
+        if same:
             checker.note(f"{where}: bitwise equal to the program compiled "
                          f"for no machine"
                          + ("" if lowered == ref_program else

@@ -118,6 +118,32 @@ def train(program, workdir, tag, ranks, stage, steps, seed=1, extra=()):
     return data, state
 
 
+def check_same_training(checker, where, reference, run):
+    """Checks that `run` ((metrics, state path) of a training run) has the
+    losses and final state of `reference`, bitwise; returns whether so."""
+    (ref_metrics, ref_state), (metrics, state) = reference, run
+    same_losses = metrics["losses"] == ref_metrics["losses"]
+    diff = bitwise_diff_states(ref_state, state)
+    checker.check(same_losses,
+                  f"{where}: losses {metrics['losses']} != baseline "
+                  f"{ref_metrics['losses']}")
+    checker.check(not diff, f"{where}: final state differs: {diff[:3]}")
+    return same_losses and not diff
+
+
+def train_with_options(program, workdir, tag, ranks, stage, steps, options):
+    """A deterministic run compiled with more zero-pipeline `options`;
+    returns (metrics dict, state path, the lowered program's text)."""
+    emitted = os.path.join(workdir, f"{tag}.zrt.mlir")
+    extra = ["--emit-program", emitted]
+    if options:
+        extra += ["--pipeline-options", options]
+    metrics, state = train(program, workdir, tag, ranks, stage, steps,
+                           extra=extra)
+    with open(emitted) as f:
+        return metrics, state, f.read()
+
+
 # ---------------------------------------------------------------------------
 # Tensors
 

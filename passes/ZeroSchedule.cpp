@@ -376,6 +376,23 @@ bool isCommunication(Operation *op) {
   return isa<dist::CollectiveOpInterface>(op) && !isa<dist::SliceOp>(op);
 }
 
+/// Whether `gather` gathers the results of optimizer updates (through casts,
+/// views and the pack of a bucket): the stage 1-2 gathers of updated shards.
+bool gathersUpdatedShards(dist::AllGatherOp gather) {
+  SmallVector<Value> inputs{gather.getInput()};
+  DenseSet<Operation *> seen;
+  while (!inputs.empty()) {
+    Operation *def = inputs.pop_back_val().getDefiningOp();
+    if (!def || !seen.insert(def).second)
+      continue;
+    if (isUpdateOp(def))
+      return true;
+    if (isa<dist::PackOp, train::CastOp, train::ReshapeOp>(def))
+      llvm::append_range(inputs, def->getOperands());
+  }
+  return false;
+}
+
 /// Whether `op`'s results alias its first operand in the lowering.
 bool isView(Operation *op) {
   auto unpack = dyn_cast<dist::UnpackOp>(op);
@@ -405,6 +422,11 @@ private:
   /// The operations of the block that define what `op` uses.
   SmallVector<Operation *> getDefinitions(Operation *op) const;
   void recordViews(Operation *op);
+  /// Moves `inputs` (and theirs, recursively) in front of `user` where they
+  /// are after it.
+  static void
+  pullInFront(ArrayRef<Operation *> inputs, Operation *user,
+              const DenseMap<Operation *, SmallVector<Operation *>> &floating);
 
   Block &block;
   const MachineModel &machine;
@@ -457,10 +479,9 @@ void UpdateHoister::run() {
   SmallVector<Operation *> ops;
   for (Operation &op : block.without_terminator())
     ops.push_back(&op);
-  // The gathers of updated shards (the others gather parameters).
   SmallVector<dist::AllGatherOp> updatedGathers;
   for (auto gather : block.getOps<dist::AllGatherOp>())
-    if (!getParameterGather(gather))
+    if (gathersUpdatedShards(gather))
       updatedGathers.push_back(gather);
   auto firstUpdate = llvm::find_if(ops, isUpdateOp);
   if (updatedGathers.empty() || firstUpdate == ops.end())
@@ -530,7 +551,8 @@ void UpdateHoister::run() {
     landing[ops[i]] = ops[next - 1];
   }
   DenseMap<Operation *, Operation *> lastPlacedAfter;
-  Operation *top = nullptr;
+  // Operations placed nowhere yet, with their inputs of the same kind.
+  DenseMap<Operation *, SmallVector<Operation *>> floating;
   for (Operation *op : llvm::make_range(tailBegin, ops.end())) {
     recordViews(op);
     SmallVector<Operation *> after = getDefinitions(op);
@@ -543,24 +565,42 @@ void UpdateHoister::run() {
     if (staying.contains(op))
       continue;
     Operation *anchor = nullptr;
-    for (Operation *dependency : after) {
-      if (Operation *landed = landing.lookup(dependency))
-        dependency = landed;
+    SmallVector<Operation *> floatingInputs;
+    auto consider = [&](Operation *dependency) {
       if (!anchor || anchor->isBeforeInBlock(dependency))
         anchor = dependency;
+    };
+    for (Operation *dependency : after) {
+      if (floating.contains(dependency)) {
+        floatingInputs.push_back(dependency);
+        continue;
+      }
+      consider(dependency);
+      if (Operation *landed = landing.lookup(dependency))
+        consider(landed);
     }
-    // Those placed after one operation keep their order.
+    // What depends on nothing (constants, loads of state nothing earlier
+    // touches) goes right in front of its first dependent, not to the top,
+    // where it would hold memory from the start of the step.
     if (!anchor) {
-      if (top)
-        op->moveAfter(top);
-      else
-        op->moveBefore(&block.front());
-      top = op;
+      floating[op] = std::move(floatingInputs);
       continue;
     }
+    // Those placed after one operation keep their order.
     Operation *&last = lastPlacedAfter[anchor];
     op->moveAfter(last ? last : anchor);
     last = op;
+    pullInFront(floatingInputs, op, floating);
+  }
+}
+
+void UpdateHoister::pullInFront(
+    ArrayRef<Operation *> inputs, Operation *user,
+    const DenseMap<Operation *, SmallVector<Operation *>> &floating) {
+  for (Operation *input : inputs) {
+    if (user->isBeforeInBlock(input))
+      input->moveBefore(user);
+    pullInFront(floating.lookup(input), input, floating);
   }
 }
 
@@ -585,6 +625,23 @@ struct ZeroSchedulePass : zero::impl::ZeroScheduleBase<ZeroSchedulePass> {
       if (failed(loaded))
         return signalPassFailure();
       model = std::move(*loaded);
+      // A collective over an axis the machine has no link for would cost
+      // nothing: the placement would be made on a wrong premise.
+      WalkResult unknownAxis =
+          module.walk([&](dist::CollectiveOpInterface collective) {
+            int64_t axis = collective.getPlacementAxis();
+            if (isa<dist::SliceOp>(collective.getOperation()) ||
+                axis < static_cast<int64_t>(model->links.size()))
+              return WalkResult::advance();
+            collective->emitError()
+                << "zero-schedule: machine '" << model->name
+                << "' has links for " << model->links.size()
+                << " placement axis(es); this collective runs over axis "
+                << axis;
+            return WalkResult::interrupt();
+          });
+      if (unknownAxis.wasInterrupted())
+        return signalPassFailure();
     }
     for (func::FuncOp function : getStepFunctions(module)) {
       SmallVector<Block *> blocks;

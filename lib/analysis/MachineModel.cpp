@@ -62,6 +62,8 @@ double MachineModel::copySeconds(double bytes, bool onHost) const {
 }
 
 double getMatmulFlops(ShapedType lhs, ShapedType out, bool transposeA) {
+  if (!lhs.hasStaticShape() || !out.hasStaticShape())
+    return 0.0;
   int64_t rank = lhs.getRank();
   if (rank < 2)
     return 0.0;

@@ -123,10 +123,13 @@ void FloatToF16Block(int64_t n, const float *src, uint16_t *dst) {
         hn::Add(hn::Set(di, 0xfff),
                 hn::And(hn::ShiftRight<13>(magnitude), hn::Set(di, 1)))));
     // Below 2^-14: units of 2^-24 (an exact scaling), to nearest even; 1024
-    // units is the smallest normal's encoding.
+    // units is the smallest normal's encoding. Lanes above it (NaN among
+    // them) are clamped first: their result is another, and converting NaN
+    // or a huge value to an integer is undefined where Highway emulates
+    // vectors in C++ (the EMU128 target).
+    const auto small = hn::Min(magnitude, hn::Set(di, 0x38800000));
     const auto subnormal = hn::ConvertTo(
-        di,
-        hn::Round(hn::Mul(hn::BitCast(df, magnitude), hn::Set(df, 0x1p24f))));
+        di, hn::Round(hn::Mul(hn::BitCast(df, small), hn::Set(df, 0x1p24f))));
     auto result =
         hn::IfThenElse(magnitude < hn::Set(di, 0x38800000), subnormal, normal);
     // From 65520 (0x477ff000) up: infinity; NaN: the canonical quiet NaN.

@@ -7,6 +7,7 @@
 // RUN: zero-opt %t/layers.mlir --pass-pipeline="builtin.module(zero-schedule{machine=%t/no-overlap.json})" | FileCheck %s --check-prefixes=CHECK,NONE
 // RUN: zero-opt %t/layers.mlir --pass-pipeline="builtin.module(zero-schedule{machine=cpu prefetch-bytes=1000000})" | FileCheck %s --check-prefixes=CHECK,NONE
 // RUN: not zero-opt %t/layers.mlir --pass-pipeline="builtin.module(zero-schedule{machine=a100})" 2>&1 | FileCheck %s --check-prefix=PRESET
+// RUN: not zero-opt %t/grid.mlir --pass-pipeline="builtin.module(zero-schedule{machine=h100-nvlink-8})" 2>&1 | FileCheck %s --check-prefix=AXIS
 
 // Given the machine the step runs on, zero-schedule needs no window: it
 // predicts each gather's time on the link and the compute before its use
@@ -63,8 +64,11 @@
 // TWO-NEXT:      %[[WC:.+]] = train.reshape %[[GC]]
 // TWO-NEXT:      train.matmul %[[Y2]], %[[WC]]
 
-// A machine that does not load fails before anything moves.
+// A machine that does not load fails before anything moves, and so does a
+// step with a collective over a placement axis the machine has no link for:
+// its cost would be unknown.
 // PRESET: error: machine 'a100' is neither a preset (h100-nvlink-8, h200-nvlink-8, cpu) nor a .json file
+// AXIS: error: zero-schedule: machine 'h100-nvlink-8' has links for 1 placement axis(es); this collective runs over axis 1
 
 //--- layers.mlir
 module attributes {dist.placement = #dist.placement<cuda, [4]>} {
@@ -85,6 +89,17 @@ module attributes {dist.placement = #dist.placement<cuda, [4]>} {
     %wc = train.reshape %gc : tensor<16384xf32> -> tensor<64x256xf32>
     %y3 = train.matmul %y2, %wc : tensor<64x64xf32>, tensor<64x256xf32> -> tensor<64x256xf32>
     return %y3 : tensor<64x256xf32>
+  }
+}
+
+//--- grid.mlir
+module attributes {dist.placement = #dist.placement<cuda, [2, 2]>} {
+  train.param @a param : tensor<16xf32> sharded flat over 1 -> tensor<8xf32> init zeros
+  func.func @grid(%x: tensor<16xf32>) -> tensor<16xf32> attributes {train.step} {
+    %a = train.load @a : tensor<8xf32>
+    %ga = dist.all_gather %a axis 1 dim 0 : tensor<8xf32> -> tensor<16xf32>
+    %y = train.mul %x, %ga : tensor<16xf32>
+    return %y : tensor<16xf32>
   }
 }
 

@@ -81,7 +81,8 @@ struct MachineModel {
 };
 
 /// FLOPs of `train.matmul` with left operand `lhs` and result `out`
-/// (`transposeA` contracts over the lhs's rows); 0 below rank 2.
+/// (`transposeA` contracts over the lhs's rows); 0 below rank 2 or with a
+/// dynamic shape.
 double getMatmulFlops(mlir::ShapedType lhs, mlir::ShapedType out,
                       bool transposeA);
 

@@ -53,15 +53,13 @@ int64_t getFirstUse(Value value, Block &block,
 }
 
 /// Bytes of every tensor `op` reads and writes, and of the largest of them.
-std::pair<double, double> getTensorBytes(Operation *op) {
+std::pair<double, double> getOperandAndResultBytes(Operation *op) {
   double total = 0, largest = 0;
   auto count = [&](Type type) {
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (!tensor || !tensor.hasStaticShape())
       return;
-    double bytes = static_cast<double>(tensor.getNumElements()) *
-                   static_cast<double>(
-                       llvm::divideCeil(tensor.getElementTypeBitWidth(), 8));
+    double bytes = static_cast<double>(getTensorBytes(tensor));
     total += bytes;
     largest = std::max(largest, bytes);
   };
@@ -103,15 +101,17 @@ private:
       StringRef kind = op->getName().stripDialect();
       kind.consume_back("_start");
       // Like the runtime's, a collective's size is its full buffer.
-      return {0.0, machine.collectiveSeconds(
-                       kind, collective.getPlacementAxis(),
-                       collective.getGroupSize(), getTensorBytes(op).second)};
+      return {0.0,
+              machine.collectiveSeconds(kind, collective.getPlacementAxis(),
+                                        collective.getGroupSize(),
+                                        getOperandAndResultBytes(op).second)};
     }
     // Packing a bucket and copying a rank-major one out copy the bucket; an
     // unpack without shards is a view.
     auto unpack = dyn_cast<dist::UnpackOp>(op);
     if (isa<dist::PackOp>(op) || (unpack && unpack.getShards()))
-      return {machine.copySeconds(getTensorBytes(op).second, false), 0.0};
+      return {machine.copySeconds(getOperandAndResultBytes(op).second, false),
+              0.0};
     if (!isa<train::TrainDialect>(op->getDialect()) ||
         isa<train::LoadOp, train::StoreOp, train::ReshapeOp,
             train::StepIndexOp>(op))
@@ -124,8 +124,8 @@ private:
                              matmul.getTransposeA());
       elementType = out.getElementType();
     }
-    return {machine.kernelSeconds(getTensorBytes(op).first, flops, elementType,
-                                  false),
+    return {machine.kernelSeconds(getOperandAndResultBytes(op).first, flops,
+                                  elementType, false),
             0.0};
   }
 

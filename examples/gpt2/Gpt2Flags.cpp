@@ -300,11 +300,8 @@ Flags parseFlags(int argc, char **argv) {
     flags.lr = flags.size->lr;
   if (flags.logEvery < 0)
     flags.logEvery = flags.steps <= 20 ? 1 : 10;
-  // NCCL runs the gathers on their own stream: hiding them needs a machine
-  // whose collectives overlap compute, and an 8-GPU NVLink node is the
-  // model closest to any NVIDIA GPU this runs on.
-  if (flags.machine.empty() && flags.backend == "cuda")
-    flags.machine = "h100-nvlink-8";
+  if (flags.machine.empty())
+    flags.machine = zero::rt::getDefaultMachine(flags.backend);
   return flags;
 }
 

@@ -76,6 +76,10 @@ bool zero::rt::cudaBackendsBuilt() {
 #endif
 }
 
+const char *zero::rt::getDefaultMachine(const std::string &backend) {
+  return backend == "cuda" ? "h100-nvlink-8" : "";
+}
+
 absl::Status zero::rt::checkBackendChoice(const BackendChoice &choice,
                                           bool probeDevices) {
   const std::string &backend = choice.name;

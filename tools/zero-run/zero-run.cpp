@@ -218,17 +218,17 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
     budget = *parsed;
   }
   // --pipeline-options come last, so that their accumulate-steps or
-  // machine (if any) is the one that counts. NCCL runs collectives on their
-  // own stream, so on GPU ranks zero-schedule places the gathers and updates
-  // on the model closest to any NVIDIA GPU node (one axis: data parallel).
+  // machine (if any) is the one that counts. The default machine describes
+  // one axis (data parallel).
   dist::PlacementAttr placement = dist::lookupPlacement(module);
-  bool gpuNode =
-      backendFlag == "cuda" && (!placement || placement.getNumAxes() <= 1);
+  std::string machine = !placement || placement.getNumAxes() <= 1
+                            ? std::string(getDefaultMachine(backendFlag))
+                            : std::string();
   std::string options = absl::StrCat(
       "stage=", stageFlag.getValue(), " ranks=", ranks,
       " lower-to-runtime=true accumulate-steps=", accumulateFlag.getValue(),
       " offload=", offloadFlag.getValue(), " device-memory-budget=", budget,
-      gpuNode ? " machine=h100-nvlink-8" : "", " ",
+      machine.empty() ? "" : " machine=", machine, " ",
       pipelineOptionsFlag.getValue());
   auto pm = mlir::PassManager::on<mlir::ModuleOp>(module.getContext());
   const mlir::PassInfo *info = mlir::PassInfo::lookup("zero-pipeline");

@@ -45,6 +45,13 @@ struct BackendChoice {
 /// Whether this build has the CUDA backends.
 bool cudaBackendsBuilt();
 
+/// The machine model a step for `backend` is compiled for when the user
+/// names none (zero-pipeline's `machine`): NCCL runs collectives on their own
+/// stream, so on `cuda` ranks the gathers and updates are placed for overlap
+/// on the model closest to any NVIDIA GPU node, `h100-nvlink-8`; elsewhere
+/// none ("").
+const char *getDefaultMachine(const std::string &backend);
+
 /// Checks `choice` before any rank starts, so that a bad combination is said
 /// once. The messages carry no program prefix ("--cuda-graph needs --backend
 /// cuda ..."). With `probeDevices` (the default), a CUDA backend also needs a

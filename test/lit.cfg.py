@@ -125,9 +125,11 @@ if mpirun and os.path.exists(os.path.join(config.zero_tools_dir, "zero-comm-chec
         [ToolSubst("zero-comm-check", unresolved="ignore")], tool_dirs
     )
 
-# The libFuzzer targets of a ZERO_FUZZERS build (test/fuzz).
+# The fuzz targets (test/fuzz): libFuzzer programs in a ZERO_FUZZERS build
+# ("fuzzers"), replay drivers in the others ("fuzz-replay").
 if os.path.exists(os.path.join(config.zero_tools_dir, "zero-fuzz-mlir")):
-    config.available_features.add("fuzzers")
+    config.available_features.add(
+        "fuzzers" if config.zero_fuzzers else "fuzz-replay")
     llvm_config.add_tool_substitutions(
         [
             ToolSubst("zero-fuzz-mlir", unresolved="fatal"),

@@ -6,26 +6,113 @@
 #   scripts/gpu-check.sh [dist/zero-*.tar.xz | BUNDLE_DIR]   (default: the
 #                                                            newest dist/ archive)
 #   scripts/gpu-check.sh --build-tree build                   (a build tree)
+#   scripts/gpu-check.sh --budget                             (the budget, nothing run)
 #
-# Unpacks the bundle, prints the GPU, the driver and the CUDA libraries
-# bin/zero-env found, then runs, in order, each part timed and bounded by its
-# own time limit, and reported even when an earlier part failed:
-#   1. kernel-tests   the CUDA kernels against the CPU kernels (ZeroCudaKernelTests)
-#   2. sim-tests      stream/event semantics (ZeroRuntimeSimTests; needs no
-#                     GPU, so it also runs in a dry run)
-#   3. e2e            --backend cuda against the CPU backend per step,
-#                     --cuda-graph against eager, host-staged on N = 2,
-#                     memory and traffic against the report (check_cuda_backend.py)
-#   4. bench-adamw    zero-bench-adamw (fused AdamW GB/s)
-#   5. gpu-gpt2       bench/gpu_gpt2.sh (GPT-2 124M/355M step time, MFU, memory)
-# Without a GPU (or without CUDA's libraries) the four GPU parts are reported
-# as skipped with the reason: the dry run CI makes (test/tools/gpu-check-dry.test).
+# Finishes inside one deadline, 540 s by default ($ZERO_GPU_CHECK_SECONDS),
+# counted from the script's start, so unpacking included: GPU machines are
+# lent for minutes, and a check that overruns its lease returns nothing. It
+# unpacks the bundle, prints the GPU, the driver and the CUDA libraries
+# bin/zero-env found, then runs the parts in order of value, each timed,
+# bounded by its own limit (`timeout --kill-after`) and reported even when an
+# earlier part failed:
+#
+#   part             limit  min  what
+#   kernel-tests        45   15  every CUDA kernel against its CPU kernel
+#                                (ZeroCudaKernelTests)
+#   e2e-n1              80   30  zero-run --backend cuda against the CPU backend
+#                                per step, stages 0-3, N = 1, on GPT-2 tiny and
+#                                mini; memory and traffic against the report
+#   e2e-host-staged     80   30  the same on --backend cuda-host-staged, N = 2
+#                                sharing the GPU; stages 0-3 bitwise equal
+#   e2e-graph           40   15  --cuda-graph against eager, bitwise
+#   bench-adamw         20   10  zero-bench-adamw (fused AdamW GB/s)
+#   gpu-gpt2           120   45  bench/gpu_gpt2.sh, short: GPT-2 124M bf16 stage
+#                                0 eager and --cuda-graph, stage 3 (step time,
+#                                MFU, state and arena against the plan), mini's
+#                                host overhead with and without --cuda-graph
+#   e2e-offload         50   20  --offload optimizer[+params] on tiny and mini
+#   sim-tests           30   10  stream/event semantics (ZeroRuntimeSimTests; no
+#                                GPU needed, so it also runs in a dry run; CI
+#                                runs it anyway, hence last)
+#
+# 465 s of limits, plus 5 s of kill grace for each of the 8 parts, 10 s for
+# unpacking and 5 s kept for the summary: 520 s of the 540 s deadline
+# (--budget prints this sum and exits 2 above 540 s, as every run does).
+# Each part gets min(its limit, the time left less its kill grace and the
+# summary's reserve); a part that would get less than its minimum is not
+# started but reported "skipped: out of time" with the seconds left, and a
+# later part with a smaller minimum may still run. Without a GPU (or without
+# CUDA's libraries) the seven GPU parts are reported skipped with the reason:
+# the dry run CI makes (test/tools/gpu-check-dry.test), where sim-tests runs.
+#
+# ZERO_GPU_CHECK_PARTS="NAME ..." runs only those parts (a rerun).
 #
 # Writes to $OUT (default ./gpu-check-out), at most 8 files: summary.md (the
-# parts and the benchmark tables) and one log per part. Exits 1 when a part
-# failed, 0 otherwise (skips included). The parts' limits add up to 23.5
-# minutes, so the whole check ends inside 25 on one H100.
+# parts and the benchmark tables, rewritten after every part, so that it
+# holds what finished even if the check is killed from outside) and one log
+# per part, the e2e parts sharing e2e.log. Exits 1 when a part failed or was
+# cut off, 2 when it could not start, 0 otherwise (skips included).
 set -uo pipefail
+
+# --- The budget -----------------------------------------------------------------
+# The limits are estimates until a GPU has run this (the CUDA backend has not
+# run on one yet): on 2 CPU cores the e2e parts' zero-run work takes 3-7 s
+# per part (10 zero-run calls for e2e-n1, host-staged and offload, 4 for
+# graph); on the GPU each call adds CUDA's context, cuBLAS and NCCL set-up,
+# guessed at 2-4 s, so about 40 s for e2e-n1 and 50 s for e2e-host-staged
+# (two ranks per call): the limits leave about twice that. gpu-gpt2 is five
+# gpt2_train runs (124M compiles in 0.2 s; its steps are the unknown), each
+# held to 60 s; the simulated streams take 5 s on 2 busy cores. A part that
+# overruns is cut off, and the time left goes to the parts after it.
+designed_deadline=540
+deadline="${ZERO_GPU_CHECK_SECONDS:-$designed_deadline}"
+unpack_allowance=10
+reserve=5
+grace=5
+# The header's table and docs/building.md repeat these.
+#      name            limit  minimum  needs
+parts=(
+  "kernel-tests        45     15       gpu"
+  "e2e-n1              80     30       gpu"
+  "e2e-host-staged     80     30       gpu"
+  "e2e-graph           40     15       gpu"
+  "bench-adamw         20     10       gpu"
+  "gpu-gpt2            120    45       gpu"
+  "e2e-offload         50     20       gpu"
+  "sim-tests           30     10       cpu"
+)
+if ! [[ $deadline =~ ^[0-9]+$ ]]; then
+  echo "gpu-check: ZERO_GPU_CHECK_SECONDS must be a number of seconds, got '$deadline'" >&2
+  exit 2
+fi
+limits=0
+for entry in "${parts[@]}"; do
+  read -r _ limit _ _ <<<"$entry"
+  limits=$((limits + limit))
+done
+budget=$((limits + ${#parts[@]} * grace + unpack_allowance + reserve))
+# Machine-read by test/tools/gpu-check-dry.test: keep "budget: N s of the D s".
+budget_line="gpu-check: budget: $budget s of the $designed_deadline s deadline (parts $limits s, kill grace ${#parts[@]} x $grace s, unpacking $unpack_allowance s, summary $reserve s)"
+echo "$budget_line"
+if [ "$budget" -gt "$designed_deadline" ]; then
+  echo "gpu-check: the parts' limits exceed the $designed_deadline s deadline; shorten them" >&2
+  exit 2
+fi
+if [ "${1:-}" = "--budget" ]; then
+  exit 0
+fi
+# ZERO_GPU_CHECK_PARTS="e2e-graph gpu-gpt2": only those parts, the others
+# reported as not selected (a rerun in the device time a full check leaves).
+selected="${ZERO_GPU_CHECK_PARTS:-}"
+for name in $selected; do
+  if ! printf '%s\n' "${parts[@]}" | grep -q "^$name "; then
+    echo "gpu-check: ZERO_GPU_CHECK_PARTS: no part '$name' (the parts: $(printf '%s\n' "${parts[@]}" | cut -d' ' -f1 | xargs))" >&2
+    exit 2
+  fi
+done
+if [ "$deadline" != "$designed_deadline" ]; then
+  echo "gpu-check: deadline $deadline s (ZERO_GPU_CHECK_SECONDS)"
+fi
 
 out="${OUT:-$PWD/gpu-check-out}"
 mkdir -p "$out"
@@ -33,12 +120,12 @@ summary="$out/summary.md"
 # Work files stay out of $OUT, which holds at most 8 files.
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-started=$SECONDS
 
 # --- The bundle (or a build tree) -------------------------------------------
 where="${1:-}"
 root=""
 env_cmd=()
+unpacked=""
 if [ "$where" = "--build-tree" ]; then
   build="$(cd "${2:?--build-tree needs a directory}" && pwd)"
   src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -72,6 +159,7 @@ else
     fi
     root=$(ls -d "$unpack"/zero-*/ | head -1)
     root="${root%/}"
+    unpacked="$where in $SECONDS s"
   else
     root="$(cd "$where" && pwd)"
   fi
@@ -87,33 +175,39 @@ else
   bench_root="$root"
   origin="bundle $(cat "$root/VERSION" 2>/dev/null) at $root"
 fi
+# The e2e checks need only Python's standard library; the GPU machines'
+# python3 is PyTorch's venv, which need not be on PATH.
+python=$(command -v python3 || command -v /opt/torch/.venv/bin/python3 || echo python3)
 
 # --- What this machine has ---------------------------------------------------
+head_md="$scratch/head.md"
 {
   echo "# GPU check"
   echo
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- from: $origin"
+  [ -n "$unpacked" ] && echo "- unpacked: $unpacked"
+  echo "- deadline: $deadline s; ${budget_line#gpu-check: }"
   echo "- host: $(uname -srm), $(nproc) cores"
-} >"$summary"
+} >"$head_md"
 gpus=""
 if command -v nvidia-smi >/dev/null; then
   gpus=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null)
 fi
 if [ -n "$gpus" ]; then
-  echo "- GPU: $gpus" | sed '2,$s/^/       /' >>"$summary"
+  echo "- GPU: $gpus" | sed '2,$s/^/       /' >>"$head_md"
 else
-  echo "- GPU: none (nvidia-smi $(command -v nvidia-smi >/dev/null && echo 'lists none' || echo 'not found'))" >>"$summary"
+  echo "- GPU: none (nvidia-smi $(command -v nvidia-smi >/dev/null && echo 'lists none' || echo 'not found'))" >>"$head_md"
 fi
 if [ ${#env_cmd[@]} -gt 0 ]; then
   found=$("${env_cmd[@]}" --print)
-  sed 's/^zero-env: /- /' <<<"$found" >>"$summary"
+  sed 's/^zero-env: /- /' <<<"$found" >>"$head_md"
   cuda_missing=$(grep -c 'not found$' <<<"$found")
 else
   cuda_missing=0
 fi
-echo >>"$summary"
-cat "$summary"
+echo >>"$head_md"
+cat "$head_md"
 
 skip_reason=""
 if [ -z "$gpus" ]; then
@@ -122,68 +216,137 @@ elif [ "$cuda_missing" -gt 0 ]; then
   skip_reason="CUDA 13 libraries missing (see above)"
 fi
 
-# --- The parts ---------------------------------------------------------------
+# --- The summary -------------------------------------------------------------
 failures=0
-declare -a rows
-# part NAME LIMIT_SECONDS COMMAND...: runs COMMAND under `timeout`, its output
-# in $out/NAME.log, and records status and seconds; `cpu_part` runs one that
-# needs no GPU (the simulated streams), also in a dry run.
-part() { run_part gpu "$@"; }
-cpu_part() { run_part cpu "$@"; }
-run_part() {
-  local needs="$1" name="$2" limit="$3"
-  shift 3
-  local log="$out/$name.log"
-  if [ "$needs" = gpu ] && [ -n "$skip_reason" ]; then
-    echo "skipped: $skip_reason" >"$log"
-    rows+=("| $name | skipped: $skip_reason | - |")
-    echo "gpu-check: $name: skipped ($skip_reason)"
-    return
-  fi
-  local start=$SECONDS status
-  timeout --kill-after=30 "$limit" "${env_cmd[@]}" "$@" >"$log" 2>&1
-  status=$?
-  local seconds=$((SECONDS - start)) result
-  case $status in
-    0) result="passed" ;;
-    124 | 137) result="FAILED: over its ${limit} s limit"; failures=$((failures + 1)) ;;
-    *) result="FAILED: exit $status"; failures=$((failures + 1)) ;;
-  esac
-  rows+=("| $name | $result | $seconds |")
-  echo "gpu-check: $name: $result in $seconds s (log: $log)"
-  [ $status -eq 0 ] || tail -n 30 "$log"
+rows=()
+write_summary() {
+  {
+    cat "$head_md"
+    echo "## Parts"
+    echo
+    echo "| part | result | seconds |"
+    echo "|---|---|---|"
+    printf '%s\n' "${rows[@]}"
+    echo
+    echo "Total: $SECONDS s of the $deadline s deadline."
+    # The benchmarks' own tables, from their output alone (not the run
+    # logs folded in after it).
+    for name in bench-adamw gpu-gpt2; do
+      if grep -q '^|' "$scratch/$name.out" 2>/dev/null; then
+        echo
+        echo "## $name"
+        echo
+        grep -E '^(\||#)' "$scratch/$name.out"
+      fi
+    done
+  } >"$summary"
 }
 
-part kernel-tests 240 "$kernel_tests" --gtest_brief=1
-cpu_part sim-tests 120 env ZERO_SRC_ROOT="$share" "$sim_tests" --gtest_brief=1
-part e2e 540 env ZERO_RUN="$tools/zero-run" python3 "$share/test/e2e/check_cuda_backend.py" \
-  --src-root "$share" --workdir "$scratch/e2e"
-part bench-adamw 90 "$tools/zero-bench-adamw"
-# gpu_gpt2.sh keeps one log per run; they are folded into one file below.
-part gpu-gpt2 420 env OUT="$scratch/gpt2-runs" bash "$share/bench/gpu_gpt2.sh" "$bench_root"
-if [ -d "$scratch/gpt2-runs" ]; then
-  for log in "$scratch"/gpt2-runs/*.log; do
-    echo "=== $(basename "$log")"
-    cat "$log"
-  done >"$out/gpu-gpt2-runs.log" 2>/dev/null
-fi
+# --- The parts ---------------------------------------------------------------
+# command_of NAME: the part's command into `command`, its log file into `log`.
+command_of() {
+  # shellcheck disable=SC2054 # the comma joins the models of one flag
+  local e2e=(env PYTHONUNBUFFERED=1 ZERO_RUN="$tools/zero-run" "$python"
+    "$share/test/e2e/check_cuda_backend.py" --src-root "$share"
+    --models gpt2-tiny,gpt2-mini)
+  log="$out/$1.log"
+  case $1 in
+  kernel-tests) command=("$kernel_tests" --gtest_brief=1) ;;
+  e2e-n1) command=("${e2e[@]}" --parts n1 --workdir "$scratch/e2e-n1") ;;
+  e2e-host-staged) command=("${e2e[@]}" --parts host-staged --workdir "$scratch/e2e-host-staged") ;;
+  e2e-graph) command=("${e2e[@]}" --parts graph --workdir "$scratch/e2e-graph") ;;
+  e2e-offload) command=("${e2e[@]}" --parts offload --workdir "$scratch/e2e-offload") ;;
+  bench-adamw) command=("$tools/zero-bench-adamw") ;;
+  # The short benchmark: 124M only (355M and N = 4 are bench/gpu_gpt2.sh's
+  # full run), a per-run limit so that one stuck run leaves the others time.
+  gpu-gpt2)
+    command=(env OUT="$scratch/gpt2-runs" SIZES=124M STAGES="0 3" STEPS=8
+      STAGED_SIZES= MINI_STEPS=100 RUN_TIMEOUT=60 bash "$share/bench/gpu_gpt2.sh" "$bench_root")
+    ;;
+  sim-tests) command=(env ZERO_SRC_ROOT="$share" "$sim_tests" --gtest_brief=1) ;;
+  *)
+    echo "gpu-check: no command for part $1" >&2
+    exit 2
+    ;;
+  esac
+  case $1 in e2e-*) log="$out/e2e.log" ;; esac
+}
 
-{
-  echo "## Parts"
-  echo
-  echo "| part | result | seconds |"
-  echo "|---|---|---|"
-  printf '%s\n' "${rows[@]}"
-  echo
-  echo "Total: $((SECONDS - started)) s."
-  for name in bench-adamw gpu-gpt2; do
-    if grep -q '^|' "$out/$name.log" 2>/dev/null; then
-      echo
-      echo "## $name"
-      echo
-      grep -E '^(\||#)' "$out/$name.log"
+# run_part NAME LIMIT MINIMUM NEEDS: runs the part under `timeout`, given
+# min(LIMIT, the time left), its output appended to its log; records its
+# result and seconds and rewrites the summary.
+run_part() {
+  local name="$1" limit="$2" minimum="$3" needs="$4"
+  local command log reason="" given
+  command_of "$name"
+  local left=$((deadline - SECONDS))
+  local available=$((left - reserve - grace))
+  if [ -n "$selected" ] && [[ " $selected " != *" $name "* ]]; then
+    reason="not in ZERO_GPU_CHECK_PARTS"
+  elif [ "$needs" = gpu ] && [ -n "$skip_reason" ]; then
+    reason="$skip_reason"
+  elif [ "$available" -lt "$minimum" ]; then
+    reason="out of time ($((left > 0 ? left : 0)) s left of the $deadline s deadline; it needs $((minimum + grace + reserve)) s)"
+  fi
+  if [ -n "$reason" ]; then
+    echo "=== $name: skipped: $reason" >>"$log"
+    rows+=("| $name | skipped: $reason | - |")
+    echo "gpu-check: $name: skipped: $reason"
+    write_summary
+    return
+  fi
+  given=$limit
+  if [ "$available" -lt "$limit" ]; then
+    given=$available
+    echo "gpu-check: $name: given $given s of its $limit s limit ($left s left of the $deadline s deadline)"
+  fi
+  echo "=== $name (limit $given s): ${command[*]}" >>"$log"
+  local start=$SECONDS status
+  timeout --kill-after="$grace" "$given" "${env_cmd[@]}" "${command[@]}" >"$scratch/part.log" 2>&1
+  status=$?
+  cat "$scratch/part.log" >>"$log"
+  cp "$scratch/part.log" "$scratch/$name.out"
+  local seconds=$((SECONDS - start)) result skipped
+  # A GPU test that skips verified nothing: ZeroCudaKernelTests skips every
+  # test where cudart sees no device (a driver it cannot load, say) and the
+  # NCCL ones in a build without NCCL, and exits 0 either way.
+  skipped=$(sed -nE 's/^\[  SKIPPED \] ([0-9]+) tests?.*/\1/p' "$scratch/part.log" | head -1)
+  case $status in
+  0)
+    if [ -n "$skipped" ]; then
+      result="FAILED: $skipped tests skipped (see the log for why)"
+    else
+      result="passed"
     fi
-  done
-} >>"$summary"
-echo "gpu-check: summary in $summary ($failures failed)"
+    ;;
+  124 | 137)
+    if [ "$given" -lt "$limit" ]; then
+      result="FAILED: cut off by the deadline after $given s (its limit: $limit s)"
+    else
+      result="FAILED: over its $limit s limit"
+    fi
+    ;;
+  *) result="FAILED: exit $status" ;;
+  esac
+  [ "$result" = passed ] || failures=$((failures + 1))
+  rows+=("| $name | $result | $seconds |")
+  echo "gpu-check: $name: $result in $seconds s (log: $log)"
+  [ "$result" = passed ] || tail -n 30 "$scratch/part.log"
+  write_summary
+}
+
+for entry in "${parts[@]}"; do
+  read -r name limit minimum needs <<<"$entry"
+  run_part "$name" "$limit" "$minimum" "$needs"
+  # gpu_gpt2.sh keeps one log per run; they go into its part's log.
+  if [ "$name" = gpu-gpt2 ] && [ -d "$scratch/gpt2-runs" ]; then
+    for run_log in "$scratch"/gpt2-runs/*.log; do
+      echo "=== $(basename "$run_log")"
+      cat "$run_log"
+    done >>"$out/gpu-gpt2.log" 2>/dev/null
+  fi
+done
+
+write_summary
+echo "gpu-check: summary in $summary ($failures failed, $SECONDS s of the $deadline s deadline)"
 [ $failures -eq 0 ]

@@ -1,66 +1,132 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: the lit/FileCheck suites and the
-# GoogleTest unit tests (run through lit, one lit test per test case), then
-# the sanitizer stage: the same suite built with clang under ASan + UBSan
-# (scripts/build-sanitize.sh) and the libFuzzer targets for a bounded time
-# (scripts/fuzz.sh), then the release bundle (scripts/bundle.sh) tested in a
-# minimal Debian root (scripts/test-bundle.sh). Ends with
-# `N passed, N failed[, N skipped]` over every stage; exits non-zero on any
-# failure.
+# The README's test command. Two tiers:
 #
-#   ZERO_SANITIZER_STAGE=0  skips the sanitizer stage (said in the output)
-#   ZERO_BUNDLE_STAGE=0     skips the release bundle's build and test
+#   scripts/test.sh          the default tier: sets up, builds the Release
+#                            tree and runs every test of it through lit (the
+#                            FileCheck suites, the GoogleTest unit tests one
+#                            lit test per case, the end-to-end training runs,
+#                            the fuzz regression inputs through the Release
+#                            tools). Budget: 12 minutes after setup on 2 cores.
+#   scripts/test.sh --all    the default tier, then what is slow: the clang
+#                            ASan + UBSan build and its suite (the sanitizer
+#                            tier: every unit and FileCheck test, and slices
+#                            of the end-to-end matrices; the full matrices ran
+#                            in the default tier), the libFuzzer targets for a
+#                            bounded time (scripts/fuzz.sh), and the release
+#                            bundle tested in a minimal Debian root
+#                            (scripts/test-bundle.sh). CI (.ci/run) runs this;
+#                            budget 45 minutes.
+#
+# Ends with `N passed, N failed, N skipped` over every stage it ran and exits
+# non-zero on any failure. Each stage prints its wall time, so that the
+# budgets above stay measured (README.md, docs/building.md "Test tiers").
+#
+#   ZERO_SANITIZER_STAGE=0  with --all: skips the sanitizer stage (said in the output)
+#   ZERO_BUNDLE_STAGE=0     with --all: skips the release bundle's build and test
 #   FUZZ_SECONDS=N          time per fuzzer (default 60)
-#   extra arguments go to both lit runs (e.g. --filter dist)
+#   other arguments go to every lit run (e.g. --filter dist)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${ZERO_BUILD_DIR:-$root/build}"
 sanitize_build="${ZERO_SANITIZE_BUILD_DIR:-$root/build-sanitize}"
 lit=/usr/lib/llvm-19/build/utils/lit/lit.py
 
-bash "$root/scripts/setup.sh"
-bash "$root/scripts/build.sh"
+all=0
+lit_args=()
+for arg in "$@"; do
+  case $arg in
+  --all) all=1 ;;
+  -h | --help)
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+    ;;
+  *) lit_args+=("$arg") ;;
+  esac
+done
 
+# stage NAME: marks the start of a stage; `stage_done` prints how long the
+# last one took, in the form the README's budgets quote.
+stage_name=""
+stage_start=$SECONDS
+timings=()
+stage() {
+  stage_name="$1"
+  stage_start=$SECONDS
+  echo "== $stage_name"
+}
+stage_done() {
+  local seconds=$((SECONDS - stage_start))
+  timings+=("$(printf '%-28s %4d s' "$stage_name" "$seconds")")
+}
+
+stage "setup"
+bash "$root/scripts/setup.sh"
+stage_done
+tier_start=$SECONDS
+
+stage "release build"
+bash "$root/scripts/build.sh"
+stage_done
+
+status=0
+stage "release suite (lit)"
 results="$build/test-results.xml"
 rm -f "$results"
-status=0
-python3 "$lit" "$build/test" --xunit-xml-output "$results" -sv "$@" || status=$?
-
+python3 "$lit" "$build/test" --xunit-xml-output "$results" -sv \
+  ${lit_args[@]+"${lit_args[@]}"} || status=$?
+stage_done
 summary=(--label "tests=$results")
-if [ "${ZERO_SANITIZER_STAGE:-1}" != 0 ]; then
-  echo "== sanitizer stage: ASan + UBSan build, the suite, the fuzzers"
-  ZERO_SANITIZE_BUILD_DIR="$sanitize_build" bash "$root/scripts/build-sanitize.sh"
-  sanitize_results="$sanitize_build/test-results.xml"
-  reports="$sanitize_build/sanitizer-reports"
-  rm -rf "$sanitize_results" "$reports"
-  python3 "$lit" "$sanitize_build/test" --xunit-xml-output "$sanitize_results" \
-    -sv "$@" || status=$?
-  ZERO_SANITIZE_BUILD_DIR="$sanitize_build" bash "$root/scripts/fuzz.sh" || status=$?
-  summary+=(--label "sanitizer tests=$sanitize_results"
-            --label "fuzzers=$sanitize_build/fuzz/fuzz-results.xml"
-            --sanitizer-reports "$reports")
+default_seconds=$((SECONDS - tier_start))
+
+if [ $all = 1 ]; then
+  if [ "${ZERO_SANITIZER_STAGE:-1}" != 0 ]; then
+    stage "sanitizer build"
+    ZERO_SANITIZE_BUILD_DIR="$sanitize_build" bash "$root/scripts/build-sanitize.sh"
+    stage_done
+    stage "sanitizer suite (lit)"
+    sanitize_results="$sanitize_build/test-results.xml"
+    reports="$sanitize_build/sanitizer-reports"
+    rm -rf "$sanitize_results" "$reports"
+    python3 "$lit" "$sanitize_build/test" --xunit-xml-output "$sanitize_results" \
+      -sv ${lit_args[@]+"${lit_args[@]}"} || status=$?
+    stage_done
+    stage "fuzzers"
+    ZERO_SANITIZE_BUILD_DIR="$sanitize_build" bash "$root/scripts/fuzz.sh" || status=$?
+    stage_done
+    summary+=(--label "sanitizer tests=$sanitize_results"
+              --label "fuzzers=$sanitize_build/fuzz/fuzz-results.xml"
+              --sanitizer-reports "$reports")
+  else
+    echo "== sanitizer stage skipped (ZERO_SANITIZER_STAGE=0)"
+  fi
+
+  # The release bundle, built and tested in a minimal Debian root where none
+  # of our build dependencies are (needs nvcc, root and Debian's mirror).
+  if [ "${ZERO_BUNDLE_STAGE:-1}" = 0 ]; then
+    echo "== bundle stage skipped (ZERO_BUNDLE_STAGE=0)"
+  elif ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+    echo "== bundle stage skipped: no nvcc (the bundle carries the CUDA backend)"
+  elif [ "$(id -u)" -ne 0 ]; then
+    echo "== bundle stage skipped: needs root (debootstrap, chroot)"
+  else
+    stage "bundle: scripts/bundle.sh, scripts/test-bundle.sh"
+    bundle_results="$root/build-bundle/bundle-results.xml"
+    rm -f "$bundle_results"
+    if bash "$root/scripts/bundle.sh"; then
+      ZERO_BUNDLE_RESULTS="$bundle_results" bash "$root/scripts/test-bundle.sh" || status=$?
+    else
+      status=1
+    fi
+    stage_done
+    summary+=(--label "bundle=$bundle_results")
+  fi
 else
-  echo "== sanitizer stage skipped (ZERO_SANITIZER_STAGE=0)"
+  echo "== the default tier ends here; scripts/test.sh --all adds the sanitizer" \
+    "build and suite, the fuzzers and the release bundle"
 fi
 
-# The release bundle, built and tested in a minimal Debian root where none of
-# our build dependencies are (needs nvcc, root and Debian's mirror).
-if [ "${ZERO_BUNDLE_STAGE:-1}" = 0 ]; then
-  echo "== bundle stage skipped (ZERO_BUNDLE_STAGE=0)"
-elif ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-  echo "== bundle stage skipped: no nvcc (the bundle carries the CUDA backend)"
-elif [ "$(id -u)" -ne 0 ]; then
-  echo "== bundle stage skipped: needs root (debootstrap, chroot)"
-else
-  echo "== bundle stage: scripts/bundle.sh, scripts/test-bundle.sh"
-  bundle_results="$root/build-bundle/bundle-results.xml"
-  rm -f "$bundle_results"
-  if bash "$root/scripts/bundle.sh"; then
-    ZERO_BUNDLE_RESULTS="$bundle_results" bash "$root/scripts/test-bundle.sh" || status=$?
-  else
-    status=1
-  fi
-  summary+=(--label "bundle=$bundle_results")
-fi
+echo "== wall time per stage"
+printf '%s\n' "${timings[@]}"
+echo "default tier after setup: $((default_seconds / 60)) min $((default_seconds % 60)) s (budget 12 min)"
 python3 "$root/scripts/summarize_tests.py" "${summary[@]}" || status=1
 exit $status

@@ -2,7 +2,8 @@
 // (ReLU) -> 10, softmax cross-entropy, batch of 32, Adam. `train.minimize`
 // names the loss; `train-autodiff` generates the backward and the
 // `train.apply_gradient`s that mlp.mlir writes out by hand, and the two
-// train to the same losses (test/e2e/autodiff-mlp.test).
+// train to the same losses and parameters, bit for bit
+// (test/e2e/autodiff-mlp.test).
 //
 //   zero-opt --train-autodiff examples/mlp-forward.mlir
 

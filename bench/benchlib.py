@@ -4,9 +4,10 @@
   take, e.g. /tmp/zero-build.lock, the same lock as `flock PATH command`)
   around a batch of timed runs, so that no compile runs beside them on a
   small machine; each batch is kept short so that builds get in between.
-* `snapshot_zero_run`: copies build/bin/zero-run once, under the lock, so a
-  rebuild between batches cannot mix two binaries into one comparison
-  (zero-run relaunches itself through /proc/self/exe, so the copy is whole).
+* `snapshot_zero_run`, `snapshot`: copies build/bin/zero-run (or another
+  built program) once, under the lock, so a rebuild between batches cannot
+  mix two binaries into one comparison (zero-run and gpt2_train relaunch
+  themselves through /proc/self/exe, so the copy is whole).
 * `run_quiet`: runs a command and measures the CPU time other processes
   took meanwhile (the build lock does not stop test suites); a run during
   which others took more than a threshold is run again, up to a limit.
@@ -50,11 +51,17 @@ def build_lock(path):
 
 def snapshot_zero_run(zero_run, directory):
     """A private copy of zero-run, and the first 12 hex digits of its sha256."""
-    if not os.access(zero_run, os.X_OK):
-        sys.exit(f"error: {zero_run} not found or not executable; build first "
+    return snapshot(zero_run, directory, "zero-run")
+
+
+def snapshot(program, directory, name=None):
+    """A private copy of a built program (zero-run, gpt2_train), named `name`
+    or as the program, and the first 12 hex digits of its sha256."""
+    if not os.access(program, os.X_OK):
+        sys.exit(f"error: {program} not found or not executable; build first "
                  "(scripts/build.sh)")
-    copy = os.path.join(directory, "zero-run")
-    shutil.copy2(zero_run, copy)
+    copy = os.path.join(directory, name or os.path.basename(program))
+    shutil.copy2(program, copy)
     with open(copy, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:12]
     return copy, digest

@@ -62,7 +62,8 @@ const char *kUsage =
     "                  [--checkpoint-activations] [--deterministic]\n"
     "                  [--plan-only] [--log-every K] [--losses-out FILE]\n"
     "                  [--data FILE] [--save-step FILE.mlir]\n"
-    "                  [--checkpoint-dir D [--checkpoint-every S] [--keep K]]\n"
+    "                  [--checkpoint-dir D [--checkpoint-every S] [--keep K]\n"
+    "                   [--checkpoint-async]]\n"
     "                  [--resume D]\n"
     "                  [--backend cpu|cuda|cuda-host-staged] [--cuda-graph]\n"
     "                  [--peak-tflops T]\n"
@@ -124,6 +125,10 @@ Flags parseFlags(int argc, char **argv) {
     // Switches.
     if (flag == "--checkpoint-activations") {
       flags.checkpoint = true;
+      continue;
+    }
+    if (flag == "--checkpoint-async") {
+      flags.checkpointAsync = true;
       continue;
     }
     if (flag == "--deterministic") {
@@ -292,6 +297,8 @@ Flags parseFlags(int argc, char **argv) {
   }
   if ((flags.checkpointEvery || flags.keep) && flags.checkpointDir.empty())
     usage("--checkpoint-every and --keep need --checkpoint-dir");
+  if (flags.checkpointAsync && flags.checkpointDir.empty())
+    usage("--checkpoint-async needs --checkpoint-dir");
   if (flags.batch < 0)
     flags.batch = flags.size->batch;
   if (flags.seq < 0)

@@ -67,6 +67,8 @@ struct Flags {
   std::string checkpointDir;
   long checkpointEvery = 0;
   long keep = 0;
+  /// --checkpoint-async: write each save while the next steps train.
+  bool checkpointAsync = false;
   std::string resume;
   /// --backend, --cuda-graph (checked by runtime/backends, as in zero-run).
   std::string backend = "cpu";

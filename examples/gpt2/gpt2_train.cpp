@@ -22,12 +22,14 @@
 
 #include "Gpt2Flags.h"
 #include "zero/runtime/BackendSelection.h"
+#include "zero/runtime/Checkpoint.h"
 #include "zero/runtime/CheckpointFormat.h"
 #include "zero/runtime/Communicator.h"
 #include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/TrainingState.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -385,6 +387,28 @@ int planOnly(const Flags &flags) {
   return 0;
 }
 
+/// The cost of asynchronous saves to the training: the mean time of the
+/// steps that ran while a save was writing against the others (the first
+/// step, which binds the program, left out), and what the steps waited for
+/// the copies and commits.
+void printSaveOverlap(const std::vector<double> &stepSeconds,
+                      const std::vector<bool> &duringSave, double waited) {
+  double sums[2] = {0, 0};
+  long counts[2] = {0, 0};
+  for (size_t index = 1; index < stepSeconds.size(); ++index) {
+    sums[duringSave[index]] += stepSeconds[index];
+    ++counts[duringSave[index]];
+  }
+  auto meanMs = [&](int which) {
+    return counts[which] ? 1e3 * sums[which] / counts[which] : 0.0;
+  };
+  std::printf("asynchronous saves: %ld steps during a save at %.1f ms/step, "
+              "%ld steps without at %.1f ms/step (%.2fx); the steps waited "
+              "%.3f s for copies and commits\n",
+              counts[1], meanMs(1), counts[0], meanMs(0),
+              counts[0] && counts[1] ? meanMs(1) / meanMs(0) : 0.0, waited);
+}
+
 int train(zero::rt::Communicator &comm, const Flags &flags) {
   bool leader = comm.rank() == 0;
   if (flags.ranks > 0 && flags.ranks != comm.size())
@@ -456,24 +480,62 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
   long firstStep = static_cast<long>((*trainer)->stepsDone()) + 1;
   // Checkpoints after every --checkpoint-every steps and after the last;
   // a run with nothing left to train saves the state it loaded.
+  auto reportSave = [&](const std::string &dir, double seconds,
+                        const std::string &extra) {
+    if (!leader)
+      return;
+    absl::StatusOr<zero::rt::CheckpointManifest> manifest =
+        zero::rt::readCheckpointManifest(dir);
+    std::printf("saved %s: %s%s\n", dir.c_str(),
+                manifest.ok()
+                    ? zero::rt::describeCheckpointIO(*manifest, seconds).c_str()
+                    : "",
+                extra.c_str());
+  };
+  // With --checkpoint-async, the save still writing (at most one: each
+  // holds a copy of the rank's state in host memory) and what the steps
+  // waited for the saves: the copies and the commits.
+  std::unique_ptr<zero::rt::AsyncCheckpointSave> pending;
+  double saveWaitSeconds = 0;
+  auto finishPending = [&] {
+    if (!pending)
+      return;
+    auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<std::string> saved = pending->finish();
+    if (!saved.ok())
+      fail(&comm, saved.status());
+    double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    saveWaitSeconds += pending->startSeconds() + waited;
+    reportSave(*saved, pending->writeSeconds(),
+               absl::StrFormat(" in the background; the steps waited %.3f s "
+                               "(copy %.3f s, finish %.3f s)",
+                               pending->startSeconds() + waited,
+                               pending->startSeconds(), waited));
+    pending.reset();
+  };
   auto saveCheckpoint = [&] {
+    if (flags.checkpointAsync) {
+      finishPending();
+      absl::StatusOr<std::unique_ptr<zero::rt::AsyncCheckpointSave>> started =
+          (*trainer)->startSave(flags.checkpointDir,
+                                static_cast<int>(flags.keep));
+      if (!started.ok())
+        fail(&comm, started.status());
+      pending = std::move(*started);
+      return;
+    }
     auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::string> saved =
         (*trainer)->save(flags.checkpointDir, static_cast<int>(flags.keep));
     if (!saved.ok())
       fail(&comm, saved.status());
-    double seconds =
+    reportSave(
+        *saved,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    if (leader) {
-      absl::StatusOr<zero::rt::CheckpointManifest> manifest =
-          zero::rt::readCheckpointManifest(*saved);
-      std::printf(
-          "saved %s: %s\n", saved->c_str(),
-          manifest.ok()
-              ? zero::rt::describeCheckpointIO(*manifest, seconds).c_str()
-              : "");
-    }
+            .count(),
+        "");
   };
   if (leader) {
     printPlan(flags, *compiled, localBatch, dataLine);
@@ -499,11 +561,14 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
   // Each step's wall time; step() reads the loss back, which waits for the
   // device, so on a GPU this is the step's time too.
   std::vector<double> stepSeconds;
+  // Which steps ran while an asynchronous save was writing.
+  std::vector<bool> duringSave;
   auto start = std::chrono::steady_clock::now();
   auto lastLog = start;
   long lastLogStep = firstStep - 1;
   for (long step = firstStep; step <= flags.steps; ++step) {
     auto stepStart = std::chrono::steady_clock::now();
+    duringSave.push_back(pending != nullptr);
     absl::StatusOr<float> loss = (*trainer)->step();
     if (!loss.ok())
       fail(&comm, loss.status());
@@ -543,6 +608,9 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
   }
   if (!flags.checkpointDir.empty() && firstStep > flags.steps)
     saveCheckpoint();
+  finishPending();
+  if (leader && flags.checkpointAsync)
+    printSaveOverlap(stepSeconds, duringSave, saveWaitSeconds);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -87,6 +87,13 @@ absl::StatusOr<std::string> Trainer::save(const std::string &root, int keep) {
   return rt::saveCheckpoint(*executorPtr, root, stepsRun, context, keep);
 }
 
+absl::StatusOr<std::unique_ptr<zero::rt::AsyncCheckpointSave>>
+Trainer::startSave(const std::string &root, int keep) {
+  rt::CheckpointContext context{seed, batches->globalBatch()};
+  return rt::AsyncCheckpointSave::start(*executorPtr, root, stepsRun, context,
+                                        keep);
+}
+
 absl::Status Trainer::load(const std::string &path) {
   absl::StatusOr<rt::CheckpointManifest> manifest =
       rt::loadCheckpoint(*executorPtr, path);

@@ -9,9 +9,12 @@
 #include "absl/strings/str_join.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <set>
+#include <tuple>
 
 using namespace zero::rt;
 
@@ -149,38 +152,83 @@ std::string describe(DType dtype, const std::vector<int64_t> &shape,
                       absl::StrJoin(shape, ", "), "]");
 }
 
-/// This rank's file, streamed: its ranges of the state, each tensor's
+/// What this rank's file declares: its ranges of the state, each tensor's
 /// logical shape and range in the metadata (so that the file explains
-/// itself). One staging buffer, reused, holds a buffer at a time; the size
-/// and CRC-32 come from the writer. Returns {bytes, crc32}.
-absl::StatusOr<std::pair<uint64_t, uint32_t>>
-writeRankFile(Executor &executor, const std::string &path,
-              const std::vector<int> &writers, int64_t step) {
+/// itself). Built on the training thread, so that the writer thread needs
+/// nothing of the executor.
+struct RankFileLayout {
+  std::vector<SafetensorsEntry> entries;
+  std::map<std::string, std::string> metadata;
+  /// Bytes of each entry, in the order written.
+  std::vector<uint64_t> bytes;
+};
+
+RankFileLayout rankFileLayout(Executor &executor,
+                              const std::vector<int> &writers, int64_t step) {
   const std::vector<BufferDecl> &decls = executor.buffers();
   Communicator &comm = executor.communicator();
-  std::map<std::string, std::string> metadata{
+  RankFileLayout layout;
+  layout.metadata = {
       {"format", "zero-checkpoint"},
       {"format_version", std::to_string(kCheckpointFormatVersion)},
       {"step", std::to_string(step)},
       {"rank", std::to_string(comm.rank())},
       {"ranks", std::to_string(comm.size())}};
-  auto ranges = writtenRanges(decls, writers, comm.rank());
-  std::vector<SafetensorsEntry> entries;
-  for (auto [index, begin, end] : ranges) {
+  for (auto [index, begin, end] : writtenRanges(decls, writers, comm.rank())) {
     const BufferDecl &decl = decls[index];
-    entries.push_back({decl.name, decl.spec.dtype, {end - begin}, 0, 0});
-    metadata[decl.name] = absl::StrCat(
+    layout.entries.push_back({decl.name, decl.spec.dtype, {end - begin}, 0, 0});
+    layout.bytes.push_back((end - begin) * dtypeBytes(decl.spec.dtype));
+    layout.metadata[decl.name] = absl::StrCat(
         "{\"logical_shape\":[", absl::StrJoin(decl.logicalShape, ","),
         "],\"begin\":", begin, ",\"end\":", end, "}");
   }
+  return layout;
+}
+
+/// Where the bytes of entry `i` of the layout are, valid until the next
+/// call.
+using PieceSource = std::function<absl::StatusOr<const uint8_t *>(size_t)>;
+
+/// This rank's file, streamed one entry at a time; the size and CRC-32
+/// come from the writer, so that the file is read never. Synchronous and
+/// asynchronous saves both write through here, which is what makes their
+/// files byte-identical. Returns {bytes, crc32}.
+absl::StatusOr<std::pair<uint64_t, uint32_t>>
+writeRankFile(const std::string &path, const RankFileLayout &layout,
+              const PieceSource &source, int rank, bool background) {
   // The writer lays tensors out in the order declared: the order written.
   absl::StatusOr<std::unique_ptr<SafetensorsWriter>> writer =
-      SafetensorsWriter::create(path, entries, metadata);
+      SafetensorsWriter::create(path, layout.entries, layout.metadata);
   if (!writer.ok())
     return writer.status();
-  std::vector<uint8_t> staging;
+  for (size_t piece = 0; piece < layout.bytes.size(); ++piece) {
+    absl::StatusOr<const uint8_t *> data = source(piece);
+    if (!data.ok())
+      return data.status();
+    if (absl::Status status = (*writer)->write(*data, layout.bytes[piece]);
+        !status.ok())
+      return status;
+    // Half-way through a background write: the training thread is busy
+    // with steps, which is what the crash test wants to interrupt.
+    if (background && piece == layout.bytes.size() / 2)
+      checkpointCrashPoint("async-writing", rank);
+  }
+  if (absl::Status status = (*writer)->commit(); !status.ok())
+    return status;
+  return std::make_pair((*writer)->fileBytes(), (*writer)->fileCrc32());
+}
+
+/// Reads this rank's written ranges straight from the buffers: host
+/// memory in place, device buffers through one reused staging buffer.
+PieceSource bufferSource(Executor &executor, const std::vector<int> &writers,
+                         std::vector<uint8_t> &staging) {
+  const std::vector<BufferDecl> &decls = executor.buffers();
+  int rank = executor.communicator().rank();
+  auto ranges = writtenRanges(decls, writers, rank);
   bool host = inHostMemory(executor);
-  for (auto [index, begin, end] : ranges) {
+  return [&executor, &decls, &staging, ranges, rank,
+          host](size_t piece) -> absl::StatusOr<const uint8_t *> {
+    auto [index, begin, end] = ranges[piece];
     const BufferDecl &decl = decls[index];
     const uint8_t *data =
         static_cast<const uint8_t *>(executor.bufferData(index));
@@ -191,16 +239,9 @@ writeRankFile(Executor &executor, const std::string &path,
         return status;
       data = staging.data();
     }
-    int64_t elementBytes = dtypeBytes(decl.spec.dtype);
-    int64_t held = heldRange(decl, comm.rank()).first;
-    if (absl::Status status = (*writer)->write(
-            data + (begin - held) * elementBytes, (end - begin) * elementBytes);
-        !status.ok())
-      return status;
-  }
-  if (absl::Status status = (*writer)->commit(); !status.ok())
-    return status;
-  return std::make_pair((*writer)->fileBytes(), (*writer)->fileCrc32());
+    int64_t held = heldRange(decl, rank).first;
+    return data + (begin - held) * dtypeBytes(decl.spec.dtype);
+  };
 }
 
 /// Rank 0: the manifest, from the plan and the files' own headers.
@@ -322,13 +363,41 @@ absl::Status checkSignature(const std::string &dir, Executor &executor,
   return absl::OkStatus();
 }
 
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 } // namespace
 
-absl::StatusOr<std::string>
-zero::rt::saveCheckpoint(Executor &executor, const std::string &root,
-                         int64_t step, const CheckpointContext &context,
-                         int keep) {
+zero::rt::AsyncCheckpointSave::AsyncCheckpointSave(
+    Executor &executor, std::string root, int64_t step,
+    const CheckpointContext &context, int keep)
+    : executor(executor), root(std::move(root)), step_(step), context(context),
+      keep(keep) {}
+
+zero::rt::AsyncCheckpointSave::~AsyncCheckpointSave() {
+  if (writer.joinable())
+    writer.join();
+}
+
+absl::StatusOr<std::unique_ptr<AsyncCheckpointSave>>
+zero::rt::AsyncCheckpointSave::start(Executor &executor,
+                                     const std::string &root, int64_t step,
+                                     const CheckpointContext &context,
+                                     int keep) {
+  return begin(executor, root, step, context, keep, /*background=*/true);
+}
+
+absl::StatusOr<std::unique_ptr<AsyncCheckpointSave>>
+zero::rt::AsyncCheckpointSave::begin(Executor &executor,
+                                     const std::string &root, int64_t step,
+                                     const CheckpointContext &context, int keep,
+                                     bool background) {
+  auto clock = std::chrono::steady_clock::now();
   Communicator &comm = executor.communicator();
+  // Only the collectives of start() itself: the steps trained before
+  // finish() count as training.
   TrafficGuard guard(comm);
   int rank = comm.rank();
   absl::Status prepared = absl::OkStatus();
@@ -338,25 +407,96 @@ zero::rt::saveCheckpoint(Executor &executor, const std::string &root,
       !status.ok())
     return status;
 
-  std::string temporary = temporaryCheckpointDir(root, step);
-  std::vector<int> writers = replicatedWriters(executor.buffers(), comm.size());
+  std::unique_ptr<AsyncCheckpointSave> save(
+      new AsyncCheckpointSave(executor, root, step, context, keep));
+  save->writers = replicatedWriters(executor.buffers(), comm.size());
   std::string path =
-      (std::filesystem::path(temporary) / checkpointFileName(rank, comm.size()))
+      (std::filesystem::path(temporaryCheckpointDir(root, step)) /
+       checkpointFileName(rank, comm.size()))
           .string();
+  RankFileLayout layout = rankFileLayout(executor, save->writers, step);
   checkpointCrashPoint("before-rank-file", rank);
-  absl::StatusOr<std::pair<uint64_t, uint32_t>> file =
-      writeRankFile(executor, path, writers, step);
-  // Size and checksum of this rank's file, for the manifest.
-  int64_t facts[2] = {0, 0};
-  absl::Status written = file.status();
-  if (file.ok()) {
-    facts[0] = static_cast<int64_t>(file->first);
-    facts[1] = static_cast<int64_t>(file->second);
+  if (!background) {
+    auto writing = std::chrono::steady_clock::now();
+    std::vector<uint8_t> staging;
+    absl::StatusOr<std::pair<uint64_t, uint32_t>> file = writeRankFile(
+        path, layout, bufferSource(executor, save->writers, staging), rank,
+        /*background=*/false);
+    save->written = file.status();
+    if (file.ok())
+      std::tie(save->fileBytes, save->fileCrc32) = *file;
+    save->writeSeconds_ = secondsSince(writing);
+    checkpointCrashPoint("after-rank-file", rank);
+    save->startSeconds_ = secondsSince(clock);
+    return save;
   }
-  checkpointCrashPoint("after-rank-file", rank);
+
+  // The copy: one host buffer, in file order, so that the writer streams
+  // it front to back. A failure is the write's, reported by finish().
+  uint64_t total = 0;
+  std::vector<uint64_t> offsets;
+  for (uint64_t bytes : layout.bytes) {
+    offsets.push_back(total);
+    total += bytes;
+  }
+  std::vector<uint8_t> staging;
+  PieceSource source = bufferSource(executor, save->writers, staging);
+  try {
+    save->snapshot.resize(total);
+  } catch (const std::bad_alloc &) {
+    save->written = absl::ResourceExhaustedError(
+        absl::StrCat("cannot hold a ", total,
+                     "-byte copy of the state for an "
+                     "asynchronous save (save synchronously)"));
+  }
+  for (size_t piece = 0; piece < offsets.size() && save->written.ok();
+       ++piece) {
+    absl::StatusOr<const uint8_t *> data = source(piece);
+    if (!data.ok())
+      save->written = data.status();
+    else
+      std::memcpy(save->snapshot.data() + offsets[piece], *data,
+                  layout.bytes[piece]);
+  }
+  save->startSeconds_ = secondsSince(clock);
+  if (!save->written.ok())
+    return save;
+  AsyncCheckpointSave *self = save.get();
+  self->writer = std::thread([self, path, rank, layout = std::move(layout),
+                              offsets = std::move(offsets)] {
+    auto writing = std::chrono::steady_clock::now();
+    PieceSource fromCopy =
+        [&](size_t piece) -> absl::StatusOr<const uint8_t *> {
+      return self->snapshot.data() + offsets[piece];
+    };
+    absl::StatusOr<std::pair<uint64_t, uint32_t>> file =
+        writeRankFile(path, layout, fromCopy, rank, /*background=*/true);
+    self->written = file.status();
+    if (file.ok())
+      std::tie(self->fileBytes, self->fileCrc32) = *file;
+    self->writeSeconds_ = secondsSince(writing);
+    checkpointCrashPoint("after-rank-file", rank);
+  });
+  return save;
+}
+
+absl::StatusOr<std::string> zero::rt::AsyncCheckpointSave::finish() {
+  if (finished)
+    return absl::FailedPreconditionError(
+        "the checkpoint save was already finished");
+  finished = true;
+  if (writer.joinable())
+    writer.join();
+  // The copy is written: give its memory back before the next step.
+  std::vector<uint8_t>().swap(snapshot);
+  Communicator &comm = executor.communicator();
+  TrafficGuard guard(comm);
   if (absl::Status status = agree(comm, written, "writing its checkpoint file");
       !status.ok())
     return status;
+  // Size and checksum of every rank's file, for the manifest.
+  int64_t facts[2] = {static_cast<int64_t>(fileBytes),
+                      static_cast<int64_t>(fileCrc32)};
   std::vector<int64_t> fileFacts(2 * comm.size());
   if (absl::Status status =
           comm.allGather(facts, fileFacts.data(), 2, DType::i64);
@@ -364,9 +504,10 @@ zero::rt::saveCheckpoint(Executor &executor, const std::string &root,
     return status;
 
   absl::Status committed = absl::OkStatus();
-  if (rank == 0) {
+  if (comm.rank() == 0) {
+    std::string temporary = temporaryCheckpointDir(root, step_);
     absl::StatusOr<CheckpointManifest> manifest =
-        buildManifest(executor, temporary, step, context, writers, fileFacts);
+        buildManifest(executor, temporary, step_, context, writers, fileFacts);
     committed = manifest.ok()
                     ? commitCheckpoint(root, temporary, *manifest, keep)
                     : manifest.status();
@@ -374,7 +515,19 @@ zero::rt::saveCheckpoint(Executor &executor, const std::string &root,
   if (absl::Status status = agree(comm, committed, "publishing the checkpoint");
       !status.ok())
     return status;
-  return (std::filesystem::path(root) / checkpointDirName(step)).string();
+  return (std::filesystem::path(root) / checkpointDirName(step_)).string();
+}
+
+absl::StatusOr<std::string>
+zero::rt::saveCheckpoint(Executor &executor, const std::string &root,
+                         int64_t step, const CheckpointContext &context,
+                         int keep) {
+  absl::StatusOr<std::unique_ptr<AsyncCheckpointSave>> save =
+      AsyncCheckpointSave::begin(executor, root, step, context, keep,
+                                 /*background=*/false);
+  if (!save.ok())
+    return save.status();
+  return (*save)->finish();
 }
 
 absl::StatusOr<CheckpointManifest>

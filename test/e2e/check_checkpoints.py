@@ -11,7 +11,8 @@ resume: for each stage 0-3 and N in --ranks, an uninterrupted deterministic
   --steps 6: the losses of steps 4-6 and the final state (--save-state) are
   bitwise equal. The same with f16 and dynamic loss scaling, with the bf16
   GPT-2 (fp32 masters, a frozen parameter) and with gradient accumulation
-  (K = 2). Also: `--steps 3` from the step-3
+  (K = 2), and with --checkpoint-async, whose files and manifest are
+  byte-identical to a synchronous save's. Also: `--steps 3` from the step-3
   checkpoint runs nothing and saves the same state; `zero-ckpt consolidate`
   equals --save-state, loads with the reference safetensors library (when
   installed) and with `zero-run --init`.
@@ -23,7 +24,8 @@ crash: ZERO_CHECKPOINT_CRASH kills one rank, or the rank that commits, at
   each point of a save; the job ends (never hangs), no partial checkpoint
   is ever loaded, and resuming from the directory continues bitwise like
   the uninterrupted run (from the previous checkpoint, or from the new one
-  when it was already published).
+  when it was already published); the same during an asynchronous save,
+  half-way through its background write with steps training meanwhile.
 full-disk: a save that fills the file system (a small tmpfs; needs root)
   fails on every rank and leaves the previous checkpoint, which resumes.
 corrupt: a flipped byte, a truncated file, a missing rank file, an unknown
@@ -37,6 +39,7 @@ import hashlib
 import json
 import os
 import shutil
+import filecmp
 import subprocess
 import sys
 
@@ -102,15 +105,18 @@ def same_tensors(a_path, b_path, only=None):
     return problems
 
 
-def interrupted(checker, program, work, tag, ranks, stage, extra=()):
-    """The uninterrupted run and the save-and-resume pair; checks them."""
+def interrupted(checker, program, work, tag, ranks, stage, extra=(),
+                save_extra=()):
+    """The uninterrupted run and the save-and-resume pair; checks them.
+    `save_extra` goes to the saving run only."""
     full_m, full_s = f"{work}/{tag}-full.json", f"{work}/{tag}-full.st"
     zero_run(program, ranks, stage, STEPS, full_m, full_s, extra)
     ckpt = f"{work}/{tag}-ckpt"
     shutil.rmtree(ckpt, ignore_errors=True)
     zero_run(program, ranks, stage, SAVE_AT, f"{work}/{tag}-first.json",
-             extra=list(extra) + ["--checkpoint-dir", ckpt,
-                                  "--checkpoint-every", 2, "--keep", 1])
+             extra=list(extra) + list(save_extra) + [
+                 "--checkpoint-dir", ckpt, "--checkpoint-every", 2,
+                 "--keep", 1])
     names = sorted(os.listdir(ckpt))
     checker.check(names == ["latest", "step-00000003"],
                   f"{tag}: --keep 1 left {names}")
@@ -147,6 +153,21 @@ def check_resume(checker, args):
                  "bitwise")
     interrupted(checker, mlp, work, "acc-n2-s3", 2, 3, ["--accumulate", 2])
     checker.note("accumulation (K = 2): resumed bitwise")
+
+    # An asynchronous save writes the same bytes as a synchronous one: the
+    # copy is taken at the step boundary, whatever the next steps change.
+    _, sync_ckpt = interrupted(checker, mlp, work, "sync-n3-s3", 3, 3)
+    _, async_ckpt = interrupted(checker, mlp, work, "async-n3-s3", 3, 3,
+                                save_extra=["--checkpoint-async"])
+    step = "step-00000003"
+    names = sorted(os.listdir(os.path.join(sync_ckpt, step)))
+    differ = [name for name in names if not filecmp.cmp(
+        os.path.join(sync_ckpt, step, name),
+        os.path.join(async_ckpt, step, name), shallow=False)]
+    checker.check(names == sorted(os.listdir(os.path.join(async_ckpt, step)))
+                  and not differ, f"async and sync saves differ: {differ}")
+    checker.note("--checkpoint-async: resumed bitwise; its files and "
+                 "manifest byte-identical to a synchronous save's")
 
     # --steps at the checkpoint's step runs nothing; --save-state then writes
     # the loaded state, which consolidate writes too.
@@ -205,10 +226,19 @@ def check_reshard(checker, args):
                      f"{count} tensors bitwise equal")
 
 
-CRASH_POINTS = [("before-rank-file:1", False), ("after-rank-file:0", False),
-                ("after-rank-file", False),
-                ("before-publish", False), ("before-latest", True),
-                ("before-retention", True)]
+# (point, whether the step-4 checkpoint was published, asynchronous). The
+# asynchronous runs save at steps 4 and 6 with the step-4 write in flight
+# during steps 5 and 6: async-writing kills a rank half-way through its
+# background write, and the step-4 commit happens when the step-6 save
+# starts.
+CRASH_POINTS = [("before-rank-file:1", False, False),
+                ("after-rank-file:0", False, False),
+                ("after-rank-file", False, False),
+                ("before-publish", False, False), ("before-latest", True, False),
+                ("before-retention", True, False),
+                ("async-writing:1", False, True), ("async-writing", False, True),
+                ("after-rank-file:0", False, True),
+                ("before-latest", True, True)]
 
 
 def check_crash(checker, args):
@@ -216,17 +246,20 @@ def check_crash(checker, args):
     mlp = lib.mlp_program(args.src_root, 32, work)
     full_m, full_s = f"{work}/full.json", f"{work}/full.st"
     zero_run(mlp, 2, 2, STEPS, full_m, full_s)
-    for point, published in CRASH_POINTS:
-        tag = point.replace(":", "-rank")
+    for point, published, asynchronous in CRASH_POINTS:
+        tag = point.replace(":", "-rank") + ("-async" if asynchronous else "")
         ckpt = f"{work}/{tag}"
         shutil.rmtree(ckpt, ignore_errors=True)
+        mode = ["--checkpoint-async"] if asynchronous else []
         # A good checkpoint at step 2, then a save at step 4 that dies.
         zero_run(mlp, 2, 2, 2, f"{work}/{tag}-a.json",
-                 extra=["--checkpoint-dir", ckpt])
+                 extra=["--checkpoint-dir", ckpt] + mode)
         env = dict(os.environ, ZERO_CHECKPOINT_CRASH=point)
-        status, output = zero_run(mlp, 2, 2, 4, f"{work}/{tag}-b.json",
+        steps = ["--checkpoint-every", 4] if asynchronous else []
+        status, output = zero_run(mlp, 2, 2, 6 if asynchronous else 4,
+                                  f"{work}/{tag}-b.json",
                                   extra=["--resume", ckpt, "--checkpoint-dir",
-                                         ckpt, "--keep", 1],
+                                         ckpt, "--keep", 1] + mode + steps,
                                   ok=False, env=env)
         checker.check(status != 0 and "ZERO_CHECKPOINT_CRASH" in output,
                       f"{tag}: the save was not killed (exit {status})")
@@ -246,8 +279,9 @@ def check_crash(checker, args):
                       f"crash: {problems[:3]}")
         leftovers = [n for n in os.listdir(ckpt) if n.endswith(".tmp")]
         checker.check(not leftovers, f"{tag}: {leftovers} survived a save")
-        checker.note(f"killed at {point}: resumed from step {expected}, "
-                     "bitwise like the uninterrupted run")
+        during = " during an asynchronous save" if asynchronous else ""
+        checker.note(f"killed at {point}{during}: resumed from step "
+                     f"{expected}, bitwise like the uninterrupted run")
 
 
 def refused(checker, what, command, needle, ckpt):

@@ -40,6 +40,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 #include <chrono>
 #include <cstdio>
@@ -114,6 +115,12 @@ static cl::opt<int64_t> checkpointEveryFlag(
     cl::desc("With --checkpoint-dir: save after every S-th optimizer step "
              "(and after the last)"),
     cl::init(0), cl::cat(runCategory));
+static cl::opt<bool> checkpointAsyncFlag(
+    "checkpoint-async",
+    cl::desc("With --checkpoint-dir: copy the state to host memory at the "
+             "step and write it while the next steps train (one save in "
+             "flight; published when the next save starts or the run ends)"),
+    cl::init(false), cl::cat(runCategory));
 static cl::opt<int> keepFlag(
     "keep",
     cl::desc("With --checkpoint-dir: keep the newest K checkpoints (0: all)"),
@@ -348,6 +355,8 @@ int main(int argc, char **argv) {
        keepFlag.getNumOccurrences()) &&
       checkpointDirFlag.empty())
     failEarly("--checkpoint-every and --keep need --checkpoint-dir");
+  if (checkpointAsyncFlag && checkpointDirFlag.empty())
+    failEarly("--checkpoint-async needs --checkpoint-dir");
   if (!resumeFlag.empty() && !llvm::sys::fs::is_directory(resumeFlag))
     failEarly(
         absl::StrCat(resumeFlag.getValue(), ": no such checkpoint directory"));
@@ -461,24 +470,59 @@ int main(int argc, char **argv) {
   if (leader && !quietFlag)
     llvm::outs() << metrics.describeStart() << "\n";
 
+  // Prints what a finished save wrote; `seconds` is the write's.
+  auto reportSave = [&](const std::string &dir, double seconds,
+                        const std::string &extra) {
+    if (!leader || quietFlag)
+      return;
+    absl::StatusOr<CheckpointManifest> written = readCheckpointManifest(dir);
+    llvm::outs() << "zero-run: saved " << dir;
+    if (written.ok())
+      llvm::outs() << ": " << describeCheckpointIO(*written, seconds);
+    llvm::outs() << extra << "\n";
+  };
+  // With --checkpoint-async, the save still writing: at most one, as a
+  // second copy of the state would double the host memory a save holds.
+  std::unique_ptr<AsyncCheckpointSave> pending;
+  auto finishPending = [&] {
+    if (!pending)
+      return;
+    auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<std::string> saved = pending->finish();
+    if (!saved.ok())
+      fail(comm, saved.status());
+    double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    reportSave(*saved, pending->writeSeconds(),
+               absl::StrFormat(" in the background; the steps waited %.3f s "
+                               "(copy %.3f s, finish %.3f s)",
+                               pending->startSeconds() + waited,
+                               pending->startSeconds(), waited));
+    pending.reset();
+  };
   auto save = [&](int64_t step) {
     CheckpointContext context{seed, (*batches)->globalBatch()};
+    if (checkpointAsyncFlag) {
+      finishPending();
+      absl::StatusOr<std::unique_ptr<AsyncCheckpointSave>> started =
+          AsyncCheckpointSave::start(**executor, checkpointDirFlag, step,
+                                     context, keepFlag);
+      if (!started.ok())
+        fail(comm, started.status());
+      pending = std::move(*started);
+      return;
+    }
     auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::string> saved =
         saveCheckpoint(**executor, checkpointDirFlag, step, context, keepFlag);
     if (!saved.ok())
       fail(comm, saved.status());
-    double seconds =
+    reportSave(
+        *saved,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    if (leader && !quietFlag) {
-      absl::StatusOr<CheckpointManifest> written =
-          readCheckpointManifest(*saved);
-      llvm::outs() << "zero-run: saved " << *saved;
-      if (written.ok())
-        llvm::outs() << ": " << describeCheckpointIO(*written, seconds);
-      llvm::outs() << "\n";
-    }
+            .count(),
+        "");
   };
   StepProfile profile;
   if (!profileFlag.empty())
@@ -508,6 +552,7 @@ int main(int argc, char **argv) {
   // it still saves the state it loaded, under its own plan.
   if (!checkpointDirFlag.empty() && firstStep > stepsFlag)
     save(firstStep - 1);
+  finishPending();
   metrics.trafficTotal = comm.traffic();
   if (!profileFlag.empty()) {
     (void)(*executor)->backend().setProfile(nullptr);

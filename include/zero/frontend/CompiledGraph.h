@@ -13,6 +13,7 @@
 #define ZERO_FRONTEND_COMPILEDGRAPH_H
 
 #include "zero/frontend/Graph.h"
+#include "zero/runtime/Checkpoint.h"
 #include "zero/runtime/Communicator.h"
 #include "zero/runtime/Executor.h"
 #include "zero/runtime/TensorFile.h"
@@ -126,6 +127,11 @@ public:
   /// (every rank must call it; rt::saveCheckpoint, docs/checkpoints.md),
   /// keeping the newest `keep` checkpoints (0: all). Returns its directory.
   absl::StatusOr<std::string> save(const std::string &root, int keep = 0);
+  /// The same save, asynchronous (rt::AsyncCheckpointSave): copies the
+  /// state now and writes it while the next steps run; the checkpoint is
+  /// published by the returned save's finish().
+  absl::StatusOr<std::unique_ptr<rt::AsyncCheckpointSave>>
+  startSave(const std::string &root, int keep = 0);
   /// Loads a checkpoint (its directory, or one with `latest`) taken under
   /// any ranks and stage; the next step() continues after its step.
   absl::Status load(const std::string &path);

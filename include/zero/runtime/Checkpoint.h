@@ -18,7 +18,9 @@
 #include "zero/runtime/CheckpointFormat.h"
 #include "zero/runtime/Executor.h"
 
+#include <memory>
 #include <string>
+#include <thread>
 
 namespace zero::rt {
 
@@ -37,6 +39,66 @@ struct CheckpointContext {
 absl::StatusOr<std::string>
 saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
                const CheckpointContext &context, int keep);
+
+/// A save that writes while the training goes on (docs/checkpoints.md,
+/// "Asynchronous saves"). start() copies this rank's part of the state into
+/// host memory at the step boundary and returns; a background thread
+/// writes the rank file from that copy; finish() waits for it and commits
+/// the checkpoint exactly as saveCheckpoint does (which is start and finish
+/// with the write in the calling thread and no copy). Until finish()
+/// returns, the checkpoint is not published: a crash, or dropping the
+/// object unfinished, leaves the previous one as the newest.
+///
+/// Both calls are collective and belong to the thread that trains: the
+/// background thread touches files only, never the communicator or the
+/// executor, so the state may change under it.
+class AsyncCheckpointSave {
+public:
+  static absl::StatusOr<std::unique_ptr<AsyncCheckpointSave>>
+  start(Executor &executor, const std::string &root, int64_t step,
+        const CheckpointContext &context, int keep);
+  /// Joins the writer; the checkpoint stays unpublished.
+  ~AsyncCheckpointSave();
+  AsyncCheckpointSave(const AsyncCheckpointSave &) = delete;
+  AsyncCheckpointSave &operator=(const AsyncCheckpointSave &) = delete;
+
+  /// Returns the checkpoint's directory. Call once.
+  absl::StatusOr<std::string> finish();
+
+  int64_t step() const { return step_; }
+  /// Seconds start() held the training: preparing the directory and
+  /// copying the state.
+  double startSeconds() const { return startSeconds_; }
+  /// Seconds the rank file took to write (valid after finish()).
+  double writeSeconds() const { return writeSeconds_; }
+
+private:
+  AsyncCheckpointSave(Executor &executor, std::string root, int64_t step,
+                      const CheckpointContext &context, int keep);
+  static absl::StatusOr<std::unique_ptr<AsyncCheckpointSave>>
+  begin(Executor &executor, const std::string &root, int64_t step,
+        const CheckpointContext &context, int keep, bool background);
+  friend absl::StatusOr<std::string>
+  saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
+                 const CheckpointContext &context, int keep);
+
+  Executor &executor;
+  std::string root;
+  int64_t step_;
+  CheckpointContext context;
+  int keep;
+  std::vector<int> writers;
+  /// The state copied at start(), in the order the file holds it.
+  std::vector<uint8_t> snapshot;
+  std::thread writer;
+  /// Written by the writer thread, read after joining it.
+  absl::Status written;
+  uint64_t fileBytes = 0;
+  uint32_t fileCrc32 = 0;
+  double startSeconds_ = 0;
+  double writeSeconds_ = 0;
+  bool finished = false;
+};
 
 /// Loads `path` (a checkpoint, or a directory with `latest`) into the
 /// executor's state. Everything is checked before any buffer is written:

@@ -9,9 +9,16 @@ rank's copy to host memory, its file written and synced, its CRC-32, the
 manifest, the renames); then the files are evicted from the page cache
 (posix_fadvise DONTNEED: the load reads the disk, not memory) and
 `gpt2_train --resume D --steps 1` loads them (checks, checksums, each rank's
-ranges) and trains nothing. The disk's bandwidth: `dd` writing a file of the
-checkpoint's size with conv=fsync, then reading it back after the same
-eviction.
+ranges) and trains nothing. The disk's bandwidth, honestly: `dd` copying a
+file of random bytes of the checkpoint's size (read into the page cache
+first) with oflag=direct conv=fdatasync, so that every byte reaches the
+disk and none is a cached page rewritten; then reading it back with
+iflag=direct.
+
+Asynchronous saves: `gpt2_train --steps 12 --checkpoint-every 6
+--checkpoint-async` at each N: what the steps waited for each save (the
+copy to host memory and the commit), the background write's bandwidth, and
+the mean step time while a save was in flight against without one.
 
 Also: resharding 4 -> 2 (the N = 4 checkpoint loaded on 2 ranks) against a
 same-N load on 2 ranks, and the peak resident memory of
@@ -72,20 +79,53 @@ def io_figures(output, verb):
 
 
 def dd_bandwidth(path, mib):
-    """Sequential write (with fsync) and read MiB/s of `mib` MiB at `path`."""
+    """Sequential write and read MiB/s of `mib` MiB at `path`, through
+    O_DIRECT: the source is random bytes already in the page cache, so
+    that dd measures the disk, not /dev/zero or cached pages."""
     count = max(1, int(mib / 8))
+    source = path + ".random"
+    with open(source, "wb") as f:
+        for _ in range(count):
+            f.write(os.urandom(8 << 20))
+    with open(source, "rb") as f:
+        while f.read(8 << 20):
+            pass
     start = time.monotonic()
-    subprocess.run(["dd", "if=/dev/zero", f"of={path}", "bs=8M",
-                    f"count={count}", "conv=fsync"], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(["dd", f"if={source}", f"of={path}", "bs=8M",
+                    f"count={count}", "oflag=direct", "conv=fdatasync"],
+                   check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
     write = count * 8 / (time.monotonic() - start)
     evict(path)
     start = time.monotonic()
-    subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=8M"], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=8M",
+                    "iflag=direct"], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
     read = count * 8 / (time.monotonic() - start)
     os.remove(path)
+    os.remove(source)
     return write, read
+
+
+ASYNC_RE = re.compile(r"in ([\d.]+) s .*in the background; the steps waited "
+                      r"([\d.]+) s")
+OVERLAP_RE = re.compile(r"asynchronous saves: (\d+) steps during a save at "
+                        r"([\d.]+) ms/step, (\d+) steps without at "
+                        r"([\d.]+) ms/step")
+
+
+def async_figures(output, mib):
+    """(mean wait per save s, mean background write MiB/s, ms/step during a
+    save, ms/step without)."""
+    saves = [ASYNC_RE.search(line) for line in output.splitlines()
+             if line.startswith("saved")]
+    saves = [m for m in saves if m]
+    overlap = OVERLAP_RE.search(output)
+    if not saves or not overlap:
+        sys.exit(f"no asynchronous save figures in:\n{output}")
+    wait = sum(float(m.group(2)) for m in saves) / len(saves)
+    write = sum(mib / float(m.group(1)) for m in saves) / len(saves)
+    return wait, write, float(overlap.group(2)), float(overlap.group(4))
 
 
 def peak_rss_mib(command):
@@ -105,7 +145,7 @@ def main():
     args = parser.parse_args()
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
-    rows, loads = [], {}
+    rows, loads, async_rows = [], {}, []
     ranks_list = [int(n) for n in args.ranks.split(",")]
     for ranks in ranks_list:
         ckpt = os.path.join(args.workdir, f"n{ranks}")
@@ -122,11 +162,24 @@ def main():
                      f"{100 * save_mib / save_s / write:.0f}%",
                      f"{load_s:.2f}", f"{load_mib / load_s:.0f}",
                      f"{read:.0f}", f"{100 * load_mib / load_s / read:.0f}%"])
+        overlapped = gpt2(ranks, ["--steps", "12", "--checkpoint-every", "6",
+                                  "--checkpoint-async", "--checkpoint-dir",
+                                  os.path.join(args.workdir, f"a{ranks}")])
+        shutil.rmtree(os.path.join(args.workdir, f"a{ranks}"))
+        wait, bandwidth, during, without = async_figures(overlapped, save_mib)
+        async_rows.append([str(ranks), f"{save_s:.2f}", f"{wait:.2f}",
+                           f"{bandwidth:.0f}", f"{100 * bandwidth / write:.0f}%",
+                           f"{without:.0f}", f"{during:.0f}",
+                           f"{during / without:.2f}x"])
     print(benchlib.machine())
     print(benchlib.table(
         ["N", "MiB", "save s", "save MiB/s", "dd write MiB/s", "save/dd",
          "load s", "load MiB/s", "dd read MiB/s", "load/dd"], rows,
         args.markdown))
+    print(benchlib.table(
+        ["N", "sync save s", "async: step waits s", "write MiB/s",
+         "write/dd", "ms/step without", "ms/step during", "ratio"],
+        async_rows, args.markdown))
     if 4 in ranks_list and 2 in ranks_list:
         source = os.path.join(args.workdir, "n4")
         evict(source)

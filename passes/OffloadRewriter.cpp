@@ -661,6 +661,12 @@ LogicalResult Offloader::run(const llvm::StringSet<> &hostBuffers) {
     program.setArenaBytesAttr(builder.getI64IntegerAttr(deviceArena));
   if (hostArena > 0)
     program.setHostArenaBytesAttr(builder.getI64IntegerAttr(hostArena));
+  // As zero-lower-to-runtime records its arena: the plan beside the header.
+  program->setAttr("zrt.planned_arena",
+                   builder.getI64IntegerAttr(program.getArenaBytes()));
+  program->setAttr(
+      "zrt.planned_host_arena",
+      builder.getI64IntegerAttr(program.getArenaBytes(MemorySpace::host)));
   return success();
 }
 

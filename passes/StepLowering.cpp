@@ -493,6 +493,10 @@ void StepLowering::planMemory() {
   for (auto [buffer, offset] : llvm::zip(arenaBuffers, plan.offsets))
     buffer.view.setOffsetAttr(builder.getI64IntegerAttr(offset));
   program->setAttr("zrt.live_bytes", builder.getI64IntegerAttr(liveBytes));
+  // The plan, apart from the header the runtime allocates by: zero-run
+  // --check-memory holds what the instructions really write against it.
+  program->setAttr("zrt.planned_arena",
+                   builder.getI64IntegerAttr(program.getArenaBytes()));
 }
 
 LogicalResult StepLowering::lower(DictionaryAttr report, zrt::StepKind kind) {

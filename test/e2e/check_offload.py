@@ -121,7 +121,7 @@ def main():
                 problems = lib.bitwise_diff_states(base_state, state)
                 for problem in problems:
                     checker.check(False, f"{where}: {problem}")
-                check_measured(checker, where, run, ranks)
+                check_measured(checker, where, run, ranks, require_written=True)
                 check_pools(checker, where, run, mode)
                 if same_losses and not problems:
                     checker.note(f"{where}: bitwise equal to no offload, "

@@ -100,7 +100,10 @@ def zero_run(program, args, timeout=300, env=None):
 
 
 def train(program, workdir, tag, ranks, stage, steps, seed=1, extra=()):
-    """One deterministic training run; returns (metrics dict, state path)."""
+    """One deterministic training run; returns (metrics dict, state path).
+    On the CPU backend (no --backend in `extra`) it runs with --check-memory:
+    the metrics then hold the arena bytes the instructions really wrote
+    (`written`), and zero-run fails when they pass the compiler's plan."""
     metrics = os.path.join(workdir, f"{tag}.json")
     state = os.path.join(workdir, f"{tag}.safetensors")
     for path in (metrics, state):
@@ -111,6 +114,8 @@ def train(program, workdir, tag, ranks, stage, steps, seed=1, extra=()):
         "--deterministic", "--quiet", "--metrics-json", metrics,
         "--save-state", state, "--timeout", 60,
     ] + list(extra)
+    if "--backend" not in [str(arg) for arg in extra]:
+        args.append("--check-memory")
     _, seconds = zero_run(program, args)
     with open(metrics) as f:
         data = json.load(f)

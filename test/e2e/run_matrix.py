@@ -33,7 +33,7 @@ STATE_KEYS = ["parameters", "slots", "masters", "persistent"]
 TRAFFIC_FIELDS = ["count", "bytes", "sent_bytes_per_rank"]
 
 
-def check_measured(checker, where, metrics, ranks):
+def check_measured(checker, where, metrics, ranks, require_written=False):
     report = metrics["report"]
     measured = metrics["measured"]
     checker.check(
@@ -48,10 +48,36 @@ def check_measured(checker, where, metrics, ranks):
                 entry.get(key) == report.get(key),
                 f"{at}: measured {key} {entry.get(key)} != report {report.get(key)}",
             )
+        # Derived: the arena's extent as the loaded program's operands reach
+        # it, against the compiler's plan (zrt.planned_arena), which the
+        # runtime does not allocate by.
         checker.check(
             entry["peak"] <= report["peak"],
-            f"{at}: measured peak {entry['peak']} > report peak {report['peak']}",
+            f"{at}: derived peak {entry['peak']} > report peak {report['peak']}",
         )
+        # Measured (--check-memory on CPU ranks): the bytes the instructions
+        # wrote while the run went on, against the same plan.
+        written = entry.get("written")
+        checker.check(written is not None or not require_written,
+                      f"{at}: no measured writes (zero-run --check-memory)")
+        if written is not None:
+            checker.check(
+                written["arena_high_water"] <= report["arena_bytes"],
+                f"{at}: wrote the arena up to byte "
+                f"{written['arena_high_water']}, beyond the "
+                f"{report['arena_bytes']} planned",
+            )
+            checker.check(
+                written["host_arena_high_water"] <= report["host_arena_bytes"],
+                f"{at}: wrote the host arena up to byte "
+                f"{written['host_arena_high_water']}, beyond the "
+                f"{report['host_arena_bytes']} planned",
+            )
+            checker.check(
+                entry["peak_written"] <= report["peak"],
+                f"{at}: measured peak {entry['peak_written']} > report peak "
+                f"{report['peak']}",
+            )
         got = entry["traffic_per_step"]
         want = report["traffic"]
         for kind in sorted(set(got) | set(want)):
@@ -111,7 +137,7 @@ def main():
             if args.tamper == "report" and stage == stages[-1] and ranks > 1:
                 metrics["report"]["traffic"]["all_gather"]["bytes"] += 4
                 metrics["report"]["slots"] += 1
-            check_measured(checker, tag, metrics, ranks)
+            check_measured(checker, tag, metrics, ranks, require_written=True)
             results[stage] = (metrics, state)
         if not results:
             continue
@@ -156,7 +182,7 @@ def main():
         except lib.RunError as error:
             checker.check(False, f"{tag}: zero-run failed: {error}")
             continue
-        check_measured(checker, tag, ref_metrics, 1)
+        check_measured(checker, tag, ref_metrics, 1, require_written=True)
         checker.check(
             ref_metrics["global_batch"] == base_metrics["global_batch"],
             f"N={ranks}: global batch {base_metrics['global_batch']} but the "

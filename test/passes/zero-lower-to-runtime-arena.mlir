@@ -32,6 +32,9 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 }
 
 // CHECK-LABEL: zrt.program @disjoint_lifetimes placement #dist.placement<cpu, [2]> arena 128 align 64 attributes {zrt.live_bytes = 128 : i64
+// The plan is also recorded apart from the header the runtime allocates by:
+// zero-run --check-memory measures the writes against it.
+// CHECK-SAME:    zrt.planned_arena = 128 : i64
 // CHECK:         %[[A:.+]] = zrt.arena_view [0] : memref<16xf32>
 // CHECK-NEXT:    zrt.launch "train.relu" {{.*}} outs(%[[A]] : memref<16xf32>)
 // CHECK-NEXT:    %[[B:.+]] = zrt.arena_view [64] : memref<16xf32>

@@ -49,6 +49,14 @@ RunMetrics::RunMetrics(Executor &executor, zrt::ProgramOp program)
   }
   if (auto value = program->getAttrOfType<mlir::IntegerAttr>("zrt.live_bytes"))
     liveBytes = value.getInt();
+  plannedArenaBytes = program.getArenaBytes(zrt::MemorySpace::device);
+  plannedHostArenaBytes = program.getArenaBytes(zrt::MemorySpace::host);
+  if (auto value =
+          program->getAttrOfType<mlir::IntegerAttr>("zrt.planned_arena"))
+    plannedArenaBytes = value.getInt();
+  if (auto value =
+          program->getAttrOfType<mlir::IntegerAttr>("zrt.planned_host_arena"))
+    plannedHostArenaBytes = value.getInt();
   if (auto plan =
           program->getAttrOfType<mlir::DictionaryAttr>("zrt.memory_plan"))
     report["memory_plan"] = memoryPlanToJson(zero::MemoryPlan::fromAttr(plan));
@@ -88,6 +96,12 @@ std::vector<int64_t> RunMetrics::localFields() const {
                  memory.hostArenaHighWater, memory.hostLinkBytesPerStep,
                  memory.gatheredPeak});
   fields.push_back(executor.backend().overheadBytes());
+  // The measured writes last: checked (0 or 1), then the device arena's
+  // high water and bytes, then the host arena's.
+  fields.push_back(writes ? 1 : 0);
+  for (const ArenaWrites &arena : {writes ? writes->first : ArenaWrites(),
+                                   writes ? writes->second : ArenaWrites()})
+    fields.insert(fields.end(), {arena.highWater, arena.bytes});
   return fields;
 }
 
@@ -121,7 +135,10 @@ RunMetrics::rankJson(const std::vector<int64_t> &fields) const {
                            {"sent_bytes_per_rank", sent}};
   }
   // The two pools: what zero-offload placed in host memory, and the rest.
-  size_t host = fields.size() - 6;
+  // From the end: 5 fields of measured writes, the backend's overhead, and
+  // the 5 host and gathered figures before it.
+  size_t written = fields.size() - 5;
+  size_t host = written - 6;
   int64_t hostPersistent = fields[host], hostArena = fields[host + 1];
   int64_t devicePersistent = state + fields[4] - hostPersistent;
   llvm::json::Object pools{{"device_bytes", devicePersistent + fields[5]},
@@ -131,7 +148,7 @@ RunMetrics::rankJson(const std::vector<int64_t> &fields) const {
                            {"host_arena_high_water", fields[host + 2]},
                            {"host_bytes", hostPersistent + hostArena},
                            {"host_link_bytes_per_step", fields[host + 3]}};
-  return llvm::json::Object{{"parameters", fields[0]},
+  llvm::json::Object object{{"parameters", fields[0]},
                             {"pools", std::move(pools)},
                             {"masters", fields[1]},
                             {"slots", fields[2]},
@@ -143,17 +160,49 @@ RunMetrics::rankJson(const std::vector<int64_t> &fields) const {
                             {"peak", state + fields[6]},
                             {"peak_gathered", fields[host + 4]},
                             {"traffic_per_step", std::move(traffic)},
-                            {"backend_overhead", fields.back()}};
+                            {"backend_overhead", fields[written - 1]}};
+  // Measured while the program ran (--check-memory), where the figures
+  // above are derived from the program's operands when it was loaded.
+  if (fields[written] != 0) {
+    object["written"] =
+        llvm::json::Object{{"arena_high_water", fields[written + 1]},
+                           {"arena_bytes", fields[written + 2]},
+                           {"host_arena_high_water", fields[written + 3]},
+                           {"host_arena_bytes", fields[written + 4]}};
+    object["peak_written"] = state + fields[written + 1];
+  }
+  return object;
+}
+
+std::vector<std::string> RunMetrics::writesBeyondPlan() const {
+  std::vector<std::string> problems;
+  for (size_t rank = 0; rank < perRank.size(); ++rank) {
+    const std::vector<int64_t> &fields = perRank[rank];
+    size_t written = fields.size() - 5;
+    if (fields[written] == 0)
+      continue;
+    for (auto [highWater, planned, arena] :
+         {std::make_tuple(fields[written + 1], plannedArenaBytes, "arena"),
+          std::make_tuple(fields[written + 3], plannedHostArenaBytes,
+                          "host arena")})
+      if (highWater > planned)
+        problems.push_back(absl::StrCat(
+            "rank ", rank, " wrote its ", arena, " up to byte ", highWater,
+            ", beyond the ", planned, " bytes the compiler planned"));
+  }
+  return problems;
 }
 
 llvm::json::Object RunMetrics::reportJson() const {
+  // The compiler's figures only: the arenas it planned, not what the
+  // runtime allocated, so that a measurement compared with them can fail.
   llvm::json::Object object = report;
-  int64_t arena = executor.memory().arenaBytes;
-  object["arena_bytes"] = arena;
+  object["arena_bytes"] = plannedArenaBytes;
+  object["host_arena_bytes"] = plannedHostArenaBytes;
   object["live_bytes_lower_bound"] = liveBytes;
   if (const llvm::json::Value *persistent = object.get("persistent"))
     if (std::optional<int64_t> bytes = persistent->getAsInteger())
-      object["peak"] = *bytes + arena;
+      object["peak"] = *bytes + plannedArenaBytes;
   return object;
 }
 

@@ -15,7 +15,9 @@
 
 #include "llvm/Support/JSON.h"
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace zero::rt {
@@ -43,6 +45,17 @@ public:
   std::string data;
   std::map<std::string, TrafficStats> trafficPerStep;
   std::map<std::string, TrafficStats> trafficTotal;
+  /// With --check-memory, this rank's measured arena writes (device, host).
+  std::optional<std::pair<ArenaWrites, ArenaWrites>> writes;
+
+  /// The arenas the compiler planned (`zrt.planned_arena`,
+  /// `zrt.planned_host_arena`; the program's header where a program
+  /// predates them): what --check-memory holds the writes against.
+  int64_t plannedArena() const { return plannedArenaBytes; }
+  int64_t plannedHostArena() const { return plannedHostArenaBytes; }
+  /// With --check-memory, after gatherRanks: one line per rank whose
+  /// measured writes pass the compiler's plan; empty when none does.
+  std::vector<std::string> writesBeyondPlan() const;
 
 private:
   /// Samples per second over the steps after the first (the first pays for
@@ -58,6 +71,8 @@ private:
   int64_t ranks = 1;
   llvm::json::Object report;
   int64_t liveBytes = 0;
+  int64_t plannedArenaBytes = 0;
+  int64_t plannedHostArenaBytes = 0;
   std::vector<float> losses;
   std::vector<double> stepSeconds;
   std::vector<std::vector<int64_t>> perRank;

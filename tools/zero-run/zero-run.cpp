@@ -41,6 +41,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 #include <chrono>
 #include <cstdio>
@@ -150,6 +151,12 @@ static cl::opt<int> threadsFlag(
     cl::init(0), cl::cat(runCategory));
 static cl::opt<bool> quietFlag("quiet", cl::desc("No progress lines"),
                                cl::init(false), cl::cat(runCategory));
+static cl::opt<bool> checkMemoryFlag(
+    "check-memory",
+    cl::desc("Measure which arena bytes the instructions really write (the "
+             "arenas are filled with a canary first; CPU backend) and fail "
+             "when a rank writes beyond the arenas the compiler planned"),
+    cl::init(false), cl::cat(runCategory));
 static cl::opt<std::string> backendFlag(
     "backend",
     cl::desc("Where the ranks run: cpu (default), cuda (a GPU per rank, "
@@ -460,6 +467,10 @@ int main(int argc, char **argv) {
   if (!batches.ok())
     fail(comm, batches.status());
 
+  if (checkMemoryFlag)
+    if (absl::Status status = (*executor)->startWriteCheck(); !status.ok())
+      fail(comm, status);
+
   RunMetrics metrics(**executor, *program);
   metrics.steps = stepsFlag;
   metrics.firstStep = firstStep;
@@ -554,6 +565,13 @@ int main(int argc, char **argv) {
     save(firstStep - 1);
   finishPending();
   metrics.trafficTotal = comm.traffic();
+  if (checkMemoryFlag) {
+    absl::StatusOr<std::pair<ArenaWrites, ArenaWrites>> writes =
+        (*executor)->measureArenaWrites();
+    if (!writes.ok())
+      fail(comm, writes.status());
+    metrics.writes = *writes;
+  }
   if (!profileFlag.empty()) {
     (void)(*executor)->backend().setProfile(nullptr);
     if (absl::Status status =
@@ -579,8 +597,20 @@ int main(int argc, char **argv) {
         fail(comm, status);
     if (!quietFlag)
       llvm::outs() << metrics.describeEnd() << "\n";
+    if (checkMemoryFlag && !quietFlag && metrics.writes)
+      llvm::outs() << "zero-run: --check-memory: rank 0 wrote "
+                   << metrics.writes->first.bytes << " arena bytes, up to byte "
+                   << metrics.writes->first.highWater << " of the "
+                   << metrics.plannedArena() << " planned\n";
     llvm::outs().flush();
   }
+  // After the metrics are written, so that the figures of a failed check
+  // can be read; every rank holds every rank's figures and fails alike.
+  if (std::vector<std::string> beyond = metrics.writesBeyondPlan();
+      !beyond.empty())
+    fail(comm, absl::FailedPreconditionError(
+                   absl::StrCat("--check-memory: ", absl::StrJoin(beyond, "; "),
+                                " (docs/runtime.md, \"What is measured\")")));
   if (absl::Status status = comm.barrier(); !status.ok())
     fail(comm, status);
   executor->reset();

@@ -500,19 +500,11 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
   auto finishPending = [&] {
     if (!pending)
       return;
-    auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::string> saved = pending->finish();
     if (!saved.ok())
       fail(&comm, saved.status());
-    double waited =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    saveWaitSeconds += pending->startSeconds() + waited;
-    reportSave(*saved, pending->writeSeconds(),
-               absl::StrFormat(" in the background; the steps waited %.3f s "
-                               "(copy %.3f s, finish %.3f s)",
-                               pending->startSeconds() + waited,
-                               pending->startSeconds(), waited));
+    saveWaitSeconds += pending->startSeconds() + pending->finishSeconds();
+    reportSave(*saved, pending->writeSeconds(), pending->describeWait());
     pending.reset();
   };
   auto saveCheckpoint = [&] {

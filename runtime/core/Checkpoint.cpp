@@ -6,6 +6,7 @@
 #include "zero/runtime/TensorFile.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
 #include <algorithm>
@@ -480,11 +481,25 @@ zero::rt::AsyncCheckpointSave::begin(Executor &executor,
   return save;
 }
 
+std::string zero::rt::AsyncCheckpointSave::describeWait() const {
+  return absl::StrFormat(" in the background; the steps waited %.3f s "
+                         "(copy %.3f s, finish %.3f s)",
+                         startSeconds_ + finishSeconds_, startSeconds_,
+                         finishSeconds_);
+}
+
 absl::StatusOr<std::string> zero::rt::AsyncCheckpointSave::finish() {
   if (finished)
     return absl::FailedPreconditionError(
         "the checkpoint save was already finished");
   finished = true;
+  auto clock = std::chrono::steady_clock::now();
+  absl::StatusOr<std::string> committed = commit();
+  finishSeconds_ = secondsSince(clock);
+  return committed;
+}
+
+absl::StatusOr<std::string> zero::rt::AsyncCheckpointSave::commit() {
   if (writer.joinable())
     writer.join();
   // The copy is written: give its memory back before the next step.

@@ -71,10 +71,17 @@ public:
   double startSeconds() const { return startSeconds_; }
   /// Seconds the rank file took to write (valid after finish()).
   double writeSeconds() const { return writeSeconds_; }
+  /// Seconds finish() held the training: joining the writer and committing.
+  double finishSeconds() const { return finishSeconds_; }
+  /// " in the background; the steps waited ... (copy ..., finish ...)":
+  /// what the save cost the training, for the tools' "saved" lines.
+  std::string describeWait() const;
 
 private:
   AsyncCheckpointSave(Executor &executor, std::string root, int64_t step,
                       const CheckpointContext &context, int keep);
+  /// finish()'s work: joins the writer, agrees and publishes.
+  absl::StatusOr<std::string> commit();
   static absl::StatusOr<std::unique_ptr<AsyncCheckpointSave>>
   begin(Executor &executor, const std::string &root, int64_t step,
         const CheckpointContext &context, int keep, bool background);
@@ -97,6 +104,7 @@ private:
   uint32_t fileCrc32 = 0;
   double startSeconds_ = 0;
   double writeSeconds_ = 0;
+  double finishSeconds_ = 0;
   bool finished = false;
 };
 

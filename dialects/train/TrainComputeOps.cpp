@@ -277,6 +277,76 @@ LogicalResult TransposeOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Slice, pad, concat
+//===----------------------------------------------------------------------===//
+
+/// `part` lies at `offset` of dimension `dim` of `whole`: the two agree in
+/// every other dimension and in element type. `partName` names the smaller
+/// side in messages ("result" for a slice, "input" for a pad).
+static LogicalResult verifyWindow(Operation *op, RankedTensorType whole,
+                                  RankedTensorType part, int64_t dim,
+                                  int64_t offset, StringRef partName) {
+  if (dim < 0 || dim >= whole.getRank())
+    return op->emitOpError()
+           << "dim " << dim << " is out of range for " << whole;
+  if (failed(verifySameElementType(op, whole, part, "the input and result")))
+    return failure();
+  SmallVector<int64_t> expected(whole.getShape());
+  expected[dim] = part.getRank() == whole.getRank() ? part.getDimSize(dim) : 0;
+  if (part.getShape() != ArrayRef<int64_t>(expected))
+    return op->emitOpError()
+           << "needs a " << partName << " that differs from " << whole
+           << " only in dim " << dim << ", got " << part;
+  int64_t extent = part.getDimSize(dim), available = whole.getDimSize(dim);
+  if (offset < 0 || offset > available - extent)
+    return op->emitOpError()
+           << "positions [" << offset << ", " << offset + extent << ") of dim "
+           << dim << " do not fit in its " << available;
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  return verifyWindow(*this, getInput().getType(), getResult().getType(),
+                      getDim(), getOffset(), "result");
+}
+
+LogicalResult PadOp::verify() {
+  return verifyWindow(*this, getResult().getType(), getInput().getType(),
+                      getDim(), getOffset(), "input");
+}
+
+LogicalResult ConcatOp::verify() {
+  RankedTensorType result = getResult().getType();
+  int64_t dim = getDim();
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one operand";
+  if (dim < 0 || dim >= result.getRank())
+    return emitOpError() << "dim " << dim << " is out of range for " << result;
+  int64_t offset = 0;
+  for (auto [index, operand] : llvm::enumerate(getInputs())) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    if (type.getRank() != result.getRank() ||
+        type.getElementType() != result.getElementType())
+      return emitOpError() << "operand " << index << " is " << type
+                           << ", not a tensor of rank " << result.getRank()
+                           << " and element type " << result.getElementType()
+                           << " like the result";
+    SmallVector<int64_t> expected(result.getShape());
+    expected[dim] = type.getDimSize(dim);
+    if (type.getShape() != ArrayRef<int64_t>(expected))
+      return emitOpError() << "operand " << index << " is " << type
+                           << "; operands must match the result " << result
+                           << " in every dim but " << dim;
+    offset += type.getDimSize(dim);
+  }
+  if (offset != result.getDimSize(dim))
+    return emitOpError() << "operands add up to " << offset << " in dim " << dim
+                         << ", but the result " << result << " has "
+                         << result.getDimSize(dim);
+  return success();
+}
+
 LogicalResult CastOp::verify() {
   if (getInput().getType().getShape() != getResult().getType().getShape())
     return emitOpError() << "changes the shape from " << getInput().getType()

@@ -162,6 +162,20 @@ LogicalResult GeluOp::buildGradients(OpBuilder &b, ValueRange dys,
   return success();
 }
 
+LogicalResult SigmoidOp::buildGradients(OpBuilder &b, ValueRange dys,
+                                        SmallVectorImpl<Value> &grads) {
+  grads.push_back(
+      b.create<SigmoidGradOp>(getLoc(), getType(), getResult(), dys[0]));
+  return success();
+}
+
+LogicalResult SiluOp::buildGradients(OpBuilder &b, ValueRange dys,
+                                     SmallVectorImpl<Value> &grads) {
+  grads.push_back(
+      b.create<SiluGradOp>(getLoc(), getType(), getInput(), dys[0]));
+  return success();
+}
+
 LogicalResult AddOp::buildGradients(OpBuilder &b, ValueRange dys,
                                     SmallVectorImpl<Value> &grads) {
   binaryGradients(b, getLoc(), BinaryKind::add, getLhs(), getRhs(), getResult(),
@@ -360,6 +374,32 @@ LogicalResult TransposeOp::buildGradients(OpBuilder &b, ValueRange dys,
     inverse[source] = index;
   grads.push_back(
       b.create<TransposeOp>(getLoc(), getInput().getType(), dys[0], inverse));
+  return success();
+}
+
+LogicalResult SliceOp::buildGradients(OpBuilder &b, ValueRange dys,
+                                      SmallVectorImpl<Value> &grads) {
+  grads.push_back(b.create<PadOp>(getLoc(), getInput().getType(), dys[0],
+                                  getDim(), getOffset()));
+  return success();
+}
+
+LogicalResult PadOp::buildGradients(OpBuilder &b, ValueRange dys,
+                                    SmallVectorImpl<Value> &grads) {
+  grads.push_back(b.create<SliceOp>(getLoc(), getInput().getType(), dys[0],
+                                    getDim(), getOffset()));
+  return success();
+}
+
+LogicalResult ConcatOp::buildGradients(OpBuilder &b, ValueRange dys,
+                                       SmallVectorImpl<Value> &grads) {
+  int64_t offset = 0, dim = getDim();
+  for (Value input : getInputs()) {
+    auto type = cast<RankedTensorType>(input.getType());
+    grads.push_back(
+        b.create<SliceOp>(getLoc(), type, dys[0], dim, offset).getResult());
+    offset += type.getDimSize(dim);
+  }
   return success();
 }
 

@@ -6,6 +6,7 @@
 #include "zero/dialects/train/TrainDialect.h"
 #include "zero/dialects/train/TrainOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -131,6 +132,18 @@ std::string emitOptimizer(const OptimizerSpec &spec, OpBuilder &builder,
 /// node already carries the result types its verifier expects.
 Operation *emitOp(const Node &node, ArrayRef<Value> values, OpBuilder &builder,
                   Location loc) {
+  if (node.opName == "arith.constant") {
+    auto type =
+        cast<RankedTensorType>(tensorType(node.shape, node.dtype, builder));
+    Type element = type.getElementType();
+    TypedAttr value =
+        isa<FloatType>(element)
+            ? TypedAttr(builder.getFloatAttr(element, node.splatValue))
+            : TypedAttr(builder.getIntegerAttr(
+                  element, static_cast<int64_t>(node.splatValue)));
+    return builder.create<arith::ConstantOp>(
+        loc, type, DenseElementsAttr::get(type, value));
+  }
   OperationState state(loc, node.opName);
   for (int operand : node.operands)
     state.addOperands(values[operand]);
@@ -143,6 +156,8 @@ Operation *emitOp(const Node &node, ArrayRef<Value> values, OpBuilder &builder,
     state.addAttribute(name, builder.getF64FloatAttr(value));
   for (const auto &[name, array] : node.arrayAttrs)
     state.addAttribute(name, builder.getDenseI64ArrayAttr(array));
+  for (const auto &[name, value] : node.i64Attrs)
+    state.addAttribute(name, builder.getI64IntegerAttr(value));
   return builder.create(state);
 }
 

@@ -349,6 +349,22 @@ Parameter Graph::parameter(const std::string &name, const Shape &shape,
   return state->parameterHandle(static_cast<int>(state->parameters.size()) - 1);
 }
 
+Tensor Graph::full(const Shape &shape, double value, DType dtype) {
+  if (!std::all_of(shape.begin(), shape.end(),
+                   [](int64_t extent) { return extent >= 0; }))
+    return state->fail(
+        absl::StrCat("full: needs extents >= 0, got ", shapeText(shape)));
+  if (!isFloat(dtype) && std::trunc(value) != value)
+    return state->fail(absl::StrCat("full: ", value, " is not a ",
+                                    dtypeName(dtype), " value"));
+  Node node;
+  node.opName = "arith.constant";
+  node.shape = shape;
+  node.dtype = state->declaredType(dtype);
+  node.splatValue = value;
+  return state->add(std::move(node));
+}
+
 RecomputeScope::RecomputeScope(Graph &graph) : state(&graph.internals()) {
   ++state->recomputeDepth;
 }

@@ -32,6 +32,10 @@ struct Node {
   std::vector<std::string> unitAttrs;
   std::vector<std::pair<std::string, double>> f64Attrs;
   std::vector<std::pair<std::string, std::vector<int64_t>>> arrayAttrs;
+  std::vector<std::pair<std::string, int64_t>> i64Attrs;
+  /// The element value of an "arith.constant" node (a splat: the lowering
+  /// fills it, and train-autodiff passes no gradient through it).
+  double splatValue = 0.0;
   /// Results after the first (layer_norm's row statistics), never used by
   /// the forward pass but part of the op.
   std::vector<std::pair<Shape, DType>> extraResults;

@@ -128,6 +128,10 @@ Tensor zero::frontend::rsqrt(const Tensor &x) {
 Tensor zero::frontend::tanh(const Tensor &x) { return unary("train.tanh", x); }
 Tensor zero::frontend::relu(const Tensor &x) { return unary("train.relu", x); }
 Tensor zero::frontend::gelu(const Tensor &x) { return unary("train.gelu", x); }
+Tensor zero::frontend::sigmoid(const Tensor &x) {
+  return unary("train.sigmoid", x);
+}
+Tensor zero::frontend::silu(const Tensor &x) { return unary("train.silu", x); }
 Tensor zero::frontend::softmax(const Tensor &x) {
   return unary("train.softmax", x);
 }
@@ -296,6 +300,89 @@ Tensor zero::frontend::transpose(const Tensor &x,
     shape.push_back(x.shape()[d]);
   Node node = opNode("train.transpose", {&x}, shape, x.dtype());
   node.arrayAttrs.push_back({"permutation", permutation});
+  return state->add(std::move(node));
+}
+
+Tensor zero::frontend::slice(const Tensor &x, int64_t dim, int64_t offset,
+                             int64_t size) {
+  GraphState *state = graphOf({&x}, "slice");
+  if (!state)
+    return Tensor();
+  if (dim < 0 || dim >= x.rank())
+    return state->fail(absl::StrCat("slice: dim ", dim,
+                                    " is not a dimension of ", describe(x)));
+  if (offset < 0 || size < 0 || offset > x.shape()[dim] - size)
+    return state->fail(absl::StrCat("slice: positions [", offset, ", ",
+                                    offset + size, ") of dim ", dim,
+                                    " do not fit in ", describe(x)));
+  Shape shape = x.shape();
+  shape[dim] = size;
+  Node node = opNode("train.slice", {&x}, shape, x.dtype());
+  node.i64Attrs = {{"dim", dim}, {"offset", offset}};
+  return state->add(std::move(node));
+}
+
+Tensor zero::frontend::concat(const std::vector<Tensor> &xs, int64_t dim) {
+  if (xs.empty())
+    return Tensor();
+  std::vector<const Tensor *> operands;
+  for (const Tensor &x : xs)
+    operands.push_back(&x);
+  GraphState *state = nullptr;
+  for (const Tensor *x : operands) {
+    GraphState *owner = graphOf({x}, "concat");
+    if (!owner)
+      return Tensor();
+    if (state && owner != state)
+      return state->fail("concat: operands belong to different graphs");
+    state = owner;
+  }
+  const Tensor &first = xs.front();
+  if (dim < 0 || dim >= first.rank())
+    return state->fail(absl::StrCat(
+        "concat: dim ", dim, " is not a dimension of ", describe(first)));
+  Shape shape = first.shape();
+  shape[dim] = 0;
+  for (const Tensor &x : xs) {
+    Shape expected = first.shape();
+    expected[dim] = x.rank() == first.rank() ? x.shape()[dim] : -1;
+    if (x.dtype() != first.dtype() || x.shape() != expected)
+      return state->fail(absl::StrCat(
+          "concat: operands must agree in type and in every dim but ", dim,
+          ", got ", describe(first), " and ", describe(x)));
+    shape[dim] += x.shape()[dim];
+  }
+  Node node;
+  node.opName = "train.concat";
+  for (const Tensor *x : operands)
+    node.operands.push_back(GraphState::idOf(*x));
+  node.shape = shape;
+  node.dtype = first.dtype();
+  node.i64Attrs = {{"dim", dim}};
+  return state->add(std::move(node));
+}
+
+Tensor zero::frontend::expand(const Tensor &x, const Shape &shape,
+                              const std::vector<int64_t> &dims) {
+  GraphState *state = graphOf({&x}, "expand");
+  if (!state)
+    return Tensor();
+  bool ascending = std::is_sorted(dims.begin(), dims.end()) &&
+                   std::adjacent_find(dims.begin(), dims.end()) == dims.end();
+  Shape kept;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    if (!std::binary_search(dims.begin(), dims.end(), d))
+      kept.push_back(shape[d]);
+  bool inRange = std::all_of(dims.begin(), dims.end(), [&](int64_t d) {
+    return d >= 0 && d < static_cast<int64_t>(shape.size());
+  });
+  if (!isFloat(x.dtype()) || !ascending || !inRange || kept != x.shape())
+    return state->fail(
+        absl::StrCat("expand: cannot broadcast ", describe(x), " to ",
+                     shapeText(shape), " by inserting dims ", shapeText(dims),
+                     " (removing them from the shape must give the input's)"));
+  Node node = opNode("train.expand", {&x}, shape, x.dtype());
+  node.arrayAttrs.push_back({"dims", dims});
   return state->add(std::move(node));
 }
 

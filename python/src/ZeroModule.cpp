@@ -420,6 +420,14 @@ void bindGraph(py::module_ &m) {
              const Init &init) { return graph.parameter(name, shape, init); },
           py::arg("name"), py::arg("shape"), py::arg("init"),
           py::keep_alive<0, 1>())
+      .def(
+          "full",
+          [](Graph &graph, const Shape &shape, double value,
+             const std::string &dtype) {
+            return graph.full(shape, value, parseDtype(dtype));
+          },
+          py::arg("shape"), py::arg("value"), py::arg("dtype") = "f32",
+          py::keep_alive<0, 1>())
       .def("minimize", &Graph::minimize, py::arg("loss"))
       .def_property_readonly("config", py::overload_cast<>(&Graph::config),
                              py::return_value_policy::reference_internal)
@@ -447,6 +455,8 @@ void bindGraph(py::module_ &m) {
   m.def("tanh", &zero::frontend::tanh, py::keep_alive<0, 1>());
   m.def("relu", &relu, py::keep_alive<0, 1>());
   m.def("gelu", &gelu, py::keep_alive<0, 1>());
+  m.def("sigmoid", &sigmoid, py::keep_alive<0, 1>());
+  m.def("silu", &silu, py::keep_alive<0, 1>());
   m.def("softmax", &softmax, py::keep_alive<0, 1>());
   m.def("scale", &scale, py::arg("x"), py::arg("factor"),
         py::keep_alive<0, 1>());
@@ -478,6 +488,20 @@ void bindGraph(py::module_ &m) {
         py::keep_alive<0, 1>());
   m.def("transpose", &zero::frontend::transpose, py::arg("x"),
         py::arg("permutation"), py::keep_alive<0, 1>());
+  // torch.narrow's name and arguments; `slice` would shadow the builtin.
+  m.def("narrow", &zero::frontend::slice, py::arg("x"), py::arg("dim"),
+        py::arg("start"), py::arg("length"), py::keep_alive<0, 1>());
+  // The list keeps its tensors, and so their graph, alive.
+  m.def(
+      "concat",
+      [](const std::vector<Tensor> &xs, int64_t dim) {
+        if (xs.empty())
+          throw py::value_error("concat needs at least one tensor");
+        return concat(xs, dim);
+      },
+      py::arg("xs"), py::arg("dim"), py::keep_alive<0, 1>());
+  m.def("expand", &zero::frontend::expand, py::arg("x"), py::arg("shape"),
+        py::arg("dims"), py::keep_alive<0, 1>());
   m.def(
       "cast",
       [](const Tensor &x, const std::string &dtype) {

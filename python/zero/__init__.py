@@ -21,23 +21,35 @@ import atexit as _atexit
 from zero import _zero
 from zero._zero import (Adam, AdamW, CompiledGraph, Graph, GraphConfig, Init,
                         LossScaling, Momentum, Parameter, Schedule, SGD,
-                        Tensor, add, bias_add, cast, causal_mask, div,
-                        embedding, exp, gelu, layer_norm, log, matmul, mul,
-                        neg, rank, reduce_mean, reduce_sum, relu, reshape,
-                        rsqrt, scale, shutdown, softmax, softmax_cross_entropy,
-                        sqrt, sub, tanh, transpose, world_size)
+                        Tensor, add, bias_add, cast, causal_mask, concat, div,
+                        embedding, exp, expand, gelu, layer_norm, log, matmul,
+                        mul, narrow, neg, rank, reduce_mean, reduce_sum, relu,
+                        reshape, rsqrt, scale, shutdown, sigmoid, silu, softmax,
+                        softmax_cross_entropy, sqrt, sub, tanh, transpose,
+                        world_size)
 from zero import nn
 from zero.trainer import Trainer
 
 __all__ = [
     "Adam", "AdamW", "CompiledGraph", "Graph", "GraphConfig", "Init",
     "LossScaling", "Momentum", "Parameter", "Schedule", "SGD", "Tensor",
-    "Trainer", "add", "bias_add", "cast", "causal_mask", "div", "embedding",
-    "exp", "gelu", "layer_norm", "log", "matmul", "mul", "neg", "nn", "rank",
-    "reduce_mean", "reduce_sum", "relu", "reshape", "rsqrt", "scale",
-    "shutdown", "softmax", "softmax_cross_entropy", "sqrt", "sub", "tanh",
-    "transpose", "world_size",
+    "Trainer", "add", "bias_add", "cast", "causal_mask", "concat", "div",
+    "embedding", "exp", "expand", "gelu", "layer_norm", "log", "matmul", "mul",
+    "narrow", "neg", "nn", "rank", "reduce_mean", "reduce_sum", "relu",
+    "reshape", "rsqrt", "scale", "shutdown", "sigmoid", "silu", "softmax",
+    "softmax_cross_entropy", "sqrt", "sub", "tanh", "transpose", "world_size",
+    "from_torch",
 ]
+
+
+def __getattr__(name):
+    # zero.from_torch and zero.torch import torch, which takes seconds and
+    # is optional: only on first use.
+    if name in ("from_torch", "torch"):
+        import importlib
+        module = importlib.import_module("zero.torch")
+        return module if name == "torch" else module.from_torch
+    raise AttributeError(f"module 'zero' has no attribute '{name}'")
 
 # MPI must be finalized before the process exits, or mpirun reports the job
 # as failed.

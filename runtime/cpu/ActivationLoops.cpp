@@ -1,4 +1,4 @@
-//===- ActivationLoops.cpp - Vectorized exp, GELU and its gradient --------===//
+//===- ActivationLoops.cpp - Vectorized exp and the activations -----------===//
 //
 // Compiled once per Highway target (foreach_target.h includes this file
 // again for each); HWY_DYNAMIC_DISPATCH picks the best one the CPU has.
@@ -149,6 +149,58 @@ void GeluGradBlock(int64_t n, const float *x, const float *dy, float *dx) {
       });
 }
 
+/// The logistic function 1 / (1 + e^-x), with 1 - s = e s as for GELU. The
+/// exponent is capped at 80 so that e stays finite: s is then 1.8e-35, not
+/// 0, and e * s stays 1 (SiLU's gradient multiplies by it).
+FloatVec Logistic(FloatTag d, FloatVec x, FloatVec &oneMinus) {
+  const FloatVec e = Exp(d, hn::Min(hn::Neg(x), hn::Set(d, 80.0f)));
+  const FloatVec s = hn::Div(hn::Set(d, 1.0f), hn::Add(hn::Set(d, 1.0f), e));
+  oneMinus = hn::Mul(e, s);
+  return s;
+}
+
+void SigmoidBlock(int64_t n, const float *x, float *y) {
+  const FloatTag d;
+  MapVectors(n, x, y, [&](const float *in, float *out) {
+    FloatVec oneMinus;
+    hn::StoreU(Logistic(d, hn::LoadU(d, in), oneMinus), d, out);
+  });
+}
+
+void SigmoidGradBlock(int64_t n, const float *y, const float *dy, float *dx) {
+  const FloatTag d;
+  // d/dx s(x) = s (1 - s), from the saved result.
+  MapVectors(n, y, dy, dx,
+             [&](const float *yin, const float *dyin, float *out) {
+               const FloatVec s = hn::LoadU(d, yin);
+               const FloatVec slope = hn::Mul(s, hn::Sub(hn::Set(d, 1.0f), s));
+               hn::StoreU(hn::Mul(hn::LoadU(d, dyin), slope), d, out);
+             });
+}
+
+void SiluBlock(int64_t n, const float *x, float *y) {
+  const FloatTag d;
+  MapVectors(n, x, y, [&](const float *in, float *out) {
+    const FloatVec xi = hn::LoadU(d, in);
+    FloatVec oneMinus;
+    hn::StoreU(hn::Mul(xi, Logistic(d, xi, oneMinus)), d, out);
+  });
+}
+
+void SiluGradBlock(int64_t n, const float *x, const float *dy, float *dx) {
+  const FloatTag d;
+  // d/dx [x s(x)] = s + x s (1 - s) = s (1 + x (1 - s)).
+  MapVectors(n, x, dy, dx,
+             [&](const float *xin, const float *dyin, float *out) {
+               const FloatVec xi = hn::LoadU(d, xin);
+               FloatVec oneMinus;
+               const FloatVec s = Logistic(d, xi, oneMinus);
+               const FloatVec derivative =
+                   hn::Mul(s, hn::Add(hn::Set(d, 1.0f), hn::Mul(xi, oneMinus)));
+               hn::StoreU(hn::Mul(hn::LoadU(d, dyin), derivative), d, out);
+             });
+}
+
 const char *ActivationLoopsTarget() { return hwy::TargetName(HWY_TARGET); }
 
 } // namespace HWY_NAMESPACE
@@ -161,6 +213,10 @@ namespace zero::rt::cpu {
 HWY_EXPORT(ExpShiftedBlock);
 HWY_EXPORT(GeluBlock);
 HWY_EXPORT(GeluGradBlock);
+HWY_EXPORT(SigmoidBlock);
+HWY_EXPORT(SigmoidGradBlock);
+HWY_EXPORT(SiluBlock);
+HWY_EXPORT(SiluGradBlock);
 HWY_EXPORT(ActivationLoopsTarget);
 
 void expShiftedBlock(int64_t n, const float *x, float shift, float *y) {
@@ -173,6 +229,22 @@ void geluBlock(int64_t n, const float *x, float *y) {
 
 void geluGradBlock(int64_t n, const float *x, const float *dy, float *dx) {
   HWY_DYNAMIC_DISPATCH(GeluGradBlock)(n, x, dy, dx);
+}
+
+void sigmoidBlock(int64_t n, const float *x, float *y) {
+  HWY_DYNAMIC_DISPATCH(SigmoidBlock)(n, x, y);
+}
+
+void sigmoidGradBlock(int64_t n, const float *y, const float *dy, float *dx) {
+  HWY_DYNAMIC_DISPATCH(SigmoidGradBlock)(n, y, dy, dx);
+}
+
+void siluBlock(int64_t n, const float *x, float *y) {
+  HWY_DYNAMIC_DISPATCH(SiluBlock)(n, x, y);
+}
+
+void siluGradBlock(int64_t n, const float *x, const float *dy, float *dx) {
+  HWY_DYNAMIC_DISPATCH(SiluGradBlock)(n, x, dy, dx);
 }
 
 const char *activationLoopsTarget() {

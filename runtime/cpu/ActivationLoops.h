@@ -1,6 +1,7 @@
 //===- ActivationLoops.h - Vectorized exp and GELU loops --------*- C++ -*-===//
 //
-// The transcendental loops of the CPU step (GELU and its gradient, the
+// The transcendental loops of the CPU step (GELU, sigmoid, SiLU and their
+// gradients, the
 // exponentials of softmax and of the cross-entropy), vectorized with Highway
 // for the best instruction set of the running CPU. The exponential is ours,
 // not libm's expf nor Highway's contrib Exp (which fuses multiply-adds on
@@ -32,6 +33,19 @@ void geluBlock(int64_t n, const float *x, float *y);
 
 /// dx[i] = dy[i] * GELU'(x[i]); dx may be x or dy.
 void geluGradBlock(int64_t n, const float *x, const float *dy, float *dx);
+
+/// y[i] = 1 / (1 + exp(-x[i])); y may be x.
+void sigmoidBlock(int64_t n, const float *x, float *y);
+
+/// dx[i] = dy[i] * y[i] (1 - y[i]) from sigmoid's result y; dx may be y or
+/// dy.
+void sigmoidGradBlock(int64_t n, const float *y, const float *dy, float *dx);
+
+/// y[i] = x[i] / (1 + exp(-x[i])); y may be x.
+void siluBlock(int64_t n, const float *x, float *y);
+
+/// dx[i] = dy[i] * SiLU'(x[i]); dx may be x or dy.
+void siluGradBlock(int64_t n, const float *x, const float *dy, float *dx);
 
 /// The name of the instruction set these loops run with here ("AVX2", ...).
 const char *activationLoopsTarget();

@@ -120,6 +120,14 @@ absl::StatusOr<KernelFn> bindUnary(const BindRequest &request) {
     return unaryKernel(
         dtype, dtype, count,
         [](const float *x, float *y, int64_t n) { geluBlock(n, x, y); });
+  if (op == "sigmoid")
+    return unaryKernel(
+        dtype, dtype, count,
+        [](const float *x, float *y, int64_t n) { sigmoidBlock(n, x, y); });
+  if (op == "silu")
+    return unaryKernel(
+        dtype, dtype, count,
+        [](const float *x, float *y, int64_t n) { siluBlock(n, x, y); });
   return absl::UnimplementedError(
       absl::StrCat("no CPU kernel for '", request.name, "'"));
 }
@@ -151,7 +159,8 @@ absl::StatusOr<KernelFn> bindBinary(const BindRequest &request) {
       absl::StrCat("no CPU kernel for '", request.name, "'"));
 }
 
-/// Gradients from the saved input (relu, gelu) or result (tanh) and dy.
+/// Gradients from the saved input (relu, gelu, silu) or result (tanh,
+/// sigmoid) and dy.
 absl::StatusOr<KernelFn> bindActivationGrad(const BindRequest &request) {
   if (absl::Status status = checkBinarySpecs(request); !status.ok())
     return status;
@@ -166,6 +175,14 @@ absl::StatusOr<KernelFn> bindActivationGrad(const BindRequest &request) {
   if (op == "tanh_grad")
     return elementwiseBinary(
         request, [](float y, float dy) { return dy * (1.0f - y * y); });
+  if (op == "sigmoid_grad")
+    return binaryKernel(request.ins[0].dtype, request.ins[0].numElements(),
+                        [](const float *y, const float *dy, float *dx,
+                           int64_t n) { sigmoidGradBlock(n, y, dy, dx); });
+  if (op == "silu_grad")
+    return binaryKernel(request.ins[0].dtype, request.ins[0].numElements(),
+                        [](const float *x, const float *dy, float *dx,
+                           int64_t n) { siluGradBlock(n, x, dy, dx); });
   return absl::UnimplementedError(
       absl::StrCat("no CPU kernel for '", request.name, "'"));
 }

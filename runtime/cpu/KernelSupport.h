@@ -189,6 +189,9 @@ absl::StatusOr<KernelFn> bindExpand(const BindRequest &request);
 absl::StatusOr<KernelFn> bindReshape(const BindRequest &request);
 absl::StatusOr<KernelFn> bindTranspose(const BindRequest &request);
 absl::StatusOr<KernelFn> bindSlice(const BindRequest &request);
+absl::StatusOr<KernelFn> bindSliceRange(const BindRequest &request);
+absl::StatusOr<KernelFn> bindPad(const BindRequest &request);
+absl::StatusOr<KernelFn> bindConcat(const BindRequest &request);
 
 absl::StatusOr<KernelFn> bindSgd(const BindRequest &request);
 absl::StatusOr<KernelFn> bindSumSquares(const BindRequest &request);

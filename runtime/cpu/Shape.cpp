@@ -1,6 +1,7 @@
 //===- Shape.cpp - Reductions, broadcasts and data movement ---------------===//
 //
-// reduce_sum/mean, expand, reshape, transpose and dist.slice. At bind time
+// reduce_sum/mean, expand, reshape, transpose, slice, pad, concat and
+// dist.slice. At bind time
 // each tensor is collapsed into the fewest runs of dimensions that move
 // together, so that a call walks a short odometer and does its work in
 // contiguous inner loops.
@@ -129,6 +130,46 @@ void gatherStrided(char *dst, const char *src, int64_t count, int64_t stride,
     gather(uint32_t{});
   else
     gather(uint64_t{});
+}
+
+/// Slice, pad and concat move rows: a tensor is `outer` x `extent` rows of
+/// `rowBytes` along the sliced dim, `outer` counting the positions of the
+/// dims before it.
+struct Rows {
+  int64_t outer = 1, rowBytes = 0;
+};
+
+Rows rowsAround(const TensorSpec &spec, int64_t dim) {
+  Rows rows;
+  rows.rowBytes = dtypeBytes(spec.dtype);
+  for (int64_t d = 0; d < dim; ++d)
+    rows.outer *= spec.shape[d];
+  for (size_t d = dim + 1; d < spec.shape.size(); ++d)
+    rows.rowBytes *= spec.shape[d];
+  return rows;
+}
+
+/// Checks that `part` lies at `offset` of `dim` of `whole`, as the ops'
+/// verifiers do.
+absl::Status checkWindow(const BindRequest &request, const TensorSpec &whole,
+                         const TensorSpec &part, int64_t dim, int64_t offset) {
+  if (absl::Status status = checkSameDType(request, request.ins[0], "input",
+                                           request.outs[0], "result");
+      !status.ok())
+    return status;
+  if (dim < 0 || dim >= static_cast<int64_t>(whole.shape.size()))
+    return request.invalid("dim ", dim, " is out of range for ",
+                           specString(whole));
+  std::vector<int64_t> expected = whole.shape;
+  expected[dim] = part.shape.size() == whole.shape.size() ? part.shape[dim] : 0;
+  if (part.shape != expected)
+    return request.invalid("needs ", specString(part), " to differ from ",
+                           specString(whole), " only in dim ", dim);
+  if (offset < 0 || offset > whole.shape[dim] - part.shape[dim])
+    return request.invalid("positions [", offset, ", ",
+                           offset + part.shape[dim], ") of dim ", dim,
+                           " do not fit in its ", whole.shape[dim]);
+  return absl::OkStatus();
 }
 
 } // namespace
@@ -390,6 +431,103 @@ absl::StatusOr<KernelFn> bindSlice(const BindRequest &request) {
       if (present < chunk)
         std::memset(to + present * rowBytes, 0,
                     static_cast<size_t>((chunk - present) * rowBytes));
+    }
+    return absl::OkStatus();
+  });
+}
+
+/// train.slice (`part` is the result) and train.pad (`part` is the input).
+absl::StatusOr<KernelFn> bindSliceOrPad(const BindRequest &request, bool pad) {
+  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
+    return status;
+  absl::StatusOr<int64_t> dim = getI64(request, "dim");
+  if (!dim.ok())
+    return dim.status();
+  absl::StatusOr<int64_t> offset = getI64(request, "offset");
+  if (!offset.ok())
+    return offset.status();
+  const TensorSpec &whole = pad ? request.outs[0] : request.ins[0];
+  const TensorSpec &part = pad ? request.ins[0] : request.outs[0];
+  if (absl::Status status = checkWindow(request, whole, part, *dim, *offset);
+      !status.ok())
+    return status;
+  Rows rows = rowsAround(whole, *dim);
+  int64_t wholeBytes = whole.shape[*dim] * rows.rowBytes;
+  int64_t partBytes = part.shape[*dim] * rows.rowBytes;
+  int64_t before = *offset * rows.rowBytes;
+  int64_t after = wholeBytes - before - partBytes;
+  return KernelFn([=](absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) -> absl::Status {
+    const char *src = static_cast<const char *>(ins[0]);
+    char *dst = static_cast<char *>(outs[0]);
+    for (int64_t o = 0; o < rows.outer; ++o) {
+      if (!pad) {
+        std::memcpy(dst + o * partBytes, src + o * wholeBytes + before,
+                    static_cast<size_t>(partBytes));
+        continue;
+      }
+      // Zero is all bits clear in every element type.
+      char *row = dst + o * wholeBytes;
+      std::memset(row, 0, static_cast<size_t>(before));
+      std::memcpy(row + before, src + o * partBytes,
+                  static_cast<size_t>(partBytes));
+      std::memset(row + before + partBytes, 0, static_cast<size_t>(after));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<KernelFn> bindSliceRange(const BindRequest &request) {
+  return bindSliceOrPad(request, /*pad=*/false);
+}
+
+absl::StatusOr<KernelFn> bindPad(const BindRequest &request) {
+  return bindSliceOrPad(request, /*pad=*/true);
+}
+
+absl::StatusOr<KernelFn> bindConcat(const BindRequest &request) {
+  if (request.ins.empty() || request.outs.size() != 1)
+    return request.invalid("needs at least one operand and one result, got ",
+                           request.ins.size(), " and ", request.outs.size());
+  absl::StatusOr<int64_t> dim = getI64(request, "dim");
+  if (!dim.ok())
+    return dim.status();
+  const TensorSpec &out = request.outs[0];
+  if (*dim < 0 || *dim >= static_cast<int64_t>(out.shape.size()))
+    return request.invalid("dim ", *dim, " is out of range for ",
+                           specString(out));
+  Rows rows = rowsAround(out, *dim);
+  std::vector<int64_t> partBytes;
+  int64_t total = 0;
+  for (size_t i = 0; i < request.ins.size(); ++i) {
+    const TensorSpec &in = request.ins[i];
+    std::vector<int64_t> expected = out.shape;
+    expected[*dim] = in.shape.size() == out.shape.size() ? in.shape[*dim] : 0;
+    if (in.dtype != out.dtype || in.shape != expected)
+      return request.invalid("operand ", i, " is ", specString(in),
+                             "; operands must match the result ",
+                             specString(out), " in type and in every dim but ",
+                             *dim);
+    partBytes.push_back(in.shape[*dim] * rows.rowBytes);
+    total += in.shape[*dim];
+  }
+  if (total != out.shape[*dim])
+    return request.invalid("operands add up to ", total, " in dim ", *dim,
+                           ", but the result ", specString(out), " has ",
+                           out.shape[*dim]);
+  int64_t wholeBytes = total * rows.rowBytes;
+  return KernelFn([=](absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) -> absl::Status {
+    char *dst = static_cast<char *>(outs[0]);
+    for (int64_t o = 0; o < rows.outer; ++o) {
+      char *row = dst + o * wholeBytes;
+      for (size_t i = 0; i < partBytes.size(); ++i) {
+        std::memcpy(row, static_cast<const char *>(ins[i]) + o * partBytes[i],
+                    static_cast<size_t>(partBytes[i]));
+        row += partBytes[i];
+      }
     }
     return absl::OkStatus();
   });

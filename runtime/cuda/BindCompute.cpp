@@ -42,10 +42,11 @@ std::pair<int64_t, int64_t> rowsAndCols(const TensorSpec &spec) {
 absl::StatusOr<KernelFn> bindUnary(const BindRequest &request,
                                    cudaStream_t stream) {
   static constexpr std::pair<absl::string_view, dev::UnaryOp> kOps[] = {
-      {"neg", dev::UnaryOp::neg},     {"exp", dev::UnaryOp::exp},
-      {"log", dev::UnaryOp::log},     {"sqrt", dev::UnaryOp::sqrt},
-      {"rsqrt", dev::UnaryOp::rsqrt}, {"tanh", dev::UnaryOp::tanh},
-      {"relu", dev::UnaryOp::relu},   {"gelu", dev::UnaryOp::gelu}};
+      {"neg", dev::UnaryOp::neg},         {"exp", dev::UnaryOp::exp},
+      {"log", dev::UnaryOp::log},         {"sqrt", dev::UnaryOp::sqrt},
+      {"rsqrt", dev::UnaryOp::rsqrt},     {"tanh", dev::UnaryOp::tanh},
+      {"relu", dev::UnaryOp::relu},       {"gelu", dev::UnaryOp::gelu},
+      {"sigmoid", dev::UnaryOp::sigmoid}, {"silu", dev::UnaryOp::silu}};
   for (auto [op, code] : kOps)
     if (opName(request) == op)
       return unaryKernel(request, stream, code, 1.0f);
@@ -90,7 +91,9 @@ absl::StatusOr<KernelFn> bindBinary(const BindRequest &request,
       {"div", dev::BinaryOp::div},
       {"relu_grad", dev::BinaryOp::reluGrad},
       {"gelu_grad", dev::BinaryOp::geluGrad},
-      {"tanh_grad", dev::BinaryOp::tanhGrad}};
+      {"tanh_grad", dev::BinaryOp::tanhGrad},
+      {"sigmoid_grad", dev::BinaryOp::sigmoidGrad},
+      {"silu_grad", dev::BinaryOp::siluGrad}};
   dev::Dt type = dt(request.ins[0].dtype);
   int64_t count = request.ins[0].numElements();
   std::string name(request.name);

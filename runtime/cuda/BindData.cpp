@@ -226,6 +226,121 @@ absl::StatusOr<KernelFn> bindSlice(const BindRequest &request,
   });
 }
 
+namespace {
+
+/// Bytes of one position of `dim` and the positions of the dims before it:
+/// slice, pad and concat copy `outer` rows with a pitch.
+std::pair<int64_t, int64_t> outerAndRowBytes(const TensorSpec &spec,
+                                             int64_t dim) {
+  int64_t outer = 1, rowBytes = dtypeBytes(spec.dtype);
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= spec.shape[d];
+  for (size_t d = dim + 1; d < spec.shape.size(); ++d)
+    rowBytes *= spec.shape[d];
+  return {outer, rowBytes};
+}
+
+/// `height` rows of `width` bytes from `src` (rows `srcPitch` apart) to
+/// `dst` (rows `dstPitch` apart).
+absl::Status copyRows(const std::string &name, char *dst, int64_t dstPitch,
+                      const char *src, int64_t srcPitch, int64_t width,
+                      int64_t height, cudaStream_t stream) {
+  if (width == 0 || height == 0)
+    return absl::OkStatus();
+  return cudaStatus(name,
+                    cudaMemcpy2DAsync(dst, static_cast<size_t>(dstPitch), src,
+                                      static_cast<size_t>(srcPitch),
+                                      static_cast<size_t>(width),
+                                      static_cast<size_t>(height),
+                                      cudaMemcpyDeviceToDevice, stream),
+                    "copy");
+}
+
+} // namespace
+
+// The CPU binder has checked the geometry (Registry.cpp).
+absl::StatusOr<KernelFn> bindSliceRange(const BindRequest &request,
+                                        cudaStream_t stream) {
+  absl::StatusOr<int64_t> dim = cpu::getI64(request, "dim");
+  if (!dim.ok())
+    return dim.status();
+  absl::StatusOr<int64_t> offset = cpu::getI64(request, "offset");
+  if (!offset.ok())
+    return offset.status();
+  const TensorSpec &in = request.ins[0], &out = request.outs[0];
+  auto [outer, rowBytes] = outerAndRowBytes(in, *dim);
+  int64_t wholeBytes = in.shape[*dim] * rowBytes;
+  int64_t partBytes = out.shape[*dim] * rowBytes;
+  int64_t before = *offset * rowBytes;
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+    return copyRows(name, static_cast<char *>(outs[0]), partBytes,
+                    static_cast<const char *>(ins[0]) + before, wholeBytes,
+                    partBytes, outer, stream);
+  });
+}
+
+absl::StatusOr<KernelFn> bindPad(const BindRequest &request,
+                                 cudaStream_t stream) {
+  absl::StatusOr<int64_t> dim = cpu::getI64(request, "dim");
+  if (!dim.ok())
+    return dim.status();
+  absl::StatusOr<int64_t> offset = cpu::getI64(request, "offset");
+  if (!offset.ok())
+    return offset.status();
+  const TensorSpec &in = request.ins[0], &out = request.outs[0];
+  auto [outer, rowBytes] = outerAndRowBytes(out, *dim);
+  int64_t wholeBytes = out.shape[*dim] * rowBytes;
+  int64_t partBytes = in.shape[*dim] * rowBytes;
+  int64_t before = *offset * rowBytes;
+  int64_t total = outer * wholeBytes;
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs,
+                      const KernelContext &) -> absl::Status {
+    auto *dst = static_cast<char *>(outs[0]);
+    if (total == 0)
+      return absl::OkStatus();
+    // Zero everything, then copy the window over it: two passes over the
+    // window's bytes, but two launches whatever the geometry.
+    if (absl::Status status = cudaStatus(
+            name, cudaMemsetAsync(dst, 0, static_cast<size_t>(total), stream),
+            "zero fill");
+        !status.ok())
+      return status;
+    return copyRows(name, dst + before, wholeBytes,
+                    static_cast<const char *>(ins[0]), partBytes, partBytes,
+                    outer, stream);
+  });
+}
+
+absl::StatusOr<KernelFn> bindConcat(const BindRequest &request,
+                                    cudaStream_t stream) {
+  absl::StatusOr<int64_t> dim = cpu::getI64(request, "dim");
+  if (!dim.ok())
+    return dim.status();
+  const TensorSpec &out = request.outs[0];
+  auto [outer, rowBytes] = outerAndRowBytes(out, *dim);
+  int64_t wholeBytes = out.shape[*dim] * rowBytes;
+  std::vector<int64_t> partBytes;
+  for (const TensorSpec &in : request.ins)
+    partBytes.push_back(in.shape[*dim] * rowBytes);
+  std::string name(request.name);
+  return KernelFn(
+      [=](Ins ins, Outs outs, const KernelContext &) -> absl::Status {
+        auto *dst = static_cast<char *>(outs[0]);
+        int64_t at = 0;
+        for (size_t i = 0; i < partBytes.size(); ++i) {
+          if (absl::Status status = copyRows(
+                  name, dst + at, wholeBytes, static_cast<const char *>(ins[i]),
+                  partBytes[i], partBytes[i], outer, stream);
+              !status.ok())
+            return status;
+          at += partBytes[i];
+        }
+        return absl::OkStatus();
+      });
+}
+
 absl::StatusOr<KernelFn> bindSgd(const BindRequest &request,
                                  cudaStream_t stream) {
   absl::StatusOr<StepLr> rate = readStepLr(request);

@@ -139,6 +139,9 @@ absl::StatusOr<KernelFn> bindExpand(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindReshape(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindTranspose(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindSlice(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindSliceRange(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindPad(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindConcat(const BindRequest &, cudaStream_t);
 
 absl::StatusOr<KernelFn> bindSgd(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindSgdMomentum(const BindRequest &, cudaStream_t);

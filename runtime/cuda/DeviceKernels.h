@@ -35,6 +35,8 @@ enum class UnaryOp : int {
   tanh,
   relu,
   gelu,
+  sigmoid,
+  silu,
   scale,
   copy
 };
@@ -43,7 +45,17 @@ cudaError_t launchUnary(UnaryOp op, float factor, const void *x, Dt inType,
                         cudaStream_t stream);
 
 /// The activation gradients take (saved input or result, dy) as (a, b).
-enum class BinaryOp : int { add, sub, mul, div, reluGrad, geluGrad, tanhGrad };
+enum class BinaryOp : int {
+  add,
+  sub,
+  mul,
+  div,
+  reluGrad,
+  geluGrad,
+  tanhGrad,
+  sigmoidGrad,
+  siluGrad
+};
 cudaError_t launchBinary(BinaryOp op, const void *a, const void *b, void *y,
                          Dt type, int64_t count, cudaStream_t stream);
 

@@ -1,10 +1,11 @@
 //===- Elementwise.cu - Elementwise CUDA kernels --------------------------===//
 //
-// Unary and binary math, scale, cast, bias_add, causal_mask, the activation
-// gradients and the fills. Each thread reads all of its inputs before it
-// writes its output, so an output may be the buffer of an input. The math is
-// the CPU kernels' (same GELU approximation, 1 / sqrt for rsqrt) so that the
-// two backends differ only by the last bits of the f32 library functions.
+// Unary and binary math (sigmoid and SiLU among them), scale, cast, bias_add,
+// causal_mask, the activation gradients and the fills. Each thread reads all of
+// its inputs before it writes its output, so an output may be the buffer of an
+// input. The math is the CPU kernels' (same GELU approximation, 1 / sqrt for
+// rsqrt) so that the two backends differ only by the last bits of the f32
+// library functions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,14 @@ constexpr float kGeluA = 0.044715f;
 __device__ __forceinline__ float geluSigmoid(float x, float &oneMinus) {
   float u = kGeluC * (x + kGeluA * x * x * x);
   float e = expf(fminf(-2.0f * u, 80.0f));
+  float s = 1.0f / (1.0f + e);
+  oneMinus = e * s;
+  return s;
+}
+
+// As on CPU: the exponent capped at 80 keeps e * s finite where s is tiny.
+__device__ __forceinline__ float logistic(float x, float &oneMinus) {
+  float e = expf(fminf(-x, 80.0f));
   float s = 1.0f / (1.0f + e);
   oneMinus = e * s;
   return s;
@@ -46,6 +55,10 @@ __device__ __forceinline__ float unaryOp(UnaryOp op, float factor, float x) {
     return x > 0.0f ? x : 0.0f;
   case UnaryOp::gelu:
     return x * geluSigmoid(x, oneMinus);
+  case UnaryOp::sigmoid:
+    return logistic(x, oneMinus);
+  case UnaryOp::silu:
+    return x * logistic(x, oneMinus);
   case UnaryOp::scale:
     return x * factor;
   case UnaryOp::copy:
@@ -75,6 +88,14 @@ __device__ __forceinline__ float binaryOp(BinaryOp op, float a, float b) {
   }
   case BinaryOp::tanhGrad:
     return b * (1.0f - a * a);
+  case BinaryOp::sigmoidGrad:
+    return b * (a * (1.0f - a));
+  case BinaryOp::siluGrad: {
+    // d/dx [x s(x)] = s (1 + x (1 - s)).
+    float oneMinus;
+    float s = logistic(a, oneMinus);
+    return b * (s * (1.0f + a * oneMinus));
+  }
   }
   return a;
 }

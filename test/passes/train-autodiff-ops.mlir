@@ -196,3 +196,58 @@ module @attention {
     return %loss : tensor<f32>
   }
 }
+
+// -----
+
+// The ops Llama adds: a fused projection split by three slices (a SwiGLU's
+// gate and up, and a rotary input), silu, the rotate-half concat of two
+// slices, and sigmoid. A slice's gradient is a pad into the input's shape;
+// the three pads of one tensor are summed like any fan-out, in forward
+// order. A concat's operand gradients are slices of its result gradient;
+// sigmoid_grad reads the forward's result, silu_grad its input.
+
+// CHECK-LABEL: module @llama_ops
+// CHECK:         %[[GATE:.*]] = train.slice %[[H:.*]] dim 1 offset 0 : tensor<2x12xf32> -> tensor<2x4xf32>
+// CHECK-NEXT:    %[[UP:.*]] = train.slice %[[H]] dim 1 offset 4 : tensor<2x12xf32> -> tensor<2x4xf32>
+// CHECK:         %[[SILU:.*]] = train.silu %[[GATE]] : tensor<2x4xf32>
+// CHECK:         %[[SIGMOID:.*]] = train.sigmoid %{{.*}} : tensor<2x4xf32>
+// CHECK:         %[[EXPANDED:.*]] = train.expand %{{.*}} dims [0, 1] : tensor<f32> -> tensor<2x4xf32>
+// CHECK-NEXT:    %[[DS:.*]] = train.sigmoid_grad %[[SIGMOID]], %[[EXPANDED]] : tensor<2x4xf32>
+// CHECK-NEXT:    %[[DNHI:.*]] = train.slice %[[DS]] dim 1 offset 0 : tensor<2x4xf32> -> tensor<2x2xf32>
+// CHECK-NEXT:    %[[DLO:.*]] = train.slice %[[DS]] dim 1 offset 2 : tensor<2x4xf32> -> tensor<2x2xf32>
+// CHECK-NEXT:    %[[DHI:.*]] = train.neg %[[DNHI]] : tensor<2x2xf32>
+// CHECK-NEXT:    %[[PHI:.*]] = train.pad %[[DHI]] dim 1 offset 2 : tensor<2x2xf32> -> tensor<2x4xf32>
+// CHECK-NEXT:    %[[PLO:.*]] = train.pad %[[DLO]] dim 1 offset 0 : tensor<2x2xf32> -> tensor<2x4xf32>
+// CHECK-NEXT:    %[[DGLU_UP:.*]] = train.mul %[[EXPANDED]], %[[UP]] : tensor<2x4xf32>
+// CHECK-NEXT:    %[[DUP:.*]] = train.mul %[[EXPANDED]], %[[SILU]] : tensor<2x4xf32>
+// CHECK-NEXT:    %[[DGATE:.*]] = train.silu_grad %[[GATE]], %[[DGLU_UP]] : tensor<2x4xf32>
+// CHECK-NEXT:    %[[DROT:.*]] = train.add %[[PLO]], %[[PHI]] : tensor<2x4xf32>
+// CHECK-NEXT:    %[[P2:.*]] = train.pad %[[DROT]] dim 1 offset 8 : tensor<2x4xf32> -> tensor<2x12xf32>
+// CHECK-NEXT:    %[[P1:.*]] = train.pad %[[DUP]] dim 1 offset 4 : tensor<2x4xf32> -> tensor<2x12xf32>
+// CHECK-NEXT:    %[[P0:.*]] = train.pad %[[DGATE]] dim 1 offset 0 : tensor<2x4xf32> -> tensor<2x12xf32>
+// CHECK-NEXT:    %[[S01:.*]] = train.add %[[P0]], %[[P1]] : tensor<2x12xf32>
+// CHECK-NEXT:    %[[DH:.*]] = train.add %[[S01]], %[[P2]] : tensor<2x12xf32>
+// CHECK-NEXT:    %[[DW:.*]] = train.matmul %{{.*}}, %[[DH]] transpose_a : tensor<2x4xf32>, tensor<2x12xf32> -> tensor<4x12xf32>
+// CHECK-NEXT:    train.apply_gradient %[[DW]] to @w with @sgd : tensor<4x12xf32>
+module @llama_ops {
+  train.param @w param : tensor<4x12xf32> init normal(0.0, 0.02)
+  train.optimizer @sgd sgd lr 1.0e-01
+  func.func @step(%x: tensor<2x4xf32>) -> tensor<f32> attributes {train.step} {
+    %w = train.load @w : tensor<4x12xf32>
+    %h = train.matmul %x, %w : tensor<2x4xf32>, tensor<4x12xf32> -> tensor<2x12xf32>
+    %gate = train.slice %h dim 1 offset 0 : tensor<2x12xf32> -> tensor<2x4xf32>
+    %up = train.slice %h dim 1 offset 4 : tensor<2x12xf32> -> tensor<2x4xf32>
+    %rot = train.slice %h dim 1 offset 8 : tensor<2x12xf32> -> tensor<2x4xf32>
+    %silu = train.silu %gate : tensor<2x4xf32>
+    %glu = train.mul %silu, %up : tensor<2x4xf32>
+    %lo = train.slice %rot dim 1 offset 0 : tensor<2x4xf32> -> tensor<2x2xf32>
+    %hi = train.slice %rot dim 1 offset 2 : tensor<2x4xf32> -> tensor<2x2xf32>
+    %nhi = train.neg %hi : tensor<2x2xf32>
+    %half = train.concat %nhi, %lo dim 1 : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x4xf32>
+    %s = train.sigmoid %half : tensor<2x4xf32>
+    %sum = train.add %glu, %s : tensor<2x4xf32>
+    %loss = train.reduce_mean %sum dims [0, 1] : tensor<2x4xf32> -> tensor<f32>
+    train.minimize %loss : tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

@@ -370,6 +370,10 @@ public:
   /// precision; an explicit bf16 or f16 one stays as declared.
   Parameter parameter(const std::string &name, const Shape &shape,
                       const Init &init, DType dtype = DType::f32);
+  /// A tensor whose every element is `value`: a constant of the step (a
+  /// PyTorch scalar operand, RMSNorm's epsilon), not a parameter. An f32
+  /// constant takes the configured precision, as inputs do.
+  Tensor full(const Shape &shape, double value, DType dtype = DType::f32);
   /// The scalar f32 loss the training step minimizes.
   void minimize(const Tensor &loss);
 
@@ -447,6 +451,10 @@ Tensor rsqrt(const Tensor &x);
 Tensor tanh(const Tensor &x);
 Tensor relu(const Tensor &x);
 Tensor gelu(const Tensor &x);
+/// 1 / (1 + e^-x).
+Tensor sigmoid(const Tensor &x);
+/// x sigmoid(x), Llama's SwiGLU gate.
+Tensor silu(const Tensor &x);
 Tensor softmax(const Tensor &x);
 
 Tensor scale(const Tensor &x, double factor);
@@ -471,6 +479,18 @@ Tensor reduceSum(const Tensor &x, const std::vector<int64_t> &dims);
 Tensor reduceMean(const Tensor &x, const std::vector<int64_t> &dims);
 Tensor reshape(const Tensor &x, const Shape &shape);
 Tensor transpose(const Tensor &x, const std::vector<int64_t> &permutation);
+/// Positions [offset, offset + size) of dimension `dim`; also for integer
+/// tensors (shifted labels).
+Tensor slice(const Tensor &x, int64_t dim, int64_t offset, int64_t size);
+/// The tensors end to end along `dim`; they agree in every other dimension
+/// and in type.
+Tensor concat(const std::vector<Tensor> &xs, int64_t dim);
+/// Broadcasts `x` to `shape` by repeating it along the new dimensions
+/// `dims` of `shape` (ascending): removing them from `shape` gives x's
+/// shape. A PyTorch broadcast of a size-1 dimension is a reshape that drops
+/// it, then this.
+Tensor expand(const Tensor &x, const Shape &shape,
+              const std::vector<int64_t> &dims);
 Tensor cast(const Tensor &x, DType dtype);
 
 } // namespace zero::frontend

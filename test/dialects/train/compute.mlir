@@ -355,3 +355,39 @@ func.func @softmax_cross_entropy_grad(%logits: tensor<32x10xf32>, %labels: tenso
   %1 = train.softmax_cross_entropy_grad %logits3, %labels3, %one : tensor<2x16x256xbf16>, tensor<2x16xi64>
   return
 }
+
+// The logistic activations Llama's SwiGLU uses, and their gradients: the
+// sigmoid's from its result, SiLU's from its input.
+// CHECK-LABEL: func.func @logistic
+// CHECK-SAME:    (%[[X:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<2x3xbf16>, %[[DY:.*]]: tensor<4x8xf32>)
+// CHECK-NEXT:    %sigmoid = train.sigmoid %[[X]] : tensor<4x8xf32>
+// CHECK-NEXT:    %silu = train.silu %[[B]] : tensor<2x3xbf16>
+// CHECK-NEXT:    %grad = train.sigmoid_grad %sigmoid, %[[DY]] : tensor<4x8xf32>
+// CHECK-NEXT:    %grad_0 = train.silu_grad %[[X]], %[[DY]] : tensor<4x8xf32>
+func.func @logistic(%x: tensor<4x8xf32>, %b: tensor<2x3xbf16>, %dy: tensor<4x8xf32>) {
+  %s = train.sigmoid %x : tensor<4x8xf32>
+  %0 = train.silu %b : tensor<2x3xbf16>
+  %1 = train.sigmoid_grad %s, %dy : tensor<4x8xf32>
+  %2 = train.silu_grad %x, %dy : tensor<4x8xf32>
+  return
+}
+
+// Data movement along one dimension: GPT-2's fused query/key/value split
+// by slices, a slice's gradient padded back, the rotary rotate-half as a
+// concat, and the shifted labels of a causal-LM loss (integer slices).
+// CHECK-LABEL: func.func @slice_pad_concat
+// CHECK-SAME:    (%[[QKV:.*]]: tensor<2x16x192xf32>, %[[IDS:.*]]: tensor<2x16xi64>, %[[H:.*]]: tensor<2x4x16x8xbf16>)
+// CHECK-NEXT:    %sliced = train.slice %[[QKV]] dim 2 offset 64 : tensor<2x16x192xf32> -> tensor<2x16x64xf32>
+// CHECK-NEXT:    %padded = train.pad %sliced dim 2 offset 64 : tensor<2x16x64xf32> -> tensor<2x16x192xf32>
+// CHECK-NEXT:    %sliced_0 = train.slice %[[IDS]] dim 1 offset 1 : tensor<2x16xi64> -> tensor<2x15xi64>
+// CHECK-NEXT:    %concat = train.concat %[[H]], %[[H]] dim 3 : tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16> -> tensor<2x4x16x16xbf16>
+// CHECK-NEXT:    %concat_1 = train.concat %sliced dim 0 : tensor<2x16x64xf32> -> tensor<2x16x64xf32>
+func.func @slice_pad_concat(%qkv: tensor<2x16x192xf32>, %ids: tensor<2x16xi64>,
+                            %h: tensor<2x4x16x8xbf16>) {
+  %k = train.slice %qkv dim 2 offset 64 : tensor<2x16x192xf32> -> tensor<2x16x64xf32>
+  %0 = train.pad %k dim 2 offset 64 : tensor<2x16x64xf32> -> tensor<2x16x192xf32>
+  %1 = train.slice %ids dim 1 offset 1 : tensor<2x16xi64> -> tensor<2x15xi64>
+  %2 = train.concat %h, %h dim 3 : tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16> -> tensor<2x4x16x16xbf16>
+  %3 = train.concat %k dim 0 : tensor<2x16x64xf32> -> tensor<2x16x64xf32>
+  return
+}

@@ -1027,3 +1027,85 @@ func.func @f(%a: tensor<4xf32>, %s: tensor<f32>) -> tensor<2xf32> {
   %c = "train.scale_by_norm"(%a, %s) {max_norm = 1.0 : f64} : (tensor<4xf32>, tensor<f32>) -> tensor<2xf32>
   return %c : tensor<2xf32>
 }
+
+// -----
+
+// A slice past the end of its dimension: GPT-2's value is positions
+// [128, 192) of 192, not [160, 224).
+func.func @f(%qkv: tensor<2x16x192xf32>) {
+  // expected-error @+1 {{positions [160, 224) of dim 2 do not fit in its 192}}
+  %0 = train.slice %qkv dim 2 offset 160 : tensor<2x16x192xf32> -> tensor<2x16x64xf32>
+  return
+}
+
+// -----
+
+// A slice that also changes another dimension.
+func.func @f(%x: tensor<4x6xf32>) {
+  // expected-error @+1 {{needs a result that differs from 'tensor<4x6xf32>' only in dim 1, got 'tensor<3x2xf32>'}}
+  %0 = train.slice %x dim 1 offset 0 : tensor<4x6xf32> -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+// A slice of a dimension the input does not have.
+func.func @f(%x: tensor<4x6xf32>) {
+  // expected-error @+1 {{dim 2 is out of range for 'tensor<4x6xf32>'}}
+  %0 = train.slice %x dim 2 offset 0 : tensor<4x6xf32> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+// A pad whose input does not fit at its offset.
+func.func @f(%x: tensor<4x2xf32>) {
+  // expected-error @+1 {{positions [5, 7) of dim 1 do not fit in its 6}}
+  %0 = train.pad %x dim 1 offset 5 : tensor<4x2xf32> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+// A pad that changes the element type.
+func.func @f(%x: tensor<4x2xbf16>) {
+  // expected-error @+1 {{the input and result have element types 'f32' and 'bf16'; insert a train.cast}}
+  %0 = train.pad %x dim 1 offset 0 : tensor<4x2xbf16> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+// A concat whose parts do not add up to the result.
+func.func @f(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) {
+  // expected-error @+1 {{operands add up to 7 in dim 1, but the result 'tensor<2x8xf32>' has 8}}
+  %0 = train.concat %a, %b dim 1 : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// A concat of operands that disagree outside the joined dimension.
+func.func @f(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) {
+  // expected-error @+1 {{operand 1 is 'tensor<3x3xf32>'; operands must match the result 'tensor<2x6xf32>' in every dim but 1}}
+  %0 = train.concat %a, %b dim 1 : tensor<2x3xf32>, tensor<3x3xf32> -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+// A concat of two element types.
+func.func @f(%a: tensor<2x3xf32>, %b: tensor<2x3xbf16>) {
+  // expected-error @+1 {{operand 1 is 'tensor<2x3xbf16>', not a tensor of rank 2 and element type 'f32' like the result}}
+  %0 = train.concat %a, %b dim 1 : tensor<2x3xf32>, tensor<2x3xbf16> -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+// A concat of nothing (only the generic form can spell it).
+func.func @f() {
+  // expected-error @+1 {{needs at least one operand}}
+  %0 = "train.concat"() {dim = 0 : i64} : () -> tensor<2x6xf32>
+  return
+}

@@ -481,6 +481,8 @@ std::vector<Case> allCases() {
   cases.push_back(unary("tanh"));
   cases.push_back(unary("relu", Dist::awayFromZero));
   cases.push_back(unary("gelu"));
+  cases.push_back(unary("sigmoid"));
+  cases.push_back(unary("silu"));
   cases.push_back(unary("softmax"));
   // Elementwise binary, train and arith.
   cases.push_back(binary("add", "train.add"));
@@ -656,6 +658,63 @@ std::vector<Case> allCases() {
       transpose("transpose_120", {2, 3, 4}, "[1, 2, 0]", {3, 4, 2}));
   cases.push_back(
       transpose("transpose_1302", {2, 3, 4, 2}, "[1, 3, 0, 2]", {3, 2, 2, 4}));
+  // Slices of a leading, middle and trailing dimension; two slices of one
+  // tensor (their padded gradients are summed), and concats whose operand
+  // gradients are slices, one of them the rotate-half of a rotary embedding.
+  cases.push_back(Case{"slice_dim0",
+                       {param("x", {4, 3})},
+                       {},
+                       "    %y = train.slice %x dim 0 offset 1 : "
+                       "tensor<4x3xf32> -> tensor<2x3xf32>\n",
+                       "y",
+                       {2, 3}});
+  cases.push_back(Case{"slice_dim1",
+                       {param("x", {2, 5, 3})},
+                       {},
+                       "    %y = train.slice %x dim 1 offset 2 : "
+                       "tensor<2x5x3xf32> -> tensor<2x3x3xf32>\n",
+                       "y",
+                       {2, 3, 3}});
+  cases.push_back(Case{"slice_two_parts",
+                       {param("x", {2, 6})},
+                       {},
+                       "    %a = train.slice %x dim 1 offset 0 : "
+                       "tensor<2x6xf32> -> tensor<2x3xf32>\n"
+                       "    %b = train.slice %x dim 1 offset 3 : "
+                       "tensor<2x6xf32> -> tensor<2x3xf32>\n"
+                       "    %y = train.mul %a, %b : tensor<2x3xf32>\n",
+                       "y",
+                       {2, 3}});
+  cases.push_back(Case{"pad",
+                       {param("x", {2, 2})},
+                       {},
+                       "    %y = train.pad %x dim 1 offset 1 : "
+                       "tensor<2x2xf32> -> tensor<2x4xf32>\n",
+                       "y",
+                       {2, 4}});
+  cases.push_back(Case{
+      "concat_three",
+      {param("a", {2, 1, 2}), param("b", {2, 3, 2}), param("c", {2, 2, 2})},
+      {},
+      "    %y = train.concat %a, %b, %c dim 1 : "
+      "tensor<2x1x2xf32>, tensor<2x3x2xf32>, "
+      "tensor<2x2x2xf32> -> tensor<2x6x2xf32>\n",
+      "y",
+      {2, 6, 2}});
+  cases.push_back(Case{"rotate_half",
+                       {param("x", {2, 3, 4})},
+                       {},
+                       "    %lo = train.slice %x dim 2 offset 0 : "
+                       "tensor<2x3x4xf32> -> tensor<2x3x2xf32>\n"
+                       "    %hi = train.slice %x dim 2 offset 2 : "
+                       "tensor<2x3x4xf32> -> tensor<2x3x2xf32>\n"
+                       "    %neg = train.neg %hi : tensor<2x3x2xf32>\n"
+                       "    %r = train.concat %neg, %lo dim 2 : "
+                       "tensor<2x3x2xf32>, tensor<2x3x2xf32> -> "
+                       "tensor<2x3x4xf32>\n"
+                       "    %y = train.mul %r, %x : tensor<2x3x4xf32>\n",
+                       "y",
+                       {2, 3, 4}});
   // Through bf16 and back: the values and h are multiples of 2^-5, exact in
   // bf16, so the forward rounds nothing.
   cases.push_back(Case{"cast_bf16",

@@ -22,8 +22,8 @@ const std::vector<std::vector<int64_t>> kShapes = {{7}, {3, 129}, {1031}};
 TEST(ElementwiseCuda, UnaryOps) {
   SKIP_WITHOUT_CUDA_GPU();
   uint32_t seed = 1;
-  for (const char *op :
-       {"neg", "exp", "log", "sqrt", "rsqrt", "tanh", "relu", "gelu"}) {
+  for (const char *op : {"neg", "exp", "log", "sqrt", "rsqrt", "tanh", "relu",
+                         "gelu", "sigmoid", "silu"}) {
     // log, sqrt and rsqrt on positive inputs only.
     bool positive = std::string(op).find("sqrt") != std::string::npos ||
                     std::string(op) == "log";
@@ -40,8 +40,8 @@ TEST(ElementwiseCuda, UnaryOps) {
 TEST(ElementwiseCuda, BinaryOpsAndActivationGradients) {
   SKIP_WITHOUT_CUDA_GPU();
   uint32_t seed = 100;
-  for (const char *op :
-       {"add", "sub", "mul", "div", "relu_grad", "gelu_grad", "tanh_grad"})
+  for (const char *op : {"add", "sub", "mul", "div", "relu_grad", "gelu_grad",
+                         "tanh_grad", "sigmoid_grad", "silu_grad"})
     for (DType dtype : floatTypes())
       for (const auto &shape : kShapes) {
         Tensor a = randomTensor(dtype, shape, seed++, -3.0, 3.0);

@@ -1,8 +1,9 @@
 //===- ShapeCudaTest.cpp - Reductions and data movement against CPU -------===//
 //
 // reduce_sum/mean over every kind of dimension set (both reduction
-// strategies of the CUDA kernel), expand, reshape, transpose (also of ids)
-// and dist.slice for every rank, padded shards included.
+// strategies of the CUDA kernel), expand, reshape, transpose (also of ids),
+// slice, pad and concat, and dist.slice for every rank, padded shards
+// included.
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,6 +122,41 @@ TEST(ShapeCuda, SliceEveryRank) {
         EXPECT_TRUE(matchesCpu(slice)) << "dim " << dim << " rank " << rank;
       }
     }
+}
+
+// train.slice and train.pad on a leading, middle and last dim (a window of
+// one position included), and train.concat of unequal parts, one empty.
+TEST(ShapeCuda, SlicePadConcat) {
+  SKIP_WITHOUT_CUDA_GPU();
+  for (DType dtype : {DType::f32, DType::bf16, DType::i64})
+    for (auto [dim, offset, extent] :
+         {std::tuple<int64_t, int64_t, int64_t>{0, 1, 2},
+          {1, 3, 4},
+          {2, 64, 64},
+          {2, 127, 1}}) {
+      std::vector<int64_t> whole = {3, 9, 192}, part = whole;
+      part[dim] = extent;
+      Tensor x = dtype == DType::i64 ? randomIds(dtype, whole, 9, 1000)
+                                     : randomTensor(dtype, whole, 9);
+      Tensor p = dtype == DType::i64 ? randomIds(dtype, part, 10, 1000)
+                                     : randomTensor(dtype, part, 10);
+      auto params = dict({{"dim", i64(dim)}, {"offset", i64(offset)}});
+      EXPECT_TRUE(
+          matchesCpu({"train.slice", params, {x}, {Tensor(dtype, part)}}))
+          << "slice dim " << dim;
+      EXPECT_TRUE(
+          matchesCpu({"train.pad", params, {p}, {Tensor(dtype, whole)}}))
+          << "pad dim " << dim;
+    }
+  for (DType dtype : {DType::f32, DType::f16}) {
+    std::vector<Tensor> parts = {randomTensor(dtype, {2, 3, 5}, 11),
+                                 randomTensor(dtype, {2, 0, 5}, 12),
+                                 randomTensor(dtype, {2, 6, 5}, 13)};
+    EXPECT_TRUE(matchesCpu({"train.concat",
+                            dict({{"dim", i64(1)}}),
+                            parts,
+                            {Tensor(dtype, {2, 9, 5})}}));
+  }
 }
 
 } // namespace

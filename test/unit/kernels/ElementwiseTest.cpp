@@ -17,6 +17,8 @@ double geluRef(double x) {
   return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
 }
 
+double sigmoidRef(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
 struct UnaryCase {
   const char *op;
   double lo, hi;
@@ -33,6 +35,8 @@ const std::vector<UnaryCase> &unaryCases() {
       {"tanh", -3, 3, [](double x) { return std::tanh(x); }},
       {"relu", -3, 3, [](double x) { return x > 0 ? x : 0.0; }},
       {"gelu", -4, 4, geluRef},
+      {"sigmoid", -8, 8, sigmoidRef},
+      {"silu", -8, 8, [](double x) { return x * sigmoidRef(x); }},
   };
   return cases;
 }
@@ -211,19 +215,30 @@ TEST(ElementwiseTest, StepIndexWritesTheStep) {
 struct GradCase {
   const char *forward;
   const char *grad;
-  bool savesResult; // tanh_grad takes tanh's result, the others its input.
-  std::function<double(double)> derivative;
+  // tanh_grad and sigmoid_grad take the forward's result, the others its
+  // input.
+  bool savesResult;
+  /// Of the input x, or of the saved result y.
+  std::function<double(double x, double y)> derivative;
 };
 
 const GradCase kGradCases[] = {
-    {"relu", "relu_grad", false, [](double x) { return x > 0 ? 1.0 : 0.0; }},
+    {"relu", "relu_grad", false,
+     [](double x, double) { return x > 0 ? 1.0 : 0.0; }},
     {"gelu", "gelu_grad", false,
-     [](double x) {
+     [](double x, double) {
        double h = 1e-6;
        return (geluRef(x + h) - geluRef(x - h)) / (2 * h);
      }},
-    {"tanh", "tanh_grad", true,
-     [](double x) { return 1.0 - std::tanh(x) * std::tanh(x); }},
+    // From the saved (rounded) result, as the kernels compute it.
+    {"tanh", "tanh_grad", true, [](double, double y) { return 1.0 - y * y; }},
+    {"sigmoid", "sigmoid_grad", true,
+     [](double, double y) { return y * (1.0 - y); }},
+    {"silu", "silu_grad", false,
+     [](double x, double) {
+       double s = sigmoidRef(x);
+       return s * (1.0 + x * (1.0 - s));
+     }},
 };
 
 /// Inputs for activation checks: away from relu's kink at 0.
@@ -253,9 +268,7 @@ TEST(ElementwiseTest, ActivationGradsMatchDerivatives) {
               .ok());
       std::vector<double> want;
       for (int64_t i = 0; i < x.size(); ++i)
-        want.push_back(dy.at(i) * (c.savesResult
-                                       ? 1.0 - saved.at(i) * saved.at(i)
-                                       : c.derivative(x.at(i))));
+        want.push_back(dy.at(i) * c.derivative(x.at(i), saved.at(i)));
       EXPECT_TRUE(allClose(dx, want, 1e-6, relativeTolerance(dtype)));
     }
 }
@@ -278,6 +291,38 @@ TEST(ElementwiseTest, GeluStaysFiniteAtExtremes) {
   }
   EXPECT_TRUE(allClose(y, wantY, 1e-9, 2e-6));
   EXPECT_TRUE(allClose(dx, wantDx, 1e-9, 2e-6));
+}
+
+// The logistic's exponent is capped: at -1e4 a naive 1 / (1 + e^-x) gives
+// e = inf, and SiLU's gradient s (1 + x e s) would be 0 * inf = NaN.
+TEST(ElementwiseTest, SigmoidAndSiluStayFiniteAtExtremes) {
+  const std::vector<double> xs = {-1e4, -100, -30, -1e-3, 0,
+                                  1e-3, 30,   100, 1e4};
+  Tensor x = fromValues(DType::f32, {9}, xs);
+  Tensor ones = fromValues(DType::f32, {9}, std::vector<double>(9, 1.0));
+  Tensor s(DType::f32, {9}), ds(DType::f32, {9}), y(DType::f32, {9}),
+      dx(DType::f32, {9});
+  ASSERT_TRUE(runKernel("train.sigmoid", {}, {&x}, {&s}).ok());
+  ASSERT_TRUE(runKernel("train.sigmoid_grad", {}, {&s, &ones}, {&ds}).ok());
+  ASSERT_TRUE(runKernel("train.silu", {}, {&x}, {&y}).ok());
+  ASSERT_TRUE(runKernel("train.silu_grad", {}, {&x, &ones}, {&dx}).ok());
+  std::vector<double> wantS, wantDs, wantY, wantDx;
+  // From the saved f32 result, as the kernel computes it: 1 - s is 0 once
+  // s rounds to 1 (x >= 17), as in PyTorch's sigmoid_backward.
+  for (int64_t i = 0; i < s.size(); ++i)
+    wantDs.push_back(s.at(i) * (1 - s.at(i)));
+  for (double v : xs) {
+    double sv = sigmoidRef(v);
+    wantS.push_back(sv);
+    wantY.push_back(v * sv);
+    wantDx.push_back(sv * (1 + v * (1 - sv)));
+  }
+  // Below the cap the kernels give e^-80 (1.8e-35) where the exact value
+  // is smaller: absolute error 1e-30, relative 2e-6 elsewhere.
+  EXPECT_TRUE(allClose(s, wantS, 1e-30, 2e-6));
+  EXPECT_TRUE(allClose(ds, wantDs, 1e-30, 2e-6));
+  EXPECT_TRUE(allClose(y, wantY, 1e-30, 2e-6));
+  EXPECT_TRUE(allClose(dx, wantDx, 1e-30, 2e-6));
 }
 
 TEST(ElementwiseTest, ActivationGradsMatchFiniteDifferences) {

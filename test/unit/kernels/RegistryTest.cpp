@@ -72,6 +72,14 @@ constexpr const char *kModule = R"mlir(
         : tensor<4x8xf32>, tensor<8xf32>, tensor<4xf32>
     %32 = train.embedding_grad %x, %ids : tensor<4x8xf32>, tensor<4xi32> -> tensor<10x8xf32>
     %33 = train.softmax_cross_entropy_grad %x, %lab, %s : tensor<4x8xf32>, tensor<4xi64>
+    %34 = train.sigmoid %x : tensor<4x8xf32>
+    %35 = train.silu %xb : tensor<4x8xbf16>
+    %36 = train.sigmoid_grad %x, %y : tensor<4x8xf32>
+    %37 = train.silu_grad %x, %y : tensor<4x8xf32>
+    %38 = train.slice %h dim 2 offset 2 : tensor<2x4x8xf32> -> tensor<2x4x3xf32>
+    %39 = train.pad %38 dim 2 offset 2 : tensor<2x4x3xf32> -> tensor<2x4x8xf32>
+    %40 = train.concat %x, %y dim 0 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
+    %41 = train.slice %lab dim 0 offset 1 : tensor<4xi64> -> tensor<3xi64>
     %t = train.step_index : tensor<i64>
     %p1 = train.sgd %x, %y with @sgd : tensor<4x8xf32>, tensor<4x8xf32>
     %p2, %b2 = train.sgd_momentum %x, %y, %x with @mom

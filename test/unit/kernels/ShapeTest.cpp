@@ -1,4 +1,4 @@
-//===- ShapeTest.cpp - Reductions, expand, reshape, transpose, slice ------===//
+//===- ShapeTest.cpp - Reductions, broadcasts and data movement -----------===//
 
 #include "KernelTestSupport.h"
 
@@ -196,6 +196,120 @@ TEST(ShapeTest, SliceTakesThisRanksRowsAndZeroPads) {
                          dict({{"axis", i64(0)}, {"dim", i64(3)}}), {&x},
                          {&out}, ctx)
                    .ok());
+}
+
+struct WindowCase {
+  std::vector<int64_t> whole;
+  int64_t dim, offset, extent;
+};
+
+const WindowCase kWindowCases[] = {
+    {{6, 3}, 0, 2, 3},        // Leading dim: one contiguous block.
+    {{2, 5, 3}, 1, 1, 3},     // Middle dim: a block per outer position.
+    {{2, 3, 192}, 2, 64, 64}, // GPT-2's key out of a fused Q/K/V.
+    {{4, 7}, 1, 6, 1},        // The last position (a shifted target).
+    {{3, 4}, 1, 2, 0},        // Empty.
+};
+
+const DType kMovableTypes[] = {DType::f32, DType::bf16, DType::f16, DType::i32,
+                               DType::i64};
+
+std::vector<int64_t> windowShape(const WindowCase &c) {
+  std::vector<int64_t> part = c.whole;
+  part[c.dim] = c.extent;
+  return part;
+}
+
+TEST(ShapeTest, SliceAndPadMoveTheWindow) {
+  for (const WindowCase &c : kWindowCases)
+    for (DType dtype : kMovableTypes) {
+      SCOPED_TRACE("dim " + std::to_string(c.dim) + " offset " +
+                   std::to_string(c.offset) + " " + dtypeLabel(dtype));
+      std::vector<int64_t> part = windowShape(c);
+      auto params = dict({{"dim", i64(c.dim)}, {"offset", i64(c.offset)}});
+      Tensor x = isFloat(dtype) ? randomTensor(dtype, c.whole, 81)
+                                : randomIds(dtype, c.whole, 81, 1000);
+      Tensor sliced(dtype, part);
+      sliced.poison();
+      ASSERT_TRUE(runKernel("train.slice", params, {&x}, {&sliced}).ok());
+      std::vector<double> want;
+      for (int64_t i = 0; i < sliced.size(); ++i) {
+        std::vector<int64_t> index = unflatten(i, part);
+        index[c.dim] += c.offset;
+        want.push_back(x.at(flatten(index, c.whole)));
+      }
+      EXPECT_TRUE(allClose(sliced, want, 0.0, 0.0));
+      // Padding the slice back gives the input inside the window, zero
+      // around it.
+      Tensor padded(dtype, c.whole);
+      padded.poison();
+      ASSERT_TRUE(runKernel("train.pad", params, {&sliced}, {&padded}).ok());
+      want.clear();
+      for (int64_t i = 0; i < x.size(); ++i) {
+        int64_t position = unflatten(i, c.whole)[c.dim];
+        bool inside = position >= c.offset && position < c.offset + c.extent;
+        want.push_back(inside ? x.at(i) : 0.0);
+      }
+      EXPECT_TRUE(allClose(padded, want, 0.0, 0.0));
+    }
+}
+
+TEST(ShapeTest, ConcatJoinsInOperandOrder) {
+  for (DType dtype : kMovableTypes) {
+    SCOPED_TRACE(dtypeLabel(dtype));
+    // Unequal parts along a middle dim, one of them empty.
+    std::vector<std::vector<int64_t>> shapes = {
+        {2, 1, 3}, {2, 4, 3}, {2, 0, 3}, {2, 2, 3}};
+    std::vector<Tensor> parts;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      parts.push_back(isFloat(dtype)
+                          ? randomTensor(dtype, shapes[i], 90 + i)
+                          : randomIds(dtype, shapes[i], 90 + i, 1000));
+    std::vector<const Tensor *> ins;
+    for (const Tensor &part : parts)
+      ins.push_back(&part);
+    Tensor joined(dtype, {2, 7, 3});
+    joined.poison();
+    ASSERT_TRUE(
+        runKernel("train.concat", dict({{"dim", i64(1)}}), ins, {&joined})
+            .ok());
+    std::vector<double> want;
+    for (int64_t a = 0; a < 2; ++a)
+      for (const Tensor &part : parts)
+        for (int64_t r = 0; r < part.shape()[1]; ++r)
+          for (int64_t c = 0; c < 3; ++c)
+            want.push_back(part.at((a * part.shape()[1] + r) * 3 + c));
+    EXPECT_TRUE(allClose(joined, want, 0.0, 0.0));
+  }
+}
+
+TEST(ShapeTest, RejectsWindowsThatDoNotFit) {
+  Tensor x(DType::f32, {4, 6}), y(DType::f32, {4, 2}), z(DType::f32, {3, 2});
+  auto at = [](int64_t dim, int64_t offset) {
+    return dict({{"dim", i64(dim)}, {"offset", i64(offset)}});
+  };
+  EXPECT_TRUE(bindKernel("train.slice", at(1, 4), {&x}, {&y}).ok());
+  EXPECT_FALSE(bindKernel("train.slice", at(1, 5), {&x}, {&y}).ok());
+  EXPECT_FALSE(bindKernel("train.slice", at(1, -1), {&x}, {&y}).ok());
+  EXPECT_FALSE(bindKernel("train.slice", at(2, 0), {&x}, {&y}).ok());
+  EXPECT_FALSE(bindKernel("train.slice", at(1, 0), {&x}, {&z}).ok());
+  EXPECT_FALSE(bindKernel("train.pad", at(1, 5), {&y}, {&x}).ok());
+  EXPECT_FALSE(
+      bindKernel("train.slice", dict({{"dim", i64(1)}}), {&x}, {&y}).ok());
+  Tensor h(DType::bf16, {4, 2});
+  EXPECT_FALSE(bindKernel("train.slice", at(1, 0), {&x}, {&h}).ok());
+  // Concat: parts that do not add up, or disagree outside `dim`.
+  Tensor w(DType::f32, {4, 4});
+  EXPECT_TRUE(
+      bindKernel("train.concat", dict({{"dim", i64(1)}}), {&y, &w}, {&x}).ok());
+  EXPECT_FALSE(
+      bindKernel("train.concat", dict({{"dim", i64(1)}}), {&y, &y}, {&x}).ok());
+  EXPECT_FALSE(
+      bindKernel("train.concat", dict({{"dim", i64(1)}}), {&z, &w}, {&x}).ok());
+  EXPECT_FALSE(
+      bindKernel("train.concat", dict({{"dim", i64(1)}}), {&h, &w}, {&x}).ok());
+  EXPECT_FALSE(
+      bindKernel("train.concat", dict({{"dim", i64(1)}}), {}, {&x}).ok());
 }
 
 TEST(ShapeTest, RejectsBadDims) {

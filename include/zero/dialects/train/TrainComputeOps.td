@@ -1,8 +1,9 @@
 //===- TrainComputeOps.td - Compute of a training step -----*- tablegen -*-===//
 //
-// Enough for an MLP and GPT-2: forward ops, and a gradient op for each op
-// whose gradient is not a composition of others. All are Pure and work on
-// f32, bf16 or f16 tensors (integer token ids and labels aside).
+// Enough for an MLP, GPT-2 and Llama: forward ops, and a gradient op for
+// each op whose gradient is not a composition of others. All are Pure and
+// work on f32, bf16 or f16 tensors (integer token ids and labels aside; the
+// data-movement ops slice, pad and concat also move those).
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +55,9 @@ def Train_TanhOp : Train_UnaryOp<"tanh", "hyperbolic tangent">;
 def Train_ReluOp : Train_UnaryOp<"relu", "rectified linear unit, max(x, 0)">;
 def Train_GeluOp : Train_UnaryOp<"gelu",
     "GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as in GPT-2">;
+def Train_SigmoidOp : Train_UnaryOp<"sigmoid", "logistic function, 1 / (1 + e^-x)">;
+def Train_SiluOp : Train_UnaryOp<"silu",
+    "SiLU (swish), x / (1 + e^-x), the gate of Llama's SwiGLU">;
 
 class Train_BinaryOp<string mnemonic, string formula>
     : Train_ComputeOp<mnemonic, mnemonic, [SameOperandsAndResultType,
@@ -303,6 +307,72 @@ def Train_TransposeOp : Train_ComputeOp<"transpose", "transposed", [Train_Differ
   let hasVerifier = 1;
 }
 
+// Slice, pad and concat copy elements without looking at them, so they also
+// move integer ids and labels (the shifted labels of a causal-LM loss).
+def Train_MovableTensor : RankedTensorOf<[F32, BF16, F16, I32, I64]>;
+
+def Train_SliceOp : Train_ComputeOp<"slice", "sliced", [Train_Differentiable]> {
+  let summary = "Takes a contiguous range of positions along one dimension";
+  let description = [{
+    The result has the input's shape except in `dim`, where it holds the
+    input's positions `[offset, offset + n)`, `n` being the result's extent
+    there. Splitting GPT-2's fused query/key/value projection is three
+    slices; a causal-LM loss drops the last position of the logits and the
+    first of the labels with two. The gradient is `train.pad` of the result
+    gradient back into the input's shape.
+
+    ```mlir
+    %k = train.slice %qkv dim 2 offset 64 : tensor<2x16x192xf32> -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Train_MovableTensor:$input, I64Attr:$dim, I64Attr:$offset);
+  let results = (outs Train_MovableTensor:$result);
+  let assemblyFormat = [{
+    $input `dim` $dim `offset` $offset attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Train_PadOp : Train_ComputeOp<"pad", "padded", [Train_Differentiable]> {
+  let summary = "Places a tensor at an offset of one dimension of a zero tensor";
+  let description = [{
+    The inverse of `train.slice` with the same `dim` and `offset`, and its
+    gradient: positions `[offset, offset + n)` of `dim` hold the input,
+    every other position is zero. Its own gradient is that slice.
+
+    ```mlir
+    %dqkv = train.pad %dk dim 2 offset 64 : tensor<2x16x64xf32> -> tensor<2x16x192xf32>
+    ```
+  }];
+  let arguments = (ins Train_MovableTensor:$input, I64Attr:$dim, I64Attr:$offset);
+  let results = (outs Train_MovableTensor:$result);
+  let assemblyFormat = [{
+    $input `dim` $dim `offset` $offset attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Train_ConcatOp : Train_ComputeOp<"concat", "concat", [Train_Differentiable]> {
+  let summary = "Joins tensors end to end along one dimension";
+  let description = [{
+    The operands agree in every dimension but `dim` and have one element
+    type; the result's extent in `dim` is the sum of theirs, in operand
+    order. The rotary embedding's rotate-half is a concat of two slices.
+    The gradient of each operand is a `train.slice` of the result gradient.
+
+    ```mlir
+    %r = train.concat %neg_hi, %lo dim 3
+        : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Train_MovableTensor>:$inputs, I64Attr:$dim);
+  let results = (outs Train_MovableTensor:$result);
+  let assemblyFormat = [{
+    $inputs `dim` $dim attr-dict `:` type($inputs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Train_CastOp : Train_ComputeOp<"cast", "cast", [Train_Differentiable]> {
   let summary = "Converts between f32, bf16 and f16, rounding to nearest even";
   let description = [{
@@ -337,6 +407,8 @@ class Train_ActivationGradOp<string mnemonic, string forward, string saved>
 def Train_ReluGradOp : Train_ActivationGradOp<"relu_grad", "relu", "input">;
 def Train_GeluGradOp : Train_ActivationGradOp<"gelu_grad", "gelu", "input">;
 def Train_TanhGradOp : Train_ActivationGradOp<"tanh_grad", "tanh", "result">;
+def Train_SigmoidGradOp : Train_ActivationGradOp<"sigmoid_grad", "sigmoid", "result">;
+def Train_SiluGradOp : Train_ActivationGradOp<"silu_grad", "silu", "input">;
 def Train_SoftmaxGradOp : Train_ActivationGradOp<"softmax_grad", "softmax", "result">;
 
 def Train_LayerNormGradOp : Train_ComputeOp<"layer_norm_grad", "ln_grad", [

@@ -23,8 +23,9 @@ def Train_Dialect : Dialect {
       declaration, the high-level `train.apply_gradient` and the explicit
       update ops (`train.sgd`, `train.adam`, `train.adamw`, ...) that a pass
       materializes from it, so every byte of optimizer state is visible;
-    * the compute op set an MLP or GPT-2 needs, in f32, bf16 or f16, each op
-      with a gradient op where its gradient is not a composition of others.
+    * the compute op set an MLP, GPT-2 or Llama needs, in f32, bf16 or f16,
+      each op with a gradient op where its gradient is not a composition of
+      others.
 
     The step itself is a `func.func` carrying the unit attribute
     `train.step`; it runs once per micro-batch on the rank's local batch.

@@ -102,6 +102,15 @@ if subprocess.run(["python3", "-c", "import safetensors"],
                   capture_output=True).returncode == 0:
     config.available_features.add("py-safetensors")
 
+# PyTorch and transformers for the importer's tests (test/torch): a 5.6 GB
+# install, so they run in the --all tier (scripts/test.sh runs
+# scripts/setup-torch.sh, then lit with --param torch=1) and show as
+# unsupported in the default tier, installed or not.
+if lit_config.params.get("torch") == "1" and subprocess.run(
+        ["python3", "-c", "import torch, transformers, safetensors"],
+        capture_output=True).returncode == 0:
+    config.available_features.add("torch")
+
 if shutil.which("clang-format"):
     config.available_features.add("clang-format")
 

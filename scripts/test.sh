@@ -7,7 +7,10 @@
 #                            lit test per case, the end-to-end training runs,
 #                            the fuzz regression inputs through the Release
 #                            tools). Budget: 12 minutes after setup on 2 cores.
-#   scripts/test.sh --all    the default tier, then what is slow: the clang
+#   scripts/test.sh --all    the default tier, then what is slow: PyTorch and
+#                            transformers (scripts/setup-torch.sh, 5.6 GB) and
+#                            the importer's tests against PyTorch's own
+#                            training (test/torch, lit --param torch=1), the clang
 #                            ASan + UBSan build and its suite (the sanitizer
 #                            tier: every unit and FileCheck test, and slices
 #                            of the end-to-end matrices; the full matrices ran
@@ -21,6 +24,7 @@
 # non-zero on any failure. Each stage prints its wall time, so that the
 # budgets above stay measured (README.md, docs/building.md "Test tiers").
 #
+#   ZERO_TORCH_STAGE=0      with --all: skips the PyTorch import stage (said in the output)
 #   ZERO_SANITIZER_STAGE=0  with --all: skips the sanitizer stage (said in the output)
 #   ZERO_BUNDLE_STAGE=0     with --all: skips the release bundle's build and test
 #   FUZZ_SECONDS=N          time per fuzzer (default 60)
@@ -72,13 +76,35 @@ status=0
 stage "release suite (lit)"
 results="$build/test-results.xml"
 rm -f "$results"
+# With --all the torch tests run in their own stage below, not as skips here.
+torch_filter=()
+if [ $all = 1 ] && [ "${ZERO_TORCH_STAGE:-1}" != 0 ]; then
+  torch_filter=(--filter-out '^ZERO :: torch/')
+fi
 python3 "$lit" "$build/test" --xunit-xml-output "$results" -sv \
-  ${lit_args[@]+"${lit_args[@]}"} || status=$?
+  ${torch_filter[@]+"${torch_filter[@]}"} ${lit_args[@]+"${lit_args[@]}"} || status=$?
 stage_done
 summary=(--label "tests=$results")
 default_seconds=$((SECONDS - tier_start))
 
 if [ $all = 1 ]; then
+  if [ "${ZERO_TORCH_STAGE:-1}" != 0 ]; then
+    stage "PyTorch import: setup-torch.sh, test/torch"
+    torch_results="$build/torch-results.xml"
+    rm -f "$torch_results"
+    if bash "$root/scripts/setup-torch.sh"; then
+      python3 "$lit" "$build/test/torch" --param torch=1 \
+        --xunit-xml-output "$torch_results" -sv \
+        ${lit_args[@]+"${lit_args[@]}"} || status=$?
+    else
+      status=1
+    fi
+    stage_done
+    summary+=(--label "torch tests=$torch_results")
+  else
+    echo "== PyTorch import stage skipped (ZERO_TORCH_STAGE=0)"
+  fi
+
   if [ "${ZERO_SANITIZER_STAGE:-1}" != 0 ]; then
     stage "sanitizer build"
     ZERO_SANITIZE_BUILD_DIR="$sanitize_build" bash "$root/scripts/build-sanitize.sh"

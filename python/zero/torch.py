@@ -89,6 +89,8 @@ def _decomposition_table():
     # Kept whole: train.softmax_cross_entropy, where its decomposition is
     # log_softmax, gather and the ignore_index masking.
     table.pop(aten.cross_entropy_loss.default, None)
+    # train.silu, rather than x * sigmoid(x) in two kernels.
+    table.pop(aten.silu.default, None)
     return table
 
 
@@ -98,8 +100,12 @@ def _where(node):
     stack = node.meta.get("nn_module_stack")
     if stack:
         path, kind = list(stack.values())[-1]
-        name = getattr(kind, "__name__", str(kind))
-        parts.append(f"in module '{path}' ({name})")
+        name = getattr(kind, "__name__", str(kind)).rsplit(".", 1)[-1]
+        # The user's module is our wrapper's `m`.
+        path = path[2:] if path.startswith("m.") else (
+            "" if path == "m" else path)
+        parts.append(f"in module '{path}' ({name})" if path else
+                     f"in the module itself ({name})")
     trace = node.meta.get("stack_trace")
     if trace:
         lines = [line.strip() for line in trace.strip().splitlines()]
@@ -379,7 +385,27 @@ class _Importer:
 
     # -- The walk -------------------------------------------------------------
 
+    def refuse_dynamic(self):
+        """Control flow and data-dependent shapes, named before anything
+        else fails on them."""
+        for node in self.program.graph.nodes:
+            if isinstance(node.target, torch._ops.HigherOrderOperator):
+                raise UnsupportedModuleError(
+                    f"control flow ({node.target.__name__}) {_where(node)}: a "
+                    "training step is one static graph; take the branch "
+                    "outside the module, or compute both sides")
+            value = node.meta.get("val")
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for item in values:
+                if isinstance(item, torch.Tensor) and any(
+                        not isinstance(extent, int) for extent in item.shape):
+                    raise UnsupportedModuleError(
+                        f"{node.target} has a data-dependent shape "
+                        f"{tuple(item.shape)} {_where(node)}: every shape of "
+                        "a step is fixed when it is compiled")
+
     def run(self):
+        self.refuse_dynamic()
         output = None
         for node in self.program.graph.nodes:
             if node.op == "placeholder":

@@ -1,0 +1,191 @@
+"""Small modules through zero.from_torch, for FileCheck (test/torch/*.test).
+
+  import_cases.py ir NAME       prints the imported forward IR of case NAME
+  import_cases.py refusals      imports each module the importer refuses and
+                                prints `refused NAME: <message>`
+"""
+
+import sys
+
+import torch
+
+import zero
+
+F = torch.nn.functional
+
+
+class Linear(torch.nn.Module):
+    """nn.Linear: the weight is read with transpose_b, not copied."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Broadcast(torch.nn.Module):
+    """x * w + 1.0 with w of shape [8] and a [2, 3, 1] gate: PyTorch's
+    broadcasting spelled as reshape + expand, the scalar as a splat."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(8))
+        self.g = torch.nn.Parameter(torch.ones(3, 1))
+
+    def forward(self, x):
+        return (x * self.w) * self.g + 1.0
+
+
+class Split(torch.nn.Module):
+    """A fused projection split in three, and a rotate-half."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(4, 12, bias=False)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).split(4, dim=-1)
+        rotated = torch.cat([-k[..., 2:], k[..., :2]], dim=-1)
+        return q * torch.sigmoid(rotated) + F.silu(v)
+
+
+class Tied(torch.nn.Module):
+    """An embedding and an output layer sharing one weight."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(16, 4)
+        self.head = torch.nn.Linear(4, 16, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, ids):
+        return self.head(self.emb(ids))
+
+
+class Attention(torch.nn.Module):
+    """Causal SDPA: matmul, scale, causal_mask, softmax, matmul."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(8))
+
+    def forward(self, x):
+        q = x * self.w
+        return F.scaled_dot_product_attention(q, x, x, is_causal=True)
+
+
+CASES = {
+    "linear": (Linear, lambda: torch.randn(2, 3, 8)),
+    "broadcast": (Broadcast, lambda: torch.randn(2, 3, 8)),
+    "split": (Split, lambda: torch.randn(2, 3, 4)),
+    "tied": (Tied, lambda: torch.randint(0, 16, (2, 5))),
+    "attention": (Attention, lambda: torch.randn(2, 4, 6, 8)),
+}
+
+
+def mean_loss(output):
+    return output.mean()
+
+
+def print_ir(name):
+    torch.manual_seed(0)
+    make, example = CASES[name]
+    module, x = make(), example()
+    loss = "causal_lm" if name == "tied" else mean_loss
+    graph = zero.from_torch(module, (x,), loss=loss)
+    print(graph.compile(1).ir("forward"))
+
+
+class Erf(torch.nn.Module):
+
+    def forward(self, x):
+        return F.gelu(x)  # erf: train.gelu is the tanh approximation
+
+
+class Cumsum(torch.nn.Module):
+
+    def forward(self, x):
+        return x.cumsum(dim=-1)
+
+
+class Branch(torch.nn.Module):
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda v: v * 2, lambda v: v * 3, (x,))
+
+
+class DataDependent(torch.nn.Module):
+
+    def forward(self, x):
+        return x[x > 0]
+
+
+class Smoothed(torch.nn.Module):
+
+    def forward(self, x, y):
+        return F.cross_entropy(x, y, label_smoothing=0.1)
+
+
+class Strided(torch.nn.Module):
+
+    def forward(self, x):
+        return x[:, ::2]
+
+
+class Dropout(torch.nn.Module):
+
+    def forward(self, x):
+        return F.scaled_dot_product_attention(x, x, x, dropout_p=0.1)
+
+
+class Pow(torch.nn.Module):
+
+    def forward(self, x):
+        return x.pow(4)
+
+
+class Mean(torch.nn.Module):
+
+    def forward(self, x):
+        return x.mean(dim=-1)
+
+
+REFUSED = {
+    "erf-gelu": (Erf(), (torch.randn(2, 4),), mean_loss, ()),
+    "cumsum": (Cumsum(), (torch.randn(2, 4),), mean_loss, ()),
+    "control-flow": (Branch(), (torch.randn(2, 4),), mean_loss, ()),
+    "data-dependent": (DataDependent(), (torch.randn(2, 4),), mean_loss, ()),
+    "label-smoothing": (Smoothed(), (torch.randn(2, 4),), None,
+                        (torch.randint(0, 4, (2,)),)),
+    "strided-slice": (Strided(), (torch.randn(2, 4),), mean_loss, ()),
+    "not-a-module": (lambda x: x, (torch.randn(2, 4),), mean_loss, ()),
+    "not-logits": (Mean(), (torch.randn(2, 4),), "causal_lm", ()),
+    "pow": (Pow(), (torch.randn(2, 4),), mean_loss, ()),
+}
+
+
+def refusals():
+    for name, (module, args, loss, targets) in REFUSED.items():
+        kwargs = {}
+        if loss is None:
+            # The module computes its own loss from (x, y).
+            kwargs = {"loss": lambda out: out, "example_targets": ()}
+            args = args + targets
+        else:
+            kwargs = {"loss": loss}
+        try:
+            zero.from_torch(module, args, **kwargs)
+        except (TypeError, ValueError) as error:
+            message = " ".join(str(error).split())
+            print(f"refused {name}: {type(error).__name__}: {message}")
+        else:
+            raise AssertionError(f"{name} was imported")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "ir":
+        print_ir(sys.argv[2])
+    else:
+        refusals()

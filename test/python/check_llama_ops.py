@@ -38,7 +38,7 @@ def build(stage):
     up = zero.narrow(h, 2, D, D)
     rot = zero.narrow(h, 2, 2 * D, D)
     glu = zero.silu(gate) * up
-#RMSNorm over the last dim : x / sqrt(mean(x ^ 2) + eps).
+    # RMSNorm over the last dim: x / sqrt(mean(x^2) + eps).
     ms = zero.reduce_mean(glu * glu, [2]) + graph.full([B, S], EPS)
     norm = glu * zero.expand(zero.rsqrt(ms), [B, S, D], [2])
     half = D // 2
@@ -76,7 +76,7 @@ def train(stage):
     """Losses and final state of 4 steps at `stage`."""
     trainer = zero.Trainer(build(stage).compile(zero.world_size()), seed=3)
     rng = np.random.default_rng(7)
-#One global batch, fitted four times : the loss must fall.
+    # One global batch, fitted four times: the loss must fall.
     batches = [rng.integers(0, V, (B * zero.world_size(), S)).astype(np.int32)
                ] * 4
     initial = trainer.state_dict()

@@ -1,0 +1,344 @@
+"""The walk of an exported program: constant subgraphs folded with torch,
+every other node turned into builder ops by its handler (_torch_ops)."""
+
+import operator
+
+import torch
+
+from zero import _zero
+from zero._torch_ops import DROPPED, HANDLERS, IDENTITY, RESHAPES, UNARY
+from zero._torch_values import (DTYPES, UnsupportedModuleError, Live,
+                                Transposed, dtype_name, meta_shape, where)
+
+aten = torch.ops.aten
+
+
+def decomposition_table():
+    table = torch.export.default_decompositions()
+    # Kept whole: it becomes matmul, scale, causal_mask, softmax, matmul,
+    # and its decomposition breaks Hugging Face's GPT-2 (a view of the
+    # non-contiguous result).
+    table.pop(aten.scaled_dot_product_attention.default, None)
+    # Kept whole: train.softmax_cross_entropy, where its decomposition is
+    # log_softmax, gather and the ignore_index masking.
+    table.pop(aten.cross_entropy_loss.default, None)
+    # train.silu, rather than x * sigmoid(x) in two kernels.
+    table.pop(aten.silu.default, None)
+    return table
+
+
+class Importer:
+
+    def __init__(self, program, graph, wrapper, compute_dtype):
+        self.program = program
+        self.graph = graph
+        self.wrapper = wrapper
+        # What a declared f32 tensor becomes: the configured precision.
+        self.compute_dtype = compute_dtype
+        self.values = {}  # fx node -> Live, torch.Tensor, list, or scalar
+        self.parameters = {}  # storage key -> (our name, Live)
+        self.parameter_paths = {}
+        self.init_tensors = {}
+        self.constants = {}
+        self.const_count = 0
+
+    # -- Values ------------------------------------------------------------
+
+    def arg(self, value):
+        if isinstance(value, torch.fx.Node):
+            if value not in self.values:
+                raise UnsupportedModuleError(
+                    f"{value.target} is used before it is defined")
+            return self.values[value]
+        if isinstance(value, (list, tuple)):
+            return [self.arg(v) for v in value]
+        return value
+
+    def is_constant(self, value):
+        if isinstance(value, (Live, Transposed)):
+            return False
+        if isinstance(value, list):
+            return all(self.is_constant(v) for v in value)
+        return True
+
+    def live(self, value, node, like=None):
+        """`value` as a Live: constants become splat `full`s, or frozen
+        parameters holding their values."""
+        if isinstance(value, Live):
+            return value
+        if isinstance(value, Transposed):
+            source = value.source
+            return Live(_zero.transpose(source.tensor, [1, 0]), value.shape,
+                        source.dtype)
+        if isinstance(value, (int, float, bool)):
+            if like is None:
+                raise UnsupportedModuleError(
+                    f"{node.target}: a scalar operand with no tensor beside "
+                    f"it {where(node)}")
+            tensor = self.graph.full(like.shape, float(value), like.dtype)
+            return Live(tensor, like.shape, like.dtype)
+        if not isinstance(value, torch.Tensor):
+            raise UnsupportedModuleError(
+                f"{node.target}: operand {value!r} is neither a tensor nor "
+                f"a number {where(node)}")
+        dtype = dtype_name(value.dtype, f"a constant of {node.target}")
+        shape = list(value.shape)
+        flat = value.reshape(-1)
+        if flat.numel() > 0 and bool((flat == flat[0]).all()):
+            if dtype in ("i32", "i64"):
+                raise UnsupportedModuleError(
+                    f"{node.target}: an integer constant operand "
+                    f"{where(node)}")
+            tensor = self.graph.full(shape, float(flat[0]), dtype)
+            return Live(tensor, shape, dtype)
+        if dtype in ("i32", "i64"):
+            raise UnsupportedModuleError(
+                f"{node.target}: a non-constant-valued integer tensor "
+                f"computed from no input {where(node)}; only position ids "
+                "of the form arange(start, start + n) are supported (as an "
+                "embedding's ids)")
+        return self.constant_parameter(value, node)
+
+    def constant_parameter(self, value, node):
+        """A frozen parameter holding a constant tensor (rotary tables)."""
+        # By value: Hugging Face computes the rotary tables once per use.
+        key = (value.dtype, tuple(value.shape),
+               value.detach().contiguous().reshape(-1).view(torch.uint8)
+               .numpy().tobytes())
+        if key not in self.constants:
+            name = f"const.{self.const_count}"
+            self.const_count += 1
+            shape = list(value.shape)
+            if not shape:
+                raise UnsupportedModuleError(
+                    f"{node.target}: a rank-0 constant {where(node)}")
+            param = self.graph.parameter(name, shape, _zero.Init.zeros())
+            param.requires_grad = False
+            self.init_tensors[name] = value.detach().to(torch.float32).clone()
+            self.constants[key] = (Live(param.value, shape,
+                                        self.compute_dtype), value)
+        live, _ = self.constants[key]
+        wanted = DTYPES[value.dtype]
+        if wanted == "f32":
+            wanted = self.compute_dtype
+        if wanted != live.dtype:
+            cast = _zero.cast(live.tensor, wanted)
+            return Live(cast, live.shape, wanted)
+        return live
+
+    # -- Placeholders --------------------------------------------------------
+
+    def placeholders(self, user_inputs):
+        signature = self.program.graph_signature
+        state = self.program.state_dict
+        constants = self.program.constants
+        params = signature.inputs_to_parameters
+        buffers = signature.inputs_to_buffers
+        lifted = signature.inputs_to_lifted_tensor_constants
+        named = dict(self.wrapper.named_parameters(remove_duplicate=False))
+        user_index = 0
+        for node in self.program.graph.nodes:
+            if node.op != "placeholder":
+                continue
+            if node.name in params:
+                path = params[node.name]
+                tensor = state[path]
+                self.values[node] = ("parameter", path, tensor,
+                                     named.get(path))
+            elif node.name in buffers:
+                path = buffers[node.name]
+                tensor = state[path] if path in state else constants[path]
+                self.values[node] = tensor
+            elif node.name in lifted:
+                self.values[node] = constants[lifted[node.name]]
+            else:
+                self.values[node] = user_inputs[user_index]
+                user_index += 1
+
+    def strip(self, path):
+        return path[2:] if path.startswith("m.") else path
+
+    def parameter(self, entry, node):
+        """The zero parameter for a placeholder, made on first use; tied
+        tensors (one tensor, several paths) share one."""
+        _, path, tensor, module_param = entry
+        key = (tensor.data_ptr(), tuple(tensor.shape), tensor.stride())
+        path = self.strip(path)
+        if key not in self.parameters:
+            dtype = dtype_name(tensor.dtype, f"parameter '{path}'")
+            if dtype not in ("f32", "bf16", "f16"):
+                raise UnsupportedModuleError(
+                    f"parameter '{path}' is {tensor.dtype}; parameters are "
+                    "float")
+            shape = list(tensor.shape)
+            if not shape or any(extent <= 0 for extent in shape):
+                raise UnsupportedModuleError(
+                    f"parameter '{path}' has shape {tuple(shape)}; the "
+                    "importer takes parameters of rank >= 1 with positive "
+                    "extents")
+            # Declared f32: the configured precision decides the type it
+            # computes in, with an f32 master where that is 16-bit.
+            name = path
+            param = self.graph.parameter(name, shape, _zero.Init.zeros())
+            requires_grad = (module_param.requires_grad
+                             if module_param is not None else True)
+            if not requires_grad:
+                param.requires_grad = False
+            self.init_tensors[name] = tensor.detach().to(torch.float32).clone()
+            self.parameters[key] = (name,
+                                    Live(param.value, shape,
+                                         self.compute_dtype))
+            self.parameter_paths[name] = []
+        name, live = self.parameters[key]
+        if path not in self.parameter_paths[name]:
+            self.parameter_paths[name].append(path)
+        return live
+
+    # -- The walk -------------------------------------------------------------
+
+    def refuse_dynamic(self):
+        """Control flow and data-dependent shapes, named before anything
+        else fails on them."""
+        for node in self.program.graph.nodes:
+            if isinstance(node.target, torch._ops.HigherOrderOperator):
+                raise UnsupportedModuleError(
+                    f"control flow ({node.target.__name__}) {where(node)}: a "
+                    "training step is one static graph; take the branch "
+                    "outside the module, or compute both sides")
+            value = node.meta.get("val")
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for item in values:
+                if isinstance(item, torch.Tensor) and any(
+                        not isinstance(extent, int) for extent in item.shape):
+                    raise UnsupportedModuleError(
+                        f"{node.target} has a data-dependent shape "
+                        f"{tuple(item.shape)} {where(node)}: every shape of "
+                        "a step is fixed when it is compiled")
+
+    def run(self):
+        self.refuse_dynamic()
+        output = None
+        for node in self.program.graph.nodes:
+            if node.op == "placeholder":
+                continue
+            if node.op == "output":
+                output = node.args[0]
+                break
+            if node.op != "call_function":
+                raise UnsupportedModuleError(
+                    f"a '{node.op}' node ({node.target}) {where(node)}: "
+                    "the importer takes exported functional graphs")
+            args = [self.resolve(a, node) for a in node.args]
+            kwargs = {k: self.resolve(v, node) for k, v in node.kwargs.items()}
+            if node.target in DROPPED:
+                continue
+            if self.foldable(args, kwargs):
+                self.values[node] = node.target(*args, **kwargs)
+                continue
+            self.values[node] = self.lower(node, args, kwargs)
+        outputs = output if isinstance(output, (list, tuple)) else [output]
+        if len(outputs) != 1:
+            raise UnsupportedModuleError(
+                f"the exported module returns {len(outputs)} values; it must "
+                "return one tensor (the logits, or the loss)")
+        result = self.values[outputs[0]]
+        if not isinstance(result, Live):
+            raise UnsupportedModuleError(
+                "the module's output depends on no input and no trainable "
+                "parameter")
+        return result
+
+    def resolve(self, value, node):
+        """Arguments: placeholders of parameters become live values."""
+        if isinstance(value, torch.fx.Node):
+            resolved = self.arg(value)
+            if isinstance(resolved, tuple) and resolved and resolved[0] == \
+                    "parameter":
+                return self.parameter(resolved, node)
+            return resolved
+        if isinstance(value, (list, tuple)):
+            return [self.resolve(v, node) for v in value]
+        return value
+
+    def foldable(self, args, kwargs):
+        return all(self.is_constant(a) for a in args) and all(
+            self.is_constant(v) for v in kwargs.values())
+
+    def lower(self, node, args, kwargs):
+        target = node.target
+        if target is operator.getitem:
+            return args[0][args[1]]
+        if target in IDENTITY:
+            return self.live(args[0], node)
+        if target in UNARY:
+            x = self.live(args[0], node)
+            return Live(getattr(_zero, UNARY[target])(x.tensor), x.shape,
+                        x.dtype)
+        if target in RESHAPES:
+            x = self.live(args[0], node)
+            return self.reshape(x, meta_shape(node))
+        handler = HANDLERS.get(target)
+        if handler is None:
+            raise UnsupportedModuleError(
+                f"ATen op '{target}' has no mapping to the train dialect "
+                f"{where(node)}; docs/torch.md lists the supported ops")
+        return handler(self, node, args, kwargs)
+
+    # -- Helpers ------------------------------------------------------------
+
+    def reshape(self, x, shape):
+        if list(shape) == x.shape:
+            return x
+        return Live(_zero.reshape(x.tensor, list(shape)), shape, x.dtype)
+
+    def broadcast(self, x, shape, node):
+        """`x` broadcast to `shape` as PyTorch does: size-1 and missing
+        leading dims are repeated (reshape, then expand)."""
+        shape = list(shape)
+        if x.shape == shape:
+            return x
+        offset = len(shape) - len(x.shape)
+        if offset < 0:
+            raise UnsupportedModuleError(
+                f"{node.target}: cannot broadcast {x.shape} to {shape} "
+                f"{where(node)}")
+        kept, new_dims = [], []
+        for d, extent in enumerate(shape):
+            source = d - offset
+            if source >= 0 and x.shape[source] == extent:
+                kept.append(extent)
+            elif source < 0 or x.shape[source] == 1:
+                new_dims.append(d)
+            else:
+                raise UnsupportedModuleError(
+                    f"{node.target}: cannot broadcast {x.shape} to {shape} "
+                    f"{where(node)}")
+        squeezed = self.reshape(x, kept)
+        return Live(_zero.expand(squeezed.tensor, shape, new_dims), shape,
+                    x.dtype)
+
+    def binary(self, node, a, b, op):
+        shape = meta_shape(node)
+        if isinstance(a, Live) and not isinstance(b, Live) and op == "mul" \
+                and isinstance(b, (int, float)):
+            return self.broadcast(
+                Live(_zero.scale(a.tensor, float(b)), a.shape, a.dtype),
+                shape, node)
+        if isinstance(b, Live) and not isinstance(a, Live) and op == "mul" \
+                and isinstance(a, (int, float)):
+            return self.broadcast(
+                Live(_zero.scale(b.tensor, float(a)), b.shape, b.dtype),
+                shape, node)
+        if isinstance(a, Live) and op == "div" and isinstance(b, (int, float)):
+            return self.broadcast(
+                Live(_zero.scale(a.tensor, 1.0 / float(b)), a.shape,
+                     a.dtype), shape, node)
+        like = a if isinstance(a, Live) else b
+        out = Live(None, shape, like.dtype)
+        a = self.broadcast(self.live(a, node, out), shape, node)
+        b = self.broadcast(self.live(b, node, out), shape, node)
+        if a.dtype != b.dtype:
+            raise UnsupportedModuleError(
+                f"{node.target}: operands of {a.dtype} and {b.dtype} "
+                f"{where(node)}")
+        return Live(getattr(_zero, op)(a.tensor, b.tensor), shape, a.dtype)

@@ -1,0 +1,430 @@
+"""One handler per core ATen op the PyTorch importer maps (docs/torch.md):
+each gets the importer, the fx node and its resolved arguments (live
+values, constant tensors, numbers) and returns the op's value."""
+
+import torch
+
+from zero import _zero
+from zero._torch_values import (UnsupportedModuleError, Live, Transposed,
+                                dtype_name, meta_shape, where)
+
+aten = torch.ops.aten
+
+# Bookkeeping nodes: the value passes through unchanged.
+IDENTITY = {
+    aten.clone.default,
+    aten.alias.default,
+    aten.detach.default,
+    aten.lift_fresh_copy.default,
+    aten.contiguous.default,
+}
+DROPPED = {aten._assert_tensor_metadata.default}
+
+UNARY = {
+    aten.neg.default: "neg",
+    aten.exp.default: "exp",
+    aten.log.default: "log",
+    aten.sqrt.default: "sqrt",
+    aten.rsqrt.default: "rsqrt",
+    aten.tanh.default: "tanh",
+    aten.relu.default: "relu",
+    aten.sigmoid.default: "sigmoid",
+    aten.silu.default: "silu",
+}
+
+RESHAPES = {
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.reshape.default,
+    aten.unsqueeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.squeeze.default,
+    aten.flatten.using_ints,
+}
+
+
+def _dim(dim, rank):
+    return dim + rank if dim < 0 else dim
+
+
+def _add(self, node, args, kwargs, op="add"):
+    a, b = args[0], args[1]
+    alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
+    if alpha != 1:
+        if isinstance(b, Live):
+            b = Live(_zero.scale(b.tensor, float(alpha)), b.shape, b.dtype)
+        else:
+            b = b * alpha
+    mask = _additive_causal_mask(self, node, a, b) if op == "add" else None
+    if mask is not None:
+        return mask
+    return self.binary(node, a, b, op)
+
+
+def _additive_causal_mask(self, node, a, b):
+    """scores + M, M a constant that is 0 on and below the diagonal of the
+    last two dims and very negative above: Hugging Face's causal mask."""
+    scores, mask = (a, b) if isinstance(a, Live) else (b, a)
+    if not isinstance(scores, Live) or not isinstance(mask, torch.Tensor):
+        return None
+    if mask.dim() < 2 or not mask.is_floating_point():
+        return None
+    rows, cols = mask.shape[-2], mask.shape[-1]
+    if rows != cols or list(meta_shape(node)) != scores.shape:
+        return None
+    flat = mask.reshape(-1, rows, cols)
+    lower = torch.tril(torch.ones(rows, cols, dtype=torch.bool))
+    if not bool((flat[:, lower] == 0).all()):
+        return None
+    upper = flat[:, ~lower]
+    if upper.numel() and not bool((upper == upper.reshape(-1)[0]).all()):
+        return None
+    fill = float(upper.reshape(-1)[0]) if upper.numel() else float("-inf")
+    if fill > -1e30:
+        return None
+    return Live(_zero.causal_mask(scores.tensor, float("-inf")),
+                scores.shape, scores.dtype)
+
+
+def _sub(self, node, args, kwargs):
+    return _add(self, node, args, kwargs, op="sub")
+
+
+def _mul(self, node, args, kwargs):
+    return self.binary(node, args[0], args[1], "mul")
+
+
+def _div(self, node, args, kwargs):
+    if kwargs.get("rounding_mode") is not None:
+        raise UnsupportedModuleError(
+            f"div with rounding_mode {where(node)}")
+    return self.binary(node, args[0], args[1], "div")
+
+
+def _pow(self, node, args, kwargs):
+    x, exponent = self.live(args[0], node), args[1]
+    if exponent == 2:
+        return Live(_zero.mul(x.tensor, x.tensor), x.shape, x.dtype)
+    if exponent == 3:
+        square = _zero.mul(x.tensor, x.tensor)
+        return Live(_zero.mul(square, x.tensor), x.shape, x.dtype)
+    if exponent == 0.5:
+        return Live(_zero.sqrt(x.tensor), x.shape, x.dtype)
+    if exponent == -0.5:
+        return Live(_zero.rsqrt(x.tensor), x.shape, x.dtype)
+    if exponent == 1:
+        return x
+    raise UnsupportedModuleError(
+        f"pow with exponent {exponent!r} {where(node)}; the importer takes "
+        "0.5, -0.5, 1, 2 and 3")
+
+
+def _permute(self, node, args, kwargs):
+    x = self.live(args[0], node)
+    perm = [_dim(d, len(x.shape)) for d in args[1]]
+    if perm == list(range(len(perm))):
+        return x
+    if perm == [1, 0] and node.users and all(
+            user.target in (aten.mm.default, aten.addmm.default)
+            and user.args[-1] is node and node not in user.args[:-1]
+            for user in node.users):
+        return Transposed(x, meta_shape(node))
+    return Live(_zero.transpose(x.tensor, perm), meta_shape(node), x.dtype)
+
+
+def _transpose(self, node, args, kwargs):
+    x = self.live(args[0], node)
+    rank = len(x.shape)
+    perm = list(range(rank))
+    if node.target is aten.t.default:
+        a, b = 0, rank - 1
+    else:
+        a, b = _dim(args[1], rank), _dim(args[2], rank)
+    perm[a], perm[b] = perm[b], perm[a]
+    if a == b:
+        return x
+    return Live(_zero.transpose(x.tensor, perm), meta_shape(node), x.dtype)
+
+
+def _expand(self, node, args, kwargs):
+    return self.broadcast(self.live(args[0], node), meta_shape(node), node)
+
+
+def _mm(self, node, args, kwargs):
+    a, b = self.live(args[0], node), args[1]
+    transpose_b = isinstance(b, Transposed)
+    b = self.live(b.source if transpose_b else b, node)
+    if a.dtype != b.dtype:
+        raise UnsupportedModuleError(
+            f"{node.target}: operands of {a.dtype} and {b.dtype} "
+            f"{where(node)}")
+    out = _zero.matmul(a.tensor, b.tensor, transpose_b=transpose_b)
+    return Live(out, meta_shape(node), a.dtype)
+
+
+def _addmm(self, node, args, kwargs):
+    if kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1:
+        raise UnsupportedModuleError(
+            f"addmm with beta or alpha {where(node)}")
+    product = _mm(self, node, [args[1], args[2]], {})
+    bias = self.live(args[0], node)
+    shape = product.shape
+    if bias.shape == [shape[-1]]:
+        return Live(_zero.bias_add(product.tensor, bias.tensor), shape,
+                    product.dtype)
+    bias = self.broadcast(bias, shape, node)
+    return Live(_zero.add(product.tensor, bias.tensor), shape, product.dtype)
+
+
+def _layer_norm(self, node, args, kwargs):
+    x = self.live(args[0], node)
+    normalized, weight, bias, eps = args[1], args[2], args[3], args[4]
+    if len(normalized) != 1 or normalized[0] != x.shape[-1]:
+        raise UnsupportedModuleError(
+            f"layer_norm over {list(normalized)} of {x.shape} "
+            f"{where(node)}; the importer normalizes the last dim only")
+    features = [x.shape[-1]]
+    gamma = self.live(weight, node) if weight is not None else Live(
+        self.graph.full(features, 1.0, x.dtype), features, x.dtype)
+    beta = self.live(bias, node) if bias is not None else Live(
+        self.graph.full(features, 0.0, x.dtype), features, x.dtype)
+    y = _zero.layer_norm(x.tensor, gamma.tensor, beta.tensor, float(eps))
+    # The mean and rstd outputs are the op's own; nothing reads them.
+    return [Live(y, x.shape, x.dtype), None, None]
+
+
+def _embedding(self, node, args, kwargs):
+    table, ids = self.live(args[0], node), args[1]
+    if isinstance(ids, torch.Tensor):
+        # Position ids: arange(start, start + n) is a narrow of the table.
+        flat = ids.reshape(-1)
+        start = int(flat[0]) if flat.numel() else 0
+        if not torch.equal(flat, torch.arange(start, start + flat.numel(),
+                                              dtype=flat.dtype)):
+            raise UnsupportedModuleError(
+                f"embedding of constant ids other than a range "
+                f"{where(node)}")
+        rows = _zero.narrow(table.tensor, 0, start, flat.numel())
+        return self.reshape(Live(rows, [flat.numel(), table.shape[1]],
+                                 table.dtype), meta_shape(node))
+    return Live(_zero.embedding(table.tensor, ids.tensor), meta_shape(node),
+                table.dtype)
+
+
+def _softmax(self, node, args, kwargs):
+    x, dim = self.live(args[0], node), _dim(args[1], len(args[0].shape))
+    if dim != len(x.shape) - 1:
+        raise UnsupportedModuleError(
+            f"softmax over dim {dim} of {x.shape} {where(node)}; the "
+            "importer takes the last dim")
+    return Live(_zero.softmax(x.tensor), x.shape, x.dtype)
+
+
+def _gelu(self, node, args, kwargs):
+    approximate = kwargs.get("approximate", "none")
+    if approximate != "tanh":
+        raise UnsupportedModuleError(
+            f"gelu(approximate='{approximate}') {where(node)}; train.gelu "
+            "is the tanh approximation (GELU(approximate='tanh'), "
+            "Hugging Face's gelu_new)")
+    x = self.live(args[0], node)
+    return Live(_zero.gelu(x.tensor), x.shape, x.dtype)
+
+
+def _reduce(self, node, args, kwargs, op):
+    x = self.live(args[0], node)
+    dims = args[1] if len(args) > 1 else kwargs.get("dim")
+    keepdim = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+    if kwargs.get("dtype") is not None:
+        raise UnsupportedModuleError(f"{node.target} with dtype "
+                                     f"{where(node)}")
+    rank = len(x.shape)
+    dims = list(range(rank)) if dims is None else sorted(
+        _dim(d, rank) for d in dims)
+    reduced = getattr(_zero, op)(x.tensor, dims)
+    kept = [e for d, e in enumerate(x.shape) if d not in dims]
+    out = Live(reduced, kept, x.dtype)
+    return self.reshape(out, meta_shape(node)) if keepdim else out
+
+
+def _slice(self, node, args, kwargs):
+    x = self.live(args[0], node)
+    rank = len(x.shape)
+    dim = _dim(args[1] if len(args) > 1 else 0, rank)
+    start = args[2] if len(args) > 2 else None
+    end = args[3] if len(args) > 3 else None
+    step = args[4] if len(args) > 4 else 1
+    if step != 1:
+        raise UnsupportedModuleError(f"a slice with step {step} "
+                                     f"{where(node)}")
+    extent = x.shape[dim]
+    start = 0 if start is None else start
+    end = extent if end is None else end
+    start = max(0, min(extent, start + extent if start < 0 else start))
+    end = max(start, min(extent, end + extent if end < 0 else end))
+    if start == 0 and end == extent:
+        return x
+    shape = list(x.shape)
+    shape[dim] = end - start
+    return Live(_zero.narrow(x.tensor, dim, start, end - start), shape,
+                x.dtype)
+
+
+def _split(self, node, args, kwargs):
+    x = self.live(args[0], node)
+    rank = len(x.shape)
+    dim = _dim(args[2] if len(args) > 2 else kwargs.get("dim", 0), rank)
+    sizes = args[1]
+    if isinstance(sizes, int):
+        total, sizes = x.shape[dim], []
+        while sum(sizes) < total:
+            sizes.append(min(args[1], total - sum(sizes)))
+    parts, offset = [], 0
+    for size in sizes:
+        shape = list(x.shape)
+        shape[dim] = size
+        parts.append(Live(_zero.narrow(x.tensor, dim, offset, size), shape,
+                          x.dtype))
+        offset += size
+    return parts
+
+
+def _cat(self, node, args, kwargs):
+    tensors = args[0]
+    like = next(t for t in tensors if isinstance(t, Live))
+    rank = len(like.shape)
+    dim = _dim(args[1] if len(args) > 1 else kwargs.get("dim", 0), rank)
+    parts = [self.live(t, node) for t in tensors]
+    parts = [p for p in parts if p.shape[dim] > 0]
+    if len(parts) == 1:
+        return parts[0]
+    return Live(_zero.concat([p.tensor for p in parts], dim),
+                meta_shape(node), like.dtype)
+
+
+def _to_copy(self, node, args, kwargs):
+    x = self.live(args[0], node)
+    dtype = kwargs.get("dtype")
+    if dtype is None:
+        return x
+    target = dtype_name(dtype, "a cast")
+    if target == x.dtype:
+        return x
+    if target not in ("f32", "bf16", "f16") or x.dtype not in ("f32", "bf16",
+                                                               "f16"):
+        raise UnsupportedModuleError(
+            f"a cast from {x.dtype} to {target} {where(node)}")
+    return Live(_zero.cast(x.tensor, target), x.shape, target)
+
+
+def _sdpa(self, node, args, kwargs):
+    q, k, v = (self.live(a, node) for a in args[:3])
+    names = ["attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"]
+    options = dict(zip(names, args[3:]))
+    options.update(kwargs)
+    mask = options.get("attn_mask")
+    if options.get("dropout_p", 0.0) != 0.0:
+        raise UnsupportedModuleError(
+            f"attention dropout {where(node)}; train has no dropout: build "
+            "the model with attention dropout 0")
+    if options.get("enable_gqa", False):
+        raise UnsupportedModuleError(
+            f"scaled_dot_product_attention(enable_gqa=True) {where(node)}")
+    if k.shape != q.shape or v.shape != q.shape:
+        raise UnsupportedModuleError(
+            f"attention with q {q.shape}, k {k.shape}, v {v.shape} "
+            f"{where(node)}; the importer takes one shape for all three")
+    causal = bool(options.get("is_causal", False))
+    if mask is not None:
+        if isinstance(mask, Live) or not _is_causal_mask(mask):
+            raise UnsupportedModuleError(
+                f"attention with a mask that is not the constant causal mask "
+                f"{where(node)}")
+        causal = True
+    scale = options.get("scale")
+    scale = 1.0 / float(q.shape[-1])**0.5 if scale is None else float(scale)
+    scores = _zero.matmul(q.tensor, k.tensor, transpose_b=True)
+    scores = _zero.scale(scores, scale)
+    if causal:
+        scores = _zero.causal_mask(scores, float("-inf"))
+    probs = _zero.softmax(scores)
+    return Live(_zero.matmul(probs, v.tensor), q.shape, q.dtype)
+
+
+def _cross_entropy(self, node, args, kwargs):
+    names = ["weight", "reduction", "ignore_index", "label_smoothing"]
+    options = dict(zip(names, args[2:]))
+    options.update(kwargs)
+    logits, labels = self.live(args[0], node), args[1]
+    if not isinstance(labels, Live) or labels.dtype not in ("i32", "i64"):
+        raise UnsupportedModuleError(
+            f"cross_entropy with targets that are not integer class indices "
+            f"{where(node)}")
+    if options.get("weight") is not None:
+        raise UnsupportedModuleError(f"cross_entropy with class weights "
+                                     f"{where(node)}")
+    if options.get("reduction", 1) != 1:
+        raise UnsupportedModuleError(
+            f"cross_entropy with reduction other than 'mean' {where(node)}")
+    if options.get("label_smoothing", 0.0) != 0.0:
+        raise UnsupportedModuleError(
+            f"cross_entropy with label_smoothing {where(node)}")
+    # ignore_index (-100 by default) has no counterpart: every label must be
+    # a class, and the runtime refuses a batch with one that is not.
+    if len(logits.shape) > 2:
+        # PyTorch's classes are dim 1 of [N, C, d1, ...]: move them last.
+        rank = len(logits.shape)
+        perm = [0] + list(range(2, rank)) + [1]
+        shape = [logits.shape[d] for d in perm]
+        logits = Live(_zero.transpose(logits.tensor, perm), shape,
+                      logits.dtype)
+    return Live(_zero.softmax_cross_entropy(logits.tensor, labels.tensor), [],
+                "f32")
+
+
+def _is_causal_mask(mask):
+    rows, cols = mask.shape[-2], mask.shape[-1]
+    lower = torch.tril(torch.ones(rows, cols, dtype=torch.bool))
+    flat = mask.reshape(-1, rows, cols)
+    if mask.dtype == torch.bool:
+        return bool((flat == lower).all())
+    return bool((flat[:, lower] == 0).all()) and bool(
+        (flat[:, ~lower] < -1e30).all())
+
+
+HANDLERS = {
+    aten.add.Tensor: _add,
+    aten.add.Scalar: _add,
+    aten.sub.Tensor: _sub,
+    aten.sub.Scalar: _sub,
+    aten.mul.Tensor: _mul,
+    aten.mul.Scalar: _mul,
+    aten.div.Tensor: _div,
+    aten.div.Scalar: _div,
+    aten.pow.Tensor_Scalar: _pow,
+    aten.permute.default: _permute,
+    aten.t.default: _transpose,
+    aten.transpose.int: _transpose,
+    aten.expand.default: _expand,
+    aten.mm.default: _mm,
+    aten.bmm.default: _mm,
+    aten.matmul.default: _mm,
+    aten.addmm.default: _addmm,
+    aten.native_layer_norm.default: _layer_norm,
+    aten.embedding.default: _embedding,
+    aten._softmax.default: _softmax,
+    aten.softmax.int: _softmax,
+    aten.gelu.default: _gelu,
+    aten.mean.dim: lambda s, n, a, k: _reduce(s, n, a, k, "reduce_mean"),
+    aten.sum.dim_IntList: lambda s, n, a, k: _reduce(s, n, a, k, "reduce_sum"),
+    aten.mean.default: lambda s, n, a, k: _reduce(s, n, a, k, "reduce_mean"),
+    aten.sum.default: lambda s, n, a, k: _reduce(s, n, a, k, "reduce_sum"),
+    aten.cross_entropy_loss.default: _cross_entropy,
+    aten.slice.Tensor: _slice,
+    aten.split_with_sizes.default: _split,
+    aten.split.Tensor: _split,
+    aten.cat.default: _cat,
+    aten._to_copy.default: _to_copy,
+    aten.scaled_dot_product_attention.default: _sdpa,
+}

@@ -22,7 +22,8 @@ import lit_common
 lit_common.configure(config, llvm_config)
 
 tool_dirs = [config.zero_tools_dir, config.llvm_tools_dir]
-tools = [ToolSubst("zero-opt", unresolved="fatal")]
+tools = [ToolSubst("zero-opt", unresolved="fatal"),
+         ToolSubst("zero-ckpt", unresolved="fatal")]
 # The embedding example (examples/embed), where it was built.
 if os.path.exists(os.path.join(config.zero_tools_dir, "zero-embed-example")):
     config.available_features.add("zero-embed-example")

@@ -82,22 +82,34 @@ class TorchGraph(_zero.Graph):
         return Trainer(compiled, seed=seed, init=self.init_path,
                        input_names=self.input_names)
 
-    def state_dict(self, trainer):
+    def state_dict(self, source):
         """The trained state as the module's own state_dict: torch tensors
         under the module's names (tied names share values), buffers as the
-        module had them. Collective: every rank must call it."""
-        ours = trainer.state_dict()
+        module had them, for `module.load_state_dict`.
+
+        `source` is a zero.Trainer (collective: every rank must call it),
+        or a mapping of our parameter names to arrays or tensors, such as a
+        checkpoint consolidated by `zero-ckpt consolidate` and read with
+        `safetensors.torch.load_file`."""
+        ours = source if isinstance(source, dict) else source.state_dict()
         result = {}
         for name, value in self._module_state.items():
             our_name = self._state_owner.get(name)
             if our_name is None:
                 result[name] = value.detach().clone()
                 continue
-            array = ours[our_name]
-            tensor = torch.from_numpy(np.ascontiguousarray(array))
-            if value.dtype == torch.bfloat16 and array.dtype == np.uint16:
-                tensor = tensor.view(torch.bfloat16)
-            result[name] = tensor.to(value.dtype).reshape(value.shape)
+            if our_name not in ours:
+                raise KeyError(f"no '{our_name}' (the module's '{name}') in "
+                               "the state given")
+            stored = ours[our_name]
+            if isinstance(stored, torch.Tensor):
+                tensor = stored.detach()
+            else:
+                array = np.ascontiguousarray(stored)
+                tensor = torch.from_numpy(array)
+                if value.dtype == torch.bfloat16 and array.dtype == np.uint16:
+                    tensor = tensor.view(torch.bfloat16)
+            result[name] = tensor.to(value.dtype).reshape(value.shape).clone()
         return result
 
 

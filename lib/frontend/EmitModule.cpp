@@ -11,6 +11,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <vector>
+
 using namespace mlir;
 using namespace zero;
 using zero::frontend::DType;
@@ -204,8 +206,17 @@ zero::frontend::detail::emitModule(const GraphState &graph,
     values[param.node] = builder.create<train::LoadOp>(
         NameLoc::get(builder.getStringAttr(param.name)),
         tensorType(param.shape, param.dtype, builder), param.name);
+  // Only what the loss depends on: an op nothing reads (a value the user
+  // built and dropped, the pieces of a pattern an importer replaced) would
+  // still run every step.
+  std::vector<bool> needed(graph.nodes.size(), false);
+  needed[graph.lossNode] = true;
+  for (size_t index = graph.nodes.size(); index-- > 0;)
+    if (needed[index])
+      for (int operand : graph.nodes[index].operands)
+        needed[operand] = true;
   for (auto [index, node] : llvm::enumerate(graph.nodes))
-    if (node.kind == Node::Kind::op)
+    if (node.kind == Node::Kind::op && needed[index])
       values[index] = emitOp(node, values, builder, loc)->getResult(0);
 
   Value loss = values[graph.lossNode];

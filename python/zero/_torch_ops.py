@@ -92,7 +92,51 @@ def _sub(self, node, args, kwargs):
 
 
 def _mul(self, node, args, kwargs):
+    source = _gelu_new_input(node)
+    if source is not None:
+        x = self.live(self.values[source], node)
+        return Live(_zero.gelu(x.tensor), x.shape, x.dtype)
     return self.binary(node, args[0], args[1], "mul")
+
+
+def _with_scalar(node, target, scalar):
+    """`node` is target(v, scalar) or target(scalar, v): v, else None."""
+    if not isinstance(node, torch.fx.Node) or node.target is not target:
+        return None
+    a, b = node.args[0], node.args[1]
+    for value, number in ((a, b), (b, a)):
+        if isinstance(value, torch.fx.Node) and isinstance(
+                number, (int, float)) and abs(number - scalar) <= 1e-6 * abs(
+                    scalar):
+            return value
+    return None
+
+
+def _gelu_new_input(node):
+    """x when `node` ends Hugging Face's gelu_new written out:
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), which is train.gelu.
+    The ops before it are then left unread (and not emitted)."""
+    if len(node.args) != 2:
+        return None
+    for half, rest in ((node.args[0], node.args[1]),
+                       (node.args[1], node.args[0])):
+        x = _with_scalar(half, aten.mul.Tensor, 0.5)
+        tanh = _with_scalar(rest, aten.add.Tensor, 1.0)
+        if x is None or tanh is None or tanh.target is not aten.tanh.default:
+            continue
+        inner = _with_scalar(tanh.args[0], aten.mul.Tensor, 0.7978845608028654)
+        if inner is None or inner.target is not aten.add.Tensor:
+            continue
+        if inner.args[0] is x:
+            cubic = _with_scalar(inner.args[1], aten.mul.Tensor, 0.044715)
+        elif inner.args[1] is x:
+            cubic = _with_scalar(inner.args[0], aten.mul.Tensor, 0.044715)
+        else:
+            continue
+        if (cubic is not None and cubic.target is aten.pow.Tensor_Scalar
+                and cubic.args[0] is x and cubic.args[1] == 3):
+            return x
+    return None
 
 
 def _div(self, node, args, kwargs):

@@ -116,6 +116,8 @@ def train(program, workdir, tag, ranks, stage, steps, seed=1, extra=()):
     ] + list(extra)
     if "--backend" not in [str(arg) for arg in extra]:
         args.append("--check-memory")
+    if program in INIT_FILES:
+        args += ["--init", INIT_FILES[program]]
     _, seconds = zero_run(program, args)
     with open(metrics) as f:
         data = json.load(f)
@@ -364,7 +366,30 @@ def gpt2_bf16_program(src_root, batch, workdir):
     return gpt2_program(src_root, batch, workdir, GPT2_BF16_ARGS, "gpt2-bf16")
 
 
+# Where a program's initial state comes from when not from the seed: the
+# module's weights for an imported one (zero-run --init).
+INIT_FILES = {}
+
+
+def llama_import_program(src_root, batch, workdir):
+    """test/torch/tiny_llama.py imported with python3 -m zero.import_torch
+    (needs torch and transformers: test/torch)."""
+    path = os.path.join(workdir, f"llama-import-b{batch}.mlir")
+    init = os.path.join(workdir, "llama-import.safetensors")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(src_root, "test", "torch")]
+        + [p for p in [env.get("PYTHONPATH")] if p])
+    subprocess.run(
+        [sys.executable, "-m", "zero.import_torch", "tiny_llama:make_model",
+         "--example-shape", f"{batch}x16", "-o", path, "--init", init],
+        check=True, env=env, stdout=subprocess.DEVNULL)
+    INIT_FILES[path] = init
+    return path
+
+
 MODELS = {
+    "llama-import": (llama_import_program, 2),
     "mlp": (mlp_program, 32),
     "mlp-momentum": (mlp_momentum_program, 32),
     "gpt2": (gpt2_program, GPT2_LOCAL_BATCH),

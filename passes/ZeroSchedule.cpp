@@ -187,14 +187,27 @@ void BlockScheduler::sinkUnpacks() {
         firstUse = at;
     if (firstUse <= order.lookup(gather->unpack))
       continue;
-    // The members' views (reshapes of flat members) follow the unpack.
+    // The members' views follow the unpack: reshapes of flat members, and
+    // reshapes of those (an imported module's [1, 1, S, D] table viewed as
+    // [1, S, D]), each after the view it reads.
     Operation *firstUser = &*std::next(block.begin(), firstUse);
     gather->unpack->moveBefore(firstUser);
-    for (Value member : gather->unpack.getResults())
-      for (Operation *user : llvm::to_vector(member.getUsers()))
+    SmallVector<Value> viewed(gather->unpack.getResults());
+    while (!viewed.empty()) {
+      Value value = viewed.pop_back_val();
+      SmallVector<Operation *> views;
+      for (Operation *user : value.getUsers())
         if (isa<train::ReshapeOp>(user) && user->getBlock() == &block &&
             order.lookup(user) < firstUse)
-          user->moveBefore(firstUser);
+          views.push_back(user);
+      llvm::sort(views, [&](Operation *a, Operation *b) {
+        return order.lookup(a) < order.lookup(b);
+      });
+      for (Operation *view : views) {
+        view->moveBefore(firstUser);
+        viewed.push_back(view->getResult(0));
+      }
+    }
   }
 }
 

@@ -113,6 +113,37 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
 
 // -----
 
+// A member viewed twice (reshape of a reshape: an imported module's
+// [1, 1, 2, 3] table used as [1, 2, 3]) keeps its views in order when the
+// unpack sinks: each view after the one it reads.
+
+module attributes {dist.placement = #dist.placement<cpu, [4]>} {
+  train.param @p frozen : tensor<1x1x2x3xf32> sharded flat over 0 -> tensor<2xf32> init zeros
+  train.param @q param : tensor<8xf32> sharded flat over 0 -> tensor<2xf32> init zeros
+  func.func @view_chain_sinks(%x: tensor<8xf32>, %s: tensor<1x2x3xf32>) -> (tensor<8xf32>, tensor<1x2x3xf32>) attributes {train.step} {
+    %p = train.load @p : tensor<2xf32>
+    %q = train.load @q : tensor<2xf32>
+    %bucket = dist.pack %p, %q : tensor<2xf32>, tensor<2xf32> -> tensor<4xf32>
+    %full = dist.all_gather %bucket axis 0 dim 0 : tensor<4xf32> -> tensor<16xf32>
+    %m:2 = dist.unpack %full shards 4 : tensor<16xf32> -> tensor<6xf32>, tensor<8xf32>
+    %p4 = train.reshape %m#0 : tensor<6xf32> -> tensor<1x1x2x3xf32>
+    %p3 = train.reshape %p4 : tensor<1x1x2x3xf32> -> tensor<1x2x3xf32>
+    %y = arith.addf %x, %x : tensor<8xf32>
+    %w = arith.mulf %s, %p3 : tensor<1x2x3xf32>
+    %z = arith.mulf %y, %m#1 : tensor<8xf32>
+    return %z, %w : tensor<8xf32>, tensor<1x2x3xf32>
+  }
+}
+
+// CHECK-LABEL: func.func @view_chain_sinks
+// CHECK:         %[[Y:.+]] = arith.addf
+// CHECK-NEXT:    %[[M:.+]]:2 = dist.unpack
+// CHECK-NEXT:    %[[P4:.+]] = train.reshape %[[M]]#0 : tensor<6xf32> -> tensor<1x1x2x3xf32>
+// CHECK-NEXT:    %[[P3:.+]] = train.reshape %[[P4]] : tensor<1x1x2x3xf32> -> tensor<1x2x3xf32>
+// CHECK-NEXT:    arith.mulf %{{.+}}, %[[P3]]
+
+// -----
+
 // Gathers issued at one point go to the communication stream together:
 // the pack of a bucket moved in front of a use goes before the gathers
 // already there (a pack is compute, and would split the hand-off).

@@ -151,8 +151,9 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
         what, ": precision: set to ", dtypeName(graph.config.precision()),
         " after the first parameter or input was declared (as ",
         dtypeName(*graph.precisionRead),
-        "); call config().precision(...) right after constructing the "
-        "graph"));
+        "); set it right after constructing the graph "
+        "(graph.config.precision(...) in Python, "
+        "graph.config().precision(...) in C++)"));
   if (ranks < 1)
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": ranks must be at least 1, got ", ranks));

@@ -17,8 +17,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cctype>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 
 namespace py = pybind11;
 using namespace zero::frontend;
@@ -62,7 +64,48 @@ std::unique_ptr<rt::Communicator> &communicatorSlot() {
   return comm;
 }
 
+/// `status`'s message with the program's slot names (input0, 'input1')
+/// replaced by the names the trainer was given, which the user knows.
+std::string withInputNames(const absl::Status &status,
+                           const std::vector<std::string> &names) {
+  std::string message(status.message());
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string slot = "input" + std::to_string(i);
+    for (size_t at = message.find(slot); at != std::string::npos;
+         at = message.find(slot, at)) {
+      size_t end = at + slot.size();
+      bool word = (at == 0 || !std::isalnum(message[at - 1])) &&
+                  (end == message.size() || !std::isalnum(message[end]));
+      if (!word) {
+        at = end;
+        continue;
+      }
+      message.replace(at, slot.size(), names[i]);
+      at += names[i].size();
+    }
+  }
+  return message;
+}
+
+/// Set by zero.shutdown(): MPI cannot be initialized again in this
+/// process, and a trainer's communicator is gone.
+bool &mpiFinalized() {
+  static bool finalized = false;
+  return finalized;
+}
+
+/// Raises (instead of touching a finalized MPI, which aborts or crashes)
+/// once zero.shutdown() has run.
+void requireMpi(const char *what) {
+  if (mpiFinalized())
+    throw std::runtime_error(
+        std::string(what) +
+        ": zero.shutdown() has finalized MPI in this process; nothing that "
+        "communicates can run after it (it runs by itself at exit)");
+}
+
 rt::Communicator &communicator() {
+  requireMpi("zero");
   std::unique_ptr<rt::Communicator> &comm = communicatorSlot();
   if (!comm)
     comm = unwrap(rt::createMpiCommunicator(rt::CommOptions{}));
@@ -228,7 +271,8 @@ void bindGraph(py::module_ &m) {
   py::class_<Tensor>(m, "Tensor", "A value of the graph being built")
       .def_property_readonly("shape", &Tensor::shape)
       .def_property_readonly(
-          "dtype", [](const Tensor &t) { return rt::dtypeName(t.dtype()); })
+          "dtype",
+          [](const Tensor &t) { return std::string(rt::dtypeName(t.dtype())); })
       .def(
           "__add__", [](const Tensor &a, const Tensor &b) { return a + b; },
           py::keep_alive<0, 1>())
@@ -608,6 +652,7 @@ void bindTraining(py::module_ &m) {
         if (communicatorSlot()) {
           communicatorSlot().reset();
           rt::finalizeMpi();
+          mpiFinalized() = true;
         }
       },
       "Finalizes MPI; called at interpreter exit");
@@ -636,6 +681,7 @@ void bindTraining(py::module_ &m) {
       .def(
           "step",
           [](PyTrainer &self, const std::vector<py::buffer> &batch) {
+            requireMpi("Trainer.step");
             if (!batch.empty()) {
               rt::TensorMap arrays;
               std::string what = "the batch";
@@ -644,13 +690,15 @@ void bindTraining(py::module_ &m) {
                 std::string name =
                     i < self.inputNames.size() ? self.inputNames[i] : slot;
                 arrays[slot] = fromNumpy(batch[i], "input '" + name + "'");
-                if (i < self.inputNames.size())
-                  what += (i ? ", " : " (") + name + " = " + slot;
               }
-              if (!self.inputNames.empty())
-                what += ")";
-              self.trainer->useBatches(unwrap(rt::createArrayBatches(
-                  self.trainer->executor(), std::move(arrays), what)));
+              absl::StatusOr<std::unique_ptr<rt::BatchSource>> batches =
+                  rt::createArrayBatches(self.trainer->executor(),
+                                         std::move(arrays), what);
+              if (!batches.ok())
+                raise(absl::Status(
+                    batches.status().code(),
+                    withInputNames(batches.status(), self.inputNames)));
+              self.trainer->useBatches(*std::move(batches));
               self.callerBatches = true;
             } else if (self.callerBatches) {
               self.trainer->useBatches(unwrap(rt::createSyntheticBatches(
@@ -663,6 +711,7 @@ void bindTraining(py::module_ &m) {
           py::arg("batch") = std::vector<py::buffer>{})
       .def("state_dict",
            [](PyTrainer &self) {
+             requireMpi("Trainer.state_dict");
              rt::TensorMap state = unwrap(self.trainer->gatherState());
              py::dict dict;
              for (const auto &[name, tensor] : state)
@@ -672,12 +721,19 @@ void bindTraining(py::module_ &m) {
       .def(
           "save",
           [](PyTrainer &self, const std::string &root, int keep) {
+            requireMpi("Trainer.save");
+            if (keep < 0)
+              throw py::value_error(
+                  "keep must be 0 (keep every checkpoint) or the number of "
+                  "newest checkpoints to keep, got " +
+                  std::to_string(keep));
             return unwrap(self.trainer->save(root, keep));
           },
           py::arg("root"), py::arg("keep") = 0)
       .def(
           "load",
           [](PyTrainer &self, const std::string &path) {
+            requireMpi("Trainer.load");
             check(self.trainer->load(path));
           },
           py::arg("path"))

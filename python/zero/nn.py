@@ -47,6 +47,9 @@ class Graph(_zero.Graph):
             for name, spec in inputs.items():
                 try:
                     shape, dtype = spec
+                    shape = [int(extent) for extent in shape]
+                    if not isinstance(dtype, str):
+                        raise TypeError
                 except (TypeError, ValueError):
                     raise ValueError(
                         f"input '{name}' must be given as (shape, dtype), "

@@ -27,6 +27,10 @@ class Trainer:
         """Runs one optimizer step; returns its loss (a float)."""
         if batch is None:
             return self._trainer.step([])
+        if isinstance(batch, np.ndarray):
+            raise TypeError("step takes the batch as a list of arrays, one "
+                            "per input in declaration order (or a dict by "
+                            "input name), not one array: step([x, labels])")
         if isinstance(batch, dict):
             if not self.input_names:
                 raise ValueError("a batch given by name needs the input names: "

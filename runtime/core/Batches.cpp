@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -274,6 +275,16 @@ absl::StatusOr<std::unique_ptr<BatchSource>>
 zero::rt::createArrayBatches(Executor &executor, TensorMap arrays,
                              const std::string &what) {
   std::vector<InputSlot> slots = getInputSlots(executor);
+  // An array no input takes is a mistake (a batch built for another
+  // program, inputs out of order), not something to ignore.
+  for (const auto &[name, array] : arrays)
+    if (std::none_of(slots.begin(), slots.end(), [&](const InputSlot &slot) {
+          return slot.decl->name == name;
+        }))
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " has an array '", name,
+                       "' that no input takes; the program's inputs are ",
+                       describeInputs(slots)));
   int64_t batches = -1;
   for (const InputSlot &slot : slots) {
     const BufferDecl &decl = *slot.decl;

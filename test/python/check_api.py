@@ -3,6 +3,7 @@
   check_api.py plan        the report and the IR forms
   check_api.py schedule    zero-schedule's prefetch window and live bound
   check_api.py errors      every mistake is a Python exception with a message
+  check_api.py shutdown    what communicates after zero.shutdown() raises
   check_api.py state DIR   state_dict, numpy batches, save and load
                            (run at N = 1 and 2; DIR shared by both)
 
@@ -199,6 +200,37 @@ def check_errors():
                  lambda: trainer.load("/no-such-checkpoint"))
     ok(f"load of a missing checkpoint: {msg.splitlines()[0]}")
 
+    # Issue 27's defects, each a clear exception now.
+    x = zero.Graph("dtypes").input("x", [2, 3], "bf16")
+    assert (x.dtype, x.shape) == ("bf16", [2, 3]), (x.dtype, x.shape)
+    ok("Tensor.dtype: bf16")
+    msg = expect(ValueError, "has an array 'input2' that no input takes",
+                 lambda: trainer.step([np.zeros((8, 16), np.float32), labels,
+                                       labels]))
+    ok(f"an extra array in the batch: {msg}")
+    msg = expect(ValueError, "array 'labels' holds", lambda: trainer.step(
+        [np.zeros((8, 16), np.float32), np.full(8, 9, np.int32)]))
+    ok("messages name the inputs given (array 'labels', not input1)")
+    msg = expect(TypeError, "not one array",
+                 lambda: trainer.step(np.zeros((8, 16), np.float32)))
+    ok(f"step(array): {msg}")
+    msg = expect(ValueError, "keep must be 0",
+                 lambda: trainer.save("/tmp/never-written", keep=-1))
+    ok(f"save(keep=-1): {msg}")
+
+    late = mlp(3, name="late")
+    late.config.precision("bf16")
+    msg = expect(RuntimeError, "graph.config.precision(...) in Python",
+                 lambda: late.compile(1))
+    ok("precision set after declaring: names the Python call")
+
+    class Net(zero.nn.Graph):
+        def build(self, x):
+            return zero.reduce_sum(x, [0, 1])
+    msg = expect(ValueError, "must be given as (shape, dtype)",
+                 lambda: Net("n").compile(1, x=[2, 2]))
+    ok(f"compile(1, x=[2, 2]): {msg}")
+
 
 def check_state(directory):
     ranks = zero.world_size()
@@ -253,9 +285,26 @@ def check_state(directory):
            "2-rank state it was saved from")
 
 
+def check_shutdown():
+    """After zero.shutdown(), what communicates raises instead of crashing
+    the interpreter (MPI cannot run again in the process)."""
+    trainer = zero.Trainer(mlp(0).compile(1))
+    trainer.step()
+    zero.shutdown()
+    for what, call in [("step", trainer.step),
+                       ("state_dict", trainer.state_dict),
+                       ("save", lambda: trainer.save("/tmp/never-written")),
+                       ("world_size", zero.world_size)]:
+        msg = expect(RuntimeError, "zero.shutdown() has finalized MPI", call)
+        print(f"ok: {what} after shutdown: {msg[:60]}", flush=True)
+    zero.shutdown()  # again: nothing left to do, no error
+    print("ok: shutdown twice", flush=True)
+
+
 def main():
     part = sys.argv[1]
     {"plan": check_plan, "schedule": check_schedule, "errors": check_errors,
+     "shutdown": check_shutdown,
      "state": lambda: check_state(sys.argv[2])}[part]()
 
 

@@ -657,6 +657,25 @@ void bindTraining(py::module_ &m) {
       },
       "Finalizes MPI; called at interpreter exit");
 
+  m.def(
+      "_end_job_after_uncaught",
+      [](const std::string &what) {
+        // Only a job of several ranks: the others may be waiting for this
+        // one in a collective, and MPI_Finalize at exit would wait for them
+        // (until the collective timeout). One rank has nothing to end.
+        std::unique_ptr<rt::Communicator> &comm = communicatorSlot();
+        if (!comm || comm->size() < 2)
+          return;
+        std::string line = "zero: rank " + std::to_string(comm->rank()) +
+                           ": " + what +
+                           "; ending the job (the other ranks would wait "
+                           "for this one)\n";
+        std::fwrite(line.data(), 1, line.size(), stderr);
+        rt::abortMpiJob(1);
+      },
+      "Ends the MPI job after an uncaught exception on this rank (the "
+      "package's sys.excepthook calls it)");
+
   py::class_<PyTrainer>(m, "Trainer", "Runs a compiled graph on the ranks")
       .def(py::init([](std::shared_ptr<CompiledGraph> compiled, uint64_t seed,
                        const std::string &init,

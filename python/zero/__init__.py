@@ -17,6 +17,7 @@ Launch on several ranks with `mpirun -n 4 python3 train.py` or
 """
 
 import atexit as _atexit
+import sys as _sys
 
 from zero import _zero
 from zero._zero import (Adam, AdamW, CompiledGraph, Graph, GraphConfig, Init,
@@ -54,3 +55,15 @@ def __getattr__(name):
 # MPI must be finalized before the process exits, or mpirun reports the job
 # as failed.
 _atexit.register(shutdown)
+
+
+def _end_job_on_uncaught_exception(kind, value, traceback):
+    """torchrun's behaviour: a rank whose script raises prints its
+    traceback and ends the whole job at once, instead of leaving the other
+    ranks in a collective until its timeout."""
+    _previous_excepthook(kind, value, traceback)
+    _zero._end_job_after_uncaught(f"uncaught {kind.__name__}")
+
+
+_previous_excepthook = _sys.excepthook
+_sys.excepthook = _end_job_on_uncaught_exception

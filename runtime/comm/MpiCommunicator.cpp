@@ -712,4 +712,12 @@ void finalizeMpi() {
   MPI_Finalize();
 }
 
+void abortMpiJob(int exitCode) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (mpiActive())
+    MPI_Abort(MPI_COMM_WORLD, exitCode);
+  std::_Exit(exitCode);
+}
+
 } // namespace zero::rt

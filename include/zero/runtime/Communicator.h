@@ -175,6 +175,12 @@ createMpiCommunicator(const CommOptions &options);
 /// MPI and exits non-zero without it ends the whole job with a message.
 void finalizeMpi();
 
+/// Ends the whole job now (MPI_Abort on every rank when MPI is running in
+/// this process, else a plain exit) with `exitCode`: for an error one rank
+/// cannot recover from while the others may be waiting in a collective for
+/// it, where MPI_Finalize would wait for them.
+[[noreturn]] void abortMpiJob(int exitCode);
+
 /// Whether this process is a rank of an mpirun job.
 bool isUnderMpirun();
 

@@ -666,8 +666,8 @@ void bindTraining(py::module_ &m) {
         std::unique_ptr<rt::Communicator> &comm = communicatorSlot();
         if (!comm || comm->size() < 2)
           return;
-        std::string line = "zero: rank " + std::to_string(comm->rank()) +
-                           ": " + what +
+        std::string line = "zero: rank " + std::to_string(comm->rank()) + ": " +
+                           what +
                            "; ending the job (the other ranks would wait "
                            "for this one)\n";
         std::fwrite(line.data(), 1, line.size(), stderr);

@@ -35,7 +35,6 @@ package on PYTHONPATH (build/python).
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -102,12 +101,6 @@ def peer_worker(rank, mode, ranks, steps, port, out):
     dist.destroy_process_group()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_peer(mode, ranks, steps, workdir):
     out = os.path.join(workdir, f"{mode}-{ranks}.json")
     subprocess.run([sys.executable, os.path.abspath(__file__), "--peer", mode,
@@ -144,6 +137,7 @@ def main():
     args = parser.parse_args()
     if args.peer:
         import torch.multiprocessing as mp
+        from torch_gpt2 import free_port
         mp.spawn(peer_worker, args=(args.peer, args.n, args.steps,
                                     free_port(), args.out), nprocs=args.n,
                  join=True)

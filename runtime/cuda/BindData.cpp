@@ -258,42 +258,52 @@ absl::Status copyRows(const std::string &name, char *dst, int64_t dstPitch,
 
 } // namespace
 
-// The CPU binder has checked the geometry (Registry.cpp).
-absl::StatusOr<KernelFn> bindSliceRange(const BindRequest &request,
-                                        cudaStream_t stream) {
+namespace {
+
+/// Where a slice's result (or a pad's input) lies in the whole tensor:
+/// `outer` rows of `wholeBytes`, the part `partBytes` wide at `before`.
+struct Window {
+  int64_t outer, wholeBytes, partBytes, before;
+};
+
+/// The CPU binder has checked the geometry (Registry.cpp).
+absl::StatusOr<Window> readWindow(const BindRequest &request, bool pad) {
   absl::StatusOr<int64_t> dim = cpu::getI64(request, "dim");
   if (!dim.ok())
     return dim.status();
   absl::StatusOr<int64_t> offset = cpu::getI64(request, "offset");
   if (!offset.ok())
     return offset.status();
-  const TensorSpec &in = request.ins[0], &out = request.outs[0];
-  auto [outer, rowBytes] = outerAndRowBytes(in, *dim);
-  int64_t wholeBytes = in.shape[*dim] * rowBytes;
-  int64_t partBytes = out.shape[*dim] * rowBytes;
-  int64_t before = *offset * rowBytes;
+  const TensorSpec &whole = pad ? request.outs[0] : request.ins[0];
+  const TensorSpec &part = pad ? request.ins[0] : request.outs[0];
+  auto [outer, rowBytes] = outerAndRowBytes(whole, *dim);
+  return Window{outer, whole.shape[*dim] * rowBytes,
+                part.shape[*dim] * rowBytes, *offset * rowBytes};
+}
+
+} // namespace
+
+absl::StatusOr<KernelFn> bindSliceRange(const BindRequest &request,
+                                        cudaStream_t stream) {
+  absl::StatusOr<Window> window = readWindow(request, /*pad=*/false);
+  if (!window.ok())
+    return window.status();
+  Window w = *window;
   std::string name(request.name);
   return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
-    return copyRows(name, static_cast<char *>(outs[0]), partBytes,
-                    static_cast<const char *>(ins[0]) + before, wholeBytes,
-                    partBytes, outer, stream);
+    return copyRows(name, static_cast<char *>(outs[0]), w.partBytes,
+                    static_cast<const char *>(ins[0]) + w.before, w.wholeBytes,
+                    w.partBytes, w.outer, stream);
   });
 }
 
 absl::StatusOr<KernelFn> bindPad(const BindRequest &request,
                                  cudaStream_t stream) {
-  absl::StatusOr<int64_t> dim = cpu::getI64(request, "dim");
-  if (!dim.ok())
-    return dim.status();
-  absl::StatusOr<int64_t> offset = cpu::getI64(request, "offset");
-  if (!offset.ok())
-    return offset.status();
-  const TensorSpec &in = request.ins[0], &out = request.outs[0];
-  auto [outer, rowBytes] = outerAndRowBytes(out, *dim);
-  int64_t wholeBytes = out.shape[*dim] * rowBytes;
-  int64_t partBytes = in.shape[*dim] * rowBytes;
-  int64_t before = *offset * rowBytes;
-  int64_t total = outer * wholeBytes;
+  absl::StatusOr<Window> window = readWindow(request, /*pad=*/true);
+  if (!window.ok())
+    return window.status();
+  Window w = *window;
+  int64_t total = w.outer * w.wholeBytes;
   std::string name(request.name);
   return KernelFn([=](Ins ins, Outs outs,
                       const KernelContext &) -> absl::Status {
@@ -307,9 +317,9 @@ absl::StatusOr<KernelFn> bindPad(const BindRequest &request,
             "zero fill");
         !status.ok())
       return status;
-    return copyRows(name, dst + before, wholeBytes,
-                    static_cast<const char *>(ins[0]), partBytes, partBytes,
-                    outer, stream);
+    return copyRows(name, dst + w.before, w.wholeBytes,
+                    static_cast<const char *>(ins[0]), w.partBytes, w.partBytes,
+                    w.outer, stream);
   });
 }
 

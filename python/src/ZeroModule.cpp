@@ -30,8 +30,35 @@ namespace {
 
 /// Raises the Python exception that says what `status` says: ValueError for
 /// a bad argument, FileNotFoundError for a missing file, RuntimeError else.
+/// `text` with every byte that is not part of valid UTF-8 replaced by '?':
+/// a message carrying bytes from a failing library must still reach Python
+/// as a str, not as a UnicodeDecodeError in its place.
+std::string validUtf8(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    auto byte = static_cast<unsigned char>(text[i]);
+    size_t length = byte < 0x80           ? 1
+                    : (byte >> 5) == 0x6  ? 2
+                    : (byte >> 4) == 0xe  ? 3
+                    : (byte >> 3) == 0x1e ? 4
+                                          : 0;
+    bool valid = length > 0 && i + length <= text.size();
+    for (size_t k = 1; valid && k < length; ++k)
+      valid = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+    if (!valid) {
+      out.push_back('?');
+      ++i;
+      continue;
+    }
+    out.append(text.data() + i, length);
+    i += length;
+  }
+  return out;
+}
+
 [[noreturn]] void raise(const absl::Status &status) {
-  std::string message(status.message());
+  std::string message = validUtf8(status.message());
   switch (status.code()) {
   case absl::StatusCode::kInvalidArgument:
   case absl::StatusCode::kOutOfRange:
@@ -104,11 +131,18 @@ void requireMpi(const char *what) {
         "communicates can run after it (it runs by itself at exit)");
 }
 
+/// The options the communicator is created with (zero.set_collective_timeout
+/// changes them before that).
+rt::CommOptions &communicatorOptions() {
+  static rt::CommOptions options;
+  return options;
+}
+
 rt::Communicator &communicator() {
   requireMpi("zero");
   std::unique_ptr<rt::Communicator> &comm = communicatorSlot();
   if (!comm)
-    comm = unwrap(rt::createMpiCommunicator(rt::CommOptions{}));
+    comm = unwrap(rt::createMpiCommunicator(communicatorOptions()));
   return *comm;
 }
 
@@ -253,6 +287,50 @@ struct PyTrainer {
   /// without a batch must switch back to the seed's synthetic batches.
   bool callerBatches = false;
 };
+
+/// The collective Trainer methods, for agreeOnCall.
+enum class Call : int64_t { step = 1, stateDict, save, load };
+
+std::string describeCall(int64_t call, int64_t step) {
+  switch (static_cast<Call>(call)) {
+  case Call::step:
+    return "Trainer.step (step " + std::to_string(step + 1) + ")";
+  case Call::stateDict:
+    return "Trainer.state_dict (after step " + std::to_string(step) + ")";
+  case Call::save:
+    return "Trainer.save (after step " + std::to_string(step) + ")";
+  case Call::load:
+    return "Trainer.load (after step " + std::to_string(step) + ")";
+  }
+  return "call " + std::to_string(call);
+}
+
+/// Every collective method first checks that all ranks are in the same
+/// one at the same step: ranks that call different methods (`if rank == 0:
+/// save(...)`, one extra step) would otherwise feed one method's
+/// collectives with another's data, or wait until the timeout. A mismatch
+/// raises on every rank, naming what each rank was doing.
+void agreeOnCall(PyTrainer &self, Call call) {
+  rt::Communicator &comm = communicator();
+  if (comm.size() < 2)
+    return;
+  int64_t mine[2] = {static_cast<int64_t>(call), self.trainer->stepsDone()};
+  std::vector<int64_t> all(2 * static_cast<size_t>(comm.size()));
+  check(comm.allGather(mine, all.data(), 2, rt::DType::i64));
+  bool same = true;
+  for (int rank = 1; rank < comm.size(); ++rank)
+    same &= all[2 * rank] == all[0] && all[2 * rank + 1] == all[1];
+  if (same)
+    return;
+  std::string message = "the ranks are in different calls:";
+  for (int rank = 0; rank < comm.size(); ++rank)
+    message += std::string(rank ? "," : "") + " rank " + std::to_string(rank) +
+               " in " + describeCall(all[2 * rank], all[2 * rank + 1]);
+  message += "; every rank must make the same Trainer calls in the same "
+             "order (step, state_dict, save and load are collective: call "
+             "them on every rank, not only on rank 0)";
+  throw std::runtime_error(message);
+}
 
 void bindGraph(py::module_ &m);
 void bindTraining(py::module_ &m);
@@ -658,6 +736,25 @@ void bindTraining(py::module_ &m) {
       "Finalizes MPI; called at interpreter exit");
 
   m.def(
+      "set_collective_timeout",
+      [](double seconds) {
+        if (communicatorSlot())
+          throw py::value_error(
+              "set_collective_timeout must come before the first call that "
+              "communicates (rank(), world_size(), a Trainer): the "
+              "communicator already exists");
+        if (!(seconds >= 0))
+          throw py::value_error(
+              "the timeout is a number of seconds >= 0 (0: wait forever), "
+              "got " +
+              std::to_string(seconds));
+        communicatorOptions().timeoutSeconds = seconds;
+      },
+      py::arg("seconds"),
+      "How long one collective may wait for the other ranks before it "
+      "raises (default 120 s; 0 waits forever). Call it before anything "
+      "communicates.");
+  m.def(
       "_end_job_after_uncaught",
       [](const std::string &what) {
         // Only a job of several ranks: the others may be waiting for this
@@ -701,6 +798,7 @@ void bindTraining(py::module_ &m) {
           "step",
           [](PyTrainer &self, const std::vector<py::buffer> &batch) {
             requireMpi("Trainer.step");
+            agreeOnCall(self, Call::step);
             if (!batch.empty()) {
               rt::TensorMap arrays;
               std::string what = "the batch";
@@ -731,6 +829,7 @@ void bindTraining(py::module_ &m) {
       .def("state_dict",
            [](PyTrainer &self) {
              requireMpi("Trainer.state_dict");
+             agreeOnCall(self, Call::stateDict);
              rt::TensorMap state = unwrap(self.trainer->gatherState());
              py::dict dict;
              for (const auto &[name, tensor] : state)
@@ -741,6 +840,7 @@ void bindTraining(py::module_ &m) {
           "save",
           [](PyTrainer &self, const std::string &root, int keep) {
             requireMpi("Trainer.save");
+            agreeOnCall(self, Call::save);
             if (keep < 0)
               throw py::value_error(
                   "keep must be 0 (keep every checkpoint) or the number of "
@@ -753,6 +853,7 @@ void bindTraining(py::module_ &m) {
           "load",
           [](PyTrainer &self, const std::string &path) {
             requireMpi("Trainer.load");
+            agreeOnCall(self, Call::load);
             check(self.trainer->load(path));
           },
           py::arg("path"))

@@ -25,7 +25,8 @@ from zero._zero import (Adam, AdamW, CompiledGraph, Graph, GraphConfig, Init,
                         Tensor, add, bias_add, cast, causal_mask, concat, div,
                         embedding, exp, expand, gelu, layer_norm, log, matmul,
                         mul, narrow, neg, rank, reduce_mean, reduce_sum, relu,
-                        reshape, rsqrt, scale, shutdown, sigmoid, silu, softmax,
+                        reshape, rsqrt, scale, set_collective_timeout,
+                        shutdown, sigmoid, silu, softmax,
                         softmax_cross_entropy, sqrt, sub, tanh, transpose,
                         world_size)
 from zero import nn
@@ -37,7 +38,8 @@ __all__ = [
     "Trainer", "add", "bias_add", "cast", "causal_mask", "concat", "div",
     "embedding", "exp", "expand", "gelu", "layer_norm", "log", "matmul", "mul",
     "narrow", "neg", "nn", "rank", "reduce_mean", "reduce_sum", "relu",
-    "reshape", "rsqrt", "scale", "shutdown", "sigmoid", "silu", "softmax",
+    "reshape", "rsqrt", "scale", "set_collective_timeout", "shutdown",
+    "sigmoid", "silu", "softmax",
     "softmax_cross_entropy", "sqrt", "sub", "tanh", "transpose", "world_size",
     "from_torch",
 ]

@@ -26,7 +26,8 @@ class Trainer:
     def step(self, batch=None):
         """Runs one optimizer step; returns its loss (a float)."""
         if batch is None:
-            return self._trainer.step([])
+            return self._collective(f"step (step {self.steps_done + 1})",
+                                    self._trainer.step, [])
         if isinstance(batch, np.ndarray):
             raise TypeError("step takes the batch as a list of arrays, one "
                             "per input in declaration order (or a dict by "
@@ -48,7 +49,20 @@ class Trainer:
                 raise TypeError(f"batch element {index} is a "
                                 f"{type(value).__name__}, not a numpy array")
             arrays.append(value)
-        return self._trainer.step(arrays)
+        return self._collective(f"step (step {self.steps_done + 1})",
+                                self._trainer.step, arrays)
+
+    def _collective(self, what, call, *args):
+        """`call(*args)`, a collective call; a timeout names this rank and
+        what it was doing, so that the ranks' messages say who was where
+        (rank 0 in save, rank 1 in step 12)."""
+        try:
+            return call(*args)
+        except RuntimeError as error:
+            if "did not complete within" not in str(error):
+                raise
+            raise RuntimeError(f"rank {_zero.rank()}, in Trainer.{what}: "
+                               f"{error}") from None
 
     def run(self, steps):
         """`steps` steps on synthetic batches; their losses."""
@@ -58,16 +72,16 @@ class Trainer:
         """The logical parameters, name -> numpy array in logical shape
         (no padding, whatever the stage). Collective: every rank must call
         it."""
-        return self._trainer.state_dict()
+        return self._collective("state_dict", self._trainer.state_dict)
 
     def save(self, root, keep=0):
         """A checkpoint under `root` (docs/checkpoints.md); collective.
         Returns its directory."""
-        return self._trainer.save(str(root), keep)
+        return self._collective("save", self._trainer.save, str(root), keep)
 
     def load(self, path):
         """Loads a checkpoint taken under any ranks and stage; collective."""
-        self._trainer.load(str(path))
+        self._collective("load", self._trainer.load, str(path))
 
     @property
     def steps_done(self):

@@ -63,9 +63,11 @@ bool Parameter::requiresGrad() const {
 }
 
 Tensor GraphState::fail(const std::string &message) {
+  lastError =
+      absl::InvalidArgumentError(absl::StrCat("graph '", name, "': ", message));
+  errors.push_back(lastError);
   if (firstError.ok())
-    firstError = absl::InvalidArgumentError(
-        absl::StrCat("graph '", name, "': ", message));
+    firstError = lastError;
   return Tensor();
 }
 
@@ -288,6 +290,21 @@ const std::string &Graph::name() const { return state->name; }
 GraphConfig &Graph::config() { return state->config; }
 const GraphConfig &Graph::config() const { return state->config; }
 absl::Status Graph::status() const { return state->firstError; }
+int64_t Graph::failures() const {
+  return static_cast<int64_t>(state->errors.size());
+}
+absl::Status Graph::error(int64_t index) const {
+  if (index < 0 || index >= failures())
+    return absl::OutOfRangeError(
+        absl::StrCat("graph '", state->name, "' has ", failures(),
+                     " errors, not one numbered ", index));
+  return state->errors[index];
+}
+
+absl::Status zero::frontend::buildStatus(const Tensor &tensor) {
+  GraphState *state = GraphState::of(tensor);
+  return state ? state->lastError : absl::OkStatus();
+}
 
 /// Whether `name` is taken by an input or a parameter.
 static bool nameTaken(const GraphState &state, const std::string &name) {

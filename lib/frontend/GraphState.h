@@ -63,6 +63,11 @@ struct GraphState {
   std::vector<ParameterDecl> parameters;
   int lossNode = -1;
   absl::Status firstError;
+  /// The error of the op that failed last: what a frontend that reports
+  /// errors at the op (Python) raises.
+  absl::Status lastError;
+  /// Every failure, in order (a user's mistakes: few).
+  std::vector<absl::Status> errors;
   /// The configured precision as read by the first declaration (a
   /// parameter or an input); compile checks that it has not changed since.
   std::optional<DType> precisionRead;

@@ -277,6 +277,53 @@ DType parseDtype(const std::string &name) {
   return *dtype;
 }
 
+//===----------------------------------------------------------------------===//
+// Build errors at the line that made them
+//===----------------------------------------------------------------------===//
+
+/// A builder op that fails records why in its operands' graph and returns
+/// an invalid tensor; Python raises that error at the op, not at compile().
+void raiseBuildError(const std::vector<const Tensor *> &operands) {
+  for (const Tensor *operand : operands)
+    check(buildStatus(*operand));
+  throw py::value_error("the op's operands belong to no graph");
+}
+
+template <typename T>
+void collectTensors(std::vector<const Tensor *> &, const T &) {}
+void collectTensors(std::vector<const Tensor *> &out, const Tensor &tensor) {
+  out.push_back(&tensor);
+}
+void collectTensors(std::vector<const Tensor *> &out,
+                    const std::vector<Tensor> &tensors) {
+  for (const Tensor &tensor : tensors)
+    out.push_back(&tensor);
+}
+
+/// Raises the graph's last error when a declaration failed since
+/// `failuresBefore` (a layer's parameters, an input).
+void raiseNewFailure(const Graph &graph, int64_t failuresBefore) {
+  if (graph.failures() > failuresBefore)
+    check(graph.error(failuresBefore));
+}
+
+/// `result`, or the build error raised when it is invalid.
+template <typename... Operands>
+Tensor checkedResult(Tensor result, const Operands &...operands) {
+  if (!result.valid()) {
+    std::vector<const Tensor *> tensors;
+    (collectTensors(tensors, operands), ...);
+    raiseBuildError(tensors);
+  }
+  return result;
+}
+
+/// `op` as a Python function that raises its build error where it is
+/// called.
+template <typename... Args> auto checked(Tensor (*op)(Args...)) {
+  return [op](Args... args) { return checkedResult(op(args...), args...); };
+}
+
 /// A Python-owned trainer: keeps the compiled graph it runs alive.
 struct PyTrainer {
   std::shared_ptr<CompiledGraph> compiled;
@@ -352,17 +399,28 @@ void bindGraph(py::module_ &m) {
           "dtype",
           [](const Tensor &t) { return std::string(rt::dtypeName(t.dtype())); })
       .def(
-          "__add__", [](const Tensor &a, const Tensor &b) { return a + b; },
+          "__add__",
+          [](const Tensor &a, const Tensor &b) {
+            return checkedResult(a + b, a, b);
+          },
           py::keep_alive<0, 1>())
       .def(
-          "__sub__", [](const Tensor &a, const Tensor &b) { return a - b; },
+          "__sub__",
+          [](const Tensor &a, const Tensor &b) {
+            return checkedResult(a - b, a, b);
+          },
           py::keep_alive<0, 1>())
       .def(
-          "__mul__", [](const Tensor &a, const Tensor &b) { return a * b; },
+          "__mul__",
+          [](const Tensor &a, const Tensor &b) {
+            return checkedResult(a * b, a, b);
+          },
           py::keep_alive<0, 1>())
       .def(
           "__truediv__",
-          [](const Tensor &a, const Tensor &b) { return div(a, b); },
+          [](const Tensor &a, const Tensor &b) {
+            return checkedResult(div(a, b), a, b);
+          },
           py::keep_alive<0, 1>())
       .def(
           "__neg__", [](const Tensor &a) { return neg(a); },
@@ -532,21 +590,32 @@ void bindGraph(py::module_ &m) {
           "input",
           [](Graph &graph, const std::string &name, const Shape &shape,
              const std::string &dtype) {
-            return graph.input(name, shape, parseDtype(dtype));
+            int64_t failures = graph.failures();
+            Tensor input = graph.input(name, shape, parseDtype(dtype));
+            raiseNewFailure(graph, failures);
+            return input;
           },
           py::arg("name"), py::arg("shape"), py::arg("dtype") = "f32",
           py::keep_alive<0, 1>())
       .def(
           "parameter",
           [](Graph &graph, const std::string &name, const Shape &shape,
-             const Init &init) { return graph.parameter(name, shape, init); },
+             const Init &init) {
+            int64_t failures = graph.failures();
+            Parameter param = graph.parameter(name, shape, init);
+            raiseNewFailure(graph, failures);
+            return param;
+          },
           py::arg("name"), py::arg("shape"), py::arg("init"),
           py::keep_alive<0, 1>())
       .def(
           "full",
           [](Graph &graph, const Shape &shape, double value,
              const std::string &dtype) {
-            return graph.full(shape, value, parseDtype(dtype));
+            int64_t failures = graph.failures();
+            Tensor full = graph.full(shape, value, parseDtype(dtype));
+            raiseNewFailure(graph, failures);
+            return full;
           },
           py::arg("shape"), py::arg("value"), py::arg("dtype") = "f32",
           py::keep_alive<0, 1>())
@@ -565,26 +634,26 @@ void bindGraph(py::module_ &m) {
           },
           py::arg("ranks"));
 
-  m.def("add", &zero::frontend::add, py::keep_alive<0, 1>());
-  m.def("sub", &zero::frontend::sub, py::keep_alive<0, 1>());
-  m.def("mul", &zero::frontend::mul, py::keep_alive<0, 1>());
-  m.def("div", &zero::frontend::div, py::keep_alive<0, 1>());
-  m.def("neg", &zero::frontend::neg, py::keep_alive<0, 1>());
-  m.def("exp", &zero::frontend::exp, py::keep_alive<0, 1>());
-  m.def("log", &zero::frontend::log, py::keep_alive<0, 1>());
-  m.def("sqrt", &zero::frontend::sqrt, py::keep_alive<0, 1>());
-  m.def("rsqrt", &rsqrt, py::keep_alive<0, 1>());
-  m.def("tanh", &zero::frontend::tanh, py::keep_alive<0, 1>());
-  m.def("relu", &relu, py::keep_alive<0, 1>());
-  m.def("gelu", &gelu, py::keep_alive<0, 1>());
-  m.def("sigmoid", &sigmoid, py::keep_alive<0, 1>());
-  m.def("silu", &silu, py::keep_alive<0, 1>());
-  m.def("softmax", &softmax, py::keep_alive<0, 1>());
-  m.def("scale", &scale, py::arg("x"), py::arg("factor"),
+  m.def("add", checked(&zero::frontend::add), py::keep_alive<0, 1>());
+  m.def("sub", checked(&zero::frontend::sub), py::keep_alive<0, 1>());
+  m.def("mul", checked(&zero::frontend::mul), py::keep_alive<0, 1>());
+  m.def("div", checked(&zero::frontend::div), py::keep_alive<0, 1>());
+  m.def("neg", checked(&zero::frontend::neg), py::keep_alive<0, 1>());
+  m.def("exp", checked(&zero::frontend::exp), py::keep_alive<0, 1>());
+  m.def("log", checked(&zero::frontend::log), py::keep_alive<0, 1>());
+  m.def("sqrt", checked(&zero::frontend::sqrt), py::keep_alive<0, 1>());
+  m.def("rsqrt", checked(&rsqrt), py::keep_alive<0, 1>());
+  m.def("tanh", checked(&zero::frontend::tanh), py::keep_alive<0, 1>());
+  m.def("relu", checked(&relu), py::keep_alive<0, 1>());
+  m.def("gelu", checked(&gelu), py::keep_alive<0, 1>());
+  m.def("sigmoid", checked(&sigmoid), py::keep_alive<0, 1>());
+  m.def("silu", checked(&silu), py::keep_alive<0, 1>());
+  m.def("softmax", checked(&softmax), py::keep_alive<0, 1>());
+  m.def("scale", checked(&scale), py::arg("x"), py::arg("factor"),
         py::keep_alive<0, 1>());
-  m.def("causal_mask", &causalMask, py::arg("x"), py::arg("fill"),
+  m.def("causal_mask", checked(&causalMask), py::arg("x"), py::arg("fill"),
         py::keep_alive<0, 1>());
-  m.def("bias_add", &biasAdd, py::arg("x"), py::arg("bias"),
+  m.def("bias_add", checked(&biasAdd), py::arg("x"), py::arg("bias"),
         py::keep_alive<0, 1>());
   m.def(
       "matmul",
@@ -592,26 +661,26 @@ void bindGraph(py::module_ &m) {
         Transpose t = transposeA
                           ? (transposeB ? Transpose::both : Transpose::a)
                           : (transposeB ? Transpose::b : Transpose::none);
-        return matmul(a, b, t);
+        return checkedResult(matmul(a, b, t), a, b);
       },
       py::arg("a"), py::arg("b"), py::arg("transpose_a") = false,
       py::arg("transpose_b") = false, py::keep_alive<0, 1>());
-  m.def("layer_norm", &layerNorm, py::arg("x"), py::arg("gamma"),
+  m.def("layer_norm", checked(&layerNorm), py::arg("x"), py::arg("gamma"),
         py::arg("beta"), py::arg("eps") = 1e-5, py::keep_alive<0, 1>());
-  m.def("embedding", &embedding, py::arg("table"), py::arg("ids"),
+  m.def("embedding", checked(&embedding), py::arg("table"), py::arg("ids"),
         py::keep_alive<0, 1>());
-  m.def("softmax_cross_entropy", &softmaxCrossEntropy, py::arg("logits"),
-        py::arg("labels"), py::keep_alive<0, 1>());
-  m.def("reduce_sum", &reduceSum, py::arg("x"), py::arg("dims"),
+  m.def("softmax_cross_entropy", checked(&softmaxCrossEntropy),
+        py::arg("logits"), py::arg("labels"), py::keep_alive<0, 1>());
+  m.def("reduce_sum", checked(&reduceSum), py::arg("x"), py::arg("dims"),
         py::keep_alive<0, 1>());
-  m.def("reduce_mean", &reduceMean, py::arg("x"), py::arg("dims"),
+  m.def("reduce_mean", checked(&reduceMean), py::arg("x"), py::arg("dims"),
         py::keep_alive<0, 1>());
-  m.def("reshape", &reshape, py::arg("x"), py::arg("shape"),
+  m.def("reshape", checked(&reshape), py::arg("x"), py::arg("shape"),
         py::keep_alive<0, 1>());
-  m.def("transpose", &zero::frontend::transpose, py::arg("x"),
+  m.def("transpose", checked(&zero::frontend::transpose), py::arg("x"),
         py::arg("permutation"), py::keep_alive<0, 1>());
   // torch.narrow's name and arguments; `slice` would shadow the builtin.
-  m.def("narrow", &zero::frontend::slice, py::arg("x"), py::arg("dim"),
+  m.def("narrow", checked(&zero::frontend::slice), py::arg("x"), py::arg("dim"),
         py::arg("start"), py::arg("length"), py::keep_alive<0, 1>());
   // The list keeps its tensors, and so their graph, alive.
   m.def(
@@ -619,15 +688,15 @@ void bindGraph(py::module_ &m) {
       [](const std::vector<Tensor> &xs, int64_t dim) {
         if (xs.empty())
           throw py::value_error("concat needs at least one tensor");
-        return concat(xs, dim);
+        return checkedResult(concat(xs, dim), xs);
       },
       py::arg("xs"), py::arg("dim"), py::keep_alive<0, 1>());
-  m.def("expand", &zero::frontend::expand, py::arg("x"), py::arg("shape"),
-        py::arg("dims"), py::keep_alive<0, 1>());
+  m.def("expand", checked(&zero::frontend::expand), py::arg("x"),
+        py::arg("shape"), py::arg("dims"), py::keep_alive<0, 1>());
   m.def(
       "cast",
       [](const Tensor &x, const std::string &dtype) {
-        return cast(x, parseDtype(dtype));
+        return checkedResult(cast(x, parseDtype(dtype)), x);
       },
       py::arg("x"), py::arg("dtype"), py::keep_alive<0, 1>());
 
@@ -635,64 +704,123 @@ void bindGraph(py::module_ &m) {
   py::class_<Linear>(m, "Linear")
       .def(py::init([](Graph &graph, const std::string &name, int64_t in,
                        int64_t out, bool bias, const Init &init) {
-             return Linear(graph, name, in, out, bias, init);
+             int64_t failures = graph.failures();
+             Linear layer(graph, name, in, out, bias, init);
+             raiseNewFailure(graph, failures);
+             return layer;
            }),
            py::arg("graph"), py::arg("name"), py::arg("in_features"),
            py::arg("out_features"), py::arg("bias") = true,
            py::arg("init") = Init::normal(0.0, 0.02), py::keep_alive<1, 2>())
-      .def("__call__", &Linear::operator(), py::keep_alive<0, 1>())
+      .def(
+          "__call__",
+          [](const Linear &layer, const Tensor &x) {
+            return checkedResult(layer(x), x);
+          },
+          py::keep_alive<0, 1>())
       .def_readonly("weight", &Linear::weight)
       .def_readonly("bias", &Linear::bias);
   py::class_<Embedding>(m, "Embedding")
       .def(py::init([](Graph &graph, const std::string &name, int64_t vocab,
                        int64_t dim, const Init &init) {
-             return Embedding(graph, name, vocab, dim, init);
+             int64_t failures = graph.failures();
+             Embedding layer(graph, name, vocab, dim, init);
+             raiseNewFailure(graph, failures);
+             return layer;
            }),
            py::arg("graph"), py::arg("name"), py::arg("vocab"), py::arg("dim"),
            py::arg("init") = Init::normal(0.0, 0.02), py::keep_alive<1, 2>())
-      .def("__call__", &Embedding::operator(), py::keep_alive<0, 1>())
-      .def("attend", &Embedding::attend, py::keep_alive<0, 1>())
+      .def(
+          "__call__",
+          [](const Embedding &layer, const Tensor &x) {
+            return checkedResult(layer(x), x);
+          },
+          py::keep_alive<0, 1>())
+      .def(
+          "attend",
+          [](const Embedding &layer, const Tensor &x) {
+            return checkedResult(layer.attend(x), x);
+          },
+          py::keep_alive<0, 1>())
       .def_readonly("table", &Embedding::table);
   py::class_<LayerNorm>(m, "LayerNorm")
+      .def(py::init([](Graph &graph, const std::string &name, int64_t dim,
+                       double eps) {
+             int64_t failures = graph.failures();
+             LayerNorm layer(graph, name, dim, eps);
+             raiseNewFailure(graph, failures);
+             return layer;
+           }),
+           py::arg("graph"), py::arg("name"), py::arg("dim"),
+           py::arg("eps") = 1e-5, py::keep_alive<1, 2>())
       .def(
-          py::init([](Graph &graph, const std::string &name, int64_t dim,
-                      double eps) { return LayerNorm(graph, name, dim, eps); }),
-          py::arg("graph"), py::arg("name"), py::arg("dim"),
-          py::arg("eps") = 1e-5, py::keep_alive<1, 2>())
-      .def("__call__", &LayerNorm::operator(), py::keep_alive<0, 1>())
+          "__call__",
+          [](const LayerNorm &layer, const Tensor &x) {
+            return checkedResult(layer(x), x);
+          },
+          py::keep_alive<0, 1>())
       .def_readonly("gain", &LayerNorm::gain)
       .def_readonly("bias", &LayerNorm::bias);
   py::class_<CausalSelfAttention>(m, "CausalSelfAttention")
       .def(py::init([](Graph &graph, const std::string &name, int64_t dim,
                        int64_t heads) {
-             return CausalSelfAttention(graph, name, dim, heads);
+             int64_t failures = graph.failures();
+             CausalSelfAttention layer(graph, name, dim, heads);
+             raiseNewFailure(graph, failures);
+             return layer;
            }),
            py::arg("graph"), py::arg("name"), py::arg("dim"), py::arg("heads"),
            py::keep_alive<1, 2>())
-      .def("__call__", &CausalSelfAttention::operator(), py::keep_alive<0, 1>(),
-           py::arg("x"), py::arg("batch"));
+      .def(
+          "__call__",
+          [](const CausalSelfAttention &layer, const Tensor &x, int64_t batch) {
+            return checkedResult(layer(x, batch), x);
+          },
+          py::keep_alive<0, 1>(), py::arg("x"), py::arg("batch"));
   py::class_<GPT2Block>(m, "GPT2Block")
       .def(py::init([](Graph &graph, const std::string &name, int64_t dim,
                        int64_t heads, bool checkpoint) {
-             return GPT2Block(graph, name, dim, heads, checkpoint);
+             int64_t failures = graph.failures();
+             GPT2Block layer(graph, name, dim, heads, checkpoint);
+             raiseNewFailure(graph, failures);
+             return layer;
            }),
            py::arg("graph"), py::arg("name"), py::arg("dim"), py::arg("heads"),
            py::arg("checkpoint") = false, py::keep_alive<1, 2>())
-      .def("__call__", &GPT2Block::operator(), py::keep_alive<0, 1>(),
-           py::arg("x"), py::arg("batch"));
+      .def(
+          "__call__",
+          [](const GPT2Block &layer, const Tensor &x, int64_t batch) {
+            return checkedResult(layer(x, batch), x);
+          },
+          py::keep_alive<0, 1>(), py::arg("x"), py::arg("batch"));
   py::class_<GPT2>(m, "GPT2")
       .def(py::init([](Graph &graph, int64_t layers, int64_t vocab, int64_t seq,
                        int64_t dim, int64_t heads, bool checkpoint) {
-             return GPT2(
-                 graph, GPT2Config{layers, vocab, seq, dim, heads, checkpoint});
+             int64_t failures = graph.failures();
+             GPT2 model(graph,
+                        GPT2Config{layers, vocab, seq, dim, heads, checkpoint});
+             raiseNewFailure(graph, failures);
+             return model;
            }),
            py::arg("graph"), py::arg("layers") = 2, py::arg("vocab") = 256,
            py::arg("seq") = 16, py::arg("dim") = 64, py::arg("heads") = 4,
            py::arg("checkpoint") = false, py::keep_alive<1, 2>())
-      .def("logits", &GPT2::logits, py::arg("tokens"), py::arg("positions"),
-           py::keep_alive<0, 1>())
-      .def("loss", &GPT2::loss, py::arg("tokens"), py::arg("positions"),
-           py::arg("targets"), py::keep_alive<0, 1>());
+      .def(
+          "logits",
+          [](const GPT2 &model, const Tensor &tokens, const Tensor &positions) {
+            return checkedResult(model.logits(tokens, positions), tokens,
+                                 positions);
+          },
+          py::arg("tokens"), py::arg("positions"), py::keep_alive<0, 1>())
+      .def(
+          "loss",
+          [](const GPT2 &model, const Tensor &tokens, const Tensor &positions,
+             const Tensor &targets) {
+            return checkedResult(model.loss(tokens, positions, targets), tokens,
+                                 positions, targets);
+          },
+          py::arg("tokens"), py::arg("positions"), py::arg("targets"),
+          py::keep_alive<0, 1>());
 }
 
 void bindTraining(py::module_ &m) {

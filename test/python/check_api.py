@@ -136,12 +136,24 @@ def check_errors():
     msg = expect(ValueError, "unknown dtype 'f64'",
                  lambda: zero.Graph("g").input("x", [2], "f64"))
     ok(f"input dtype f64: {msg}")
+    # Build errors are raised at the op that made them, not at compile().
     broken = zero.Graph("broken")
     a = broken.input("a", [4, 3], "f32")
     b = broken.input("b", [5, 2], "f32")
-    broken.minimize(zero.reduce_sum(zero.matmul(a, b), [0, 1]))
-    msg = expect(ValueError, "matmul", lambda: broken.compile(1))
+    msg = expect(ValueError, "matmul: inner dimensions differ",
+                 lambda: zero.matmul(a, b))
     ok(f"matmul of [4, 3] by [5, 2]: {msg.splitlines()[0]}")
+    msg = expect(ValueError, "reshape: cannot reshape [4, 3] f32",
+                 lambda: zero.reshape(a, [5]))
+    ok(f"reshape to a wrong size, at the call: {msg}")
+    msg = expect(ValueError, "operands must be float tensors of one shape",
+                 lambda: a * b)
+    ok(f"a * b of two shapes, at the call: {msg}")
+    msg = expect(ValueError, "needs positive extents",
+                 lambda: zero.nn.Linear(broken, "l", 4, 0))
+    ok(f"Linear(g, 'l', 4, 0), at the call: {msg}")
+    msg = expect(ValueError, "matmul", lambda: broken.compile(1))
+    ok("and compile() still refuses the graph")
     msg = expect(TypeError, "Trainer takes a CompiledGraph",
                  lambda: zero.Trainer(graph))
     ok(f"Trainer before compile: {msg}")

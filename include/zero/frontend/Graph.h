@@ -88,6 +88,12 @@ struct Init {
   }
 };
 
+/// OK, or the error of the op that failed last in the graph `tensor`
+/// belongs to (OK for a tensor of no graph): after an op returned an
+/// invalid tensor, why, for a frontend that reports it at that op (the
+/// Python package raises it there). Graph::status() keeps the first.
+absl::Status buildStatus(const Tensor &tensor);
+
 /// A persistent trainable tensor. Converts to the Tensor of its value in the
 /// step; using it several times (a tied LM head) is one parameter with
 /// several uses, and its gradients are summed.
@@ -382,6 +388,12 @@ public:
 
   /// OK, or the first error met while building (shapes, names, ...).
   absl::Status status() const;
+  /// How many declarations and ops have failed so far, and the error of
+  /// the one numbered `index` (0-based): a frontend that reports each error
+  /// where it happens (Python) raises error(n) when failures() grows past n
+  /// over a call.
+  int64_t failures() const;
+  absl::Status error(int64_t index) const;
 
   /// Builds the MLIR module, differentiates it and compiles it for `ranks`
   /// data-parallel ranks at the configured ZeRO stage, down to the runtime

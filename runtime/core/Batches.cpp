@@ -277,7 +277,8 @@ zero::rt::createArrayBatches(Executor &executor, TensorMap arrays,
   std::vector<InputSlot> slots = getInputSlots(executor);
   // An array no input takes is a mistake (a batch built for another
   // program, inputs out of order), not something to ignore.
-  for (const auto &[name, array] : arrays)
+  for (const auto &entry : arrays) {
+    const std::string &name = entry.first;
     if (std::none_of(slots.begin(), slots.end(), [&](const InputSlot &slot) {
           return slot.decl->name == name;
         }))
@@ -285,6 +286,7 @@ zero::rt::createArrayBatches(Executor &executor, TensorMap arrays,
           absl::StrCat(what, " has an array '", name,
                        "' that no input takes; the program's inputs are ",
                        describeInputs(slots)));
+  }
   int64_t batches = -1;
   for (const InputSlot &slot : slots) {
     const BufferDecl &decl = *slot.decl;

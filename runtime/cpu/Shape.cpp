@@ -461,18 +461,23 @@ absl::StatusOr<KernelFn> bindSliceOrPad(const BindRequest &request, bool pad) {
                       const KernelContext &) -> absl::Status {
     const char *src = static_cast<const char *>(ins[0]);
     char *dst = static_cast<char *>(outs[0]);
+    // Empty tensors have no buffer: every copy and fill below is skipped
+    // when it has no bytes (copyBytes, zeroBytes).
+    auto zeroBytes = [](char *at, int64_t bytes) {
+      if (bytes > 0)
+        std::memset(at, 0, static_cast<size_t>(bytes));
+    };
     for (int64_t o = 0; o < rows.outer; ++o) {
       if (!pad) {
-        std::memcpy(dst + o * partBytes, src + o * wholeBytes + before,
-                    static_cast<size_t>(partBytes));
+        copyBytes(dst + o * partBytes, src + o * wholeBytes + before,
+                  partBytes);
         continue;
       }
       // Zero is all bits clear in every element type.
       char *row = dst + o * wholeBytes;
-      std::memset(row, 0, static_cast<size_t>(before));
-      std::memcpy(row + before, src + o * partBytes,
-                  static_cast<size_t>(partBytes));
-      std::memset(row + before + partBytes, 0, static_cast<size_t>(after));
+      zeroBytes(row, before);
+      copyBytes(row + before, src + o * partBytes, partBytes);
+      zeroBytes(row + before + partBytes, after);
     }
     return absl::OkStatus();
   });
@@ -524,8 +529,8 @@ absl::StatusOr<KernelFn> bindConcat(const BindRequest &request) {
     for (int64_t o = 0; o < rows.outer; ++o) {
       char *row = dst + o * wholeBytes;
       for (size_t i = 0; i < partBytes.size(); ++i) {
-        std::memcpy(row, static_cast<const char *>(ins[i]) + o * partBytes[i],
-                    static_cast<size_t>(partBytes[i]));
+        copyBytes(row, static_cast<const char *>(ins[i]) + o * partBytes[i],
+                  partBytes[i]);
         row += partBytes[i];
       }
     }

@@ -277,7 +277,15 @@ Tensor zero::frontend::reshape(const Tensor &x, const Shape &shape) {
     return state->fail(absl::StrCat("reshape: cannot reshape ", describe(x),
                                     " (", x.numElements(), " elements) to ",
                                     shapeText(shape)));
-  return state->add(opNode("train.reshape", {&x}, shape, x.dtype()));
+  // A reshape of a reshape reads the original (importers write view chains,
+  // torch's flatten-then-unflatten around every linear layer), and a reshape
+  // to the same shape is no op: the IR stays as a hand-written one reads.
+  Tensor source = x;
+  if (state->node(source).opName == "train.reshape")
+    source = state->tensorOf(state->node(source).operands.front());
+  if (source.shape() == shape)
+    return source;
+  return state->add(opNode("train.reshape", {&source}, shape, x.dtype()));
 }
 
 Tensor zero::frontend::transpose(const Tensor &x,
@@ -315,6 +323,10 @@ Tensor zero::frontend::slice(const Tensor &x, int64_t dim, int64_t offset,
     return state->fail(absl::StrCat("slice: positions [", offset, ", ",
                                     offset + size, ") of dim ", dim,
                                     " do not fit in ", describe(x)));
+  // The whole dimension is the tensor itself (torch's `x[:, :T]` with T the
+  // extent), not a copy.
+  if (size == x.shape()[dim])
+    return x;
   Shape shape = x.shape();
   shape[dim] = size;
   Node node = opNode("train.slice", {&x}, shape, x.dtype());

@@ -202,9 +202,11 @@ module @attention {
 // The ops Llama adds: a fused projection split by three slices (a SwiGLU's
 // gate and up, and a rotary input), silu, the rotate-half concat of two
 // slices, and sigmoid. A slice's gradient is a pad into the input's shape;
-// the three pads of one tensor are summed like any fan-out, in forward
-// order. A concat's operand gradients are slices of its result gradient;
-// sigmoid_grad reads the forward's result, silu_grad its input.
+// when the slices of a tensor tile one of its dimensions, as these do, the
+// pads are not summed: their inputs are concatenated, in offset order (the
+// same values, without the zero fills and the adds). A concat's operand
+// gradients are slices of its result gradient; sigmoid_grad reads the
+// forward's result, silu_grad its input.
 
 // CHECK-LABEL: module @llama_ops
 // CHECK:         %[[GATE:.*]] = train.slice %[[H:.*]] dim 1 offset 0 : tensor<2x12xf32> -> tensor<2x4xf32>
@@ -216,17 +218,11 @@ module @attention {
 // CHECK-NEXT:    %[[DNHI:.*]] = train.slice %[[DS]] dim 1 offset 0 : tensor<2x4xf32> -> tensor<2x2xf32>
 // CHECK-NEXT:    %[[DLO:.*]] = train.slice %[[DS]] dim 1 offset 2 : tensor<2x4xf32> -> tensor<2x2xf32>
 // CHECK-NEXT:    %[[DHI:.*]] = train.neg %[[DNHI]] : tensor<2x2xf32>
-// CHECK-NEXT:    %[[PHI:.*]] = train.pad %[[DHI]] dim 1 offset 2 : tensor<2x2xf32> -> tensor<2x4xf32>
-// CHECK-NEXT:    %[[PLO:.*]] = train.pad %[[DLO]] dim 1 offset 0 : tensor<2x2xf32> -> tensor<2x4xf32>
 // CHECK-NEXT:    %[[DGLU_UP:.*]] = train.mul %[[EXPANDED]], %[[UP]] : tensor<2x4xf32>
 // CHECK-NEXT:    %[[DUP:.*]] = train.mul %[[EXPANDED]], %[[SILU]] : tensor<2x4xf32>
 // CHECK-NEXT:    %[[DGATE:.*]] = train.silu_grad %[[GATE]], %[[DGLU_UP]] : tensor<2x4xf32>
-// CHECK-NEXT:    %[[DROT:.*]] = train.add %[[PLO]], %[[PHI]] : tensor<2x4xf32>
-// CHECK-NEXT:    %[[P2:.*]] = train.pad %[[DROT]] dim 1 offset 8 : tensor<2x4xf32> -> tensor<2x12xf32>
-// CHECK-NEXT:    %[[P1:.*]] = train.pad %[[DUP]] dim 1 offset 4 : tensor<2x4xf32> -> tensor<2x12xf32>
-// CHECK-NEXT:    %[[P0:.*]] = train.pad %[[DGATE]] dim 1 offset 0 : tensor<2x4xf32> -> tensor<2x12xf32>
-// CHECK-NEXT:    %[[S01:.*]] = train.add %[[P0]], %[[P1]] : tensor<2x12xf32>
-// CHECK-NEXT:    %[[DH:.*]] = train.add %[[S01]], %[[P2]] : tensor<2x12xf32>
+// CHECK-NEXT:    %[[DROT:.*]] = train.concat %[[DLO]], %[[DHI]] dim 1 : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x4xf32>
+// CHECK-NEXT:    %[[DH:.*]] = train.concat %[[DGATE]], %[[DUP]], %[[DROT]] dim 1 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x12xf32>
 // CHECK-NEXT:    %[[DW:.*]] = train.matmul %{{.*}}, %[[DH]] transpose_a : tensor<2x4xf32>, tensor<2x12xf32> -> tensor<4x12xf32>
 // CHECK-NEXT:    train.apply_gradient %[[DW]] to @w with @sgd : tensor<4x12xf32>
 module @llama_ops {
@@ -247,6 +243,32 @@ module @llama_ops {
     %s = train.sigmoid %half : tensor<2x4xf32>
     %sum = train.add %glu, %s : tensor<2x4xf32>
     %loss = train.reduce_mean %sum dims [0, 1] : tensor<2x4xf32> -> tensor<f32>
+    train.minimize %loss : tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// Slices that leave part of the dimension unread (the last 4 columns here)
+// do not tile it: their pads are summed as any fan-out is, and the unread
+// columns get a zero gradient from the pads' fill.
+
+// CHECK-LABEL: module @partial_split
+// CHECK:         %[[P1:.*]] = train.pad %{{.*}} dim 1 offset 4 : tensor<2x4xf32> -> tensor<2x12xf32>
+// CHECK-NEXT:    %[[P0:.*]] = train.pad %{{.*}} dim 1 offset 0 : tensor<2x4xf32> -> tensor<2x12xf32>
+// CHECK-NEXT:    %[[DH:.*]] = train.add %[[P0]], %[[P1]] : tensor<2x12xf32>
+// CHECK-NEXT:    %[[DW:.*]] = train.matmul %{{.*}}, %[[DH]] transpose_a : tensor<2x4xf32>, tensor<2x12xf32> -> tensor<4x12xf32>
+module @partial_split {
+  train.param @w param : tensor<4x12xf32> init normal(0.0, 0.02)
+  train.optimizer @sgd sgd lr 1.0e-01
+  func.func @step(%x: tensor<2x4xf32>) -> tensor<f32> attributes {train.step} {
+    %w = train.load @w : tensor<4x12xf32>
+    %h = train.matmul %x, %w : tensor<2x4xf32>, tensor<4x12xf32> -> tensor<2x12xf32>
+    %a = train.slice %h dim 1 offset 0 : tensor<2x12xf32> -> tensor<2x4xf32>
+    %b = train.slice %h dim 1 offset 4 : tensor<2x12xf32> -> tensor<2x4xf32>
+    %ab = train.mul %a, %b : tensor<2x4xf32>
+    %loss = train.reduce_mean %ab dims [0, 1] : tensor<2x4xf32> -> tensor<f32>
     train.minimize %loss : tensor<f32>
     return %loss : tensor<f32>
   }

@@ -163,6 +163,17 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
         raise ValueError("example_targets go with a loss function; the "
                          "causal-LM loss takes labels shaped like the ids")
 
+    # torch.export gives inputs that share memory one placeholder (the
+    # others go unread): the step would read, say, the ids as the targets.
+    # Each input is its own array at run time, so each gets its own example.
+    seen = set()
+    unaliased = []
+    for example in example_args + example_targets:
+        address = example.untyped_storage().data_ptr()
+        unaliased.append(example.clone() if address in seen else example)
+        seen.add(address)
+    example_args = tuple(unaliased[:len(example_args)])
+    example_targets = tuple(unaliased[len(example_args):])
     wrapper = _Wrapper(module, kwargs, loss_fn, len(example_args))
     was_training = module.training
     # Dropout and other training-mode randomness have no place in a

@@ -76,12 +76,24 @@ class Attention(torch.nn.Module):
         return F.scaled_dot_product_attention(q, x, x, is_causal=True)
 
 
+class TwoInputs(torch.nn.Module):
+    """Returns its own loss of two inputs, given the same tensor twice."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(4))
+
+    def forward(self, x, y):
+        return (x * self.w - y).mean()
+
+
 CASES = {
     "linear": (Linear, lambda: torch.randn(2, 3, 8)),
     "broadcast": (Broadcast, lambda: torch.randn(2, 3, 8)),
     "split": (Split, lambda: torch.randn(2, 3, 4)),
     "tied": (Tied, lambda: torch.randint(0, 16, (2, 5))),
     "attention": (Attention, lambda: torch.randn(2, 4, 6, 8)),
+    "aliased": (TwoInputs, lambda: torch.randn(2, 4)),
 }
 
 
@@ -93,6 +105,10 @@ def print_ir(name):
     torch.manual_seed(0)
     make, example = CASES[name]
     module, x = make(), example()
+    if name == "aliased":
+        graph = zero.from_torch(module, (x, x), loss=lambda out: out)
+        print(graph.compile(1).ir("forward"))
+        return
     loss = "causal_lm" if name == "tied" else mean_loss
     graph = zero.from_torch(module, (x,), loss=loss)
     print(graph.compile(1).ir("forward"))

@@ -69,6 +69,13 @@ private:
   /// three ways), or null. Exact, and a third of the sum's traffic.
   Value concatTiledPads(ArrayRef<Value> terms, OpBuilder &builder);
   void applyGradients(OpBuilder &builder);
+  /// The optimizer that updates `param`: its group's (`with @name`), or the
+  /// step's default.
+  FlatSymbolRefAttr optimizerOf(train::ParamOp param) {
+    if (FlatSymbolRefAttr group = param.getOptimizerAttr())
+      return group;
+    return FlatSymbolRefAttr::get(optimizer.getSymNameAttr());
+  }
   /// Dynamic loss scaling (the optimizer's `loss_scale`): declares the
   /// scaler's state and loads the current scale, the backward's seed.
   FailureOr<Value> loadLossScale(OpBuilder &builder);
@@ -293,8 +300,7 @@ void Differentiator::applyGradients(OpBuilder &builder) {
   for (auto [param, grad] : summed)
     builder.create<train::ApplyGradientOp>(
         minimize.getLoc(), grad, FlatSymbolRefAttr::get(param.getSymNameAttr()),
-        FlatSymbolRefAttr::get(optimizer.getSymNameAttr()),
-        /*skip_if=*/nullptr);
+        optimizerOf(param), /*skip_if=*/nullptr);
 }
 
 FailureOr<Value> Differentiator::loadLossScale(OpBuilder &builder) {
@@ -319,7 +325,8 @@ FailureOr<Value> Differentiator::loadLossScale(OpBuilder &builder) {
     auto state = declBuilder.create<train::ParamOp>(
         optimizer.getLoc(), name, train::Role::scaler,
         /*owner=*/nullptr, scalar, train::StorageLayoutKind::replicated,
-        /*shard_axis=*/0, /*local_type=*/nullptr, init);
+        /*shard_axis=*/0, /*local_type=*/nullptr, init,
+        /*optimizer=*/nullptr);
     table.insert(state);
     return state;
   };
@@ -353,8 +360,8 @@ void Differentiator::applyScaledGradients(
     train::ParamOp param = entry.first;
     builder.create<train::ApplyGradientOp>(
         loc, unscale.getResults()[index],
-        FlatSymbolRefAttr::get(param.getSymNameAttr()),
-        FlatSymbolRefAttr::get(optimizer.getSymNameAttr()), found);
+        FlatSymbolRefAttr::get(param.getSymNameAttr()), optimizerOf(param),
+        found);
   }
   auto scalar = lossScale.getType();
   Value good =
@@ -526,6 +533,27 @@ TrainAutodiffPass::getOptimizer(train::MinimizeOp minimize) {
   auto optimizers = llvm::to_vector(module.getOps<train::OptimizerOp>());
   if (optimizers.size() == 1)
     return optimizers.front();
+  // Parameter groups name their optimizers; the default is the one no
+  // parameter names (it also holds the loss scaling), or, when every
+  // trainable parameter names its own, the first.
+  llvm::SmallDenseSet<StringRef> named;
+  bool allNamed = true;
+  for (auto param : module.getOps<train::ParamOp>()) {
+    if (param.getRole() != train::Role::param)
+      continue;
+    if (FlatSymbolRefAttr group = param.getOptimizerAttr())
+      named.insert(group.getValue());
+    else
+      allNamed = false;
+  }
+  SmallVector<train::OptimizerOp> unnamed;
+  for (train::OptimizerOp op : optimizers)
+    if (!named.contains(op.getSymName()))
+      unnamed.push_back(op);
+  if (unnamed.size() == 1)
+    return unnamed.front();
+  if (unnamed.empty() && allNamed && !optimizers.empty())
+    return optimizers.front();
   if (optimizers.empty()) {
     minimize.emitError() << "train-autodiff: the module declares no "
                             "train.optimizer to apply the gradients with; "
@@ -538,7 +566,9 @@ TrainAutodiffPass::getOptimizer(train::MinimizeOp minimize) {
   llvm::interleaveComma(optimizers, diag, [&](train::OptimizerOp op) {
     diag << "@" << op.getSymName();
   });
-  diag << "); choose one with the pass option optimizer=NAME";
+  diag << ") and no parameter group ('with @name' on a train.param) tells "
+          "which is the default; choose one with the pass option "
+          "optimizer=NAME";
   return failure();
 }
 

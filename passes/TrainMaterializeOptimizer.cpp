@@ -112,7 +112,7 @@ FailureOr<train::ParamOp> Materializer::declareState(train::ParamOp param,
       param.getLoc(), name, role,
       FlatSymbolRefAttr::get(param.getSymNameAttr()), type,
       train::StorageLayoutKind::replicated, /*shard_axis=*/0,
-      /*local_type=*/nullptr, init);
+      /*local_type=*/nullptr, init, /*optimizer=*/nullptr);
   symbols.insert(state, builder.getInsertionPoint());
   after = state;
   return state;

@@ -104,6 +104,10 @@ LogicalResult ParamOp::verify() {
     return emitOpError() << "is " << describeRole(role)
                          << " and must be f32, got "
                          << logical.getElementType();
+  if (getOptimizer() && role != Role::param)
+    return emitOpError() << "is " << describeRole(role)
+                         << ", which no optimizer updates; drop 'with "
+                         << getOptimizerAttr() << "'";
   if (role == Role::master && getInit())
     return emitOpError() << "is a master copy, which starts as a copy of its "
                             "parameter; drop the initializer";
@@ -165,6 +169,12 @@ LogicalResult ParamOp::verify() {
 }
 
 LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  if (FlatSymbolRefAttr optimizer = getOptimizerAttr();
+      optimizer && !symbolTable.lookupNearestSymbolFrom<OptimizerOp>(
+                       *this, optimizer.getAttr()))
+    return emitOpError() << "is updated 'with " << optimizer
+                         << "', but no train.optimizer of the module is named "
+                         << optimizer;
   if (!getOwner())
     return success();
   FailureOr<ParamOp> owner = lookupParam(*this, symbolTable, getOwnerAttr());

@@ -8,6 +8,8 @@
 #include "zero/dialects/dist/DistOps.h"
 #include "zero/dialects/train/TrainDialect.h"
 
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -311,6 +313,47 @@ ZeroFormula computeFormula(ModuleOp module, int64_t stage, int64_t ranks) {
 
 } // namespace
 
+std::vector<OptimizerGroup> computeOptimizerGroups(ModuleOp module) {
+  std::vector<OptimizerGroup> groups;
+  llvm::StringMap<size_t> index;
+  for (auto optimizer : module.getOps<train::OptimizerOp>()) {
+    OptimizerGroup group;
+    group.optimizer = optimizer.getSymName().str();
+    group.kind = train::stringifyOptimizerKind(optimizer.getKind()).str();
+    group.lr = optimizer.getLr().convertToDouble();
+    if (auto decay = optimizer.getWeightDecay())
+      group.weightDecay = decay->convertToDouble();
+    index[group.optimizer] = groups.size();
+    groups.push_back(group);
+  }
+  // The default optimizer is the one no parameter names, as train-autodiff
+  // chooses it.
+  llvm::StringSet<> named;
+  for (auto param : module.getOps<train::ParamOp>())
+    if (FlatSymbolRefAttr group = param.getOptimizerAttr())
+      named.insert(group.getValue());
+  SmallVector<size_t> unnamed;
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (!named.contains(groups[i].optimizer))
+      unnamed.push_back(i);
+  std::optional<size_t> fallback;
+  if (unnamed.size() == 1)
+    fallback = unnamed.front();
+  for (auto param : module.getOps<train::ParamOp>()) {
+    if (param.getRole() != train::Role::param)
+      continue;
+    std::optional<size_t> at = fallback;
+    if (FlatSymbolRefAttr group = param.getOptimizerAttr())
+      if (auto it = index.find(group.getValue()); it != index.end())
+        at = it->second;
+    if (!at)
+      continue;
+    groups[*at].parameters += 1;
+    groups[*at].elements += param.getLogicalTensorType().getNumElements();
+  }
+  return groups;
+}
+
 FailureOr<PlanReport> computePlanReport(ModuleOp module) {
   SmallVector<func::FuncOp> functions = getStepFunctions(module);
   if (functions.empty())
@@ -325,6 +368,7 @@ FailureOr<PlanReport> computePlanReport(ModuleOp module) {
   if (auto stage = module->getAttrOfType<IntegerAttr>(
           dist::DistDialect::getZeroStageAttrName()))
     report.stage = stage.getInt();
+  report.groups = computeOptimizerGroups(module);
 
   for (auto state : module.getOps<train::ParamOp>()) {
     ByteCount count = persistentCount(state, report.ranks);
@@ -429,6 +473,17 @@ static void printTrainingPlan(const PlanReport &report, llvm::raw_ostream &os) {
                      static_cast<long long>(report.persistentBytes +
                                             report.peakTransientBytes));
 
+  if (report.groups.size() > 1) {
+    os << "Parameter groups (each its own optimizer):\n";
+    for (const OptimizerGroup &group : report.groups)
+      os << llvm::format("  %-18s %6lld parameters %14lld elements   lr "
+                         "%-10g weight decay %g\n",
+                         ("@" + group.optimizer).c_str(),
+                         static_cast<long long>(group.parameters),
+                         static_cast<long long>(group.elements), group.lr,
+                         group.weightDecay);
+  }
+
   const ZeroFormula &f = report.formula;
   os << "Formula (P=" << llvm::format("%.3g", f.paramBytesPerElement)
      << ", G=" << llvm::format("%.3g", f.gradBytesPerElement)
@@ -488,6 +543,14 @@ static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
                            {"bytes", count.bytes},
                            {"volume_elements", count.volumeElements},
                            {"sent_bytes_per_rank", count.sentBytesPerRank}};
+  llvm::json::Array groups;
+  for (const OptimizerGroup &group : report.groups)
+    groups.push_back(llvm::json::Object{{"optimizer", group.optimizer},
+                                        {"kind", group.kind},
+                                        {"lr", group.lr},
+                                        {"weight_decay", group.weightDecay},
+                                        {"parameters", group.parameters},
+                                        {"elements", group.elements}});
   const ZeroFormula &f = report.formula;
   ByteCount state = report.modelState();
   return llvm::json::Object{
@@ -507,6 +570,7 @@ static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
                           {"total_bytes", report.persistentBytes +
                                               report.peakTransientBytes}}},
       {"traffic", std::move(traffic)},
+      {"parameter_groups", std::move(groups)},
       {"formula",
        llvm::json::Object{
            {"trainable_elements", f.trainableElements},

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 
 #include <fstream>
+#include <map>
 
 using namespace zero::frontend;
 using namespace zero::frontend::detail;
@@ -136,6 +137,38 @@ MemoryReport readReport(mlir::ModuleOp module, int stage, int ranks) {
   return report;
 }
 
+/// Every member of a parameter group is a trainable parameter of the graph,
+/// in one group only.
+absl::Status checkParameterGroups(const GraphState &graph) {
+  std::map<std::string, const ParameterDecl *> parameters;
+  for (const ParameterDecl &param : graph.parameters)
+    parameters[param.name] = &param;
+  std::map<std::string, std::string> groupOf;
+  for (const GraphConfig::ParameterGroup &group :
+       graph.config.parameterGroups()) {
+    for (const std::string &name : group.parameters) {
+      auto it = parameters.find(name);
+      if (it == parameters.end())
+        return absl::InvalidArgumentError(absl::StrCat("parameter_group '",
+                                                       group.name,
+                                                       "': the graph has "
+                                                       "no parameter '",
+                                                       name, "'"));
+      if (!it->second->trainable)
+        return absl::InvalidArgumentError(
+            absl::StrCat("parameter_group '", group.name, "': '", name,
+                         "' is frozen; no optimizer updates it"));
+      auto [previous, inserted] = groupOf.emplace(name, group.name);
+      if (!inserted)
+        return absl::InvalidArgumentError(
+            absl::StrCat("parameter_group '", group.name, "': '", name,
+                         "' is already in group '", previous->second,
+                         "'; a parameter belongs to one group"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 } // namespace
 
 absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
@@ -154,6 +187,9 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
         "); set it right after constructing the graph "
         "(graph.config.precision(...) in Python, "
         "graph.config().precision(...) in C++)"));
+  if (absl::Status status = checkParameterGroups(graph); !status.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", status.message()));
   if (ranks < 1)
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": ranks must be at least 1, got ", ranks));
@@ -186,6 +222,11 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
   if (mlir::failed(pipeline.run(*impl->program)))
     return failure("zero-pipeline");
   impl->report = readReport(*impl->program, graph.config.zeroStage(), ranks);
+  for (const zero::OptimizerGroup &group :
+       zero::computeOptimizerGroups(*impl->step))
+    impl->report.groups.push_back({group.optimizer, group.kind, group.lr,
+                                   group.weightDecay, group.parameters,
+                                   group.elements});
   return CompiledGraph(std::move(impl));
 }
 

@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <map>
 #include <vector>
 
 using namespace mlir;
@@ -69,19 +70,35 @@ train::InitAttr initAttr(const Init &init, MLIRContext *context) {
                               APFloat(init.second));
 }
 
+train::OptimizerKind optimizerKind(OptimizerSpec::Kind kind) {
+  switch (kind) {
+  case OptimizerSpec::Kind::sgd:
+    return train::OptimizerKind::sgd;
+  case OptimizerSpec::Kind::momentum:
+    return train::OptimizerKind::momentum;
+  case OptimizerSpec::Kind::adam:
+    return train::OptimizerKind::adam;
+  case OptimizerSpec::Kind::adamw:
+    return train::OptimizerKind::adamw;
+  }
+  return train::OptimizerKind::adamw;
+}
+
+/// The optimizer's symbol: its kind, and for a parameter group
+/// `<kind>.<group>`.
+std::string optimizerName(const OptimizerSpec &spec, llvm::StringRef group) {
+  std::string name =
+      train::stringifyOptimizerKind(optimizerKind(spec.kind)).str();
+  if (!group.empty())
+    name += "." + group.str();
+  return name;
+}
+
 /// `train.optimizer @<kind> <kind> lr ...`, with betas and eps for the Adam
 /// family and weight decay only when set (as the examples write it).
 std::string emitOptimizer(const OptimizerSpec &spec, OpBuilder &builder,
-                          Location loc) {
-  static const std::pair<OptimizerSpec::Kind, train::OptimizerKind> kinds[] = {
-      {OptimizerSpec::Kind::sgd, train::OptimizerKind::sgd},
-      {OptimizerSpec::Kind::momentum, train::OptimizerKind::momentum},
-      {OptimizerSpec::Kind::adam, train::OptimizerKind::adam},
-      {OptimizerSpec::Kind::adamw, train::OptimizerKind::adamw}};
-  train::OptimizerKind kind = train::OptimizerKind::adamw;
-  for (const auto &[mine, theirs] : kinds)
-    if (mine == spec.kind)
-      kind = theirs;
+                          Location loc, llvm::StringRef group = "") {
+  train::OptimizerKind kind = optimizerKind(spec.kind);
   bool adamLike =
       kind == train::OptimizerKind::adam || kind == train::OptimizerKind::adamw;
   // Built generically from the attribute names, so that optional
@@ -95,7 +112,7 @@ std::string emitOptimizer(const OptimizerSpec &spec, OpBuilder &builder,
     if (present)
       state.addAttribute(attrName, builder.getI64IntegerAttr(value));
   };
-  std::string name = train::stringifyOptimizerKind(kind).str();
+  std::string name = optimizerName(spec, group);
   state.addAttribute("sym_name", builder.getStringAttr(name));
   state.addAttribute("kind",
                      train::OptimizerKindAttr::get(builder.getContext(), kind));
@@ -177,14 +194,38 @@ zero::frontend::detail::emitModule(const GraphState &graph,
       dist::DistDialect::getPlacementAttrName(),
       dist::PlacementAttr::get(&context, dist::DeviceKind::cpu, {1}));
   builder.setInsertionPointToEnd(module->getBody());
-  for (const ParameterDecl &param : graph.parameters)
+  // Each parameter group is a copy of the optimizer with its own weight
+  // decay and learning rate; its members name it.
+  OptimizerSpec spec = graph.config.optimizerSpec();
+  std::map<std::string, FlatSymbolRefAttr> optimizerOf;
+  std::vector<std::pair<std::string, OptimizerSpec>> groupSpecs;
+  for (const GraphConfig::ParameterGroup &group :
+       graph.config.parameterGroups()) {
+    OptimizerSpec groupSpec = spec;
+    groupSpec.weightDecay = group.weightDecay.value_or(spec.weightDecay);
+    groupSpec.lr = spec.lr * group.lrScale;
+    groupSpec.schedule.minLr = spec.schedule.minLr * group.lrScale;
+    // The loss scaler is the step's, declared once with the default
+    // optimizer.
+    groupSpec.lossScale = 0.0;
+    groupSpecs.push_back({group.name, groupSpec});
+    std::string symbol = optimizerName(spec, group.name);
+    for (const std::string &member : group.parameters)
+      optimizerOf[member] = FlatSymbolRefAttr::get(&context, symbol);
+  }
+  for (const ParameterDecl &param : graph.parameters) {
+    auto group = optimizerOf.find(param.name);
     builder.create<train::ParamOp>(
         NameLoc::get(builder.getStringAttr(param.name)), param.name,
         param.trainable ? train::Role::param : train::Role::frozen,
         FlatSymbolRefAttr(), tensorType(param.shape, param.dtype, builder),
         train::StorageLayoutKind::replicated, /*shard_axis=*/0,
-        /*local_type=*/TypeAttr(), initAttr(param.init, &context));
-  emitOptimizer(graph.config.optimizerSpec(), builder, loc);
+        /*local_type=*/TypeAttr(), initAttr(param.init, &context),
+        group == optimizerOf.end() ? FlatSymbolRefAttr() : group->second);
+  }
+  emitOptimizer(spec, builder, loc);
+  for (const auto &[name, groupSpec] : groupSpecs)
+    emitOptimizer(groupSpec, builder, loc, name);
 
   SmallVector<Type> argumentTypes;
   for (const InputDecl &input : graph.inputs) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 using namespace zero::frontend;
 using namespace zero::frontend::detail;
@@ -91,6 +92,13 @@ Tensor GraphState::add(Node node) {
 
 GraphConfig &GraphConfig::learning_rate_schedule(const Schedule &schedule) {
   scheduleChoice = schedule;
+  return *this;
+}
+
+GraphConfig &GraphConfig::parameter_group(
+    const std::string &name, const std::vector<std::string> &parameters,
+    std::optional<double> weightDecay, double lrScale) {
+  groups.push_back({name, parameters, weightDecay, lrScale});
   return *this;
 }
 
@@ -264,6 +272,31 @@ absl::Status GraphConfig::validate() const {
           absl::StrCat("optimizer schedule: minLr must lie in [0, lr] = [0, ",
                        o.lr, "], got ", schedule.minLr));
   }
+  std::set<std::string> groupNames;
+  for (const ParameterGroup &group : groups) {
+    bool identifier = !group.name.empty();
+    for (char c : group.name)
+      identifier &= std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    if (!identifier)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parameter_group: the name '", group.name,
+          "' must be letters, digits and '_' (it names the group's "
+          "optimizer, @<kind>.<name>)"));
+    if (!groupNames.insert(group.name).second)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parameter_group: two groups are named '", group.name, "'"));
+    if (!(group.lrScale > 0 && std::isfinite(group.lrScale)))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parameter_group '", group.name,
+          "': the learning-rate scale must be a positive finite number, got ",
+          group.lrScale));
+    if (group.weightDecay &&
+        !(*group.weightDecay >= 0 && std::isfinite(*group.weightDecay)))
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter_group '", group.name,
+                       "': weight decay must be a finite number >= 0, got ",
+                       *group.weightDecay));
+  }
   const ZeroOptions &z = zeroOptions;
   if (z.minShardElements < 0 || z.reduceBucketBytes < 0 ||
       z.allgatherBucketBytes < 0 || z.maxReuseDistance < 0 ||
@@ -287,6 +320,13 @@ Graph::Graph(Graph &&) noexcept = default;
 Graph &Graph::operator=(Graph &&) noexcept = default;
 
 const std::string &Graph::name() const { return state->name; }
+
+std::vector<Parameter> Graph::parameters() const {
+  std::vector<Parameter> all;
+  for (size_t index = 0; index < state->parameters.size(); ++index)
+    all.push_back(state->parameterHandle(static_cast<int>(index)));
+  return all;
+}
 GraphConfig &Graph::config() { return state->config; }
 const GraphConfig &Graph::config() const { return state->config; }
 absl::Status Graph::status() const { return state->firstError; }

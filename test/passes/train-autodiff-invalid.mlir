@@ -90,7 +90,7 @@ module {
   func.func @step(%x: tensor<4xf32>) -> tensor<f32> attributes {train.step} {
     %w = train.load @w : tensor<4xf32>
     %loss = train.reduce_sum %w dims [0] : tensor<4xf32> -> tensor<f32>
-    // expected-error @below {{train-autodiff: the module declares 2 optimizers (@a, @b); choose one with the pass option optimizer=NAME}}
+    // expected-error @below {{train-autodiff: the module declares 2 optimizers (@a, @b) and no parameter group ('with @name' on a train.param) tells which is the default; choose one with the pass option optimizer=NAME}}
     train.minimize %loss : tensor<f32>
     return %loss : tensor<f32>
   }

@@ -175,3 +175,29 @@ module @frozen_middle {
     return %loss, %side : tensor<f32>, tensor<2x4xf32>
   }
 }
+
+// -----
+
+// Parameter groups: the bias names its group's optimizer with `with` and
+// its gradient is applied with it; the weight names none and gets the
+// default, the one optimizer no parameter names (no pass option needed).
+
+// CHECK-LABEL: module @parameter_groups
+// CHECK:         train.apply_gradient %{{.*}} to @w with @adamw : tensor<5x4xf32>
+// CHECK-NEXT:    train.apply_gradient %{{.*}} to @b with @adamw.no_decay : tensor<4xf32>
+module @parameter_groups {
+  train.param @w param : tensor<5x4xf32> init normal(0.0, 0.02)
+  train.param @b param : tensor<4xf32> init zeros with @adamw.no_decay
+  train.optimizer @adamw adamw lr 3.0e-04 weight_decay 0.1
+  train.optimizer @adamw.no_decay adamw lr 3.0e-04 weight_decay 0.0
+
+  func.func @step(%x: tensor<2x5xf32>) -> tensor<f32> attributes {train.step} {
+    %w = train.load @w : tensor<5x4xf32>
+    %b = train.load @b : tensor<4xf32>
+    %h = train.matmul %x, %w : tensor<2x5xf32>, tensor<5x4xf32> -> tensor<2x4xf32>
+    %y = train.bias_add %h, %b : tensor<2x4xf32>, tensor<4xf32>
+    %loss = train.reduce_sum %y dims [0, 1] : tensor<2x4xf32> -> tensor<f32>
+    train.minimize %loss : tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

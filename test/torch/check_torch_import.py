@@ -2,7 +2,9 @@
 
   check_torch_import.py MODEL STEPS STAGES...
 
-MODEL is gpt2 (Hugging Face GPT2LMHeadModel, tied embeddings), llama
+MODEL is gpt2 (Hugging Face GPT2LMHeadModel, tied embeddings), gpt2-groups
+(the same with parameter groups: no weight decay on biases and norms, half
+the learning rate for the first block's query/key/value weight), llama
 (LlamaForCausalLM, grouped-query attention), llama-untied, or custom (a
 hand-written module trained with its own loss). Each is
 built from a small config with a fixed seed. PyTorch trains a copy with
@@ -38,7 +40,7 @@ def ok(what):
 
 def build(kind):
     torch.manual_seed(0)
-    if kind == "gpt2":
+    if kind in ("gpt2", "gpt2-groups"):
         from transformers import GPT2Config, GPT2LMHeadModel
         return GPT2LMHeadModel(
             GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB,
@@ -103,12 +105,31 @@ def torch_loss(kind, model, batch):
         logits[:, :-1].reshape(-1, VOCAB), batch[0][:, 1:].reshape(-1))
 
 
+SLOW = "transformer.h.0.attn.c_attn.weight"
+
+
+def group_of(name, ndim):
+    """gpt2-groups' parameter groups: (name, weight decay, lr scale)."""
+    if ndim < 2:
+        return "no_decay", 0.0, 1.0
+    if name == SLOW:
+        return "slow", WEIGHT_DECAY, 0.5
+    return None, WEIGHT_DECAY, 1.0
+
+
 def train_torch(kind, model, data, dtype=torch.float32):
     model = copy.deepcopy(model).to(dtype)
     data = [tuple(t.to(dtype) if t.is_floating_point() else t for t in batch)
             for batch in data]
+    groups = {}
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            group = group_of(name, p.ndim) if kind.endswith("-groups") else (
+                None, WEIGHT_DECAY, 1.0)
+            groups.setdefault(group, []).append(p)
     optimizer = torch.optim.AdamW(
-        [p for p in model.parameters() if p.requires_grad], lr=LR,
+        [{"params": params, "weight_decay": decay, "lr": LR * scale}
+         for (_, decay, scale), params in groups.items()], lr=LR,
         betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY)
     losses = []
     for batch in data:
@@ -135,7 +156,24 @@ def train_zero(kind, model, data, stage):
     graph.config.optimizer(
         zero.AdamW(lr=LR, betas=BETAS, eps=EPS,
                    weight_decay=WEIGHT_DECAY)).enable_zero(stage > 0, stage)
-    trainer = graph.trainer(graph.compile(zero.world_size()))
+    if kind.endswith("-groups"):
+        members = {}
+        for name, param in graph.named_parameters():
+            if param.requires_grad:
+                group = group_of(name, len(param.value.shape))
+                if group[0]:
+                    members.setdefault(group, []).append(param)
+        for (name, decay, scale), params in members.items():
+            graph.config.parameter_group(name, params, weight_decay=decay,
+                                         lr_scale=scale)
+    compiled = graph.compile(zero.world_size())
+    if kind.endswith("-groups") and zero.rank() == 0 and stage == 0:
+        for group in compiled.report["parameter_groups"]:
+            print(f"group @{group['optimizer']}: {group['parameters']} "
+                  f"parameters, {group['elements']} elements, lr "
+                  f"{group['lr']:g}, weight decay {group['weight_decay']:g}",
+                  flush=True)
+    trainer = graph.trainer(compiled)
     losses = []
     for batch in data:
         arrays = [t.numpy() for t in batch]

@@ -92,6 +92,21 @@ struct MemoryPlan {
   static MemoryPlan fromAttr(mlir::DictionaryAttr attr);
 };
 
+/// A parameter group: one `train.optimizer` and the trainable parameters
+/// it updates (those naming it with `with`, or, for the default optimizer,
+/// those naming none).
+struct OptimizerGroup {
+  std::string optimizer;
+  std::string kind;
+  double lr = 0;
+  double weightDecay = 0;
+  int64_t parameters = 0;
+  int64_t elements = 0;
+};
+
+/// The module's optimizers and what each updates, in declaration order.
+std::vector<OptimizerGroup> computeOptimizerGroups(mlir::ModuleOp module);
+
 struct PlanReport {
   int64_t ranks = 1;
   /// -1 when the module is not data parallel.
@@ -118,6 +133,8 @@ struct PlanReport {
   /// function (zero-schedule's measure; part of the peak transient).
   int64_t peakGatheredBytes = 0;
   std::map<std::string, TrafficCount> traffic;
+  /// Printed when there is more than one (parameter groups).
+  std::vector<OptimizerGroup> groups;
   ZeroFormula formula;
   /// The lowered program's device and host memory, when the report is of
   /// a program zero-offload placed.

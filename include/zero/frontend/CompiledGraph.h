@@ -50,6 +50,17 @@ struct CollectiveTraffic {
   double sentBytesPerRank = 0;
 };
 
+/// One optimizer of the step and what it updates (zero::OptimizerGroup):
+/// the graph's optimizer, and one per parameter group.
+struct ParameterGroupReport {
+  std::string optimizer;
+  std::string kind;
+  double lr = 0;
+  double weightDecay = 0;
+  int64_t parameters = 0;
+  int64_t elements = 0;
+};
+
 /// zero-report's figures for one rank (every rank holds and sends the same).
 struct MemoryReport {
   int stage = 0;
@@ -70,6 +81,8 @@ struct MemoryReport {
   int64_t arenaBytes = 0;
   /// Per step, by collective kind ("all_reduce", "reduce_scatter", ...).
   std::map<std::string, CollectiveTraffic> traffic;
+  /// The step's optimizers, in declaration order (the first is the graph's).
+  std::vector<ParameterGroupReport> groups;
   /// zero-offload's memory plan, when offload or a budget was asked for:
   /// what was moved ("none", "optimizer", "optimizer+params"), the two
   /// pools per rank, the host-link bytes per step, and why.

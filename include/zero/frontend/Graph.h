@@ -298,6 +298,25 @@ public:
   /// Device bytes per rank the compiled plan must fit; compile fails, with
   /// the shortfall, when it cannot. 0 (the default) sets no budget.
   GraphConfig &device_memory_budget(int64_t bytes);
+  /// A parameter group, as in PyTorch's `optimizer(param_groups)`: the named
+  /// trainable parameters are updated by their own copy of the optimizer,
+  /// with `weightDecay` (when given) instead of the optimizer's and the
+  /// learning rate (and the schedule's floor) times `lrScale`. Emitted as a
+  /// `train.optimizer @<kind>.<name>` that each member's `train.param` names
+  /// with `with`; the report lists the groups. Parameters in no group use
+  /// the optimizer itself. Names are [A-Za-z0-9_]+; a parameter belongs to
+  /// one group at most (compile checks).
+  GraphConfig &parameter_group(const std::string &name,
+                               const std::vector<std::string> &parameters,
+                               std::optional<double> weightDecay,
+                               double lrScale = 1.0);
+  struct ParameterGroup {
+    std::string name;
+    std::vector<std::string> parameters;
+    std::optional<double> weightDecay;
+    double lrScale = 1.0;
+  };
+  const std::vector<ParameterGroup> &parameterGroups() const { return groups; }
   ZeroOptions &zero() { return zeroOptions; }
 
   /// The chosen optimizer with the learning-rate schedule.
@@ -350,6 +369,7 @@ private:
   Offload offloadWhat = Offload::none;
   int64_t budgetBytes = 0;
   DType precisionChoice = DType::f32;
+  std::vector<ParameterGroup> groups;
 };
 
 //===----------------------------------------------------------------------===//
@@ -376,6 +396,9 @@ public:
   /// precision; an explicit bf16 or f16 one stays as declared.
   Parameter parameter(const std::string &name, const Shape &shape,
                       const Init &init, DType dtype = DType::f32);
+  /// Every parameter declared so far, in declaration order (PyTorch's
+  /// `named_parameters()`, frozen ones included).
+  std::vector<Parameter> parameters() const;
   /// A tensor whose every element is `value`: a constant of the step (a
   /// PyTorch scalar operand, RMSNorm's epsilon), not a parameter. An f32
   /// constant takes the configured precision, as inputs do.

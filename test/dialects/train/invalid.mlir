@@ -1109,3 +1109,23 @@ func.func @f() {
   %0 = "train.concat"() {dim = 0 : i64} : () -> tensor<2x6xf32>
   return
 }
+
+// -----
+
+// Only a trainable parameter belongs to a parameter group: nothing updates
+// a slot or a frozen tensor.
+module {
+  train.param @w param : tensor<4xf32>
+  // expected-error @+1 {{'train.param' op is an optimizer slot, which no optimizer updates; drop 'with @sgd'}}
+  train.param @w.m slot of @w : tensor<4xf32> with @sgd
+  train.optimizer @sgd sgd lr 0.1
+}
+
+// -----
+
+// A group names an optimizer of the module.
+module {
+  // expected-error @+1 {{'train.param' op is updated 'with @adamw.no_decay', but no train.optimizer of the module is named @adamw.no_decay}}
+  train.param @b param : tensor<4xf32> with @adamw.no_decay
+  train.optimizer @adamw adamw lr 3.0e-04 weight_decay 0.1
+}

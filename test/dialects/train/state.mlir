@@ -25,6 +25,20 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
     train.param @w.acc grad_accum of @w : tensor<10x6xbf16>
   }
 
+  // A parameter group: a trainable parameter names the optimizer that
+  // updates it with `with`, after its initializer.
+  // CHECK-LABEL: module @parameter_group
+  // CHECK-NEXT:    train.param @w param : tensor<8x4xf32> init normal(0.0, 0.02)
+  // CHECK-NEXT:    train.param @b param : tensor<4xf32> init zeros with @adamw.no_decay
+  // CHECK-NEXT:    train.param @g param : tensor<4xf32> with @adamw.no_decay
+  module @parameter_group {
+    train.param @w param : tensor<8x4xf32> init normal(0.0, 0.02)
+    train.param @b param : tensor<4xf32> init zeros with @adamw.no_decay
+    train.param @g param : tensor<4xf32> with @adamw.no_decay
+    train.optimizer @adamw adamw lr 3.0e-04 betas(0.9, 0.95) eps 1.0e-08 weight_decay 0.1
+    train.optimizer @adamw.no_decay adamw lr 3.0e-04 betas(0.9, 0.95) eps 1.0e-08 weight_decay 0.0
+  }
+
   // Every initializer; arguments print in MLIR's float syntax.
   // CHECK-LABEL: module @initializers
   // CHECK-NEXT:    train.param @zeros param : tensor<16xf32> init zeros

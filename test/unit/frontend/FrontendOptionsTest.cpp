@@ -65,6 +65,46 @@ TEST(FrontendModule, ClipGradNormIsEmittedIntoTheOptimizer) {
   EXPECT_EQ(compiled->str(Form::forward).find("clip_norm"), std::string::npos);
 }
 
+TEST(FrontendModule, ParameterGroupsAreOptimizersTheirMembersName) {
+  // The biases without weight decay and at twice the rate: a copy of the
+  // optimizer named @<kind>.<group>, which the members name with `with`.
+  Graph graph = buildMlp();
+  graph.config()
+      .optimizer(AdamW{3e-4, {0.9, 0.95}, 1e-8, 0.1})
+      .learning_rate_schedule(Schedule::cosine(10, 100, 3e-5))
+      .parameter_group("no_decay", {"fc1.b", "fc2.b"}, 0.0, 2.0);
+  absl::StatusOr<CompiledGraph> compiled = graph.compile(2);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  std::string forward = compiled->str(Form::forward);
+  EXPECT_NE(forward.find("train.param @fc1.b param : tensor<128xf32> init "
+                         "zeros with @adamw.no_decay\n"),
+            std::string::npos)
+      << forward;
+  EXPECT_NE(forward.find("train.optimizer @adamw.no_decay adamw lr "
+                         "6.000000e-04 betas(9.000000e-01, "
+                         "0.94999999999999996) eps 1.000000e-08 weight_decay "
+                         "0.000000e+00 schedule cosine warmup 10 total 100 "
+                         "min_lr 6.000000e-05\n"),
+            std::string::npos)
+      << forward;
+  EXPECT_EQ(forward.find("train.param @fc1.w param : tensor<784x128xf32> "
+                         "init normal(0.0, 0.02) with"),
+            std::string::npos);
+  const std::vector<ParameterGroupReport> &groups = compiled->report().groups;
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].optimizer, "adamw");
+  EXPECT_EQ(groups[0].parameters, 2);
+  EXPECT_EQ(groups[1].optimizer, "adamw.no_decay");
+  EXPECT_EQ(groups[1].elements, 128 + 10);
+  EXPECT_EQ(groups[1].weightDecay, 0.0);
+
+  Graph unknown = buildMlp();
+  unknown.config().parameter_group("g", {"fc9.w"}, std::nullopt);
+  EXPECT_EQ(unknown.compile(1).status().message(),
+            "compile graph 'mlp': parameter_group 'g': the graph has no "
+            "parameter 'fc9.w'");
+}
+
 TEST(FrontendTraining, ClipGradNormChangesTheTrajectory) {
   // A bound far below the gradient norm clips every step: the losses after
   // the first differ from the unclipped run's, and still go down.

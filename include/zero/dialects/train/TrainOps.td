@@ -47,8 +47,15 @@ def Train_ParamOp : Train_Op<"param", [Symbol,
     * `dim0`: dimension 0 split with padding; each rank holds
       `ceil(d0 / N)` rows (FSDP2).
 
+    A trainable parameter may name the `train.optimizer` that updates it
+    with `with @name`: a parameter group, with its own learning rate and
+    weight decay (no weight decay on biases and norms, as LLM recipes do).
+    train-autodiff applies its gradient with that optimizer; a parameter
+    without `with` uses the step's default one.
+
     ```mlir
     train.param @fc1.w param : tensor<784x128xf32> init normal(0.0, 0.02)
+    train.param @fc1.b param : tensor<128xf32> init zeros with @adamw.no_decay
     train.param @fc1.w.m slot of @fc1.w : tensor<784x128xf32>
         sharded flat over 0 -> tensor<25088xf32> init zeros
     ```
@@ -62,12 +69,13 @@ def Train_ParamOp : Train_Op<"param", [Symbol,
                       "::zero::train::StorageLayoutKind::replicated">:$layout,
     DefaultValuedAttr<ConfinedAttr<I64Attr, [IntNonNegative]>, "0">:$shard_axis,
     OptionalAttr<TypeAttrOf<Train_StateTensor>>:$local_type,
-    OptionalAttr<Train_InitAttr>:$init
+    OptionalAttr<Train_InitAttr>:$init,
+    OptionalAttr<FlatSymbolRefAttr>:$optimizer
   );
   let assemblyFormat = [{
     $sym_name $role (`of` $owner^)? `:` $logical_type
     (`sharded` $layout^ `over` $shard_axis `->` $local_type)?
-    (`init` custom<InitBody>($init)^)? attr-dict
+    (`init` custom<InitBody>($init)^)? (`with` $optimizer^)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -1,0 +1,454 @@
+//===- BindTraining.cpp - zero._zero's compile, Trainer and communicator --===//
+//
+// What runs a compiled graph from Python: the process's communicator, numpy
+// arrays to and from host tensors, and the Trainer, whose collective calls
+// first check that every rank is in the same one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bindings.h"
+
+#include "zero/frontend/CompiledGraph.h"
+#include "zero/frontend/Graph.h"
+#include "zero/frontend/Layers.h"
+#include "zero/runtime/Communicator.h"
+#include "zero/support/ByteSize.h"
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cctype>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+using namespace zero::frontend;
+namespace rt = zero::rt;
+
+namespace zero::python {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The communicator: one per process, created on first use.
+//===----------------------------------------------------------------------===//
+
+std::unique_ptr<rt::Communicator> &communicatorSlot() {
+  static std::unique_ptr<rt::Communicator> comm;
+  return comm;
+}
+
+/// `status`'s message with the program's slot names (input0, 'input1')
+/// replaced by the names the trainer was given, which the user knows.
+std::string withInputNames(const absl::Status &status,
+                           const std::vector<std::string> &names) {
+  std::string message(status.message());
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string slot = "input" + std::to_string(i);
+    for (size_t at = message.find(slot); at != std::string::npos;
+         at = message.find(slot, at)) {
+      size_t end = at + slot.size();
+      bool word = (at == 0 || !std::isalnum(message[at - 1])) &&
+                  (end == message.size() || !std::isalnum(message[end]));
+      if (!word) {
+        at = end;
+        continue;
+      }
+      message.replace(at, slot.size(), names[i]);
+      at += names[i].size();
+    }
+  }
+  return message;
+}
+
+/// Set by zero.shutdown(): MPI cannot be initialized again in this
+/// process, and a trainer's communicator is gone.
+bool &mpiFinalized() {
+  static bool finalized = false;
+  return finalized;
+}
+
+/// Raises (instead of touching a finalized MPI, which aborts or crashes)
+/// once zero.shutdown() has run.
+void requireMpi(const char *what) {
+  if (mpiFinalized())
+    throw std::runtime_error(
+        std::string(what) +
+        ": zero.shutdown() has finalized MPI in this process; nothing that "
+        "communicates can run after it (it runs by itself at exit)");
+}
+
+/// The options the communicator is created with (zero.set_collective_timeout
+/// changes them before that).
+rt::CommOptions &communicatorOptions() {
+  static rt::CommOptions options;
+  return options;
+}
+
+rt::Communicator &communicator() {
+  requireMpi("zero");
+  std::unique_ptr<rt::Communicator> &comm = communicatorSlot();
+  if (!comm)
+    comm = unwrap(rt::createMpiCommunicator(communicatorOptions()));
+  return *comm;
+}
+
+//===----------------------------------------------------------------------===//
+// numpy <-> host tensors
+//===----------------------------------------------------------------------===//
+
+// Arrays cross through Python's buffer protocol and numpy's Python API,
+// never numpy's C structs, so that the module works with numpy 1.x and 2.x
+// whatever numpy headers pybind11 was built against.
+
+const char *numpyName(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return "float32";
+  case DType::i32:
+    return "int32";
+  case DType::i64:
+    return "int64";
+  case DType::f16:
+    return "float16";
+  case DType::bf16:
+    // numpy has no bfloat16: the raw 16-bit patterns.
+    return "uint16";
+  }
+  return "float32";
+}
+
+rt::HostTensor fromNumpy(const py::buffer &value, const std::string &what) {
+  py::buffer_info info = value.request();
+  rt::HostTensor tensor;
+  // Struct-module codes; 'l' is 64-bit on the LP64 platforms we run on.
+  const std::string &format = info.format;
+  char code = format.empty() ? '?' : format.back();
+  bool native = format.size() == 1 || format[0] == '<' || format[0] == '=' ||
+                format[0] == '@';
+  if (native && code == 'f' && info.itemsize == 4)
+    tensor.dtype = DType::f32;
+  else if (native && code == 'e' && info.itemsize == 2)
+    tensor.dtype = DType::f16;
+  else if (native && (code == 'i' || code == 'l') && info.itemsize == 4)
+    tensor.dtype = DType::i32;
+  else if (native && (code == 'l' || code == 'q') && info.itemsize == 8)
+    tensor.dtype = DType::i64;
+  else
+    throw py::type_error(what + ": arrays of format '" + format + "' (" +
+                         std::to_string(info.itemsize) +
+                         "-byte items) are not accepted; use float32, "
+                         "float16, int32 or int64");
+  tensor.shape.assign(info.shape.begin(), info.shape.end());
+  int64_t elements = tensor.numElements();
+  // Strides in bytes; a C-contiguous array has each one the product of the
+  // extents after it.
+  int64_t expected = info.itemsize;
+  bool contiguous = true;
+  for (int64_t dim = info.ndim - 1; dim >= 0; --dim) {
+    if (info.shape[dim] > 1 && info.strides[dim] != expected)
+      contiguous = false;
+    expected *= info.shape[dim];
+  }
+  if (!contiguous)
+    throw py::value_error(what + ": the array is not C-contiguous; pass "
+                                 "numpy.ascontiguousarray(array)");
+  tensor.data.resize(static_cast<size_t>(elements * info.itemsize));
+  if (!tensor.data.empty())
+    std::memcpy(tensor.data.data(), info.ptr, tensor.data.size());
+  return tensor;
+}
+
+py::object toNumpy(const rt::HostTensor &tensor) {
+  py::module_ numpy = py::module_::import("numpy");
+  // One copy, straight into the array numpy allocates.
+  py::object array = numpy.attr("empty")(py::tuple(py::cast(tensor.shape)),
+                                         numpy.attr(numpyName(tensor.dtype)));
+  py::buffer_info info = py::reinterpret_borrow<py::buffer>(array).request(
+      /*writable=*/true);
+  if (!tensor.data.empty())
+    std::memcpy(info.ptr, tensor.data.data(), tensor.data.size());
+  return array;
+}
+
+py::dict reportDict(const MemoryReport &report) {
+  py::dict traffic;
+  for (const auto &[kind, figures] : report.traffic) {
+    py::dict entry;
+    entry["count"] = figures.count;
+    entry["bytes"] = figures.bytes;
+    entry["sent_bytes_per_rank"] = figures.sentBytesPerRank;
+    traffic[py::str(kind)] = entry;
+  }
+  py::dict dict;
+  dict["stage"] = report.stage;
+  dict["ranks"] = report.ranks;
+  dict["parameters"] = report.parameters;
+  dict["gradients"] = report.gradients;
+  dict["optimizer_slots"] = report.slots;
+  dict["masters"] = report.masters;
+  dict["model_state"] = report.modelState;
+  dict["persistent"] = report.persistent;
+  dict["peak_transient"] = report.peakTransient;
+  dict["peak_gathered"] = report.peakGathered;
+  dict["arena_bytes"] = report.arenaBytes;
+  dict["traffic"] = traffic;
+  py::list groups;
+  for (const ParameterGroupReport &group : report.groups) {
+    py::dict entry;
+    entry["optimizer"] = group.optimizer;
+    entry["kind"] = group.kind;
+    entry["lr"] = group.lr;
+    entry["weight_decay"] = group.weightDecay;
+    entry["parameters"] = group.parameters;
+    entry["elements"] = group.elements;
+    groups.append(entry);
+  }
+  dict["parameter_groups"] = groups;
+  if (report.hasMemoryPlan) {
+    py::dict memory;
+    memory["offload"] = report.offload;
+    memory["device_bytes"] = report.deviceBytes;
+    memory["host_bytes"] = report.hostBytes;
+    memory["host_link_bytes"] = report.hostLinkBytes;
+    memory["decisions"] = report.offloadDecisions;
+    dict["memory_plan"] = memory;
+  }
+  return dict;
+}
+
+Form parseForm(const std::string &form) {
+  if (form == "forward")
+    return Form::forward;
+  if (form == "step")
+    return Form::step;
+  if (form == "program")
+    return Form::program;
+  throw py::value_error("form must be 'forward', 'step' or 'program', not '" +
+                        form + "'");
+}
+
+/// A Python-owned trainer: keeps the compiled graph it runs alive.
+struct PyTrainer {
+  std::shared_ptr<CompiledGraph> compiled;
+  std::unique_ptr<Trainer> trainer;
+  std::vector<std::string> inputNames;
+  uint64_t seed = 0;
+  /// Whether the last step ran on arrays the caller passed, so that a step
+  /// without a batch must switch back to the seed's synthetic batches.
+  bool callerBatches = false;
+};
+
+/// The collective Trainer methods, for agreeOnCall.
+enum class Call : int64_t { step = 1, stateDict, save, load };
+
+std::string describeCall(int64_t call, int64_t step) {
+  switch (static_cast<Call>(call)) {
+  case Call::step:
+    return "Trainer.step (step " + std::to_string(step + 1) + ")";
+  case Call::stateDict:
+    return "Trainer.state_dict (after step " + std::to_string(step) + ")";
+  case Call::save:
+    return "Trainer.save (after step " + std::to_string(step) + ")";
+  case Call::load:
+    return "Trainer.load (after step " + std::to_string(step) + ")";
+  }
+  return "call " + std::to_string(call);
+}
+
+/// Every collective method first checks that all ranks are in the same
+/// one at the same step: ranks that call different methods (`if rank == 0:
+/// save(...)`, one extra step) would otherwise feed one method's
+/// collectives with another's data, or wait until the timeout. A mismatch
+/// raises on every rank, naming what each rank was doing.
+void agreeOnCall(PyTrainer &self, Call call) {
+  rt::Communicator &comm = communicator();
+  if (comm.size() < 2)
+    return;
+  int64_t mine[2] = {static_cast<int64_t>(call), self.trainer->stepsDone()};
+  std::vector<int64_t> all(2 * static_cast<size_t>(comm.size()));
+  check(comm.allGather(mine, all.data(), 2, rt::DType::i64));
+  bool same = true;
+  for (int rank = 1; rank < comm.size(); ++rank)
+    same &= all[2 * rank] == all[0] && all[2 * rank + 1] == all[1];
+  if (same)
+    return;
+  std::string message = "the ranks are in different calls:";
+  for (int rank = 0; rank < comm.size(); ++rank)
+    message += std::string(rank ? "," : "") + " rank " + std::to_string(rank) +
+               " in " + describeCall(all[2 * rank], all[2 * rank + 1]);
+  message += "; every rank must make the same Trainer calls in the same "
+             "order (step, state_dict, save and load are collective: call "
+             "them on every rank, not only on rank 0)";
+  throw std::runtime_error(message);
+}
+
+} // namespace
+
+void bindTraining(py::module_ &m) {
+  py::class_<CompiledGraph, std::shared_ptr<CompiledGraph>>(
+      m, "CompiledGraph", "A graph compiled for a number of ranks")
+      .def_property_readonly("ranks", &CompiledGraph::ranks)
+      .def_property_readonly("stage", &CompiledGraph::stage)
+      .def_property_readonly("report",
+                             [](const CompiledGraph &compiled) {
+                               return reportDict(compiled.report());
+                             })
+      .def(
+          "ir",
+          [](const CompiledGraph &compiled, const std::string &form) {
+            return compiled.str(parseForm(form));
+          },
+          py::arg("form") = "program")
+      .def(
+          "save",
+          [](const CompiledGraph &compiled, const std::string &path,
+             const std::string &form) {
+            check(compiled.save(path, parseForm(form)));
+          },
+          py::arg("path"), py::arg("form") = "program");
+
+  m.def(
+      "rank", []() { return communicator().rank(); },
+      "This process's rank (0 outside mpirun)");
+  m.def(
+      "world_size", []() { return communicator().size(); },
+      "The number of ranks (1 outside mpirun)");
+  m.def(
+      "shutdown",
+      []() {
+        if (communicatorSlot()) {
+          communicatorSlot().reset();
+          rt::finalizeMpi();
+          mpiFinalized() = true;
+        }
+      },
+      "Finalizes MPI; called at interpreter exit");
+
+  m.def(
+      "set_collective_timeout",
+      [](double seconds) {
+        if (communicatorSlot())
+          throw py::value_error(
+              "set_collective_timeout must come before the first call that "
+              "communicates (rank(), world_size(), a Trainer): the "
+              "communicator already exists");
+        if (!(seconds >= 0))
+          throw py::value_error(
+              "the timeout is a number of seconds >= 0 (0: wait forever), "
+              "got " +
+              std::to_string(seconds));
+        communicatorOptions().timeoutSeconds = seconds;
+      },
+      py::arg("seconds"),
+      "How long one collective may wait for the other ranks before it "
+      "raises (default 120 s; 0 waits forever). Call it before anything "
+      "communicates.");
+  m.def(
+      "_end_job_after_uncaught",
+      [](const std::string &what) {
+        // Only a job of several ranks: the others may be waiting for this
+        // one in a collective, and MPI_Finalize at exit would wait for them
+        // (until the collective timeout). One rank has nothing to end.
+        std::unique_ptr<rt::Communicator> &comm = communicatorSlot();
+        if (!comm || comm->size() < 2)
+          return;
+        std::string line = "zero: rank " + std::to_string(comm->rank()) + ": " +
+                           what +
+                           "; ending the job (the other ranks would wait "
+                           "for this one)\n";
+        std::fwrite(line.data(), 1, line.size(), stderr);
+        rt::abortMpiJob(1);
+      },
+      "Ends the MPI job after an uncaught exception on this rank (the "
+      "package's sys.excepthook calls it)");
+
+  py::class_<PyTrainer>(m, "Trainer", "Runs a compiled graph on the ranks")
+      .def(py::init([](std::shared_ptr<CompiledGraph> compiled, uint64_t seed,
+                       const std::string &init,
+                       std::vector<std::string> inputNames) {
+             rt::Communicator &comm = communicator();
+             if (compiled->ranks() != comm.size())
+               throw py::value_error(
+                   "the graph was compiled for " +
+                   std::to_string(compiled->ranks()) +
+                   " ranks but this job has " + std::to_string(comm.size()) +
+                   "; compile with graph.compile(zero.world_size())");
+             auto trainer = std::make_unique<PyTrainer>();
+             trainer->trainer =
+                 unwrap(Trainer::create(*compiled, comm, seed, init));
+             trainer->compiled = std::move(compiled);
+             trainer->seed = seed;
+             trainer->inputNames = std::move(inputNames);
+             return trainer;
+           }),
+           py::arg("compiled"), py::arg("seed") = 1, py::arg("init") = "",
+           py::arg("input_names") = std::vector<std::string>{})
+      .def(
+          "step",
+          [](PyTrainer &self, const std::vector<py::buffer> &batch) {
+            requireMpi("Trainer.step");
+            agreeOnCall(self, Call::step);
+            if (!batch.empty()) {
+              rt::TensorMap arrays;
+              std::string what = "the batch";
+              for (size_t i = 0; i < batch.size(); ++i) {
+                std::string slot = "input" + std::to_string(i);
+                std::string name =
+                    i < self.inputNames.size() ? self.inputNames[i] : slot;
+                arrays[slot] = fromNumpy(batch[i], "input '" + name + "'");
+              }
+              absl::StatusOr<std::unique_ptr<rt::BatchSource>> batches =
+                  rt::createArrayBatches(self.trainer->executor(),
+                                         std::move(arrays), what);
+              if (!batches.ok())
+                raise(absl::Status(
+                    batches.status().code(),
+                    withInputNames(batches.status(), self.inputNames)));
+              self.trainer->useBatches(*std::move(batches));
+              self.callerBatches = true;
+            } else if (self.callerBatches) {
+              self.trainer->useBatches(unwrap(rt::createSyntheticBatches(
+                  self.trainer->executor(), self.seed)));
+              self.callerBatches = false;
+            }
+            py::gil_scoped_release release;
+            return unwrap(self.trainer->step());
+          },
+          py::arg("batch") = std::vector<py::buffer>{})
+      .def("state_dict",
+           [](PyTrainer &self) {
+             requireMpi("Trainer.state_dict");
+             agreeOnCall(self, Call::stateDict);
+             rt::TensorMap state = unwrap(self.trainer->gatherState());
+             py::dict dict;
+             for (const auto &[name, tensor] : state)
+               dict[py::str(name)] = toNumpy(tensor);
+             return dict;
+           })
+      .def(
+          "save",
+          [](PyTrainer &self, const std::string &root, int keep) {
+            requireMpi("Trainer.save");
+            agreeOnCall(self, Call::save);
+            if (keep < 0)
+              throw py::value_error(
+                  "keep must be 0 (keep every checkpoint) or the number of "
+                  "newest checkpoints to keep, got " +
+                  std::to_string(keep));
+            return unwrap(self.trainer->save(root, keep));
+          },
+          py::arg("root"), py::arg("keep") = 0)
+      .def(
+          "load",
+          [](PyTrainer &self, const std::string &path) {
+            requireMpi("Trainer.load");
+            agreeOnCall(self, Call::load);
+            check(self.trainer->load(path));
+          },
+          py::arg("path"))
+      .def_property_readonly("steps_done", [](const PyTrainer &self) {
+        return self.trainer->stepsDone();
+      });
+}
+
+} // namespace zero::python

@@ -14,12 +14,16 @@
 #include "EmitModule.h"
 #include "GraphState.h"
 
+#include "zero/dialects/train/TrainOps.h"
 #include "zero/dialects/zrt/ZrtOps.h"
 #include "zero/passes/Pipeline.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +39,12 @@ struct CompiledGraph::Impl {
   std::unique_ptr<mlir::MLIRContext> context;
   mlir::OwningOpRef<mlir::ModuleOp> forward, step, program;
   MemoryReport report;
+  std::string reportText;
+  /// What evalProgram() compiles with: the step's pipeline options.
+  zero::ZeroPipelineOptions pipelineOptions;
+  /// The forward-only program, compiled on first use.
+  mlir::OwningOpRef<mlir::ModuleOp> eval;
+  absl::Status evalStatus;
 };
 
 namespace {
@@ -217,9 +227,25 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
   if (mlir::failed(autodiff.run(*impl->step)))
     return failure("train-autodiff");
   impl->program = (*impl->step).clone();
+  // The pipeline writes zero-report's text (the plan against the ZeRO
+  // formula) to a file; the compiled graph keeps it for reportText().
+  llvm::SmallString<128> reportPath;
+  if (std::error_code error =
+          llvm::sys::fs::createTemporaryFile("zero-report", "txt", reportPath))
+    return absl::InternalError(absl::StrCat(
+        what,
+        ": cannot create a temporary file for the report: ", error.message()));
+  zero::ZeroPipelineOptions options = pipelineOptions(graph.config, ranks);
+  impl->pipelineOptions = options;
+  options.report = "text";
+  options.reportOutput = reportPath.str().str();
   mlir::PassManager pipeline(impl->context.get());
-  zero::buildZeroPipeline(pipeline, pipelineOptions(graph.config, ranks));
-  if (mlir::failed(pipeline.run(*impl->program)))
+  zero::buildZeroPipeline(pipeline, options);
+  bool piped = mlir::succeeded(pipeline.run(*impl->program));
+  if (auto text = llvm::MemoryBuffer::getFile(reportPath))
+    impl->reportText = (*text)->getBuffer().str();
+  llvm::sys::fs::remove(reportPath);
+  if (!piped)
     return failure("zero-pipeline");
   impl->report = readReport(*impl->program, graph.config.zeroStage(), ranks);
   for (const zero::OptimizerGroup &group :
@@ -239,6 +265,35 @@ CompiledGraph &CompiledGraph::operator=(CompiledGraph &&) noexcept = default;
 int CompiledGraph::ranks() const { return impl->report.ranks; }
 int CompiledGraph::stage() const { return impl->report.stage; }
 const MemoryReport &CompiledGraph::report() const { return impl->report; }
+const std::string &CompiledGraph::reportText() const {
+  return impl->reportText;
+}
+
+absl::StatusOr<mlir::ModuleOp> CompiledGraph::evalProgram() const {
+  if (impl->eval)
+    return *impl->eval;
+  if (!impl->evalStatus.ok())
+    return impl->evalStatus;
+  // The step as built, without its train.minimize: no backward, no update.
+  // The same pipeline shards its parameters exactly as the training
+  // program's (the same sizes, placement and options), gathers them at
+  // stage 3, and averages the loss over the ranks.
+  mlir::OwningOpRef<mlir::ModuleOp> eval = (*impl->forward).clone();
+  eval->walk([](zero::train::MinimizeOp minimize) { minimize.erase(); });
+  DiagnosticCollector diagnostics(*impl->context);
+  zero::ZeroPipelineOptions options = impl->pipelineOptions;
+  options.accumulateSteps = 1;
+  mlir::PassManager pipeline(impl->context.get());
+  zero::buildZeroPipeline(pipeline, options);
+  if (mlir::failed(pipeline.run(*eval))) {
+    impl->evalStatus = absl::InternalError(absl::StrCat(
+        "compiling the forward-only program for evaluation failed:\n",
+        diagnostics.text()));
+    return impl->evalStatus;
+  }
+  impl->eval = std::move(eval);
+  return *impl->eval;
+}
 
 mlir::ModuleOp CompiledGraph::module(Form form) const {
   switch (form) {

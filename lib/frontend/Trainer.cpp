@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -86,6 +87,7 @@ Trainer::create(const CompiledGraph &compiled, rt::Communicator &comm,
   trainer->batches = std::move(*batches);
   trainer->lossBuffer = trainer->executorPtr->findBuffer("output0");
   trainer->seed = seed;
+  trainer->compiled = &compiled;
   return trainer;
 }
 
@@ -120,6 +122,69 @@ absl::StatusOr<std::vector<float>> Trainer::run(int64_t steps) {
 
 absl::StatusOr<zero::rt::TensorMap> Trainer::gatherState() {
   return rt::gatherState(*executorPtr);
+}
+
+absl::Status Trainer::loadStateDict(const rt::TensorMap &state,
+                                    const std::string &what) {
+  return rt::loadState(*executorPtr, state, what);
+}
+
+absl::StatusOr<float> Trainer::evaluate(rt::TensorMap batch,
+                                        const std::string &what) {
+  if (!evalExecutor) {
+    absl::StatusOr<mlir::ModuleOp> eval = compiled->evalProgram();
+    if (!eval.ok())
+      return eval.status();
+    auto programs = eval->getOps<zrt::ProgramOp>();
+    if (programs.empty())
+      return absl::InternalError("the evaluation module holds no program");
+    absl::StatusOr<std::unique_ptr<rt::Executor>> executor =
+        rt::Executor::create(*programs.begin(), executorPtr->communicator());
+    if (!executor.ok())
+      return executor.status();
+    evalExecutor = std::move(*executor);
+  }
+  // The parameters as the training state holds them now: the same shards
+  // (the two programs shard alike), copied buffer to buffer.
+  const std::vector<rt::BufferDecl> &evalBuffers = evalExecutor->buffers();
+  for (size_t index = 0; index < evalBuffers.size(); ++index) {
+    const rt::BufferDecl &decl = evalBuffers[index];
+    if (decl.role != rt::BufferRole::param &&
+        decl.role != rt::BufferRole::frozen)
+      continue;
+    int source = executorPtr->findBuffer(decl.name);
+    if (source < 0 || executorPtr->buffers()[source].bytes != decl.bytes ||
+        executorPtr->buffers()[source].layout != decl.layout)
+      return absl::InternalError(
+          absl::StrCat("the evaluation program holds parameter '", decl.name,
+                       "' otherwise than the training program"));
+    std::vector<uint8_t> host(decl.bytes);
+    if (absl::Status status = executorPtr->readBuffer(source, host.data());
+        !status.ok())
+      return status;
+    if (absl::Status status = evalExecutor->writeBuffer(index, host.data());
+        !status.ok())
+      return status;
+  }
+  int64_t rows = batch.count("input0") && !batch["input0"].shape.empty()
+                     ? batch["input0"].shape[0]
+                     : 0;
+  absl::StatusOr<std::unique_ptr<rt::BatchSource>> source =
+      rt::createArrayBatches(*evalExecutor, std::move(batch), what);
+  if (!source.ok())
+    return source.status();
+  // Every global batch the arrays hold, averaged: a validation set in one
+  // call, and a training step's K micro-batches give the step's loss.
+  int64_t count = std::max<int64_t>(rows / (*source)->globalBatch(), 1);
+  float sum = 0;
+  for (int64_t index = 1; index <= count; ++index) {
+    absl::StatusOr<float> loss =
+        rt::runTrainingStep(*evalExecutor, **source, index);
+    if (!loss.ok())
+      return loss.status();
+    sum += *loss;
+  }
+  return sum / static_cast<float>(count);
 }
 
 absl::StatusOr<std::string> Trainer::save(const std::string &root, int keep) {

@@ -22,6 +22,14 @@ namespace rt = zero::rt;
 namespace zero::python {
 namespace {
 
+/// "f32[32, 784]", as the reprs show a tensor's type.
+std::string typeText(const Tensor &t) {
+  std::string shape;
+  for (int64_t extent : t.shape())
+    shape += (shape.empty() ? "" : ", ") + std::to_string(extent);
+  return std::string(rt::dtypeName(t.dtype())) + "[" + shape + "]";
+}
+
 DType parseDtype(const std::string &name) {
   absl::StatusOr<DType> dtype = rt::parseDType(name);
   if (!dtype.ok())
@@ -65,20 +73,19 @@ void bindGraph(py::module_ &m) {
       .def(
           "__neg__", [](const Tensor &a) { return neg(a); },
           py::keep_alive<0, 1>())
-      .def("__repr__", [](const Tensor &t) {
-        std::string shape;
-        for (int64_t extent : t.shape())
-          shape += (shape.empty() ? "" : ", ") + std::to_string(extent);
-        return "zero.Tensor(" + std::string(rt::dtypeName(t.dtype())) + "[" +
-               shape + "])";
-      });
+      .def("__repr__",
+           [](const Tensor &t) { return "zero.Tensor(" + typeText(t) + ")"; });
 
   py::class_<Parameter>(m, "Parameter", "A trainable (or frozen) tensor")
       .def_property_readonly("name", &Parameter::name)
       .def_property_readonly("value", &Parameter::value)
       .def_property(
           "requires_grad", [](const Parameter &p) { return p.requiresGrad(); },
-          [](Parameter &p, bool trainable) { p.requiresGrad(trainable); });
+          [](Parameter &p, bool trainable) { p.requiresGrad(trainable); })
+      .def("__repr__", [](const Parameter &p) {
+        return "zero.Parameter('" + p.name() + "', " + typeText(p.value()) +
+               (p.requiresGrad() ? "" : ", requires_grad=False") + ")";
+      });
   py::implicitly_convertible<Parameter, Tensor>();
 
   py::class_<Init>(m, "Init", "How a parameter's initial value is drawn")
@@ -248,6 +255,16 @@ void bindGraph(py::module_ &m) {
   py::class_<Graph>(m, "Graph", "A training step being built")
       .def(py::init<std::string>(), py::arg("name"))
       .def_property_readonly("name", &Graph::name)
+      .def("__repr__",
+           [](const Graph &graph) {
+             int64_t trainable = 0;
+             std::vector<Parameter> parameters = graph.parameters();
+             for (const Parameter &param : parameters)
+               trainable += param.requiresGrad();
+             return "zero.Graph('" + graph.name() + "', " +
+                    std::to_string(parameters.size()) + " parameters (" +
+                    std::to_string(trainable) + " trainable))";
+           })
       .def(
           "input",
           [](Graph &graph, const std::string &name, const Shape &shape,

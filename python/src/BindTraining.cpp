@@ -158,6 +158,30 @@ rt::HostTensor fromNumpy(const py::buffer &value, const std::string &what) {
   return tensor;
 }
 
+/// A tensor of a state dict: as fromNumpy, and uint16 arrays as bf16 bit
+/// patterns (what toNumpy gives for bf16, numpy having no bfloat16).
+rt::HostTensor stateFromNumpy(const py::handle &value,
+                              const std::string &what) {
+  if (!py::isinstance<py::buffer>(value))
+    throw py::type_error(
+        what + ": a numpy array, not " +
+        std::string(py::str(value.get_type().attr("__name__"))));
+  py::buffer buffer = py::reinterpret_borrow<py::buffer>(value);
+  py::buffer_info info = buffer.request();
+  if (info.itemsize != 2 || info.format.empty() || info.format.back() != 'H')
+    return fromNumpy(buffer, what);
+  py::object contiguous =
+      py::module_::import("numpy").attr("ascontiguousarray")(value);
+  py::buffer_info bits = contiguous.cast<py::buffer>().request();
+  rt::HostTensor tensor;
+  tensor.dtype = DType::bf16;
+  tensor.shape.assign(bits.shape.begin(), bits.shape.end());
+  tensor.data.resize(static_cast<size_t>(tensor.numElements() * 2));
+  if (!tensor.data.empty())
+    std::memcpy(tensor.data.data(), bits.ptr, tensor.data.size());
+  return tensor;
+}
+
 py::object toNumpy(const rt::HostTensor &tensor) {
   py::module_ numpy = py::module_::import("numpy");
   // One copy, straight into the array numpy allocates.
@@ -238,8 +262,21 @@ struct PyTrainer {
   bool callerBatches = false;
 };
 
+/// A batch given as numpy arrays in input order, as the program names its
+/// inputs (input0, input1, ...); errors name the inputs as the user does.
+rt::TensorMap batchArrays(const PyTrainer &self,
+                          const std::vector<py::buffer> &batch) {
+  rt::TensorMap arrays;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    std::string slot = "input" + std::to_string(i);
+    std::string name = i < self.inputNames.size() ? self.inputNames[i] : slot;
+    arrays[slot] = fromNumpy(batch[i], "input '" + name + "'");
+  }
+  return arrays;
+}
+
 /// The collective Trainer methods, for agreeOnCall.
-enum class Call : int64_t { step = 1, stateDict, save, load };
+enum class Call : int64_t { step = 1, stateDict, save, load, evaluate };
 
 std::string describeCall(int64_t call, int64_t step) {
   switch (static_cast<Call>(call)) {
@@ -251,6 +288,8 @@ std::string describeCall(int64_t call, int64_t step) {
     return "Trainer.save (after step " + std::to_string(step) + ")";
   case Call::load:
     return "Trainer.load (after step " + std::to_string(step) + ")";
+  case Call::evaluate:
+    return "Trainer.evaluate (after step " + std::to_string(step) + ")";
   }
   return "call " + std::to_string(call);
 }
@@ -289,6 +328,19 @@ void bindTraining(py::module_ &m) {
       m, "CompiledGraph", "A graph compiled for a number of ranks")
       .def_property_readonly("ranks", &CompiledGraph::ranks)
       .def_property_readonly("stage", &CompiledGraph::stage)
+      .def(
+          "report_text",
+          [](const CompiledGraph &compiled) { return compiled.reportText(); },
+          "The plan as zero-opt prints it: per-rank memory and traffic "
+          "against the ZeRO formula, parameter groups, memory plan")
+      .def("__repr__",
+           [](const CompiledGraph &compiled) {
+             const MemoryReport &report = compiled.report();
+             return "zero.CompiledGraph(stage=" + std::to_string(report.stage) +
+                    ", ranks=" + std::to_string(report.ranks) +
+                    ", model_state=" + std::to_string(report.modelState) +
+                    " B per rank)";
+           })
       .def_property_readonly("report",
                              [](const CompiledGraph &compiled) {
                                return reportDict(compiled.report());
@@ -389,17 +441,9 @@ void bindTraining(py::module_ &m) {
             requireMpi("Trainer.step");
             agreeOnCall(self, Call::step);
             if (!batch.empty()) {
-              rt::TensorMap arrays;
-              std::string what = "the batch";
-              for (size_t i = 0; i < batch.size(); ++i) {
-                std::string slot = "input" + std::to_string(i);
-                std::string name =
-                    i < self.inputNames.size() ? self.inputNames[i] : slot;
-                arrays[slot] = fromNumpy(batch[i], "input '" + name + "'");
-              }
               absl::StatusOr<std::unique_ptr<rt::BatchSource>> batches =
                   rt::createArrayBatches(self.trainer->executor(),
-                                         std::move(arrays), what);
+                                         batchArrays(self, batch), "the batch");
               if (!batches.ok())
                 raise(absl::Status(
                     batches.status().code(),
@@ -415,6 +459,24 @@ void bindTraining(py::module_ &m) {
             return unwrap(self.trainer->step());
           },
           py::arg("batch") = std::vector<py::buffer>{})
+      .def(
+          "evaluate",
+          [](PyTrainer &self, const std::vector<py::buffer> &batch) {
+            requireMpi("Trainer.evaluate");
+            agreeOnCall(self, Call::evaluate);
+            rt::TensorMap arrays = batchArrays(self, batch);
+            absl::StatusOr<float> loss;
+            {
+              py::gil_scoped_release release;
+              loss = self.trainer->evaluate(std::move(arrays), "the batch");
+            }
+            if (!loss.ok())
+              raise(
+                  absl::Status(loss.status().code(),
+                               withInputNames(loss.status(), self.inputNames)));
+            return *loss;
+          },
+          py::arg("batch"))
       .def("state_dict",
            [](PyTrainer &self) {
              requireMpi("Trainer.state_dict");
@@ -425,6 +487,30 @@ void bindTraining(py::module_ &m) {
                dict[py::str(name)] = toNumpy(tensor);
              return dict;
            })
+      .def(
+          "load_state_dict",
+          [](PyTrainer &self, const py::object &source) {
+            requireMpi("Trainer.load_state_dict");
+            rt::TensorMap state;
+            std::string what = "load_state_dict";
+            if (py::isinstance<py::str>(source)) {
+              what = source.cast<std::string>();
+              state = unwrap(rt::readSafetensors(what));
+            } else if (py::isinstance<py::dict>(source)) {
+              for (auto [key, value] : source.cast<py::dict>()) {
+                std::string name = py::str(key);
+                state[name] =
+                    stateFromNumpy(value, "load_state_dict: '" + name + "'");
+              }
+            } else {
+              throw py::type_error(
+                  "load_state_dict takes a dict of numpy arrays (as "
+                  "state_dict gives) or the path of a .safetensors file, not " +
+                  std::string(py::str(source.get_type().attr("__name__"))));
+            }
+            check(self.trainer->loadStateDict(state, what));
+          },
+          py::arg("state"))
       .def(
           "save",
           [](PyTrainer &self, const std::string &root, int keep) {

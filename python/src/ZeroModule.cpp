@@ -69,6 +69,7 @@ void raiseNewFailure(const Graph &graph, int64_t failuresBefore) {
 
 PYBIND11_MODULE(_zero, m) {
   m.doc() = "The ZeRO compiler's graph builder and trainer (docs/python.md)";
+  m.attr("__version__") = ZERO_VERSION;
   zero::python::bindGraph(m);
   zero::python::bindTraining(m);
 }

@@ -32,6 +32,8 @@ from zero._zero import (Adam, AdamW, CompiledGraph, Graph, GraphConfig, Init,
 from zero import nn
 from zero.trainer import Trainer
 
+__version__ = _zero.__version__
+
 __all__ = [
     "Adam", "AdamW", "CompiledGraph", "Graph", "GraphConfig", "Init",
     "LossScaling", "Momentum", "Parameter", "Schedule", "SGD", "Tensor",

@@ -28,10 +28,24 @@ class Trainer:
         if batch is None:
             return self._collective(f"step (step {self.steps_done + 1})",
                                     self._trainer.step, [])
-        if isinstance(batch, np.ndarray):
-            raise TypeError("step takes the batch as a list of arrays, one "
-                            "per input in declaration order (or a dict by "
-                            "input name), not one array: step([x, labels])")
+        return self._collective(f"step (step {self.steps_done + 1})",
+                                self._trainer.step,
+                                self._arrays(batch, "step"))
+
+    def evaluate(self, batch):
+        """The loss of the current parameters on `batch` (one global batch,
+        given as to step), with no backward and no update: validation loss.
+        Collective: every rank must call it."""
+        return self._collective("evaluate", self._trainer.evaluate,
+                                self._arrays(batch, "evaluate"))
+
+    def _arrays(self, batch, method):
+        """The batch as a list of arrays in input order."""
+        if isinstance(batch, np.ndarray) or batch is None:
+            raise TypeError(f"{method} takes the batch as a list of arrays, "
+                            "one per input in declaration order (or a dict "
+                            "by input name), not one array: "
+                            f"{method}([x, labels])")
         if isinstance(batch, dict):
             if not self.input_names:
                 raise ValueError("a batch given by name needs the input names: "
@@ -49,8 +63,7 @@ class Trainer:
                 raise TypeError(f"batch element {index} is a "
                                 f"{type(value).__name__}, not a numpy array")
             arrays.append(value)
-        return self._collective(f"step (step {self.steps_done + 1})",
-                                self._trainer.step, arrays)
+        return arrays
 
     def _collective(self, what, call, *args):
         """`call(*args)`, a collective call; a timeout names this rank and
@@ -73,6 +86,19 @@ class Trainer:
         (no padding, whatever the stage). Collective: every rank must call
         it."""
         return self._collective("state_dict", self._trainer.state_dict)
+
+    def load_state_dict(self, state):
+        """Replaces the parameters, as PyTorch's `load_state_dict`: `state`
+        maps every parameter's name to a numpy array of its logical shape
+        (what `state_dict()` gives; bf16 ones as uint16 bit patterns), or
+        is the path of a .safetensors file (a checkpoint consolidated by
+        `zero-ckpt consolidate`). Strict: every parameter must be there and
+        no other name; master copies and the loss scale are taken when
+        present. Optimizer state is left as it is. Every rank passes the
+        same state (each takes its shard; no collective)."""
+        if not isinstance(state, (dict, str)) and hasattr(state, "__fspath__"):
+            state = str(state)
+        self._trainer.load_state_dict(state)
 
     def save(self, root, keep=0):
         """A checkpoint under `root` (docs/checkpoints.md); collective.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 using namespace zero::rt;
@@ -271,6 +272,37 @@ zero::rt::createFileBatches(Executor &executor, const std::string &path) {
   return createArrayBatches(executor, std::move(arrays), path);
 }
 
+/// `array` in the input's element type when a conversion loses nothing a
+/// user would care about: a float array for a float input of another
+/// width (numpy has no bfloat16: f32 arrays feed a bf16 step, rounded to
+/// nearest even), int32 and int64 ids either way (numpy's default integer
+/// is int64) when every value fits. False when the kinds differ.
+static absl::StatusOr<bool> convertArray(HostTensor &array, DType dtype,
+                                         const std::string &what) {
+  if (array.dtype == dtype || isFloat(array.dtype) != isFloat(dtype))
+    return false;
+  HostTensor converted;
+  converted.dtype = dtype;
+  converted.shape = array.shape;
+  int64_t count = array.numElements();
+  converted.data.resize(static_cast<size_t>(count * dtypeBytes(dtype)));
+  for (int64_t index = 0; index < count; ++index) {
+    if (isFloat(dtype)) {
+      storeFromFloat(converted.data.data(), dtype, index,
+                     loadAsFloat(array.data.data(), array.dtype, index));
+      continue;
+    }
+    int64_t value = loadIndex(array.data.data(), array.dtype, index);
+    if (dtype == DType::i32 && (value < INT32_MIN || value > INT32_MAX))
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " holds ", value, " at element ", index,
+                       ", which does not fit the input's i32"));
+    storeIndexAs(converted.data.data(), dtype, index, value);
+  }
+  array = std::move(converted);
+  return true;
+}
+
 absl::StatusOr<std::unique_ptr<BatchSource>>
 zero::rt::createArrayBatches(Executor &executor, TensorMap arrays,
                              const std::string &what) {
@@ -295,6 +327,11 @@ zero::rt::createArrayBatches(Executor &executor, TensorMap arrays,
       return absl::InvalidArgumentError(
           absl::StrCat(what, " has no array '", decl.name,
                        "'; the program's inputs are ", describeInputs(slots)));
+    if (absl::StatusOr<bool> converted =
+            convertArray(it->second, decl.spec.dtype,
+                         absl::StrCat(what, ": array '", decl.name, "'"));
+        !converted.ok())
+      return converted.status();
     const HostTensor &array = it->second;
     std::vector<int64_t> expected = decl.spec.shape;
     // One optimizer step's rows: every micro-batch's.

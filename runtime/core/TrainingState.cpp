@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace zero::rt;
@@ -59,6 +60,73 @@ static void copyShard(const HostTensor &tensor, int64_t begin, int64_t count,
   }
 }
 
+/// Writes this rank's part of `source`, a logical tensor named after
+/// buffer `index` in `what`, into that buffer, converted to its type.
+static absl::Status writeLogical(Executor &executor, size_t index,
+                                 const HostTensor &source,
+                                 const std::string &what) {
+  const BufferDecl &decl = executor.buffers()[index];
+  if (source.shape != decl.logicalShape)
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": tensor '", decl.name, "' has shape ",
+                     shapeString(source.shape), ", but the program's is ",
+                     shapeString(decl.logicalShape)));
+  if (isFloat(source.dtype) != isFloat(decl.spec.dtype))
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": tensor '", decl.name, "' is ", dtypeName(source.dtype),
+        ", but the program stores ", dtypeName(decl.spec.dtype)));
+  std::vector<uint8_t> host(decl.bytes);
+  copyShard(source, getShardBegin(decl, executor.communicator().rank()),
+            decl.spec.numElements(), decl.spec.dtype, host.data());
+  return executor.writeBuffer(index, host.data());
+}
+
+absl::Status zero::rt::loadState(Executor &executor, const TensorMap &state,
+                                 const std::string &what) {
+  const std::vector<BufferDecl> &decls = executor.buffers();
+  std::vector<std::string> known;
+  for (const BufferDecl &decl : decls)
+    if (decl.role == BufferRole::param || decl.role == BufferRole::frozen ||
+        decl.role == BufferRole::master || decl.role == BufferRole::scaler)
+      known.push_back(decl.name);
+  for (const auto &[name, tensor] : state)
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": the program has no parameter '", name,
+                       "' (its parameters: ", absl::StrJoin(known, ", "), ")"));
+  // Everything is checked before anything is written: a refused state
+  // leaves the trainer as it was.
+  std::vector<std::pair<size_t, const HostTensor *>> writes;
+  for (size_t index = 0; index < decls.size(); ++index) {
+    const BufferDecl &decl = decls[index];
+    auto it = state.find(decl.name);
+    if (decl.role == BufferRole::param || decl.role == BufferRole::frozen) {
+      if (it == state.end())
+        return absl::NotFoundError(absl::StrCat(
+            what, " has no tensor '", decl.name, "' (logical shape ",
+            shapeString(decl.logicalShape), ")"));
+    } else if (decl.role == BufferRole::master) {
+      // A master copy missing from the state starts as its parameter.
+      if (it == state.end())
+        it = state.find(decl.initName);
+    } else if (decl.role != BufferRole::scaler) {
+      continue;
+    }
+    if (it == state.end())
+      continue;
+    const HostTensor &source = it->second;
+    if (source.shape != decl.logicalShape ||
+        isFloat(source.dtype) != isFloat(decl.spec.dtype))
+      return writeLogical(executor, index, source, what);
+    writes.push_back({index, &source});
+  }
+  for (const auto &[index, source] : writes)
+    if (absl::Status status = writeLogical(executor, index, *source, what);
+        !status.ok())
+      return status;
+  return absl::OkStatus();
+}
+
 absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
                                        const std::string &initFile) {
   TensorMap file;
@@ -96,18 +164,9 @@ absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
           initFile, " has no tensor '", decl.name, "' (logical shape ",
           shapeString(decl.logicalShape), ")"));
     if (source) {
-      if (source->shape != decl.logicalShape)
-        return absl::InvalidArgumentError(
-            absl::StrCat(initFile, ": tensor '", decl.name, "' has shape ",
-                         shapeString(source->shape), ", but the program's is ",
-                         shapeString(decl.logicalShape)));
-      if (isFloat(source->dtype) != isFloat(decl.spec.dtype))
-        return absl::InvalidArgumentError(
-            absl::StrCat(initFile, ": tensor '", decl.name, "' is ",
-                         dtypeName(source->dtype), ", but the program stores ",
-                         dtypeName(decl.spec.dtype)));
-      copyShard(*source, begin, count, decl.spec.dtype, out);
-      if (absl::Status status = store(); !status.ok())
+      if (absl::Status status =
+              writeLogical(executor, index, *source, initFile);
+          !status.ok())
         return status;
       continue;
     }

@@ -12,7 +12,9 @@ in [0, 10)); a global batch of the MLP at N ranks is 32 N rows:
   mlp-a.npz           one global batch of 64 rows (A)
   mlp-shape.npz       input0 is f32[128, 783]: wrong row length
   mlp-rows.npz        input0 is f32[100, 784]: not a multiple of 64 rows
-  mlp-dtype.npz       input1 is i64 instead of i32
+  mlp-dtype.npz       input1 is f32 instead of i32 (float labels)
+  mlp-i64.npz         mlp-ab.npz with input1 as i64 (numpy's default
+                      integer), which the runtime takes for its i32
   mlp-missing.npz     no input1
   mlp-labels.npz      one label is 10: out of the range [0, 10)
   mlp-count.npz       input0 holds 2 global batches, input1 1
@@ -69,6 +71,10 @@ def main():
                   {"input0": features(rng, 128, FEATURES - 1), "input1": concat(ya, yb)})
     lib.write_npz(path("mlp-rows.npz"), {"input0": features(rng, 100), "input1": labels(rng, 100)})
     lib.write_npz(path("mlp-dtype.npz"),
+                  {"input0": concat(xa, xb),
+                   "input1": Tensor.from_values(
+                       "F32", [128], [float(v) for v in concat(ya, yb).values()])})
+    lib.write_npz(path("mlp-i64.npz"),
                   {"input0": concat(xa, xb),
                    "input1": Tensor.from_values("I64", [128], concat(ya, yb).values())})
     lib.write_npz(path("mlp-missing.npz"), {"input0": concat(xa, xb)})

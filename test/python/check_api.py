@@ -4,8 +4,11 @@
   check_api.py schedule    zero-schedule's prefetch window and live bound
   check_api.py errors      every mistake is a Python exception with a message
   check_api.py shutdown    what communicates after zero.shutdown() raises
-  check_api.py state DIR   state_dict, numpy batches, save and load
-                           (run at N = 1 and 2; DIR shared by both)
+  check_api.py state DIR   state_dict, numpy batches, save and load,
+                           load_state_dict (run at N = 1 and 2; DIR shared
+                           by both)
+  check_api.py statefile FILE   load_state_dict from a consolidated
+                           checkpoint (.safetensors)
 
 Prints one `ok: ...` line per check; the first failure raises.
 """
@@ -87,6 +90,20 @@ def check_plan():
     assert "memory_plan" not in mlp(2).compile(2).report
     ok("offload: AdamW's slots planned in host memory, "
        f"{plan['host_link_bytes']} B over the host link per step")
+    text = mlp(3).compile(4).report_text()
+    assert text.startswith("ZeRO plan: stage 3, 4 rank(s)"), text
+    assert "model state" in text and "(P+G+K)Ψ/N" in text, text
+    ok("report_text: " + text.splitlines()[0])
+    graph = mlp(2)
+    names = [name for name, _ in graph.named_parameters()]
+    assert names == ["fc1.w", "fc1.b", "fc2.w", "fc2.b"], names
+    shown = [repr(graph), repr(graph.named_parameters()[0][1]),
+             repr(graph.compile(2))]
+    assert shown[0] == "zero.Graph('mlp', 4 parameters (4 trainable))", shown
+    assert shown[1] == "zero.Parameter('fc1.w', f32[16, 32])", shown
+    assert shown[2].startswith("zero.CompiledGraph(stage=2, ranks=2, "), shown
+    assert re.fullmatch(r"\d+\.\d+\.\d+", zero.__version__), zero.__version__
+    ok(f"reprs: {shown[1]}; zero.__version__ {zero.__version__}")
 
 
 def check_schedule():
@@ -295,6 +312,109 @@ def check_state(directory):
             assert np.array_equal(mine[name], theirs[name]), name
         ok("a 2-rank checkpoint loaded on 1 rank: every tensor equals the "
            "2-rank state it was saved from")
+    check_load_state_dict(graph, saved_state, after)
+    check_evaluate(batches)
+
+
+def check_load_state_dict(graph, saved_state, other_state):
+    ranks = zero.world_size()
+    trainer = zero.Trainer(graph.compile(ranks), seed=99)
+    trainer.load_state_dict(saved_state)
+    loaded = trainer.state_dict()
+    assert sorted(loaded) == sorted(saved_state)
+    for name, value in saved_state.items():
+        assert loaded[name].tobytes() == value.tobytes(), name
+    ok(f"load_state_dict(state_dict()) round trip bitwise at N={ranks}")
+    mistakes = [
+        ("a missing parameter", FileNotFoundError, "has no tensor 'fc2.b'",
+         {k: v for k, v in other_state.items() if k != "fc2.b"}),
+        ("an unknown name", ValueError, "the program has no parameter 'fc3.w'",
+         dict(other_state, **{"fc3.w": other_state["fc2.w"]})),
+        ("a wrong shape", ValueError, "tensor 'fc1.w' has shape [32, 16]",
+         dict(other_state, **{"fc1.w": other_state["fc1.w"].T.copy()})),
+        ("int32 for a float parameter", ValueError, "tensor 'fc1.b' is i32",
+         dict(other_state, **{"fc1.b": np.zeros(32, np.int32)})),
+        ("not a dict", TypeError, "takes a dict of numpy arrays", [1, 2]),
+    ]
+    for what, exception, fragment, state in mistakes:
+        expect(exception, fragment, lambda: trainer.load_state_dict(state))
+    after = trainer.state_dict()
+    assert all(after[k].tobytes() == v.tobytes()
+               for k, v in saved_state.items())
+    ok("load_state_dict refuses a missing parameter, an unknown name, a "
+       "wrong shape or type, and leaves the state as it was")
+    bf16 = zero.Graph("mlp16")
+    bf16.config.precision("bf16")
+    x = bf16.input("x", [4, 16], "f32")
+    labels = bf16.input("labels", [4], "i32")
+    fc = zero.nn.Linear(bf16, "fc", 16, 4)
+    bf16.minimize(zero.softmax_cross_entropy(fc(x), labels))
+    bf16.config.optimizer(zero.AdamW(lr=1e-2))
+    source = zero.Trainer(bf16.compile(ranks), seed=1)
+    source.step()
+    state = source.state_dict()
+    assert state["fc.w"].dtype == np.uint16 and "fc.w.master" in state, \
+        {k: v.dtype for k, v in state.items()}
+    target = zero.Trainer(bf16.compile(ranks), seed=2)
+    target.load_state_dict(state)
+    assert all(target.state_dict()[k].tobytes() == v.tobytes()
+               for k, v in state.items())
+    ok("bf16: parameters as uint16 bit patterns and their f32 masters "
+       "round trip bitwise")
+    # numpy has no bfloat16 and defaults to int64: float32 features feed the
+    # bf16 input (rounded to nearest even), int64 labels the i32 one.
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4 * ranks, 16), dtype=np.float32)
+    labels = rng.integers(0, 4, 4 * ranks)
+    assert labels.dtype == np.int64
+    wide = zero.Trainer(bf16.compile(ranks), seed=1).step([x, labels])
+    narrow = zero.Trainer(bf16.compile(ranks), seed=1).step(
+        [x, labels.astype(np.int32)])
+    assert wide == narrow, (wide, narrow)
+    expect(ValueError, "does not fit the input's i32",
+           lambda: zero.Trainer(bf16.compile(ranks), seed=1).step(
+               [x, labels + 2**40]))
+    ok("a bf16 step takes float32 features and int64 labels (the same loss "
+       "as int32 labels)")
+
+
+def check_evaluate(batches):
+    ranks = zero.world_size()
+    for stage, accumulate in ((3, 1), (2, 2)):
+        graph = mlp(stage, batch=8 // ranks // accumulate)
+        graph.config.gradient_accumulation_steps(accumulate)
+        compiled = graph.compile(ranks)
+        evaluated = zero.Trainer(compiled, seed=7)
+        stepped = zero.Trainer(compiled, seed=7)
+        for batch in batches[:3]:
+            before = evaluated.state_dict()
+            loss = evaluated.evaluate(batch)
+            after = evaluated.state_dict()
+            assert all(after[k].tobytes() == v.tobytes()
+                       for k, v in before.items()), "evaluate changed state"
+            assert loss == stepped.step(batch), (stage, accumulate, loss)
+            evaluated.step(batch)
+        assert evaluated.steps_done == 3
+    ok(f"evaluate equals the step's loss on the same batch and parameters, "
+       f"bitwise, and changes nothing (stage 3; stage 2 with 2 micro-batches; "
+       f"N={ranks})")
+    both = [np.concatenate([a, b]) for a, b in zip(batches[0], batches[1])]
+    mean = (evaluated.evaluate(batches[0]) + evaluated.evaluate(batches[1])) / 2
+    assert abs(evaluated.evaluate(both) - mean) <= 1e-6 * abs(mean)
+    ok("evaluate over two global batches is the mean of their losses")
+    expect(ValueError, "is f32[3, 16], expected f32[4, 16]",
+           lambda: evaluated.evaluate([batches[0][0][:3], batches[0][1]]))
+    ok("evaluate refuses a batch of the wrong shape")
+
+
+def check_state_file(path):
+    graph = mlp(3, batch=8 // zero.world_size())
+    trainer = zero.Trainer(graph.compile(zero.world_size()), seed=5)
+    trainer.load_state_dict(path)
+    loaded = trainer.state_dict()
+    ok(f"load_state_dict('{os.path.basename(path)}'): {len(loaded)} "
+       "parameters from a consolidated checkpoint")
+    return loaded
 
 
 def check_shutdown():
@@ -317,7 +437,8 @@ def main():
     part = sys.argv[1]
     {"plan": check_plan, "schedule": check_schedule, "errors": check_errors,
      "shutdown": check_shutdown,
-     "state": lambda: check_state(sys.argv[2])}[part]()
+     "state": lambda: check_state(sys.argv[2]),
+     "statefile": lambda: check_state_file(sys.argv[2])}[part]()
 
 
 if __name__ == "__main__":

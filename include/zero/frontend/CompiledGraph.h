@@ -109,6 +109,14 @@ public:
   absl::Status save(const std::string &path, Form form = Form::program) const;
   mlir::ModuleOp module(Form form) const;
   const MemoryReport &report() const;
+  /// The plan as `zero-opt --zero-pipeline=report=text` prints it: per-rank
+  /// memory and traffic against the ZeRO formula, parameter groups, and the
+  /// memory plan.
+  const std::string &reportText() const;
+  /// The forward-only program Trainer::evaluate runs: the step without its
+  /// backward and update, through the same ZeRO pipeline (its parameters
+  /// sharded as the training program's). Compiled on first use.
+  absl::StatusOr<mlir::ModuleOp> evalProgram() const;
 
 private:
   std::unique_ptr<Impl> impl;
@@ -136,6 +144,22 @@ public:
   absl::StatusOr<std::vector<float>> run(int64_t steps);
   /// The logical parameters (every rank must call it: it gathers shards).
   absl::StatusOr<rt::TensorMap> gatherState();
+  /// Replaces the parameters with `state` (rt::loadState: PyTorch's
+  /// `load_state_dict`, strict; slots untouched); `what` names it in errors.
+  /// Every rank passes the same state; no collective.
+  absl::Status loadStateDict(const rt::TensorMap &state,
+                             const std::string &what = "the state");
+  /// The loss of the current parameters on `batch` (arrays named input0,
+  /// input1, ..., as rt::createArrayBatches takes them; `what` names them
+  /// in errors), without a backward or an update: validation loss. Arrays
+  /// of several global batches (N ranks x the per-rank batch rows each)
+  /// give the mean of their losses; a training step's batch with K
+  /// micro-batches gives the loss step() would report. Collective (stage 3
+  /// gathers, the loss is averaged). Runs CompiledGraph::evalProgram on its own
+  /// executor, whose parameters are copied from the training state at each
+  /// call; the CompiledGraph the trainer was created from must still exist.
+  absl::StatusOr<float> evaluate(rt::TensorMap batch,
+                                 const std::string &what = "the batch");
   /// Saves the state after the steps run so far as `root`/step-<8 digits>
   /// (every rank must call it; rt::saveCheckpoint, docs/checkpoints.md),
   /// keeping the newest `keep` checkpoints (0: all). Returns its directory.
@@ -155,6 +179,8 @@ private:
   Trainer() = default;
   std::unique_ptr<rt::Executor> executorPtr;
   std::unique_ptr<rt::BatchSource> batches;
+  const CompiledGraph *compiled = nullptr;
+  std::unique_ptr<rt::Executor> evalExecutor;
   int lossBuffer = -1;
   int64_t stepsRun = 0;
   uint64_t seed = 0;

@@ -27,6 +27,17 @@ namespace zero::rt {
 absl::Status initializeState(Executor &executor, uint64_t seed,
                              const std::string &initFile);
 
+/// Replaces the parameters with `state` (logical tensors by name, as
+/// gatherState gives them; PyTorch's `load_state_dict`): every parameter
+/// and frozen parameter must be there; master copies and the loss scaler
+/// are taken when present, a master otherwise from its parameter; optimizer
+/// slots and accumulators are left as they are. A name the program does not
+/// hold, a missing parameter, a wrong shape or kind is refused before
+/// anything is written. No collective: every rank takes its shard. `what`
+/// names the state in errors.
+absl::Status loadState(Executor &executor, const TensorMap &state,
+                       const std::string &what);
+
 /// The logical (unsharded, unpadded) value of every parameter, frozen
 /// parameter, master copy and loss-scaler tensor, gathered from the ranks'
 /// shards. Every rank must call it (it runs all-gathers); every rank gets the

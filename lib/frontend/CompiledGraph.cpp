@@ -248,11 +248,7 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
   if (!piped)
     return failure("zero-pipeline");
   impl->report = readReport(*impl->program, graph.config.zeroStage(), ranks);
-  for (const zero::OptimizerGroup &group :
-       zero::computeOptimizerGroups(*impl->step))
-    impl->report.groups.push_back({group.optimizer, group.kind, group.lr,
-                                   group.weightDecay, group.parameters,
-                                   group.elements});
+  impl->report.groups = zero::computeOptimizerGroups(*impl->step);
   return CompiledGraph(std::move(impl));
 }
 

@@ -217,7 +217,7 @@ py::dict reportDict(const MemoryReport &report) {
   dict["arena_bytes"] = report.arenaBytes;
   dict["traffic"] = traffic;
   py::list groups;
-  for (const ParameterGroupReport &group : report.groups) {
+  for (const zero::OptimizerGroup &group : report.groups) {
     py::dict entry;
     entry["optimizer"] = group.optimizer;
     entry["kind"] = group.kind;

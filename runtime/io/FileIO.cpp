@@ -23,8 +23,8 @@ absl::Status fileError(absl::StatusCode code, absl::string_view path,
   return absl::Status(code, absl::StrCat(path, ": ", message));
 }
 
-static absl::Status errnoError(int error, absl::string_view path,
-                               absl::string_view action) {
+absl::Status errnoError(int error, absl::string_view path,
+                        absl::string_view action) {
   return fileError(absl::ErrnoToStatusCode(error), path,
                    absl::StrCat(action, ": ", std::strerror(error)));
 }
@@ -71,6 +71,13 @@ InputFile::open(const std::string &path) {
 
 InputFile::~InputFile() { ::close(fd_); }
 
+void InputFile::willNeed(uint64_t offset, uint64_t length) const {
+  if (offset < size_)
+    (void)::posix_fadvise(fd_, static_cast<off_t>(offset),
+                          static_cast<off_t>(std::min(length, size_ - offset)),
+                          POSIX_FADV_WILLNEED);
+}
+
 absl::Status InputFile::readAt(uint64_t offset, uint64_t length, void *out,
                                absl::string_view what) const {
   if (offset > size_ || length > size_ - offset)
@@ -95,88 +102,6 @@ absl::Status InputFile::readAt(uint64_t offset, uint64_t length, void *out,
     offset += static_cast<uint64_t>(got);
     length -= static_cast<uint64_t>(got);
   }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::unique_ptr<AtomicOutputFile>>
-AtomicOutputFile::create(const std::string &path) {
-  // Same directory as the target so that rename() stays on one file system.
-  std::string pattern = path + ".tmp.XXXXXX";
-  std::vector<char> buffer(pattern.begin(), pattern.end());
-  buffer.push_back('\0');
-  int fd = ::mkstemp(buffer.data());
-  if (fd < 0)
-    return errnoError(errno, path, "cannot create a temporary file");
-  // mkstemp creates 0600; checkpoints and data are meant to be shared like
-  // any file the user writes.
-  mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
-  return std::unique_ptr<AtomicOutputFile>(
-      new AtomicOutputFile(path, std::string(buffer.data()), fd));
-}
-
-AtomicOutputFile::~AtomicOutputFile() {
-  if (fd_ >= 0)
-    ::close(fd_);
-  if (!committed_)
-    ::unlink(tempPath_.c_str());
-}
-
-constexpr size_t kBufferBytes = size_t{1} << 20;
-
-absl::Status AtomicOutputFile::write(const void *data, uint64_t length) {
-  const auto *src = static_cast<const uint8_t *>(data);
-  written_ += length;
-  if (buffer_.size() + length <= kBufferBytes) {
-    buffer_.insert(buffer_.end(), src, src + length);
-    return absl::OkStatus();
-  }
-  if (absl::Status s = flush(); !s.ok())
-    return s;
-  if (length < kBufferBytes) {
-    buffer_.assign(src, src + length);
-    return absl::OkStatus();
-  }
-  return writeDirect(src, length);
-}
-
-absl::Status AtomicOutputFile::flush() {
-  absl::Status status = writeDirect(buffer_.data(), buffer_.size());
-  buffer_.clear();
-  return status;
-}
-
-absl::Status AtomicOutputFile::writeDirect(const uint8_t *src,
-                                           uint64_t length) {
-  while (length > 0) {
-    size_t chunk = static_cast<size_t>(std::min<uint64_t>(length, 1u << 30));
-    ssize_t put = ::write(fd_, src, chunk);
-    if (put < 0) {
-      if (errno == EINTR)
-        continue;
-      return errnoError(errno, path_, "cannot write");
-    }
-    src += put;
-    length -= static_cast<uint64_t>(put);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status AtomicOutputFile::commit() {
-  if (absl::Status s = flush(); !s.ok())
-    return s;
-  // fsync before rename: otherwise a crash can leave the new name pointing
-  // at a file whose data never reached the disk.
-  if (::fsync(fd_) != 0)
-    return errnoError(errno, path_, "cannot sync");
-  int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0)
-    return errnoError(errno, path_, "cannot close");
-  if (::rename(tempPath_.c_str(), path_.c_str()) != 0)
-    return errnoError(errno, path_, "cannot rename the temporary file");
-  committed_ = true;
   return absl::OkStatus();
 }
 

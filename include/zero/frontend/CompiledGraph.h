@@ -12,6 +12,7 @@
 #ifndef ZERO_FRONTEND_COMPILEDGRAPH_H
 #define ZERO_FRONTEND_COMPILEDGRAPH_H
 
+#include "zero/analysis/PlanReport.h"
 #include "zero/frontend/Graph.h"
 #include "zero/runtime/Checkpoint.h"
 #include "zero/runtime/Communicator.h"
@@ -50,17 +51,6 @@ struct CollectiveTraffic {
   double sentBytesPerRank = 0;
 };
 
-/// One optimizer of the step and what it updates (zero::OptimizerGroup):
-/// the graph's optimizer, and one per parameter group.
-struct ParameterGroupReport {
-  std::string optimizer;
-  std::string kind;
-  double lr = 0;
-  double weightDecay = 0;
-  int64_t parameters = 0;
-  int64_t elements = 0;
-};
-
 /// zero-report's figures for one rank (every rank holds and sends the same).
 struct MemoryReport {
   int stage = 0;
@@ -81,8 +71,9 @@ struct MemoryReport {
   int64_t arenaBytes = 0;
   /// Per step, by collective kind ("all_reduce", "reduce_scatter", ...).
   std::map<std::string, CollectiveTraffic> traffic;
-  /// The step's optimizers, in declaration order (the first is the graph's).
-  std::vector<ParameterGroupReport> groups;
+  /// The step's optimizers and what each updates (parameter groups), in
+  /// declaration order; the first is the graph's.
+  std::vector<zero::OptimizerGroup> groups;
   /// zero-offload's memory plan, when offload or a budget was asked for:
   /// what was moved ("none", "optimizer", "optimizer+params"), the two
   /// pools per rank, the host-link bytes per step, and why.

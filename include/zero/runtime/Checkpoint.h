@@ -95,8 +95,10 @@ private:
   CheckpointContext context;
   int keep;
   std::vector<int> writers;
-  /// The state copied at start(), in the order the file holds it.
-  std::vector<uint8_t> snapshot;
+  /// The state copied at start(), in the order the file holds it: memory
+  /// kept across saves (see takeSnapshotMemory in Checkpoint.cpp).
+  std::unique_ptr<uint8_t[]> snapshot;
+  uint64_t snapshotBytes = 0;
   std::thread writer;
   /// Written by the writer thread, read after joining it.
   absl::Status written;

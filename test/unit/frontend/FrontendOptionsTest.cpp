@@ -90,7 +90,7 @@ TEST(FrontendModule, ParameterGroupsAreOptimizersTheirMembersName) {
   EXPECT_EQ(forward.find("train.param @fc1.w param : tensor<784x128xf32> "
                          "init normal(0.0, 0.02) with"),
             std::string::npos);
-  const std::vector<ParameterGroupReport> &groups = compiled->report().groups;
+  const std::vector<zero::OptimizerGroup> &groups = compiled->report().groups;
   ASSERT_EQ(groups.size(), 2u);
   EXPECT_EQ(groups[0].optimizer, "adamw");
   EXPECT_EQ(groups[0].parameters, 2);

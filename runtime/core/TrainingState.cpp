@@ -60,12 +60,11 @@ static void copyShard(const HostTensor &tensor, int64_t begin, int64_t count,
   }
 }
 
-/// Writes this rank's part of `source`, a logical tensor named after
-/// buffer `index` in `what`, into that buffer, converted to its type.
-static absl::Status writeLogical(Executor &executor, size_t index,
+/// Whether `source` can fill buffer `decl`: its logical shape, and a float
+/// tensor for a float buffer (an integer one for an integer buffer).
+static absl::Status checkLogical(const BufferDecl &decl,
                                  const HostTensor &source,
                                  const std::string &what) {
-  const BufferDecl &decl = executor.buffers()[index];
   if (source.shape != decl.logicalShape)
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": tensor '", decl.name, "' has shape ",
@@ -75,6 +74,17 @@ static absl::Status writeLogical(Executor &executor, size_t index,
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": tensor '", decl.name, "' is ", dtypeName(source.dtype),
         ", but the program stores ", dtypeName(decl.spec.dtype)));
+  return absl::OkStatus();
+}
+
+/// Writes this rank's part of `source`, a logical tensor named after
+/// buffer `index` in `what`, into that buffer, converted to its type.
+static absl::Status writeLogical(Executor &executor, size_t index,
+                                 const HostTensor &source,
+                                 const std::string &what) {
+  const BufferDecl &decl = executor.buffers()[index];
+  if (absl::Status status = checkLogical(decl, source, what); !status.ok())
+    return status;
   std::vector<uint8_t> host(decl.bytes);
   copyShard(source, getShardBegin(decl, executor.communicator().rank()),
             decl.spec.numElements(), decl.spec.dtype, host.data());
@@ -114,11 +124,10 @@ absl::Status zero::rt::loadState(Executor &executor, const TensorMap &state,
     }
     if (it == state.end())
       continue;
-    const HostTensor &source = it->second;
-    if (source.shape != decl.logicalShape ||
-        isFloat(source.dtype) != isFloat(decl.spec.dtype))
-      return writeLogical(executor, index, source, what);
-    writes.push_back({index, &source});
+    if (absl::Status status = checkLogical(decl, it->second, what);
+        !status.ok())
+      return status;
+    writes.push_back({index, &it->second});
   }
   for (const auto &[index, source] : writes)
     if (absl::Status status = writeLogical(executor, index, *source, what);

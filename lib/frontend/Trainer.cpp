@@ -9,6 +9,7 @@
 
 #include "zero/dialects/zrt/ZrtOps.h"
 #include "zero/runtime/Checkpoint.h"
+#include "zero/runtime/RankAgreement.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -22,37 +23,18 @@ using namespace zero::frontend;
 
 /// Every rank must run the same program: ranks that compiled another stage,
 /// model or batch would issue other collectives and hang or corrupt each
-/// other. Each rank contributes (stage, ranks, hash of the program text);
-/// a mismatch is refused on every rank, naming the ranks and what differs.
+/// other.
 static absl::Status checkRanksAgree(const CompiledGraph &compiled,
-                                    zero::rt::Communicator &comm) {
-  constexpr int kFields = 3;
-  uint64_t hash = 1469598103934665603ull; // FNV-1a over the program text.
-  for (char c : compiled.str(Form::program))
-    hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  int64_t mine[kFields] = {compiled.stage(), compiled.ranks(),
-                           static_cast<int64_t>(hash)};
-  std::vector<int64_t> all(static_cast<size_t>(kFields) * comm.size());
-  if (absl::Status status =
-          comm.allGather(mine, all.data(), kFields, zero::rt::DType::i64);
-      !status.ok())
-    return status;
-  for (int rank = 1; rank < comm.size(); ++rank) {
-    const int64_t *theirs = &all[static_cast<size_t>(kFields) * rank];
-    const int64_t *first = all.data();
-    if (theirs[0] != first[0])
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the ranks compiled different ZeRO stages: rank 0 stage ", first[0],
-          ", rank ", rank, " stage ", theirs[0],
-          "; every rank must build and compile the same graph"));
-    if (theirs[1] != first[1] || theirs[2] != first[2])
-      return absl::InvalidArgumentError(absl::StrCat(
-          "rank ", rank,
-          " compiled another program than rank 0 (another "
-          "model, configuration or batch shape); every rank must build and "
-          "compile the same graph"));
-  }
-  return absl::OkStatus();
+                                    zero::rt::Communicator &comm,
+                                    uint64_t seed) {
+  const zero::rt::RankFact facts[] = {
+      {"the ZeRO stage", std::to_string(compiled.stage())},
+      // Replicated parameters drawn from different seeds would drift apart.
+      {"the seed of the initial state", std::to_string(seed)},
+      {"the compiled program (another model, configuration or batch shape)",
+       compiled.str(Form::program)}};
+  return zero::rt::checkRanksAgree(
+      comm, facts, "every rank must build and compile the same graph");
 }
 
 absl::StatusOr<std::unique_ptr<Trainer>>
@@ -65,7 +47,8 @@ Trainer::create(const CompiledGraph &compiled, rt::Communicator &comm,
         compiled.ranks() == 1 ? " rank" : " ranks", " but the job has ",
         comm.size(), " (compile with graph.compile(", comm.size(),
         ") or launch with mpirun -np ", compiled.ranks(), ")"));
-  if (absl::Status status = checkRanksAgree(compiled, comm); !status.ok())
+  if (absl::Status status = checkRanksAgree(compiled, comm, seed);
+      !status.ok())
     return status;
   auto programs = compiled.module(Form::program).getOps<zrt::ProgramOp>();
   if (programs.empty())

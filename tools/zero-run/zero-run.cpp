@@ -22,6 +22,7 @@
 #include "zero/runtime/Communicator.h"
 #include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/Executor.h"
+#include "zero/runtime/RankAgreement.h"
 #include "zero/runtime/TrainingState.h"
 #include "zero/support/ByteSize.h"
 
@@ -417,6 +418,22 @@ int main(int argc, char **argv) {
       loadProgram(context, sourceMgr, comm.size(), module);
   if (!program.ok())
     fail(comm, program.status());
+  // Ranks launched with another file (a stale copy on one host) or other
+  // flags would run other collective sequences: refuse before the first.
+  {
+    std::string programText, commandLine;
+    llvm::raw_string_ostream programStream(programText);
+    module->print(programStream);
+    for (int index = 1; index < argc; ++index)
+      absl::StrAppend(&commandLine, index > 1 ? " " : "", argv[index]);
+    const RankFact facts[] = {{"the zero-run flags", commandLine},
+                              {"the program", programStream.str()}};
+    if (absl::Status status = checkRanksAgree(
+            comm, facts,
+            "every rank must run the same program file with the same flags");
+        !status.ok())
+      fail(comm, status);
+  }
   if (!emitProgramFlag.empty() && leader) {
     std::error_code error;
     llvm::raw_fd_ostream os(emitProgramFlag, error);

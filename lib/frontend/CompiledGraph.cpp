@@ -45,6 +45,8 @@ struct CompiledGraph::Impl {
   /// The forward-only program, compiled on first use.
   mlir::OwningOpRef<mlir::ModuleOp> eval;
   absl::Status evalStatus;
+  OptimizerSpec optimizer;
+  std::vector<GraphConfig::ParameterGroup> groups;
 };
 
 namespace {
@@ -249,6 +251,8 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
     return failure("zero-pipeline");
   impl->report = readReport(*impl->program, graph.config.zeroStage(), ranks);
   impl->report.groups = zero::computeOptimizerGroups(*impl->step);
+  impl->optimizer = graph.config.optimizerSpec();
+  impl->groups = graph.config.parameterGroups();
   return CompiledGraph(std::move(impl));
 }
 
@@ -263,6 +267,14 @@ int CompiledGraph::stage() const { return impl->report.stage; }
 const MemoryReport &CompiledGraph::report() const { return impl->report; }
 const std::string &CompiledGraph::reportText() const {
   return impl->reportText;
+}
+
+const OptimizerSpec &CompiledGraph::optimizer() const {
+  return impl->optimizer;
+}
+const std::vector<GraphConfig::ParameterGroup> &
+CompiledGraph::parameterGroups() const {
+  return impl->groups;
 }
 
 absl::StatusOr<mlir::ModuleOp> CompiledGraph::evalProgram() const {

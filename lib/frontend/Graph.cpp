@@ -282,6 +282,10 @@ absl::Status GraphConfig::validate() const {
           "parameter_group: the name '", group.name,
           "' must be letters, digits and '_' (it names the group's "
           "optimizer, @<kind>.<name>)"));
+    if (group.name == "default")
+      return absl::InvalidArgumentError(
+          "parameter_group: the name 'default' is reserved for the "
+          "parameters in no group (Trainer::learningRates)");
     if (!groupNames.insert(group.name).second)
       return absl::InvalidArgumentError(absl::StrCat(
           "parameter_group: two groups are named '", group.name, "'"));

@@ -9,6 +9,7 @@
 
 #include "zero/dialects/zrt/ZrtOps.h"
 #include "zero/runtime/Checkpoint.h"
+#include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/RankAgreement.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -168,6 +170,50 @@ absl::StatusOr<float> Trainer::evaluate(rt::TensorMap batch,
     sum += *loss;
   }
   return sum / static_cast<float>(count);
+}
+
+double Trainer::learningRate() const {
+  return compiled->optimizer().lr * executorPtr->learningRateFactor();
+}
+
+absl::Status Trainer::setLearningRate(double lr) {
+  double configured = compiled->optimizer().lr;
+  if (!(lr >= 0 && std::isfinite(lr)))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the learning rate must be a finite number >= 0, got ", lr));
+  if (!(configured > 0))
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the graph was compiled with learning rate ", configured,
+        ", which cannot be scaled; configure the optimizer with the rate "
+        "to start from"));
+  executorPtr->setLearningRateFactor(lr / configured);
+  return absl::OkStatus();
+}
+
+std::map<std::string, double> Trainer::learningRates() const {
+  const OptimizerSpec &optimizer = compiled->optimizer();
+  double factor = executorPtr->learningRateFactor();
+  auto rateOf = [&](double scale) {
+    // As the update kernels compute it (runtime/cpu/Updates.cpp).
+    double peak = optimizer.lr * scale;
+    if (optimizer.schedule.isConstant())
+      return peak * factor;
+    rt::LrSchedule schedule;
+    schedule.kind =
+        optimizer.schedule.kind == Schedule::Kind::linear
+            ? rt::LrSchedule::Kind::linear
+            : (optimizer.schedule.kind == Schedule::Kind::cosine
+                   ? rt::LrSchedule::Kind::cosine
+                   : rt::LrSchedule::Kind::constant);
+    schedule.warmup = optimizer.schedule.warmup;
+    schedule.total = optimizer.schedule.total;
+    schedule.minLr = optimizer.schedule.minLr * scale;
+    return rt::scheduledLearningRate(schedule, peak, stepsRun + 1) * factor;
+  };
+  std::map<std::string, double> rates{{"default", rateOf(1.0)}};
+  for (const GraphConfig::ParameterGroup &group : compiled->parameterGroups())
+    rates[group.name] = rateOf(group.lrScale);
+  return rates;
 }
 
 absl::StatusOr<std::string> Trainer::save(const std::string &root, int keep) {

@@ -14,6 +14,8 @@
 #include "zero/runtime/Communicator.h"
 #include "zero/support/ByteSize.h"
 
+#include "absl/strings/str_cat.h"
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -303,21 +305,41 @@ void agreeOnCall(PyTrainer &self, Call call) {
   rt::Communicator &comm = communicator();
   if (comm.size() < 2)
     return;
-  int64_t mine[2] = {static_cast<int64_t>(call), self.trainer->stepsDone()};
-  std::vector<int64_t> all(2 * static_cast<size_t>(comm.size()));
-  check(comm.allGather(mine, all.data(), 2, rt::DType::i64));
-  bool same = true;
-  for (int rank = 1; rank < comm.size(); ++rank)
-    same &= all[2 * rank] == all[0] && all[2 * rank + 1] == all[1];
-  if (same)
+  // The learning rate too: set on one rank only, replicated parameters
+  // would drift apart without any error.
+  double rate = self.trainer->learningRate();
+  int64_t rateBits;
+  std::memcpy(&rateBits, &rate, sizeof(rate));
+  constexpr int kWords = 3;
+  int64_t mine[kWords] = {static_cast<int64_t>(call),
+                          self.trainer->stepsDone(), rateBits};
+  std::vector<int64_t> all(kWords * static_cast<size_t>(comm.size()));
+  check(comm.allGather(mine, all.data(), kWords, rt::DType::i64));
+  bool sameCall = true, sameRate = true;
+  for (int rank = 1; rank < comm.size(); ++rank) {
+    const int64_t *theirs = &all[kWords * rank];
+    sameCall &= theirs[0] == all[0] && theirs[1] == all[1];
+    sameRate &= theirs[2] == all[2];
+  }
+  if (sameCall && sameRate)
     return;
-  std::string message = "the ranks are in different calls:";
-  for (int rank = 0; rank < comm.size(); ++rank)
+  std::string message = sameCall ? "the ranks train at different learning "
+                                   "rates:"
+                                 : "the ranks are in different calls:";
+  for (int rank = 0; rank < comm.size(); ++rank) {
+    const int64_t *theirs = &all[kWords * rank];
+    double theirRate;
+    std::memcpy(&theirRate, &theirs[2], sizeof(theirRate));
     message += std::string(rank ? "," : "") + " rank " + std::to_string(rank) +
-               " in " + describeCall(all[2 * rank], all[2 * rank + 1]);
-  message += "; every rank must make the same Trainer calls in the same "
-             "order (step, state_dict, save and load are collective: call "
-             "them on every rank, not only on rank 0)";
+               (sameCall ? " at " + absl::StrCat(theirRate)
+                         : " in " + describeCall(theirs[0], theirs[1]));
+  }
+  message += sameCall
+                 ? "; set trainer.learning_rate to the same value on every "
+                   "rank"
+                 : "; every rank must make the same Trainer calls in the "
+                   "same order (step, state_dict, save and load are "
+                   "collective: call them on every rank, not only on rank 0)";
   throw std::runtime_error(message);
 }
 
@@ -459,6 +481,14 @@ void bindTraining(py::module_ &m) {
             return unwrap(self.trainer->step());
           },
           py::arg("batch") = std::vector<py::buffer>{})
+      .def_property(
+          "learning_rate",
+          [](const PyTrainer &self) { return self.trainer->learningRate(); },
+          [](PyTrainer &self, double lr) {
+            check(self.trainer->setLearningRate(lr));
+          })
+      .def("learning_rates",
+           [](const PyTrainer &self) { return self.trainer->learningRates(); })
       .def(
           "evaluate",
           [](PyTrainer &self, const std::vector<py::buffer> &batch) {

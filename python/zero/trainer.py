@@ -111,4 +111,32 @@ class Trainer:
 
     @property
     def steps_done(self):
+        """Optimizer steps run so far (restored by `load`)."""
         return self._trainer.steps_done
+
+    @property
+    def learning_rate(self):
+        """The optimizer's learning rate: the configured `lr` (the peak of
+        a schedule) until it is set.
+
+        Setting it between steps (PyTorch's `param_group["lr"] = ...`)
+        makes every later step run at its compiled rate times the new rate
+        over the configured one: without a schedule, the new rate itself;
+        with one, the schedule at its new peak, warmup, decay and floor
+        scaled alike; each parameter group keeps its `lr_scale`. Every rank
+        must set the same rate (the next collective call checks).
+        Checkpoints record it and `load` restores it."""
+        return self._trainer.learning_rate
+
+    @learning_rate.setter
+    def learning_rate(self, lr):
+        if isinstance(lr, bool) or not isinstance(lr, (int, float)):
+            raise TypeError("the learning rate is a number, not "
+                            f"{type(lr).__name__}")
+        self._trainer.learning_rate = float(lr)
+
+    def learning_rates(self):
+        """The rate the next step will use, per parameter group, the
+        schedule applied: {"default": ..., "<group>": ...} ("default": the
+        parameters in no group). PyTorch's `scheduler.get_last_lr()`."""
+        return dict(self._trainer.learning_rates())

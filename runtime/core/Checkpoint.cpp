@@ -265,6 +265,7 @@ buildManifest(Executor &executor, const std::string &temporary, int64_t step,
   manifest.seed = context.seed;
   manifest.globalBatch = context.globalBatch;
   manifest.optimizer = executor.program().optimizer;
+  manifest.learningRateFactor = context.learningRateFactor;
   std::map<size_t, CheckpointTensor> tensors;
   for (size_t index = 0; index < decls.size(); ++index) {
     const BufferDecl &decl = decls[index];
@@ -379,7 +380,11 @@ zero::rt::AsyncCheckpointSave::AsyncCheckpointSave(
     Executor &executor, std::string root, int64_t step,
     const CheckpointContext &context, int keep)
     : executor(executor), root(std::move(root)), step_(step), context(context),
-      keep(keep) {}
+      keep(keep) {
+  // The rate the saved state was trained under, not the one in effect when
+  // the background write commits.
+  this->context.learningRateFactor = executor.learningRateFactor();
+}
 
 zero::rt::AsyncCheckpointSave::~AsyncCheckpointSave() {
   if (writer.joinable())
@@ -652,5 +657,6 @@ zero::rt::loadCheckpoint(Executor &executor, const std::string &path) {
   if (absl::Status status = agree(comm, loaded, "loading the checkpoint");
       !status.ok())
     return status;
+  executor.setLearningRateFactor(manifest->learningRateFactor);
   return manifest;
 }

@@ -675,6 +675,7 @@ absl::Status Executor::runStep(int64_t step) {
 
 absl::Status Executor::runMicroStep(int64_t step) {
   KernelContext context{step, comm.rank(), comm.size()};
+  context.learningRateFactor = lrFactor;
   return executionBackend->runBody(0, context);
 }
 
@@ -682,5 +683,6 @@ absl::Status Executor::runApply(int64_t step) {
   if (bodies.size() < 2)
     return absl::OkStatus();
   KernelContext context{step, comm.rank(), comm.size()};
+  context.learningRateFactor = lrFactor;
   return executionBackend->runBody(1, context);
 }

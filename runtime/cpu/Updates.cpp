@@ -126,17 +126,20 @@ readSchedule(const BindRequest &request) {
   return std::optional<LrSchedule>(schedule);
 }
 
-/// The rate of step `t`: `lr` itself without a schedule (bitwise today's),
-/// else the scheduled rate computed in double from the exact `lr` param.
+/// The rate of a call: `lr` itself without a schedule (bitwise today's),
+/// else the scheduled rate computed in double from the exact `lr` param;
+/// times the runtime's learning-rate factor when it is not 1.
 struct StepLr {
   float lr;
   double exactLr;
   std::optional<LrSchedule> schedule;
 
-  float at(int64_t t) const {
+  float at(const KernelContext &ctx) const {
+    double factor = ctx.learningRateFactor;
     if (!schedule)
-      return lr;
-    return static_cast<float>(scheduledLearningRate(*schedule, exactLr, t));
+      return factor == 1.0 ? lr : static_cast<float>(exactLr * factor);
+    return static_cast<float>(
+        scheduledLearningRate(*schedule, exactLr, ctx.step) * factor);
   }
 };
 
@@ -205,7 +208,7 @@ absl::StatusOr<KernelFn> bindSgdStep(const BindRequest &request) {
   return KernelFn([=](absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &ctx) -> absl::Status {
-    float lr = rate.at(ctx.step);
+    float lr = rate.at(ctx);
     float pBlock[kBlock], gBlock[kBlock], out[kBlock];
     for (int64_t offset = 0; offset < count; offset += kBlock) {
       int64_t n = std::min(kBlock, count - offset);
@@ -238,7 +241,7 @@ absl::StatusOr<KernelFn> bindSgdMomentumStep(const BindRequest &request) {
   return KernelFn([=](absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &ctx) -> absl::Status {
-    float lr = rate.at(ctx.step);
+    float lr = rate.at(ctx);
     float pBlock[kBlock], gBlock[kBlock], bBlock[kBlock];
     float newP[kBlock], newB[kBlock];
     for (int64_t offset = 0; offset < count; offset += kBlock) {
@@ -289,7 +292,7 @@ absl::StatusOr<KernelFn> bindAdamStep(const BindRequest &request) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, ": the step is 1-based, got ", t));
     // The rate follows the runtime's step, as the sgd kernels' does.
-    float lr = rate.at(ctx.step);
+    float lr = rate.at(ctx);
     // The PyTorch form: lr / (1 - beta1^t) * m / (sqrt(v / (1 - beta2^t))
     // + eps), with sqrt(1 - beta2^t) factored out of the square root.
     double t64 = static_cast<double>(t);

@@ -303,12 +303,22 @@ private:
   int lastCollectiveStream = -1;
   int64_t *deviceStep = nullptr;
   int64_t *hostStep = nullptr;
-  /// Per body, with --cuda-graph: the captured graph, its executable and
-  /// the traffic one replay moves.
+  /// Per body, with --cuda-graph: the captured graph, its executable, the
+  /// traffic one replay moves, and the learning-rate factor its update
+  /// kernels' parameters hold (a change recaptures the body).
   struct CapturedBody {
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     std::map<std::string, TrafficStats> traffic;
+    double learningRateFactor = 1.0;
+    void release() {
+      if (exec)
+        cudaGraphExecDestroy(exec);
+      if (graph)
+        cudaGraphDestroy(graph);
+      exec = nullptr;
+      graph = nullptr;
+    }
   };
   std::vector<CapturedBody> captured;
   int64_t overhead = 0;
@@ -325,12 +335,8 @@ CudaBackend::~CudaBackend() {
   if (!streams.empty())
     cudaStreamSynchronize(streams[0]);
   collectives.reset();
-  for (CapturedBody &body : captured) {
-    if (body.exec)
-      cudaGraphExecDestroy(body.exec);
-    if (body.graph)
-      cudaGraphDestroy(body.graph);
-  }
+  for (CapturedBody &body : captured)
+    body.release();
   for (cudaEvent_t event : events)
     cudaEventDestroy(event);
   for (cudaEvent_t event : joinEvents)
@@ -658,6 +664,8 @@ void CudaBackend::moveTraffic() {
 absl::Status CudaBackend::captureStep(size_t body,
                                       const KernelContext &context) {
   CapturedBody &capture = captured[body];
+  capture.release();
+  capture.learningRateFactor = context.learningRateFactor;
   cudaStream_t compute = streams[0];
   if (absl::Status status = cudaCheck(
           cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal),
@@ -696,7 +704,9 @@ absl::Status CudaBackend::runBody(size_t body, const KernelContext &context) {
   KernelContext deviceContext = context;
   deviceContext.deviceStep = deviceStep;
   if (options.cudaGraph) {
-    if (!captured[body].exec)
+    // The update kernels' rate parameters are captured by value.
+    if (!captured[body].exec || captured[body].learningRateFactor !=
+                                    deviceContext.learningRateFactor)
       if (absl::Status status = captureStep(body, deviceContext); !status.ok())
         return status;
     if (absl::Status status =

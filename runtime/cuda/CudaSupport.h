@@ -74,10 +74,12 @@ struct StepLr {
   bool scheduled = false;
   LrSchedule schedule;
 
-  float at(int64_t step) const {
+  float at(const KernelContext &ctx) const {
+    double factor = ctx.learningRateFactor;
     if (!scheduled)
-      return lr;
-    return static_cast<float>(scheduledLearningRate(schedule, exactLr, step));
+      return factor == 1.0 ? lr : static_cast<float>(exactLr * factor);
+    return static_cast<float>(
+        scheduledLearningRate(schedule, exactLr, ctx.step) * factor);
   }
 
   /// The rate of a call for the device: with a schedule and a device step,
@@ -87,7 +89,7 @@ struct StepLr {
   dev::LrParams forCall(const KernelContext &ctx) const {
     dev::LrParams params;
     if (!scheduled || ctx.deviceStep == nullptr) {
-      params.lr = at(ctx.step);
+      params.lr = at(ctx);
       return params;
     }
     params.lr = lr;
@@ -107,6 +109,7 @@ struct StepLr {
     params.total = schedule.total;
     params.minLr = schedule.minLr;
     params.step = ctx.deviceStep;
+    params.factor = ctx.learningRateFactor;
     return params;
   }
 };

@@ -160,6 +160,8 @@ struct LrParams {
   int64_t total = 0;  // linear/cosine: the step at which the rate is minLr
   double minLr = 0.0;
   const int64_t *step = nullptr;
+  /// KernelContext::learningRateFactor, applied to the scheduled rate.
+  double factor = 1.0;
 };
 
 cudaError_t launchSgd(const void *p, const void *g, void *pOut, Dt paramType,

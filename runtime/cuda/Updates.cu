@@ -54,7 +54,7 @@ __device__ double scheduledRate(const LrParams &r, int64_t step) {
 __device__ float learningRate(const LrParams &r) {
   if (r.kind == LrKind::none)
     return r.lr;
-  return static_cast<float>(scheduledRate(r, *r.step));
+  return static_cast<float>(__dmul_rn(scheduledRate(r, *r.step), r.factor));
 }
 
 /// learningRate, computed by thread 0 and shared with the block. Every

@@ -23,6 +23,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -168,6 +169,7 @@ static json toJson(const CheckpointManifest &manifest) {
             {"global_batch", manifest.globalBatch},
             {"next_step", manifest.step + 1}}},
           {"optimizer", manifest.optimizer},
+          {"learning_rate_factor", manifest.learningRateFactor},
           {"tensors", std::move(tensors)},
           {"files", std::move(files)}};
 }
@@ -235,6 +237,12 @@ static absl::StatusOr<CheckpointManifest> fromJson(const std::string &path,
   manifest.seed = data.at("seed").get<uint64_t>();
   manifest.globalBatch = data.at("global_batch").get<int64_t>();
   manifest.optimizer = root.at("optimizer").get<std::vector<std::string>>();
+  // Written since the learning rate can change between steps; 1 before.
+  manifest.learningRateFactor = root.value("learning_rate_factor", 1.0);
+  if (!std::isfinite(manifest.learningRateFactor) ||
+      manifest.learningRateFactor < 0)
+    return io::formatError(path, "learning_rate_factor must be a finite "
+                                 "number >= 0");
   if (manifest.step < 0 || manifest.ranks < 1)
     return io::formatError(path, "step or ranks out of range");
   for (const json &entry : root.at("files")) {

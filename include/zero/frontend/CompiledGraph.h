@@ -108,6 +108,9 @@ public:
   /// backward and update, through the same ZeRO pipeline (its parameters
   /// sharded as the training program's). Compiled on first use.
   absl::StatusOr<mlir::ModuleOp> evalProgram() const;
+  /// The optimizer and parameter groups the graph was configured with.
+  const OptimizerSpec &optimizer() const;
+  const std::vector<GraphConfig::ParameterGroup> &parameterGroups() const;
 
 private:
   std::unique_ptr<Impl> impl;
@@ -165,6 +168,21 @@ public:
   absl::Status load(const std::string &path);
   rt::Executor &executor() { return *executorPtr; }
   int64_t stepsDone() const { return stepsRun; }
+
+  /// The optimizer's learning rate in effect: the configured `lr` (the
+  /// schedule's peak), or what setLearningRate made it.
+  double learningRate() const;
+  /// Changes the learning rate between steps, as PyTorch's
+  /// `param_group["lr"] = ...`: from the next step on, every update runs at
+  /// the rate it was compiled with times `lr` / the configured `lr`, so the
+  /// schedule keeps its shape (warmup, decay, floor scaled alike) and each
+  /// parameter group its `lrScale`. Without a schedule the rate is `lr`
+  /// itself (to rounding). Local to this rank: every rank must set the
+  /// same. Checkpoints record it; load() restores it.
+  absl::Status setLearningRate(double lr);
+  /// The rate the next step will use for each group ("default": the
+  /// parameters in no group), the schedule applied.
+  std::map<std::string, double> learningRates() const;
 
 private:
   Trainer() = default;

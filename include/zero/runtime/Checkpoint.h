@@ -29,6 +29,9 @@ struct CheckpointContext {
   uint64_t seed = 0;
   /// Samples of one optimizer step, all micro-batches together.
   int64_t globalBatch = 0;
+  /// The executor's learning-rate factor at the step boundary the state is
+  /// from; AsyncCheckpointSave::start records it itself.
+  double learningRateFactor = 1.0;
 };
 
 /// Writes the state after optimizer step `step` as `<root>/step-<8 digits>`

@@ -83,6 +83,9 @@ struct CheckpointManifest {
   int64_t globalBatch = 0;
   /// Each update kernel of the program with its hyper-parameters, sorted.
   std::vector<std::string> optimizer;
+  /// Executor::learningRateFactor when the state was saved: a rate changed
+  /// between steps continues after a resume.
+  double learningRateFactor = 1.0;
   /// Sorted by name.
   std::vector<CheckpointTensor> tensors;
   std::vector<CheckpointFile> files;

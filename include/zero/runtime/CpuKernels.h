@@ -58,6 +58,10 @@ struct KernelContext {
   /// read it there when it is set, so that a step captured as a CUDA graph
   /// replays with the step of each launch. CPU kernels ignore it.
   const int64_t *deviceStep = nullptr;
+  /// What every update's rate is multiplied by (Executor::
+  /// setLearningRateFactor: a learning rate changed between steps). At 1
+  /// the rates are exactly the compiled ones.
+  double learningRateFactor = 1.0;
 };
 
 /// A bound kernel: shapes, dtypes and attributes are resolved once at bind

@@ -152,6 +152,13 @@ public:
   /// clears; nothing without.
   absl::Status runApply(int64_t step);
 
+  /// Multiplies every update's learning rate from the next step on
+  /// (KernelContext::learningRateFactor): a rate changed between steps, as
+  /// PyTorch's `param_group["lr"] = ...`. 1 (the default) runs the compiled
+  /// rates exactly. Checkpoints record it and loadCheckpoint restores it.
+  void setLearningRateFactor(double factor) { lrFactor = factor; }
+  double learningRateFactor() const { return lrFactor; }
+
   const std::vector<BufferDecl> &buffers() const { return decls; }
   /// The buffer in the backend's memory: host memory on the CPU backend,
   /// device memory on the CUDA backends. From the host, go through
@@ -196,6 +203,7 @@ private:
 
   Communicator &comm;
   std::unique_ptr<ExecutionBackend> executionBackend;
+  double lrFactor = 1.0;
   std::vector<BufferDecl> decls;
   /// Owned: released through the backend by the destructor.
   std::vector<void *> storage;

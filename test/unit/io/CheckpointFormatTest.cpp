@@ -100,6 +100,27 @@ TEST_F(CheckpointFormat, ReadsAGoodManifest) {
   EXPECT_EQ(read->fileBytes(), 104u);
 }
 
+// Manifests written before the learning rate could change between steps
+// have no factor: they resume at the compiled rates.
+TEST_F(CheckpointFormat, ReadsTheLearningRateFactor) {
+  std::string dir = writeManifest("old", manifest().dump());
+  absl::StatusOr<CheckpointManifest> old = readCheckpointManifest(dir);
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_EQ(old->learningRateFactor, 1.0);
+  json value = manifest();
+  value["learning_rate_factor"] = 0.25;
+  dir = writeManifest("changed", value.dump());
+  absl::StatusOr<CheckpointManifest> changed = readCheckpointManifest(dir);
+  ASSERT_TRUE(changed.ok()) << changed.status().message();
+  EXPECT_EQ(changed->learningRateFactor, 0.25);
+  value["learning_rate_factor"] = -1;
+  EXPECT_NE(refusal(value).find("learning_rate_factor must be a finite number "
+                                ">= 0"),
+            std::string::npos);
+  value["learning_rate_factor"] = "fast";
+  EXPECT_FALSE(refusal(value).empty());
+}
+
 TEST_F(CheckpointFormat, RefusesAGapInATensor) {
   json value = manifest();
   value["tensors"][0]["chunks"][1]["begin"] = 6;

@@ -42,6 +42,10 @@ struct CompiledGraph::Impl {
   std::string reportText;
   /// What evalProgram() compiles with: the step's pipeline options.
   zero::ZeroPipelineOptions pipelineOptions;
+  /// The step evaluation starts from: `forward` with Graph::output's values
+  /// also returned; null when the graph declares none (then `forward`).
+  mlir::OwningOpRef<mlir::ModuleOp> evalSource;
+  std::vector<std::string> outputNames;
   /// The forward-only program, compiled on first use.
   mlir::OwningOpRef<mlir::ModuleOp> eval;
   absl::Status evalStatus;
@@ -221,6 +225,13 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
   impl->forward = emitModule(graph, *impl->context);
   if (mlir::failed(mlir::verify(*impl->forward)))
     return failure("verifying the built step");
+  if (!graph.outputs.empty()) {
+    impl->evalSource = emitModule(graph, *impl->context, /*withOutputs=*/true);
+    if (mlir::failed(mlir::verify(*impl->evalSource)))
+      return failure("verifying the evaluation step");
+    for (const auto &output : graph.outputs)
+      impl->outputNames.push_back(output.first);
+  }
   impl->step = (*impl->forward).clone();
   mlir::PassManager autodiff(impl->context.get());
   zero::TrainAutodiffOptions autodiffOptions;
@@ -269,6 +280,10 @@ const std::string &CompiledGraph::reportText() const {
   return impl->reportText;
 }
 
+const std::vector<std::string> &CompiledGraph::outputNames() const {
+  return impl->outputNames;
+}
+
 const OptimizerSpec &CompiledGraph::optimizer() const {
   return impl->optimizer;
 }
@@ -286,7 +301,8 @@ absl::StatusOr<mlir::ModuleOp> CompiledGraph::evalProgram() const {
   // The same pipeline shards its parameters exactly as the training
   // program's (the same sizes, placement and options), gathers them at
   // stage 3, and averages the loss over the ranks.
-  mlir::OwningOpRef<mlir::ModuleOp> eval = (*impl->forward).clone();
+  mlir::OwningOpRef<mlir::ModuleOp> eval =
+      (impl->evalSource ? *impl->evalSource : *impl->forward).clone();
   eval->walk([](zero::train::MinimizeOp minimize) { minimize.erase(); });
   DiagnosticCollector diagnostics(*impl->context);
   zero::ZeroPipelineOptions options = impl->pipelineOptions;

@@ -184,7 +184,7 @@ Operation *emitOp(const Node &node, ArrayRef<Value> values, OpBuilder &builder,
 
 OwningOpRef<ModuleOp>
 zero::frontend::detail::emitModule(const GraphState &graph,
-                                   MLIRContext &context) {
+                                   MLIRContext &context, bool withOutputs) {
   OpBuilder builder(&context);
   Location loc = NameLoc::get(builder.getStringAttr(graph.name));
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -232,9 +232,16 @@ zero::frontend::detail::emitModule(const GraphState &graph,
     const Node &node = graph.nodes[input.node];
     argumentTypes.push_back(tensorType(node.shape, node.dtype, builder));
   }
-  auto lossType = RankedTensorType::get({}, builder.getF32Type());
+  SmallVector<Type> resultTypes{RankedTensorType::get({}, builder.getF32Type())};
+  std::vector<int> outputs;
+  if (withOutputs)
+    for (const auto &output : graph.outputs) {
+      const Node &node = graph.nodes[output.second];
+      outputs.push_back(output.second);
+      resultTypes.push_back(tensorType(node.shape, node.dtype, builder));
+    }
   auto step = builder.create<func::FuncOp>(
-      loc, "step", builder.getFunctionType(argumentTypes, {lossType}));
+      loc, "step", builder.getFunctionType(argumentTypes, resultTypes));
   step->setAttr("train.step", builder.getUnitAttr());
   Block *body = step.addEntryBlock();
   builder.setInsertionPointToEnd(body);
@@ -252,6 +259,8 @@ zero::frontend::detail::emitModule(const GraphState &graph,
   // still run every step.
   std::vector<bool> needed(graph.nodes.size(), false);
   needed[graph.lossNode] = true;
+  for (int output : outputs)
+    needed[output] = true;
   for (size_t index = graph.nodes.size(); index-- > 0;)
     if (needed[index])
       for (int operand : graph.nodes[index].operands)
@@ -262,6 +271,9 @@ zero::frontend::detail::emitModule(const GraphState &graph,
 
   Value loss = values[graph.lossNode];
   builder.create<train::MinimizeOp>(loc, loss);
-  builder.create<func::ReturnOp>(loc, loss);
+  SmallVector<Value> results{loss};
+  for (int output : outputs)
+    results.push_back(values[output]);
+  builder.create<func::ReturnOp>(loc, results);
   return module;
 }

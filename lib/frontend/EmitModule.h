@@ -16,9 +16,12 @@ namespace zero::frontend::detail {
 /// a module on `#dist.placement<cpu, [1]>` with one train.param per
 /// parameter, the train.optimizer, and `func.func @step` (train.step) that
 /// loads every parameter, runs the recorded ops in order and ends with
-/// `train.minimize %loss` and `return %loss`. The caller verifies it.
+/// `train.minimize %loss` and `return %loss`; `withOutputs` also returns
+/// Graph::output's values after the loss (the evaluation program's step).
+/// The caller verifies it.
 mlir::OwningOpRef<mlir::ModuleOp> emitModule(const GraphState &state,
-                                             mlir::MLIRContext &context);
+                                             mlir::MLIRContext &context,
+                                             bool withOutputs = false);
 
 } // namespace zero::frontend::detail
 

@@ -426,6 +426,66 @@ Tensor Graph::full(const Shape &shape, double value, DType dtype) {
   return state->add(std::move(node));
 }
 
+void Graph::output(const std::string &name, const Tensor &value) {
+  std::string what = absl::StrCat("output '", name, "'");
+  if (!value.valid()) {
+    state->fail(absl::StrCat(what, ": the value is not a valid tensor"));
+    return;
+  }
+  if (GraphState::of(value) != state.get()) {
+    state->fail(absl::StrCat(what, ": the value belongs to another graph"));
+    return;
+  }
+  if (name.empty() ||
+      std::any_of(state->outputs.begin(), state->outputs.end(),
+                  [&](const auto &output) { return output.first == name; })) {
+    state->fail(absl::StrCat("output: the name '", name,
+                             "' is empty or already taken"));
+    return;
+  }
+  int node = GraphState::idOf(value);
+  bool scalar = value.rank() == 0;
+  if (scalar && !isFloat(value.dtype())) {
+    state->fail(absl::StrCat(what, ": a scalar output is averaged over the "
+                                   "ranks and must be a float, got ",
+                             describe(value)));
+    return;
+  }
+  if (!scalar) {
+    // The rows of the batch: what each rank computes on its slice.
+    int64_t batch = state->inputs.empty()
+                        ? -1
+                        : state->nodes[state->inputs.front().node].shape[0];
+    std::vector<bool> reached(state->nodes.size(), false);
+    reached[node] = true;
+    bool readsInput = false;
+    for (size_t index = state->nodes.size(); index-- > 0;) {
+      if (!reached[index])
+        continue;
+      readsInput |= state->nodes[index].kind == Node::Kind::input;
+      for (int operand : state->nodes[index].operands)
+        reached[operand] = true;
+    }
+    if (value.shape()[0] != batch || !readsInput) {
+      state->fail(absl::StrCat(
+          what, ": ", describe(value),
+          " is not batch-major: an output is a float scalar or a tensor whose "
+          "dimension 0 is the batch (", batch,
+          " rows) computed from the inputs; parameters are read from the "
+          "trained state (Trainer::gatherState, state_dict() in Python)"));
+      return;
+    }
+  }
+  state->outputs.emplace_back(name, node);
+}
+
+std::vector<std::string> Graph::outputNames() const {
+  std::vector<std::string> names;
+  for (const auto &output : state->outputs)
+    names.push_back(output.first);
+  return names;
+}
+
 RecomputeScope::RecomputeScope(Graph &graph) : state(&graph.internals()) {
   ++state->recomputeDepth;
 }

@@ -62,6 +62,8 @@ struct GraphState {
   std::vector<InputDecl> inputs;
   std::vector<ParameterDecl> parameters;
   int lossNode = -1;
+  /// Graph::output's values by name, in declaration order.
+  std::vector<std::pair<std::string, int>> outputs;
   absl::Status firstError;
   /// The error of the op that failed last: what a frontend that reports
   /// errors at the op (Python) raises.

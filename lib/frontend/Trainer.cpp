@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 using namespace zero::frontend;
@@ -116,6 +117,68 @@ absl::Status Trainer::loadStateDict(const rt::TensorMap &state,
 
 absl::StatusOr<float> Trainer::evaluate(rt::TensorMap batch,
                                         const std::string &what) {
+  absl::StatusOr<Evaluation> evaluation =
+      evaluateWithOutputs(std::move(batch), what);
+  if (!evaluation.ok())
+    return evaluation.status();
+  return evaluation->loss;
+}
+
+/// Output `index` (1-based: output0 is the loss) of the step that just ran,
+/// appended to `into`: a scalar is summed (the caller divides), rows are
+/// gathered from every rank in rank order, which is the batch's order.
+static absl::Status appendOutput(zero::rt::Executor &executor, int index,
+                                 zero::rt::HostTensor &into) {
+  namespace rt = zero::rt;
+  int buffer = executor.findBuffer("output" + std::to_string(index));
+  if (buffer < 0)
+    return absl::InternalError(absl::StrCat(
+        "the evaluation program has no output", index, " buffer"));
+  const rt::BufferDecl &decl = executor.buffers()[buffer];
+  std::vector<uint8_t> mine(decl.bytes);
+  if (absl::Status status = executor.readBuffer(buffer, mine.data());
+      !status.ok())
+    return status;
+  rt::DType dtype = decl.spec.dtype;
+  bool widen = dtype == rt::DType::bf16 || dtype == rt::DType::f16;
+  int64_t elements = decl.spec.numElements();
+  if (decl.spec.shape.empty()) {
+    float value = rt::loadAsFloat(mine.data(), dtype, 0);
+    float sum = 0;
+    if (!into.data.empty())
+      std::memcpy(&sum, into.data.data(), sizeof(sum));
+    sum += value;
+    into.dtype = rt::DType::f32;
+    into.data.resize(sizeof(sum));
+    std::memcpy(into.data.data(), &sum, sizeof(sum));
+    return absl::OkStatus();
+  }
+  rt::Communicator &comm = executor.communicator();
+  std::vector<uint8_t> all(mine.size() * comm.size());
+  if (absl::Status status =
+          comm.allGather(mine.data(), all.data(), elements, dtype);
+      !status.ok())
+    return status;
+  into.dtype = widen ? rt::DType::f32 : dtype;
+  if (into.shape.empty()) {
+    into.shape = decl.spec.shape;
+    into.shape[0] = 0;
+  }
+  into.shape[0] += decl.spec.shape[0] * comm.size();
+  if (!widen) {
+    into.data.insert(into.data.end(), all.begin(), all.end());
+    return absl::OkStatus();
+  }
+  size_t start = into.data.size();
+  into.data.resize(start + all.size() / 2 * sizeof(float));
+  float *out = reinterpret_cast<float *>(into.data.data() + start);
+  for (int64_t i = 0; i < elements * comm.size(); ++i)
+    out[i] = rt::loadAsFloat(all.data(), dtype, i);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Trainer::Evaluation>
+Trainer::evaluateWithOutputs(rt::TensorMap batch, const std::string &what) {
   if (!evalExecutor) {
     absl::StatusOr<mlir::ModuleOp> eval = compiled->evalProgram();
     if (!eval.ok())
@@ -161,6 +224,9 @@ absl::StatusOr<float> Trainer::evaluate(rt::TensorMap batch,
   // Every global batch the arrays hold, averaged: a validation set in one
   // call, and a training step's K micro-batches give the step's loss.
   int64_t count = std::max<int64_t>(rows / (*source)->globalBatch(), 1);
+  const std::vector<std::string> &names = compiled->outputNames();
+  Evaluation evaluation;
+  std::vector<rt::HostTensor> outputs(names.size());
   float sum = 0;
   for (int64_t index = 1; index <= count; ++index) {
     absl::StatusOr<float> loss =
@@ -168,8 +234,25 @@ absl::StatusOr<float> Trainer::evaluate(rt::TensorMap batch,
     if (!loss.ok())
       return loss.status();
     sum += *loss;
+    for (size_t output = 0; output < names.size(); ++output)
+      if (absl::Status status = appendOutput(
+              *evalExecutor, static_cast<int>(output) + 1, outputs[output]);
+          !status.ok())
+        return status;
   }
-  return sum / static_cast<float>(count);
+  evaluation.loss = sum / static_cast<float>(count);
+  for (size_t output = 0; output < names.size(); ++output) {
+    rt::HostTensor &tensor = outputs[output];
+    if (tensor.shape.empty()) {
+      // A scalar: the mean over the global batches, as the loss.
+      float total;
+      std::memcpy(&total, tensor.data.data(), sizeof(total));
+      total /= static_cast<float>(count);
+      std::memcpy(tensor.data.data(), &total, sizeof(total));
+    }
+    evaluation.outputs[names[output]] = std::move(tensor);
+  }
+  return evaluation;
 }
 
 double Trainer::learningRate() const {

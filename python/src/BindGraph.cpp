@@ -312,7 +312,22 @@ void bindGraph(py::module_ &m) {
             return named;
           },
           "Every parameter as (name, Parameter), in declaration order")
-      .def("minimize", &Graph::minimize, py::arg("loss"))
+      .def("minimize", &Graph::minimize, py::arg("loss"),
+           "The scalar f32 loss the training step minimizes")
+      .def(
+          "output",
+          [](Graph &graph, const std::string &name, const Tensor &value) {
+            int64_t before = graph.failures();
+            graph.output(name, value);
+            if (graph.failures() > before)
+              raise(graph.error(before));
+          },
+          py::arg("name"), py::arg("value"),
+          "A value Trainer.evaluate(batch, outputs=True) gives back by name "
+          "(e.g. the logits): a scalar f32 or a batch-major tensor computed "
+          "from the inputs. Training steps do not compute it.")
+      .def_property_readonly("output_names", &Graph::outputNames,
+                             "The names given to output(), in order")
       .def_property_readonly("config", py::overload_cast<>(&Graph::config),
                              py::return_value_policy::reference_internal)
       .def("check", [](const Graph &graph) { check(graph.status()); })

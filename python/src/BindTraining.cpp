@@ -491,22 +491,29 @@ void bindTraining(py::module_ &m) {
            [](const PyTrainer &self) { return self.trainer->learningRates(); })
       .def(
           "evaluate",
-          [](PyTrainer &self, const std::vector<py::buffer> &batch) {
+          [](PyTrainer &self, const std::vector<py::buffer> &batch,
+             bool outputs) -> py::object {
             requireMpi("Trainer.evaluate");
             agreeOnCall(self, Call::evaluate);
             rt::TensorMap arrays = batchArrays(self, batch);
-            absl::StatusOr<float> loss;
+            absl::StatusOr<Trainer::Evaluation> evaluation;
             {
               py::gil_scoped_release release;
-              loss = self.trainer->evaluate(std::move(arrays), "the batch");
+              evaluation = self.trainer->evaluateWithOutputs(std::move(arrays),
+                                                             "the batch");
             }
-            if (!loss.ok())
-              raise(
-                  absl::Status(loss.status().code(),
-                               withInputNames(loss.status(), self.inputNames)));
-            return *loss;
+            if (!evaluation.ok())
+              raise(absl::Status(
+                  evaluation.status().code(),
+                  withInputNames(evaluation.status(), self.inputNames)));
+            if (!outputs)
+              return py::float_(evaluation->loss);
+            py::dict named;
+            for (const auto &[name, tensor] : evaluation->outputs)
+              named[py::str(name)] = toNumpy(tensor);
+            return py::make_tuple(evaluation->loss, named);
           },
-          py::arg("batch"))
+          py::arg("batch"), py::arg("outputs") = false)
       .def("state_dict",
            [](PyTrainer &self) {
              requireMpi("Trainer.state_dict");

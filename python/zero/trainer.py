@@ -32,12 +32,16 @@ class Trainer:
                                 self._trainer.step,
                                 self._arrays(batch, "step"))
 
-    def evaluate(self, batch):
-        """The loss of the current parameters on `batch` (one global batch,
+    def evaluate(self, batch, outputs=False):
+        """The loss of the current parameters on `batch` (global batches,
         given as to step), with no backward and no update: validation loss.
-        Collective: every rank must call it."""
+        With `outputs=True`, `(loss, {name: array})`: every `graph.output`
+        over the whole batch, rows in the batch's order on every rank (a
+        scalar output is its mean, as the loss; bf16/f16 come back as
+        float32). Collective: every rank must call it."""
         return self._collective("evaluate", self._trainer.evaluate,
-                                self._arrays(batch, "evaluate"))
+                                self._arrays(batch, "evaluate"),
+                                bool(outputs))
 
     def _arrays(self, batch, method):
         """The batch as a list of arrays in input order."""

@@ -108,6 +108,9 @@ public:
   /// backward and update, through the same ZeRO pipeline (its parameters
   /// sharded as the training program's). Compiled on first use.
   absl::StatusOr<mlir::ModuleOp> evalProgram() const;
+  /// Graph::output's names: what evalProgram returns after the loss
+  /// (its output1, output2, ...).
+  const std::vector<std::string> &outputNames() const;
   /// The optimizer and parameter groups the graph was configured with.
   const OptimizerSpec &optimizer() const;
   const std::vector<GraphConfig::ParameterGroup> &parameterGroups() const;
@@ -154,6 +157,18 @@ public:
   /// call; the CompiledGraph the trainer was created from must still exist.
   absl::StatusOr<float> evaluate(rt::TensorMap batch,
                                  const std::string &what = "the batch");
+  /// What evaluateWithOutputs gives: the loss, and each Graph::output by
+  /// name over the whole batch given (rows in the batch's order, gathered
+  /// from the ranks; a scalar output is the mean, as the loss). bf16 and
+  /// f16 outputs are widened to f32, exactly.
+  struct Evaluation {
+    float loss = 0;
+    rt::TensorMap outputs;
+  };
+  /// evaluate, also returning the graph's outputs (e.g. the logits).
+  absl::StatusOr<Evaluation>
+  evaluateWithOutputs(rt::TensorMap batch,
+                      const std::string &what = "the batch");
   /// Saves the state after the steps run so far as `root`/step-<8 digits>
   /// (every rank must call it; rt::saveCheckpoint, docs/checkpoints.md),
   /// keeping the newest `keep` checkpoints (0: all). Returns its directory.

@@ -405,6 +405,14 @@ public:
   Tensor full(const Shape &shape, double value, DType dtype = DType::f32);
   /// The scalar f32 loss the training step minimizes.
   void minimize(const Tensor &loss);
+  /// A value evaluation gives back by name (Trainer::evaluate's outputs:
+  /// the logits, for generation or metrics): a float scalar (the mean over
+  /// the ranks, as the loss) or a tensor whose dimension 0 is the batch and
+  /// that depends on an input (each rank computes its rows, evaluate
+  /// gathers the global batch's). Training steps do not compute it.
+  void output(const std::string &name, const Tensor &value);
+  /// The names given to output(), in order.
+  std::vector<std::string> outputNames() const;
 
   GraphConfig &config();
   const GraphConfig &config() const;

@@ -41,11 +41,17 @@ DType parseDtype(const std::string &name) {
 } // namespace
 
 void bindGraph(py::module_ &m) {
-  py::class_<Tensor>(m, "Tensor", "A value of the graph being built")
-      .def_property_readonly("shape", &Tensor::shape)
+  py::class_<Tensor>(m, "Tensor",
+                     "A value of the step being built: a graph input, a "
+                     "parameter's value or an op's result. `+ - * /` are the "
+                     "elementwise ops on two tensors of one shape and type.")
+      .def_property_readonly("shape", &Tensor::shape,
+                             "The shape, a list of extents (an input's "
+                             "dimension 0 is the per-rank batch).")
       .def_property_readonly(
           "dtype",
-          [](const Tensor &t) { return std::string(rt::dtypeName(t.dtype())); })
+          [](const Tensor &t) { return std::string(rt::dtypeName(t.dtype())); },
+          "The element type's name: 'f32', 'bf16', 'f16', 'i32' or 'i64'.")
       .def(
           "__add__",
           [](const Tensor &a, const Tensor &b) {
@@ -76,65 +82,115 @@ void bindGraph(py::module_ &m) {
       .def("__repr__",
            [](const Tensor &t) { return "zero.Tensor(" + typeText(t) + ")"; });
 
-  py::class_<Parameter>(m, "Parameter", "A trainable (or frozen) tensor")
-      .def_property_readonly("name", &Parameter::name)
-      .def_property_readonly("value", &Parameter::value)
+  py::class_<Parameter>(
+      m, "Parameter",
+      "A persistent trainable (or frozen) tensor of a graph, declared by "
+      "Graph.parameter or a layer. It stands for the Tensor of its value "
+      "wherever an op takes one; using it several times (a tied LM head) is "
+      "one parameter whose gradients are summed.")
+      .def_property_readonly("name", &Parameter::name,
+                             "Its unique name in the graph, e.g. 'fc1.w' "
+                             "(the key state_dict gives it under).")
+      .def_property_readonly("value", &Parameter::value,
+                             "The Tensor of its value in the step (.shape, "
+                             ".dtype).")
       .def_property(
           "requires_grad", [](const Parameter &p) { return p.requiresGrad(); },
-          [](Parameter &p, bool trainable) { p.requiresGrad(trainable); })
+          [](Parameter &p, bool trainable) { p.requiresGrad(trainable); },
+          "Whether it is trained (True by default). Set False to freeze it: "
+          "a frozen parameter gets no gradient, no optimizer state and no "
+          "update.")
       .def("__repr__", [](const Parameter &p) {
         return "zero.Parameter('" + p.name() + "', " + typeText(p.value()) +
                (p.requiresGrad() ? "" : ", requires_grad=False") + ")";
       });
   py::implicitly_convertible<Parameter, Tensor>();
 
-  py::class_<Init>(m, "Init", "How a parameter's initial value is drawn")
-      .def_static("zeros", &Init::zeros)
-      .def_static("ones", &Init::ones)
-      .def_static("constant", &Init::constant, py::arg("value"))
+  py::class_<Init>(m, "Init",
+                   "How a parameter's initial value is drawn from the run's "
+                   "seed (Graph.parameter, the layers' init).")
+      .def_static("zeros", &Init::zeros, "Every element 0.")
+      .def_static("ones", &Init::ones, "Every element 1.")
+      .def_static("constant", &Init::constant, py::arg("value"),
+                  "Every element `value`.")
       .def_static("normal", &Init::normal, py::arg("mean") = 0.0,
-                  py::arg("std") = 0.02)
-      .def_static("uniform", &Init::uniform, py::arg("low"), py::arg("high"));
+                  py::arg("std") = 0.02,
+                  "Drawn from the normal distribution of mean `mean` and "
+                  "standard deviation `std`.")
+      .def_static("uniform", &Init::uniform, py::arg("low"), py::arg("high"),
+                  "Drawn uniformly between `low` and `high`.");
 
-  py::class_<SGD>(m, "SGD").def(py::init([](double lr, double weightDecay) {
-                                  return SGD{lr, weightDecay};
-                                }),
-                                py::arg("lr") = 1e-2,
-                                py::arg("weight_decay") = 0.0);
-  py::class_<Momentum>(m, "Momentum")
+  py::class_<SGD>(m, "SGD",
+                  "Stochastic gradient descent, for graph.config.optimizer: "
+                  "param -= lr * (grad + weight_decay * param) (L2 weight "
+                  "decay).")
+      .def(py::init([](double lr, double weightDecay) {
+             return SGD{lr, weightDecay};
+           }),
+           py::arg("lr") = 1e-2, py::arg("weight_decay") = 0.0);
+  py::class_<Momentum>(
+      m, "Momentum",
+      "SGD with momentum, for graph.config.optimizer: buf = momentum * buf + "
+      "grad; param -= lr * buf, with L2 weight decay (weight_decay * param) "
+      "added to grad.")
       .def(py::init([](double lr, double momentum, double weightDecay) {
              return Momentum{lr, momentum, weightDecay};
            }),
            py::arg("lr") = 1e-2, py::arg("momentum") = 0.9,
            py::arg("weight_decay") = 0.0);
-  py::class_<Adam>(m, "Adam").def(
-      py::init([](double lr, std::pair<double, double> betas, double eps,
-                  double weightDecay) {
-        return Adam{lr, betas, eps, weightDecay};
-      }),
-      py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999),
-      py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0);
-  py::class_<AdamW>(m, "AdamW")
+  py::class_<Adam>(m, "Adam",
+                   "Adam, for graph.config.optimizer: f32 moments with the "
+                   "decay rates `betas`, bias correction, and L2 weight decay "
+                   "added to the gradient.")
+      .def(py::init([](double lr, std::pair<double, double> betas, double eps,
+                       double weightDecay) {
+             return Adam{lr, betas, eps, weightDecay};
+           }),
+           py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999),
+           py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0);
+  py::class_<AdamW>(m, "AdamW",
+                    "AdamW, for graph.config.optimizer: Adam with weight "
+                    "decay applied to the parameter, decoupled from the "
+                    "moments (default 0.01).")
       .def(py::init([](double lr, std::pair<double, double> betas, double eps,
                        double weightDecay) {
              return AdamW{lr, betas, eps, weightDecay};
            }),
            py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999),
            py::arg("eps") = 1e-8, py::arg("weight_decay") = 1e-2);
-  py::class_<Schedule>(m, "Schedule", "A learning-rate schedule")
-      .def_static("constant", &Schedule::constant, py::arg("warmup") = 0)
+  py::class_<Schedule>(
+      m, "Schedule",
+      "How the learning rate varies with the 1-based optimizer step t, for "
+      "graph.config.learning_rate_schedule; the optimizer's lr is the peak.")
+      .def_static("constant", &Schedule::constant, py::arg("warmup") = 0,
+                  "A linear warmup from 0 over `warmup` steps (lr * t / "
+                  "warmup), then lr.")
       .def_static("linear", &Schedule::linear, py::arg("warmup"),
-                  py::arg("total"), py::arg("min_lr") = 0.0)
+                  py::arg("total"), py::arg("min_lr") = 0.0,
+                  "A linear warmup over `warmup` steps, then a linear decay "
+                  "to `min_lr` at step `total`, and `min_lr` after it.")
       .def_static("cosine", &Schedule::cosine, py::arg("warmup"),
-                  py::arg("total"), py::arg("min_lr") = 0.0);
-  py::class_<LossScaling>(m, "LossScaling")
+                  py::arg("total"), py::arg("min_lr") = 0.0,
+                  "A linear warmup over `warmup` steps, then a cosine decay "
+                  "to `min_lr` at step `total`, and `min_lr` after it.");
+  py::class_<LossScaling>(
+      m, "LossScaling",
+      "Loss scaling for f16 training, for graph.config.loss_scaling "
+      "(PyTorch's GradScaler).")
       .def_static("dynamic", &LossScaling::dynamic,
                   py::arg("initial_scale") = 65536.0,
-                  py::arg("growth_interval") = 2000)
-      .def_static("none", &LossScaling::none);
+                  py::arg("growth_interval") = 2000,
+                  "The backward starts from the loss times the scale; a step "
+                  "whose gradients overflow (on any rank) is skipped and "
+                  "halves the scale (not below 1), and `growth_interval` "
+                  "good steps in a row double it.")
+      .def_static("none", &LossScaling::none,
+                  "No loss scaling (what f32 and bf16 use by default).");
 
   py::class_<ZeroOptions> zeroOptions(
-      m, "ZeroOptions", "ZeRO's knobs beyond the stage (graph.config.zero)");
+      m, "ZeroOptions",
+      "ZeRO's knobs beyond the stage, as zero-pipeline takes them: "
+      "graph.config.zero, whose attributes are set in place.");
   zeroOptions
       .def_property(
           "layout",
@@ -147,33 +203,72 @@ void bindGraph(py::module_ &m) {
                                     layout + "'");
             o.layout = layout == "flat" ? ZeroOptions::Layout::flat
                                         : ZeroOptions::Layout::dim0;
-          })
-      .def_readwrite("min_shard_elements", &ZeroOptions::minShardElements)
-      .def_readwrite("reduce_bucket_bytes", &ZeroOptions::reduceBucketBytes)
+          },
+          "How tensors are sharded: 'flat' (the default: flat shards padded "
+          "to a multiple of the ranks, as DeepSpeed) or 'dim0' (dimension 0 "
+          "split with padding, as FSDP2).")
+      .def_readwrite("min_shard_elements", &ZeroOptions::minShardElements,
+                     "Tensors with fewer elements stay replicated (default "
+                     "0).")
+      .def_readwrite("reduce_bucket_bytes", &ZeroOptions::reduceBucketBytes,
+                     "The largest fused gradient-reduction bucket, in bytes "
+                     "(default 25 MiB); 0 leaves every collective on its "
+                     "own.")
       .def_readwrite("allgather_bucket_bytes",
-                     &ZeroOptions::allgatherBucketBytes)
-      .def_readwrite("regather_in_backward", &ZeroOptions::regatherInBackward)
-      .def_readwrite("max_reuse_distance", &ZeroOptions::maxReuseDistance)
-      .def_readwrite("prefetch_bytes", &ZeroOptions::prefetchBytes)
+                     &ZeroOptions::allgatherBucketBytes,
+                     "The largest fused parameter all-gather bucket, in bytes "
+                     "(default 25 MiB); 0 leaves every collective on its "
+                     "own.")
+      .def_readwrite("regather_in_backward", &ZeroOptions::regatherInBackward,
+                     "Stage 3: gather parameters again for their backward "
+                     "uses (default True); False keeps the forward's gathers "
+                     "alive until the backward.")
+      .def_readwrite("max_reuse_distance", &ZeroOptions::maxReuseDistance,
+                     "Stage 3: gather again when a parameter's uses are more "
+                     "than this many ops apart (default 0: no re-gather for "
+                     "distance alone).")
+      .def_readwrite("prefetch_bytes", &ZeroOptions::prefetchBytes,
+                     "Stage 3 (zero-schedule): gathered bytes issued ahead of "
+                     "the compute that will use them (default 0: each gather "
+                     "right before its first use).")
       .def_readwrite("max_live_gathered_bytes",
-                     &ZeroOptions::maxLiveGatheredBytes)
-      .def_readwrite("machine", &ZeroOptions::machine);
+                     &ZeroOptions::maxLiveGatheredBytes,
+                     "Stage 3 (zero-schedule): the most gathered parameter "
+                     "bytes alive at once (default 0: no bound); the report's "
+                     "peak_gathered.")
+      .def_readwrite("machine", &ZeroOptions::machine,
+                     "The machine the step is compiled for: a preset "
+                     "('h100-nvlink-8', 'h200-nvlink-8', 'cpu') or a JSON "
+                     "machine file, by which zero-schedule places the "
+                     "gathers and updates; '' (the default) places them by "
+                     "prefetch_bytes alone.");
 
   // Every setter returns the config, so that calls chain as in OneFlow.
-  py::class_<GraphConfig>(m, "GraphConfig", "nn.Graph's config")
+  py::class_<GraphConfig>(
+      m, "GraphConfig",
+      "How a graph is trained and compiled (graph.config, as OneFlow's "
+      "nn.Graph config). Every setter returns the config, so calls chain; "
+      "compile checks the settings.")
       .def("optimizer", py::overload_cast<const SGD &>(&GraphConfig::optimizer),
-           py::return_value_policy::reference_internal)
+           py::arg("optimizer"), py::return_value_policy::reference_internal,
+           "Updates the parameters with SGD.")
       .def("optimizer",
            py::overload_cast<const Momentum &>(&GraphConfig::optimizer),
-           py::return_value_policy::reference_internal)
+           py::arg("optimizer"), py::return_value_policy::reference_internal,
+           "Updates the parameters with SGD with momentum.")
       .def("optimizer",
            py::overload_cast<const Adam &>(&GraphConfig::optimizer),
-           py::return_value_policy::reference_internal)
+           py::arg("optimizer"), py::return_value_policy::reference_internal,
+           "Updates the parameters with Adam.")
       .def("optimizer",
            py::overload_cast<const AdamW &>(&GraphConfig::optimizer),
-           py::return_value_policy::reference_internal)
+           py::arg("optimizer"), py::return_value_policy::reference_internal,
+           "Updates the parameters with AdamW.")
       .def("learning_rate_schedule", &GraphConfig::learning_rate_schedule,
-           py::return_value_policy::reference_internal)
+           py::arg("schedule"), py::return_value_policy::reference_internal,
+           "How the optimizer's learning rate varies with the step, e.g. "
+           "Schedule.cosine(100, 10000, 3e-5); without one it is constant. "
+           "Applies to whichever optimizer is chosen.")
       .def(
           "parameter_group",
           [](GraphConfig &config, const std::string &name,
@@ -195,28 +290,57 @@ void bindGraph(py::module_ &m) {
           },
           py::arg("name"), py::arg("parameters"),
           py::arg("weight_decay") = py::none(), py::arg("lr_scale") = 1.0,
-          py::return_value_policy::reference_internal)
+          py::return_value_policy::reference_internal,
+          "A parameter group, as PyTorch's param_groups: the trainable "
+          "`parameters` (Parameter objects or names) are updated by their "
+          "own copy of the optimizer, with `weight_decay` instead of its own "
+          "(None keeps it) and the learning rate and the schedule's min_lr "
+          "times `lr_scale`. Names are letters, digits and '_'; a parameter "
+          "belongs to one group; compile checks.")
       .def("clip_grad_norm", &GraphConfig::clip_grad_norm, py::arg("max_norm"),
-           py::return_value_policy::reference_internal)
+           py::return_value_policy::reference_internal,
+           "Clips the gradients by their global L2 norm before every update, "
+           "as PyTorch's clip_grad_norm_: each is multiplied by min(1, "
+           "max_norm / (norm + 1e-6)). max_norm must be positive.")
       .def("activation_checkpointing", &GraphConfig::activation_checkpointing,
            py::arg("enabled") = true,
-           py::return_value_policy::reference_internal)
+           py::return_value_policy::reference_internal,
+           "Recomputes in the backward the forward results marked for it "
+           "(GPT2Block and GPT2 with checkpoint=True) instead of keeping "
+           "them alive; without it the marks are ignored.")
       .def("enable_zero", &GraphConfig::enable_zero, py::arg("enabled") = true,
-           py::arg("stage") = 2, py::return_value_policy::reference_internal)
+           py::arg("stage") = 2, py::return_value_policy::reference_internal,
+           "ZeRO: partitions the optimizer state (stage 1), plus the "
+           "gradients (2), plus the parameters (3) over the ranks; "
+           "enable_zero(False) is plain data parallelism. The stage must be "
+           "1, 2 or 3.")
       .def("set_gradient_accumulation_steps",
            &GraphConfig::set_gradient_accumulation_steps, py::arg("steps"),
-           py::return_value_policy::reference_internal)
+           py::return_value_policy::reference_internal,
+           "Micro-batches per optimizer step (default 1): the forward and "
+           "backward run on `steps` consecutive micro-batches, accumulating "
+           "the gradients, then one update (OneFlow's name).")
       .def("gradient_accumulation_steps",
            &GraphConfig::gradient_accumulation_steps, py::arg("steps"),
-           py::return_value_policy::reference_internal)
+           py::return_value_policy::reference_internal,
+           "set_gradient_accumulation_steps, named as DeepSpeed's "
+           "gradient_accumulation_steps.")
       .def(
           "precision",
           [](GraphConfig &config, const std::string &dtype) -> GraphConfig & {
             return config.precision(parseDtype(dtype));
           },
-          py::arg("dtype"), py::return_value_policy::reference_internal)
-      .def("loss_scaling", &GraphConfig::loss_scaling,
-           py::return_value_policy::reference_internal)
+          py::arg("dtype"), py::return_value_policy::reference_internal,
+          "The model's float type: 'f32' (the default), 'bf16' or 'f16'. "
+          "Parameters and inputs declared f32 take it, with fp32 master "
+          "copies; layer-norm statistics and the loss stay f32. Set it "
+          "right after making the graph: it is read at the first parameter "
+          "or input.")
+      .def("loss_scaling", &GraphConfig::loss_scaling, py::arg("scaling"),
+           py::return_value_policy::reference_internal,
+           "Dynamic loss scaling (LossScaling.dynamic()) or none "
+           "(LossScaling.none()); precision('f16') turns on "
+           "LossScaling.dynamic() unless this chose otherwise.")
       .def(
           "offload",
           [](GraphConfig &config, const std::string &what) -> GraphConfig & {
@@ -228,7 +352,11 @@ void bindGraph(py::module_ &m) {
                                     what + "'");
             return config.offload(*choice);
           },
-          py::arg("what"), py::return_value_policy::reference_internal)
+          py::arg("what"), py::return_value_policy::reference_internal,
+          "What lives in host memory (ZeRO-Offload, docs/offload.md): "
+          "'none' (the default), 'optimizer' (the optimizer state), "
+          "'optimizer+params' (and the parameter shards, stage 3) or 'auto' "
+          "(the least offload that fits device_memory_budget).")
       .def(
           "device_memory_budget",
           [](GraphConfig &config, py::object bytes) -> GraphConfig & {
@@ -244,17 +372,34 @@ void bindGraph(py::module_ &m) {
             }
             return config.device_memory_budget(bytes.cast<int64_t>());
           },
-          py::arg("bytes"), py::return_value_policy::reference_internal)
+          py::arg("bytes"), py::return_value_policy::reference_internal,
+          "The device bytes per rank the compiled plan must fit, as an int "
+          "or a string such as '80GiB' or '512MB'; compile fails, with the "
+          "shortfall, when it cannot. 0 (the default) sets no budget.")
       .def_property_readonly("zero", py::overload_cast<>(&GraphConfig::zero),
-                             py::return_value_policy::reference_internal)
-      .def_property_readonly("stage", &GraphConfig::zeroStage)
+                             py::return_value_policy::reference_internal,
+                             "ZeRO's knobs beyond the stage (a ZeroOptions), "
+                             "set in place: config.zero.layout = 'dim0'.")
+      .def_property_readonly("stage", &GraphConfig::zeroStage,
+                             "The ZeRO stage: 1, 2 or 3, or 0 when ZeRO is "
+                             "off.")
       .def_property_readonly("accumulation_steps",
-                             &GraphConfig::accumulationSteps)
-      .def_property_readonly("offload_choice", &GraphConfig::offloadName);
+                             &GraphConfig::accumulationSteps,
+                             "Micro-batches per optimizer step (1 without "
+                             "gradient accumulation).")
+      .def_property_readonly("offload_choice", &GraphConfig::offloadName,
+                             "What offload() chose: 'none', 'optimizer', "
+                             "'optimizer+params' or 'auto'.");
 
-  py::class_<Graph>(m, "Graph", "A training step being built")
+  py::class_<Graph>(
+      m, "Graph",
+      "A training step being built: declare inputs and parameters, apply "
+      "ops and layers, minimize a loss, configure, then compile for a number "
+      "of ranks. A building mistake raises ValueError at the call that made "
+      "it.")
       .def(py::init<std::string>(), py::arg("name"))
-      .def_property_readonly("name", &Graph::name)
+      .def_property_readonly("name", &Graph::name,
+                             "The name given at construction.")
       .def("__repr__",
            [](const Graph &graph) {
              int64_t trainable = 0;
@@ -275,7 +420,10 @@ void bindGraph(py::module_ &m) {
             return input;
           },
           py::arg("name"), py::arg("shape"), py::arg("dtype") = "f32",
-          py::keep_alive<0, 1>())
+          py::keep_alive<0, 1>(),
+          "An input of the step (a Tensor), batch-major: dimension 0 is the "
+          "per-rank batch, each rank taking its rows of the global batch. A "
+          "float input declared f32 takes the configured precision.")
       .def(
           "parameter",
           [](Graph &graph, const std::string &name, const Shape &shape,
@@ -286,7 +434,10 @@ void bindGraph(py::module_ &m) {
             return param;
           },
           py::arg("name"), py::arg("shape"), py::arg("init"),
-          py::keep_alive<0, 1>())
+          py::keep_alive<0, 1>(),
+          "A new Parameter named `name` (unique; dots group names, as in "
+          "'h0.attn.q.w'), drawn as `init` (an Init). It is f32, or the "
+          "configured precision.")
       .def(
           "full",
           [](Graph &graph, const Shape &shape, double value,
@@ -297,7 +448,10 @@ void bindGraph(py::module_ &m) {
             return full;
           },
           py::arg("shape"), py::arg("value"), py::arg("dtype") = "f32",
-          py::keep_alive<0, 1>())
+          py::keep_alive<0, 1>(),
+          "A tensor whose every element is `value`: a constant of the step "
+          "(a scalar operand, an epsilon), with no gradient, not a "
+          "parameter. An f32 constant takes the configured precision.")
       .def(
           "named_parameters",
           [](py::object self) {
@@ -311,9 +465,10 @@ void bindGraph(py::module_ &m) {
             }
             return named;
           },
-          "Every parameter as (name, Parameter), in declaration order")
+          "Every parameter as (name, Parameter), in declaration order, frozen "
+          "ones included.")
       .def("minimize", &Graph::minimize, py::arg("loss"),
-           "The scalar f32 loss the training step minimizes")
+           "The scalar f32 loss the training step minimizes.")
       .def(
           "output",
           [](Graph &graph, const std::string &name, const Tensor &value) {
@@ -327,10 +482,14 @@ void bindGraph(py::module_ &m) {
           "(e.g. the logits): a scalar f32 or a batch-major tensor computed "
           "from the inputs. Training steps do not compute it.")
       .def_property_readonly("output_names", &Graph::outputNames,
-                             "The names given to output(), in order")
+                             "The names given to output(), in order.")
       .def_property_readonly("config", py::overload_cast<>(&Graph::config),
-                             py::return_value_policy::reference_internal)
-      .def("check", [](const Graph &graph) { check(graph.status()); })
+                             py::return_value_policy::reference_internal,
+                             "The graph's GraphConfig: optimizer, ZeRO "
+                             "stage, precision, ...")
+      .def(
+          "check", [](const Graph &graph) { check(graph.status()); },
+          "Raises the first error met while building (ValueError), if any.")
       .def(
           "compile",
           [](const Graph &graph, int ranks) {
@@ -340,29 +499,58 @@ void bindGraph(py::module_ &m) {
             return std::make_shared<CompiledGraph>(
                 unwrap(graph.compile(ranks)));
           },
-          py::arg("ranks"));
+          py::arg("ranks"),
+          "Differentiates the step and compiles it for `ranks` data-parallel "
+          "ranks at the configured ZeRO stage: a CompiledGraph. Compiling "
+          "needs no running ranks, and the graph can be compiled again "
+          "(other ranks, other config). A bad graph or config raises "
+          "ValueError.");
 
-  m.def("add", checked(&zero::frontend::add), py::keep_alive<0, 1>());
-  m.def("sub", checked(&zero::frontend::sub), py::keep_alive<0, 1>());
-  m.def("mul", checked(&zero::frontend::mul), py::keep_alive<0, 1>());
-  m.def("div", checked(&zero::frontend::div), py::keep_alive<0, 1>());
-  m.def("neg", checked(&zero::frontend::neg), py::keep_alive<0, 1>());
-  m.def("exp", checked(&zero::frontend::exp), py::keep_alive<0, 1>());
-  m.def("log", checked(&zero::frontend::log), py::keep_alive<0, 1>());
-  m.def("sqrt", checked(&zero::frontend::sqrt), py::keep_alive<0, 1>());
-  m.def("rsqrt", checked(&rsqrt), py::keep_alive<0, 1>());
-  m.def("tanh", checked(&zero::frontend::tanh), py::keep_alive<0, 1>());
-  m.def("relu", checked(&relu), py::keep_alive<0, 1>());
-  m.def("gelu", checked(&gelu), py::keep_alive<0, 1>());
-  m.def("sigmoid", checked(&sigmoid), py::keep_alive<0, 1>());
-  m.def("silu", checked(&silu), py::keep_alive<0, 1>());
-  m.def("softmax", checked(&softmax), py::keep_alive<0, 1>());
+  m.def("add", checked(&zero::frontend::add), py::arg("a"), py::arg("b"),
+        py::keep_alive<0, 1>(),
+        "Elementwise a + b of two tensors of one shape and type.");
+  m.def("sub", checked(&zero::frontend::sub), py::arg("a"), py::arg("b"),
+        py::keep_alive<0, 1>(),
+        "Elementwise a - b of two tensors of one shape and type.");
+  m.def("mul", checked(&zero::frontend::mul), py::arg("a"), py::arg("b"),
+        py::keep_alive<0, 1>(),
+        "Elementwise a * b of two tensors of one shape and type.");
+  m.def("div", checked(&zero::frontend::div), py::arg("a"), py::arg("b"),
+        py::keep_alive<0, 1>(),
+        "Elementwise a / b of two tensors of one shape and type.");
+  m.def("neg", checked(&zero::frontend::neg), py::arg("x"),
+        py::keep_alive<0, 1>(), "Elementwise negation, -x.");
+  m.def("exp", checked(&zero::frontend::exp), py::arg("x"),
+        py::keep_alive<0, 1>(), "Elementwise exponential, e^x.");
+  m.def("log", checked(&zero::frontend::log), py::arg("x"),
+        py::keep_alive<0, 1>(), "Elementwise natural logarithm, ln x.");
+  m.def("sqrt", checked(&zero::frontend::sqrt), py::arg("x"),
+        py::keep_alive<0, 1>(), "Elementwise square root.");
+  m.def("rsqrt", checked(&rsqrt), py::arg("x"), py::keep_alive<0, 1>(),
+        "Elementwise reciprocal square root, 1 / sqrt(x).");
+  m.def("tanh", checked(&zero::frontend::tanh), py::arg("x"),
+        py::keep_alive<0, 1>(), "Elementwise hyperbolic tangent.");
+  m.def("relu", checked(&relu), py::arg("x"), py::keep_alive<0, 1>(),
+        "Elementwise rectified linear unit, max(x, 0).");
+  m.def("gelu", checked(&gelu), py::arg("x"), py::keep_alive<0, 1>(),
+        "Elementwise GELU, tanh approximation as in GPT-2: 0.5 x (1 + "
+        "tanh(sqrt(2/pi) (x + 0.044715 x^3))).");
+  m.def("sigmoid", checked(&sigmoid), py::arg("x"), py::keep_alive<0, 1>(),
+        "Elementwise logistic function, 1 / (1 + e^-x).");
+  m.def(
+      "silu", checked(&silu), py::arg("x"), py::keep_alive<0, 1>(),
+      "Elementwise SiLU (swish), x / (1 + e^-x), the gate of Llama's SwiGLU.");
+  m.def("softmax", checked(&softmax), py::arg("x"), py::keep_alive<0, 1>(),
+        "Softmax over the last dimension.");
   m.def("scale", checked(&scale), py::arg("x"), py::arg("factor"),
-        py::keep_alive<0, 1>());
+        py::keep_alive<0, 1>(), "Every element times the constant `factor`.");
   m.def("causal_mask", checked(&causalMask), py::arg("x"), py::arg("fill"),
-        py::keep_alive<0, 1>());
+        py::keep_alive<0, 1>(),
+        "x with element [..., i, j], j > i, of the last two dimensions set to "
+        "`fill` (e.g. -inf before a softmax over attention scores).");
   m.def("bias_add", checked(&biasAdd), py::arg("x"), py::arg("bias"),
-        py::keep_alive<0, 1>());
+        py::keep_alive<0, 1>(),
+        "x + bias, the 1-D `bias` broadcast along the last dimension of x.");
   m.def(
       "matmul",
       [](const Tensor &a, const Tensor &b, bool transposeA, bool transposeB) {
@@ -372,24 +560,42 @@ void bindGraph(py::module_ &m) {
         return checkedResult(matmul(a, b, t), a, b);
       },
       py::arg("a"), py::arg("b"), py::arg("transpose_a") = false,
-      py::arg("transpose_b") = false, py::keep_alive<0, 1>());
-  m.def("layer_norm", checked(&layerNorm), py::arg("x"), py::arg("gamma"),
-        py::arg("beta"), py::arg("eps") = 1e-5, py::keep_alive<0, 1>());
+      py::arg("transpose_b") = false, py::keep_alive<0, 1>(),
+      "The matrix product [..., M, K] x [..., K, N] -> [..., M, N], after "
+      "transposing the last two dimensions of `a` and `b` as asked; `b` may be "
+      "2-D and shared by every batch.");
+  m.def(
+      "layer_norm", checked(&layerNorm), py::arg("x"), py::arg("gamma"),
+      py::arg("beta"), py::arg("eps") = 1e-5, py::keep_alive<0, 1>(),
+      "Layer normalization over the last dimension, scaled by `gamma` and "
+      "shifted by `beta` (both of its size); `eps` is added to the variance.");
   m.def("embedding", checked(&embedding), py::arg("table"), py::arg("ids"),
-        py::keep_alive<0, 1>());
+        py::keep_alive<0, 1>(),
+        "The rows of `table` [V, D] picked by the integer `ids`: a tensor of "
+        "shape ids.shape + [D].");
   m.def("softmax_cross_entropy", checked(&softmaxCrossEntropy),
-        py::arg("logits"), py::arg("labels"), py::keep_alive<0, 1>());
+        py::arg("logits"), py::arg("labels"), py::keep_alive<0, 1>(),
+        "The mean cross-entropy of softmax(logits) against integer `labels` of "
+        "shape logits.shape[:-1]: a scalar f32 (16-bit logits are cast to f32 "
+        "first).");
   m.def("reduce_sum", checked(&reduceSum), py::arg("x"), py::arg("dims"),
-        py::keep_alive<0, 1>());
+        py::keep_alive<0, 1>(),
+        "The sum over the dimensions `dims`, which the result drops.");
   m.def("reduce_mean", checked(&reduceMean), py::arg("x"), py::arg("dims"),
-        py::keep_alive<0, 1>());
+        py::keep_alive<0, 1>(),
+        "The mean over the dimensions `dims`, which the result drops.");
   m.def("reshape", checked(&reshape), py::arg("x"), py::arg("shape"),
-        py::keep_alive<0, 1>());
+        py::keep_alive<0, 1>(),
+        "x with another shape of the same number of elements.");
   m.def("transpose", checked(&zero::frontend::transpose), py::arg("x"),
-        py::arg("permutation"), py::keep_alive<0, 1>());
+        py::arg("permutation"), py::keep_alive<0, 1>(),
+        "x with its dimensions permuted: the result's dimension i is x's "
+        "dimension permutation[i].");
   // torch.narrow's name and arguments; `slice` would shadow the builtin.
   m.def("narrow", checked(&zero::frontend::slice), py::arg("x"), py::arg("dim"),
-        py::arg("start"), py::arg("length"), py::keep_alive<0, 1>());
+        py::arg("start"), py::arg("length"), py::keep_alive<0, 1>(),
+        "Positions [start, start + length) of dimension `dim`, as "
+        "torch.narrow; also of integer tensors (shifted labels).");
   // The list keeps its tensors, and so their graph, alive.
   m.def(
       "concat",
@@ -398,18 +604,29 @@ void bindGraph(py::module_ &m) {
           throw py::value_error("concat needs at least one tensor");
         return checkedResult(concat(xs, dim), xs);
       },
-      py::arg("xs"), py::arg("dim"), py::keep_alive<0, 1>());
+      py::arg("xs"), py::arg("dim"), py::keep_alive<0, 1>(),
+      "The tensors `xs` end to end along `dim`; they agree in every other "
+      "dimension and in type.");
   m.def("expand", checked(&zero::frontend::expand), py::arg("x"),
-        py::arg("shape"), py::arg("dims"), py::keep_alive<0, 1>());
+        py::arg("shape"), py::arg("dims"), py::keep_alive<0, 1>(),
+        "x broadcast to `shape` by repeating it along the new dimensions "
+        "`dims` of `shape` (ascending): removing them from `shape` gives x's "
+        "shape. Broadcast a size-1 dimension by reshaping it away first.");
   m.def(
       "cast",
       [](const Tensor &x, const std::string &dtype) {
         return checkedResult(cast(x, parseDtype(dtype)), x);
       },
-      py::arg("x"), py::arg("dtype"), py::keep_alive<0, 1>());
+      py::arg("x"), py::arg("dtype"), py::keep_alive<0, 1>(),
+      "x converted to `dtype` ('f32', 'bf16' or 'f16'), rounding to nearest "
+      "even.");
 
   // Layers hold their parameters; the Python objects keep the graph alive.
-  py::class_<Linear>(m, "Linear")
+  py::class_<Linear>(
+      m, "Linear",
+      "y = x W + b, x of shape [..., in_features]: declares the parameters "
+      "'<name>.w' [in_features, out_features], drawn as `init`, and, with "
+      "`bias`, '<name>.b' [out_features] (zeros). Call it on x.")
       .def(py::init([](Graph &graph, const std::string &name, int64_t in,
                        int64_t out, bool bias, const Init &init) {
              int64_t failures = graph.failures();
@@ -425,10 +642,16 @@ void bindGraph(py::module_ &m) {
           [](const Linear &layer, const Tensor &x) {
             return checkedResult(layer(x), x);
           },
-          py::keep_alive<0, 1>())
-      .def_readonly("weight", &Linear::weight)
-      .def_readonly("bias", &Linear::bias);
-  py::class_<Embedding>(m, "Embedding")
+          py::arg("x"), py::keep_alive<0, 1>(), "x W + b.")
+      .def_readonly("weight", &Linear::weight,
+                    "The Parameter W, '<name>.w' [in_features, out_features].")
+      .def_readonly("bias", &Linear::bias,
+                    "The Parameter b, '<name>.b' [out_features]; with "
+                    "bias=False, a handle to no parameter (its name is '').");
+  py::class_<Embedding>(
+      m, "Embedding",
+      "Rows of a [vocab, dim] table picked by integer ids: declares the "
+      "parameter `name` [vocab, dim], drawn as `init`. Call it on the ids.")
       .def(py::init([](Graph &graph, const std::string &name, int64_t vocab,
                        int64_t dim, const Init &init) {
              int64_t failures = graph.failures();
@@ -443,15 +666,23 @@ void bindGraph(py::module_ &m) {
           [](const Embedding &layer, const Tensor &x) {
             return checkedResult(layer(x), x);
           },
-          py::keep_alive<0, 1>())
+          py::arg("ids"), py::keep_alive<0, 1>(),
+          "The rows of the table picked by `ids`: ids.shape + [dim].")
       .def(
           "attend",
           [](const Embedding &layer, const Tensor &x) {
             return checkedResult(layer.attend(x), x);
           },
-          py::keep_alive<0, 1>())
-      .def_readonly("table", &Embedding::table);
-  py::class_<LayerNorm>(m, "LayerNorm")
+          py::arg("x"), py::keep_alive<0, 1>(),
+          "The tied LM head: x [N, dim] -> logits [N, vocab] = x table^T, "
+          "the same parameter as the lookup (one parameter, two uses).")
+      .def_readonly("table", &Embedding::table,
+                    "The Parameter of the table, [vocab, dim].");
+  py::class_<LayerNorm>(
+      m, "LayerNorm",
+      "Layer normalization over the last dimension, of size `dim`: declares "
+      "the gain '<name>.g' (ones) and the bias '<name>.b' (zeros), both "
+      "[dim]. Call it on x.")
       .def(py::init([](Graph &graph, const std::string &name, int64_t dim,
                        double eps) {
              int64_t failures = graph.failures();
@@ -466,10 +697,19 @@ void bindGraph(py::module_ &m) {
           [](const LayerNorm &layer, const Tensor &x) {
             return checkedResult(layer(x), x);
           },
-          py::keep_alive<0, 1>())
-      .def_readonly("gain", &LayerNorm::gain)
-      .def_readonly("bias", &LayerNorm::bias);
-  py::class_<CausalSelfAttention>(m, "CausalSelfAttention")
+          py::arg("x"), py::keep_alive<0, 1>(),
+          "x normalized over its last dimension, times the gain plus the "
+          "bias.")
+      .def_readonly("gain", &LayerNorm::gain,
+                    "The Parameter of the gain, '<name>.g' [dim].")
+      .def_readonly("bias", &LayerNorm::bias,
+                    "The Parameter of the bias, '<name>.b' [dim].");
+  py::class_<CausalSelfAttention>(
+      m, "CausalSelfAttention",
+      "Causal multi-head self-attention on the [batch * seq, dim] residual "
+      "stream, with `heads` heads (which must divide `dim`): declares the "
+      "Linear projections '<name>.q', '.k', '.v' and '.proj', each [dim, "
+      "dim].")
       .def(py::init([](Graph &graph, const std::string &name, int64_t dim,
                        int64_t heads) {
              int64_t failures = graph.failures();
@@ -484,8 +724,16 @@ void bindGraph(py::module_ &m) {
           [](const CausalSelfAttention &layer, const Tensor &x, int64_t batch) {
             return checkedResult(layer(x, batch), x);
           },
-          py::keep_alive<0, 1>(), py::arg("x"), py::arg("batch"));
-  py::class_<GPT2Block>(m, "GPT2Block")
+          py::keep_alive<0, 1>(), py::arg("x"), py::arg("batch"),
+          "The attention's output [batch * seq, dim] for x [batch * seq, "
+          "dim] holding `batch` sequences.");
+  py::class_<GPT2Block>(
+      m, "GPT2Block",
+      "GPT-2's pre-LN transformer block: x + attn(ln_1(x)), then + "
+      "mlp(ln_2(.)), with '<name>.ln_1', '.attn', '.ln_2' and '.mlp' (a "
+      "4 * dim GELU feed-forward). With `checkpoint`, every op but the "
+      "block's output is recomputed in the backward when "
+      "config.activation_checkpointing is on.")
       .def(py::init([](Graph &graph, const std::string &name, int64_t dim,
                        int64_t heads, bool checkpoint) {
              int64_t failures = graph.failures();
@@ -500,8 +748,14 @@ void bindGraph(py::module_ &m) {
           [](const GPT2Block &layer, const Tensor &x, int64_t batch) {
             return checkedResult(layer(x, batch), x);
           },
-          py::keep_alive<0, 1>(), py::arg("x"), py::arg("batch"));
-  py::class_<GPT2>(m, "GPT2")
+          py::keep_alive<0, 1>(), py::arg("x"), py::arg("batch"),
+          "The block's output [batch * seq, dim] for x [batch * seq, dim] "
+          "holding `batch` sequences.");
+  py::class_<GPT2>(
+      m, "GPT2",
+      "GPT-2 with the parameter names of gen_gpt2.py: 'wte' [vocab, dim], "
+      "'wpe' [seq, dim], `layers` GPT2Blocks 'h0', 'h1', ... and 'ln_f'; the "
+      "LM head is tied to wte. `checkpoint` as GPT2Block's.")
       .def(py::init([](Graph &graph, int64_t layers, int64_t vocab, int64_t seq,
                        int64_t dim, int64_t heads, bool checkpoint) {
              int64_t failures = graph.failures();
@@ -519,7 +773,9 @@ void bindGraph(py::module_ &m) {
             return checkedResult(model.logits(tokens, positions), tokens,
                                  positions);
           },
-          py::arg("tokens"), py::arg("positions"), py::keep_alive<0, 1>())
+          py::arg("tokens"), py::arg("positions"), py::keep_alive<0, 1>(),
+          "The logits [batch, seq, vocab] of integer `tokens` and "
+          "`positions`, both [batch, seq].")
       .def(
           "loss",
           [](const GPT2 &model, const Tensor &tokens, const Tensor &positions,
@@ -528,7 +784,9 @@ void bindGraph(py::module_ &m) {
                                  positions, targets);
           },
           py::arg("tokens"), py::arg("positions"), py::arg("targets"),
-          py::keep_alive<0, 1>());
+          py::keep_alive<0, 1>(),
+          "The mean next-token cross-entropy of the logits against integer "
+          "`targets` [batch, seq]: a scalar f32 to minimize.");
 }
 
 } // namespace zero::python

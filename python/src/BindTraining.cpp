@@ -311,8 +311,8 @@ void agreeOnCall(PyTrainer &self, Call call) {
   int64_t rateBits;
   std::memcpy(&rateBits, &rate, sizeof(rate));
   constexpr int kWords = 3;
-  int64_t mine[kWords] = {static_cast<int64_t>(call),
-                          self.trainer->stepsDone(), rateBits};
+  int64_t mine[kWords] = {static_cast<int64_t>(call), self.trainer->stepsDone(),
+                          rateBits};
   std::vector<int64_t> all(kWords * static_cast<size_t>(comm.size()));
   check(comm.allGather(mine, all.data(), kWords, rt::DType::i64));
   bool sameCall = true, sameRate = true;
@@ -347,14 +347,19 @@ void agreeOnCall(PyTrainer &self, Call call) {
 
 void bindTraining(py::module_ &m) {
   py::class_<CompiledGraph, std::shared_ptr<CompiledGraph>>(
-      m, "CompiledGraph", "A graph compiled for a number of ranks")
-      .def_property_readonly("ranks", &CompiledGraph::ranks)
-      .def_property_readonly("stage", &CompiledGraph::stage)
+      m, "CompiledGraph",
+      "A graph compiled for a number of ranks (Graph.compile): its plan "
+      "(report), its MLIR forms, and what zero.Trainer runs.")
+      .def_property_readonly("ranks", &CompiledGraph::ranks,
+                             "The number of ranks it was compiled for.")
+      .def_property_readonly("stage", &CompiledGraph::stage,
+                             "The ZeRO stage it was compiled at (0: plain "
+                             "data parallelism).")
       .def(
           "report_text",
           [](const CompiledGraph &compiled) { return compiled.reportText(); },
           "The plan as zero-opt prints it: per-rank memory and traffic "
-          "against the ZeRO formula, parameter groups, memory plan")
+          "against the ZeRO formula, parameter groups, memory plan.")
       .def("__repr__",
            [](const CompiledGraph &compiled) {
              const MemoryReport &report = compiled.report();
@@ -363,30 +368,42 @@ void bindTraining(py::module_ &m) {
                     ", model_state=" + std::to_string(report.modelState) +
                     " B per rank)";
            })
-      .def_property_readonly("report",
-                             [](const CompiledGraph &compiled) {
-                               return reportDict(compiled.report());
-                             })
+      .def_property_readonly(
+          "report",
+          [](const CompiledGraph &compiled) {
+            return reportDict(compiled.report());
+          },
+          "The plan per rank, as zero-report's figures: a dict of bytes "
+          "(parameters, gradients, optimizer_slots, masters, model_state, "
+          "persistent, peak_transient, peak_gathered, arena_bytes), stage, "
+          "ranks, traffic per collective kind, parameter_groups and, with "
+          "offload or a budget, memory_plan.")
       .def(
           "ir",
           [](const CompiledGraph &compiled, const std::string &form) {
             return compiled.str(parseForm(form));
           },
-          py::arg("form") = "program")
+          py::arg("form") = "program",
+          "The step as MLIR text: 'forward' (as built), 'step' (after "
+          "train-autodiff, what zero-opt and zero-run --stage take) or "
+          "'program' (the lowered program zero-run runs).")
       .def(
           "save",
           [](const CompiledGraph &compiled, const std::string &path,
              const std::string &form) {
             check(compiled.save(path, parseForm(form)));
           },
-          py::arg("path"), py::arg("form") = "program");
+          py::arg("path"), py::arg("form") = "program",
+          "Writes ir(form) to the file `path`, for zero-opt and zero-run.");
 
   m.def(
       "rank", []() { return communicator().rank(); },
-      "This process's rank (0 outside mpirun)");
+      "This process's rank in the job (0 outside mpirun). Creates the "
+      "communicator on first use.");
   m.def(
       "world_size", []() { return communicator().size(); },
-      "The number of ranks (1 outside mpirun)");
+      "The number of ranks of the job (1 outside mpirun): what "
+      "graph.compile takes. Creates the communicator on first use.");
   m.def(
       "shutdown",
       []() {
@@ -396,7 +413,9 @@ void bindTraining(py::module_ &m) {
           mpiFinalized() = true;
         }
       },
-      "Finalizes MPI; called at interpreter exit");
+      "Finalizes MPI for good; it runs by itself at interpreter exit. "
+      "After it, anything that communicates (rank(), world_size(), a "
+      "Trainer's collective calls) raises RuntimeError.");
 
   m.def(
       "set_collective_timeout",

@@ -33,11 +33,19 @@ class Graph(_zero.Graph):
     """A training step as a class: subclasses define `build(*inputs)`."""
 
     def build(self, *inputs):
+        """The step, which subclasses define: takes the inputs' tensors in
+        the order compile declares them and returns the loss to minimize
+        (a scalar f32 Tensor)."""
         raise NotImplementedError(
             f"{type(self).__name__} must define build(self, ...), returning "
             "the loss to minimize")
 
     def compile(self, ranks, **inputs):
+        """Declares the inputs (name=(shape, dtype), e.g. x=([32, 784],
+        "f32"), in build's order, recorded in `input_names`), calls build,
+        minimizes the tensor it returns and compiles for `ranks` ranks: a
+        CompiledGraph. A graph already built compiles again without
+        inputs."""
         if getattr(self, "_built", False):
             if inputs:
                 raise ValueError(f"graph '{self.name}' is already built; "

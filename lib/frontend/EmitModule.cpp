@@ -232,7 +232,8 @@ zero::frontend::detail::emitModule(const GraphState &graph,
     const Node &node = graph.nodes[input.node];
     argumentTypes.push_back(tensorType(node.shape, node.dtype, builder));
   }
-  SmallVector<Type> resultTypes{RankedTensorType::get({}, builder.getF32Type())};
+  SmallVector<Type> resultTypes{
+      RankedTensorType::get({}, builder.getF32Type())};
   std::vector<int> outputs;
   if (withOutputs)
     for (const auto &output : graph.outputs) {

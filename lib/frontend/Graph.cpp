@@ -446,8 +446,9 @@ void Graph::output(const std::string &name, const Tensor &value) {
   int node = GraphState::idOf(value);
   bool scalar = value.rank() == 0;
   if (scalar && !isFloat(value.dtype())) {
-    state->fail(absl::StrCat(what, ": a scalar output is averaged over the "
-                                   "ranks and must be a float, got ",
+    state->fail(absl::StrCat(what,
+                             ": a scalar output is averaged over the "
+                             "ranks and must be a float, got ",
                              describe(value)));
     return;
   }
@@ -470,7 +471,8 @@ void Graph::output(const std::string &name, const Tensor &value) {
       state->fail(absl::StrCat(
           what, ": ", describe(value),
           " is not batch-major: an output is a float scalar or a tensor whose "
-          "dimension 0 is the batch (", batch,
+          "dimension 0 is the batch (",
+          batch,
           " rows) computed from the inputs; parameters are read from the "
           "trained state (Trainer::gatherState, state_dict() in Python)"));
       return;

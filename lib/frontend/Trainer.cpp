@@ -50,8 +50,7 @@ Trainer::create(const CompiledGraph &compiled, rt::Communicator &comm,
         compiled.ranks() == 1 ? " rank" : " ranks", " but the job has ",
         comm.size(), " (compile with graph.compile(", comm.size(),
         ") or launch with mpirun -np ", compiled.ranks(), ")"));
-  if (absl::Status status = checkRanksAgree(compiled, comm, seed);
-      !status.ok())
+  if (absl::Status status = checkRanksAgree(compiled, comm, seed); !status.ok())
     return status;
   auto programs = compiled.module(Form::program).getOps<zrt::ProgramOp>();
   if (programs.empty())
@@ -132,8 +131,8 @@ static absl::Status appendOutput(zero::rt::Executor &executor, int index,
   namespace rt = zero::rt;
   int buffer = executor.findBuffer("output" + std::to_string(index));
   if (buffer < 0)
-    return absl::InternalError(absl::StrCat(
-        "the evaluation program has no output", index, " buffer"));
+    return absl::InternalError(
+        absl::StrCat("the evaluation program has no output", index, " buffer"));
   const rt::BufferDecl &decl = executor.buffers()[buffer];
   std::vector<uint8_t> mine(decl.bytes);
   if (absl::Status status = executor.readBuffer(buffer, mine.data());
@@ -282,12 +281,11 @@ std::map<std::string, double> Trainer::learningRates() const {
     if (optimizer.schedule.isConstant())
       return peak * factor;
     rt::LrSchedule schedule;
-    schedule.kind =
-        optimizer.schedule.kind == Schedule::Kind::linear
-            ? rt::LrSchedule::Kind::linear
-            : (optimizer.schedule.kind == Schedule::Kind::cosine
-                   ? rt::LrSchedule::Kind::cosine
-                   : rt::LrSchedule::Kind::constant);
+    schedule.kind = optimizer.schedule.kind == Schedule::Kind::linear
+                        ? rt::LrSchedule::Kind::linear
+                        : (optimizer.schedule.kind == Schedule::Kind::cosine
+                               ? rt::LrSchedule::Kind::cosine
+                               : rt::LrSchedule::Kind::constant);
     schedule.warmup = optimizer.schedule.warmup;
     schedule.total = optimizer.schedule.total;
     schedule.minLr = optimizer.schedule.minLr * scale;

@@ -122,10 +122,14 @@ const char *reduceName(ReduceKind kind) {
   return "?";
 }
 
+class MpiCommunicator;
+
 /// One started collective: the requests in flight and what to do once they
 /// have all completed.
 struct Operation {
   int64_t ticket = 0;
+  /// The communicator it runs on.
+  const MpiCommunicator *owner = nullptr;
   /// "all_reduce of 4096 bytes", for messages.
   std::string what;
   std::vector<MPI_Request> requests;
@@ -140,24 +144,51 @@ struct Operation {
   bool done = false;
 };
 
+/// What a communicator shares with those split from it: one ticket
+/// sequence (every rank starts the same collectives in the same order, so a
+/// ticket names the same collective on every rank of its group) and the
+/// operations in flight, which every wait advances.
+struct OperationTable {
+  int64_t nextTicket = 1;
+  std::map<int64_t, std::unique_ptr<Operation>> operations;
+};
+
 class MpiCommunicator final : public Communicator {
 public:
   MpiCommunicator(MPI_Comm comm, int rank, int size, int64_t tagSpace,
-                  const CommOptions &options)
+                  const CommOptions &options,
+                  std::shared_ptr<OperationTable> table =
+                      std::make_shared<OperationTable>(),
+                  std::vector<int> jobRanks = {})
       : comm_(comm), rank_(rank), size_(size), tagSpace_(tagSpace),
-        options_(options) {}
+        options_(options), table_(std::move(table)),
+        jobRanks_(std::move(jobRanks)) {}
 
   ~MpiCommunicator() override {
     // Buffers of operations never waited for may still be written by MPI;
     // leaking them is the only safe choice.
-    for (auto &entry : operations_)
-      (void)entry.second.release();
+    std::map<int64_t, std::unique_ptr<Operation>> &operations =
+        table_->operations;
+    for (auto entry = operations.begin(); entry != operations.end();) {
+      if (entry->second->owner != this) {
+        ++entry;
+        continue;
+      }
+      (void)entry->second.release();
+      entry = operations.erase(entry);
+    }
     if (mpiActive())
       MPI_Comm_free(&comm_);
   }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int jobRank(int rank) const override {
+    return jobRanks_.empty() ? rank : jobRanks_[rank];
+  }
+  absl::StatusOr<std::unique_ptr<Communicator>> split(int color,
+                                                      int key) override;
+  absl::Status deadlineExceeded(const Operation &operation) const;
 
   absl::StatusOr<Ticket> startAllReduce(const void *in, void *out,
                                         int64_t count, DType dtype,
@@ -219,7 +250,6 @@ private:
   absl::Status advance(Operation &operation);
   /// Advances every outstanding operation; failures are kept for their wait.
   void advanceAll();
-  absl::Status deadlineExceeded(const Operation &operation) const;
 
   MPI_Comm comm_;
   int rank_;
@@ -228,8 +258,9 @@ private:
   CommOptions options_;
   // Every rank numbers its starts the same way, so a ticket names the same
   // collective on every rank and doubles as its message tag.
-  Ticket nextTicket_ = 1;
-  std::map<Ticket, std::unique_ptr<Operation>> operations_;
+  std::shared_ptr<OperationTable> table_;
+  /// Job rank of each rank here; empty: the same numbers.
+  std::vector<int> jobRanks_;
 };
 
 absl::Status MpiCommunicator::checkArguments(absl::string_view kind,
@@ -262,10 +293,11 @@ absl::Status MpiCommunicator::checkReduction(absl::string_view kind,
 Operation &MpiCommunicator::newOperation(absl::string_view kind,
                                          int64_t bytes) {
   auto operation = std::make_unique<Operation>();
-  operation->ticket = nextTicket_++;
+  operation->ticket = table_->nextTicket++;
+  operation->owner = this;
   operation->what = absl::StrCat(kind, " of ", bytes, " bytes");
   Operation &result = *operation;
-  operations_[result.ticket] = std::move(operation);
+  table_->operations[result.ticket] = std::move(operation);
   return result;
 }
 
@@ -566,7 +598,7 @@ absl::Status MpiCommunicator::advance(Operation &operation) {
 }
 
 void MpiCommunicator::advanceAll() {
-  for (auto &entry : operations_)
+  for (auto &entry : table_->operations)
     (void)advance(*entry.second);
 }
 
@@ -587,7 +619,7 @@ MpiCommunicator::deadlineExceeded(const Operation &operation) const {
     if (operation.peers[i] < 0)
       anyone = true;
     else
-      peers.insert(operation.peers[i]);
+      peers.insert(jobRank(operation.peers[i]));
   }
   std::string waitingOn;
   if (!anyone && !peers.empty())
@@ -599,8 +631,10 @@ MpiCommunicator::deadlineExceeded(const Operation &operation) const {
 }
 
 absl::Status MpiCommunicator::wait(Ticket ticket) {
-  auto found = operations_.find(ticket);
-  if (found == operations_.end())
+  std::map<int64_t, std::unique_ptr<Operation>> &operations =
+      table_->operations;
+  auto found = operations.find(ticket);
+  if (found == operations.end())
     return absl::NotFoundError(
         absl::StrCat("wait: ticket ", ticket,
                      " is not outstanding (never started or already waited)"));
@@ -614,14 +648,14 @@ absl::Status MpiCommunicator::wait(Ticket ticket) {
     if (absl::Status status = advance(operation); !status.ok())
       return status;
     if (operation.done) {
-      operations_.erase(found);
+      operations.erase(found);
       return absl::OkStatus();
     }
     // Another rank may be waiting for a later step of one of ours.
     advanceAll();
     absl::Time now = absl::Now();
     if (now >= deadline)
-      return deadlineExceeded(operation);
+      return operation.owner->deadlineExceeded(operation);
     // MPI moves large messages only while both sides poll, so sleeping
     // between polls slows transfers several-fold; yielding keeps the
     // latency of MPI_Wait and still lets oversubscribed ranks run. A wait
@@ -634,6 +668,34 @@ absl::Status MpiCommunicator::wait(Ticket ticket) {
       pause = std::min(pause * 2, absl::Milliseconds(1));
     }
   }
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> MpiCommunicator::split(int color,
+                                                                     int key) {
+  advanceAll();
+  MPI_Comm sub;
+  int code = MPI_Comm_split(comm_, color, key, &sub);
+  if (code != MPI_SUCCESS)
+    return absl::UnavailableError(absl::StrCat(
+        "MPI communicator: MPI_Comm_split failed: ", mpiErrorString(code)));
+  MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(sub, &rank);
+  MPI_Comm_size(sub, &size);
+  // The job ranks of the group, so that messages name ranks as mpirun does.
+  std::vector<int> local(size), job(size);
+  for (int index = 0; index < size; ++index)
+    local[index] = index;
+  MPI_Group group, world;
+  MPI_Comm_group(sub, &group);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  MPI_Group_translate_ranks(group, size, local.data(), world, job.data());
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  auto child = std::make_unique<MpiCommunicator>(sub, rank, size, tagSpace_,
+                                                 options_, table_, job);
+  child->setTrafficParent(this);
+  return std::unique_ptr<Communicator>(std::move(child));
 }
 
 absl::Status MpiCommunicator::barrier() {

@@ -44,10 +44,11 @@ int64_t StepInstruction::collectiveOutputBytes(int ranks) const {
 }
 
 absl::StatusOr<Communicator::Ticket>
-zero::rt::startCollective(Communicator &comm,
-                          const StepInstruction &instruction, const void *in,
-                          void *out) {
+zero::rt::startCollective(Communicator &job, const StepInstruction &instruction,
+                          const void *in, void *out) {
   using Kind = StepInstruction::Kind;
+  Communicator &comm =
+      instruction.communicator ? *instruction.communicator : job;
   switch (instruction.kind) {
   case Kind::allReduce:
     return comm.startAllReduce(in, out, instruction.count, instruction.dtype,

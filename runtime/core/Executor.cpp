@@ -10,6 +10,7 @@
 #include "zero/dialects/zrt/ZrtOps.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -362,9 +363,20 @@ absl::Status Executor::Loader::addCollective(mlir::Operation *op,
       mlir::cast<mlir::MemRefType>(output.getType()).getNumElements();
   instruction.count =
       kind == StepInstruction::Kind::reduceScatter ? outputCount : inputCount;
-  if (kind == StepInstruction::Kind::allToAll)
-    instruction.count = inputCount / executor.comm.size();
   instruction.stream = getStream(stream);
+  if (auto axis = op->getAttrOfType<mlir::IntegerAttr>("axis")) {
+    int64_t grid = static_cast<int64_t>(executor.placementGrid.size());
+    if (axis.getInt() >= grid)
+      return error(op, absl::StrCat("runs over axis ", axis.getInt(),
+                                    " of a placement with ", grid,
+                                    grid == 1 ? " axis" : " axes"));
+    instruction.axis = static_cast<int>(axis.getInt());
+    if (!executor.axisCommunicators.empty())
+      instruction.communicator =
+          executor.axisCommunicators[instruction.axis].get();
+  }
+  if (kind == StepInstruction::Kind::allToAll)
+    instruction.count = inputCount / instruction.groupSize(executor.comm);
   noteArenaUse(input);
   noteArenaUse(output);
   gatheredBytes.addInstruction(kind == StepInstruction::Kind::allGather
@@ -529,11 +541,18 @@ static ProgramInfo getProgramInfo(zrt::ProgramOp program) {
 absl::Status Executor::checkPlacement(zrt::ProgramOp program,
                                       int64_t jobRanks) {
   auto placement = program.getPlacement();
-  int64_t ranks = placement.getGrid().empty() ? 1 : placement.getGrid().front();
-  if (placement.getGrid().size() != 1 || ranks != jobRanks)
+  llvm::ArrayRef<int64_t> grid = placement.getGrid();
+  int64_t ranks = 1;
+  for (int64_t extent : grid)
+    ranks *= extent;
+  if (grid.empty() || ranks != jobRanks)
     return absl::InvalidArgumentError(absl::StrCat(
         "program @", program.getSymName().str(), " is placed on ", ranks,
-        " ranks but the job has ", jobRanks,
+        " ranks",
+        grid.size() > 1
+            ? absl::StrCat(" (a ", absl::StrJoin(grid, "x"), " grid)")
+            : "",
+        " but the job has ", jobRanks,
         " (compile it for this many ranks, or launch with -n ", ranks, ")"));
   return absl::OkStatus();
 }
@@ -546,6 +565,22 @@ Executor::create(zrt::ProgramOp program, Communicator &comm,
   if (!backend)
     backend = createCpuBackend(comm);
   std::unique_ptr<Executor> executor(new Executor(comm, std::move(backend)));
+  llvm::ArrayRef<int64_t> grid = program.getPlacement().getGrid();
+  executor->placementGrid.assign(grid.begin(), grid.end());
+  if (grid.size() > 1) {
+    if (executor->executionBackend->name() != "cpu")
+      return absl::UnimplementedError(absl::StrCat(
+          "program @", program.getSymName().str(), " is placed on a ",
+          absl::StrJoin(grid, "x"),
+          " grid; placements of several axes run "
+          "on the CPU backend only (one NCCL communicator per axis is not "
+          "built yet)"));
+    absl::StatusOr<std::vector<std::unique_ptr<Communicator>>> axes =
+        splitPlacementAxes(comm, grid);
+    if (!axes.ok())
+      return axes.status();
+    executor->axisCommunicators = *std::move(axes);
+  }
   Loader loader(*executor, program);
   executor->figures.arenaBytes = program.getArenaBytes();
   absl::StatusOr<void *> arena =

@@ -47,8 +47,8 @@ absl::Status checkRanksAgree(Communicator &comm,
     if (record.length <= RankFact::kShownBytes)
       std::memcpy(record.shown, facts[index].value.data(), record.length);
   }
-  int64_t words = static_cast<int64_t>(mine.size() * sizeof(FactRecord) /
-                                       sizeof(int64_t));
+  int64_t words =
+      static_cast<int64_t>(mine.size() * sizeof(FactRecord) / sizeof(int64_t));
   std::vector<FactRecord> all(mine.size() * comm.size());
   if (absl::Status status =
           comm.allGather(mine.data(), all.data(), words, DType::i64);
@@ -63,10 +63,10 @@ absl::Status checkRanksAgree(Communicator &comm,
       const FactRecord &theirs = all[rank * facts.size() + index];
       if (theirs.hash == first.hash && theirs.length == first.length)
         continue;
-      return absl::InvalidArgumentError(absl::StrCat(
-          "rank ", rank, " differs from rank 0 in ", facts[index].what, ": ",
-          describe(theirs), ", where rank 0 has ", describe(first), "; ",
-          advice));
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank, " differs from rank 0 in ",
+                       facts[index].what, ": ", describe(theirs),
+                       ", where rank 0 has ", describe(first), "; ", advice));
     }
   return absl::OkStatus();
 }

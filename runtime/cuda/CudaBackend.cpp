@@ -705,8 +705,8 @@ absl::Status CudaBackend::runBody(size_t body, const KernelContext &context) {
   deviceContext.deviceStep = deviceStep;
   if (options.cudaGraph) {
     // The update kernels' rate parameters are captured by value.
-    if (!captured[body].exec || captured[body].learningRateFactor !=
-                                    deviceContext.learningRateFactor)
+    if (!captured[body].exec ||
+        captured[body].learningRateFactor != deviceContext.learningRateFactor)
       if (absl::Status status = captureStep(body, deviceContext); !status.ok())
         return status;
     if (absl::Status status =

@@ -18,11 +18,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace zero::rt {
 
@@ -111,6 +113,19 @@ public:
 
   virtual absl::Status barrier() = 0;
 
+  /// The communicator of the ranks of this one that pass the same `color`,
+  /// ranked by `key` (MPI_Comm_split): the group of one placement axis.
+  /// Collective over this communicator. The new communicator's collectives
+  /// take tickets from the same sequence as this one's, and wait() on either
+  /// advances both, so that ranks waiting on different axes cannot hold each
+  /// other up. Its traffic is counted on it and on this communicator. The
+  /// default refuses: not every communicator can be split.
+  virtual absl::StatusOr<std::unique_ptr<Communicator>> split(int color,
+                                                              int key);
+  /// This communicator's ranks as ranks of the job (MPI_COMM_WORLD), for
+  /// messages: rank r here is jobRank(r) there.
+  virtual int jobRank(int rank) const { return rank; }
+
   /// Ends every rank of the job with `message` on stderr (prefixed
   /// "zero-run: rank R: "); never returns.
   [[noreturn]] virtual void abortJob(absl::string_view message,
@@ -122,6 +137,9 @@ public:
     return traffic_;
   }
   void resetTraffic() { traffic_.clear(); }
+  /// Where else this communicator's traffic is counted: the communicator it
+  /// was split from.
+  void setTrafficParent(Communicator *parent) { trafficParent_ = parent; }
   /// Adds traffic counted elsewhere: a replayed CUDA graph issues the
   /// collectives it captured without calling this communicator again.
   void addTraffic(const std::map<std::string, TrafficStats> &more) {
@@ -149,8 +167,13 @@ protected:
     stats.bytes += bytes * repeat;
     // Same expression and evaluation order as PlanReport, so that the
     // doubles agree bit for bit.
-    stats.sentBytesPerRank +=
+    double sent =
         repeat * factor * static_cast<double>(bytes) * (ranks - 1) / ranks;
+    stats.sentBytesPerRank += sent;
+    for (Communicator *parent = trafficParent_; parent;
+         parent = parent->trafficParent_)
+      parent->addTraffic(
+          {{kind, {repeat, elements * repeat, bytes * repeat, sent}}});
   }
 
 private:
@@ -161,7 +184,23 @@ private:
   }
 
   std::map<std::string, TrafficStats> traffic_;
+  Communicator *trafficParent_ = nullptr;
 };
+
+inline absl::StatusOr<std::unique_ptr<Communicator>> Communicator::split(int,
+                                                                         int) {
+  return absl::UnimplementedError(
+      "this communicator cannot be split into the groups of placement axes");
+}
+
+/// One communicator per axis of the placement grid `grid` over the ranks of
+/// `job` (whose size must be the grid's product): ranks are numbered
+/// row-major, the last axis varying fastest, so on a [nodes, per-node] grid
+/// axis 1's groups are runs of consecutive ranks (a node) and axis 0's are
+/// the ranks with the same place in every node. Each is split from `job`
+/// (Communicator::split); collective over `job`.
+absl::StatusOr<std::vector<std::unique_ptr<Communicator>>>
+splitPlacementAxes(Communicator &job, absl::Span<const int64_t> grid);
 
 /// Initializes MPI when needed (MPI_Init_thread; also works as a singleton
 /// without mpirun) and duplicates MPI_COMM_WORLD with MPI_ERRORS_RETURN. May

@@ -57,6 +57,11 @@ struct StepInstruction {
   /// (the one kernels run on).
   int stream = 0;
   int event = -1;
+  /// Collectives: the placement axis whose group they run over, and that
+  /// group's communicator (Executor::axisCommunicator); null where the group
+  /// is the whole job (one-axis placements).
+  int axis = 0;
+  Communicator *communicator = nullptr;
 
   bool isCollective() const {
     return kind != Kind::launch && kind != Kind::copy && kind != Kind::record &&
@@ -65,13 +70,19 @@ struct StepInstruction {
   /// Bytes of the collective's input and output buffers.
   int64_t collectiveInputBytes(int ranks) const;
   int64_t collectiveOutputBytes(int ranks) const;
+  /// The ranks of the collective's group, in a job over `job`.
+  int groupSize(const Communicator &job) const {
+    return communicator ? communicator->size() : job.size();
+  }
 };
 
 /// The instructions of one `zrt.step` body, in issue order.
 using StepBody = std::vector<StepInstruction>;
 
-/// Starts collective `instruction` on `comm`, reading `in` and writing
-/// `out`: the instruction's own buffers, or host copies of them.
+/// Starts collective `instruction` on `comm` (or on its axis's
+/// communicator, split from `comm`, whose tickets `comm` waits for),
+/// reading `in` and writing `out`: the instruction's own buffers, or host
+/// copies of them.
 absl::StatusOr<Communicator::Ticket>
 startCollective(Communicator &comm, const StepInstruction &instruction,
                 const void *in, void *out);

@@ -191,6 +191,15 @@ public:
   size_t numInstructions() const;
   /// The job's host communicator.
   Communicator &communicator() { return comm; }
+  /// The group of placement axis `axis`: the job's communicator for a
+  /// one-axis placement, else the ranks whose grid coordinates differ only
+  /// along `axis` (row-major ranks: the last axis varies fastest). Its
+  /// traffic() is that axis's.
+  Communicator &axisCommunicator(int axis) {
+    return axisCommunicators.empty() ? comm : *axisCommunicators[axis];
+  }
+  /// The placement grid the program runs on ([N] for one axis).
+  const std::vector<int64_t> &grid() const { return placementGrid; }
   ExecutionBackend &backend() { return *executionBackend; }
   /// The loaded step bodies (the plain step, or micro-step and apply).
   const std::vector<StepBody> &stepBodies() const { return bodies; }
@@ -202,8 +211,12 @@ private:
   Executor(Communicator &comm, std::unique_ptr<ExecutionBackend> backend);
 
   Communicator &comm;
+  /// Placements of several axes: one communicator per axis, split from
+  /// `comm`. Declared before the backend, which uses them until it is gone.
+  std::vector<std::unique_ptr<Communicator>> axisCommunicators;
   std::unique_ptr<ExecutionBackend> executionBackend;
   double lrFactor = 1.0;
+  std::vector<int64_t> placementGrid;
   std::vector<BufferDecl> decls;
   /// Owned: released through the backend by the destructor.
   std::vector<void *> storage;

@@ -11,12 +11,20 @@
 //       deadline and end the job;
 //   zero-comm-check mismatch
 //       ranks disagree on a count: MPI's error comes back as a status;
+//   zero-comm-check grid RxS[xT...]
+//       one communicator per axis of the placement grid: each axis's group
+//       holds the ranks it should, every collective's values on each, two
+//       axes' collectives in flight at once waited in opposite orders on
+//       different ranks, an axis's ticket waited through the job's
+//       communicator, and the axis's traffic counted on the job's too;
 //   zero-comm-check bench
 //       times all_reduce in both modes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CommCheck.h"
+
+#include "absl/strings/str_join.h"
 
 #include <chrono>
 #include <csignal>
@@ -57,6 +65,145 @@ int runCollectives() {
     std::printf("zero-comm-check: collectives on %d ranks: %s (%lld checks, "
                 "%lld failures)\n",
                 plain->size(), totals[0] == 0 ? "PASS" : "FAIL",
+                static_cast<long long>(totals[1]),
+                static_cast<long long>(totals[0]));
+  std::fflush(stdout);
+  deterministic.reset();
+  plain.reset();
+  finalizeMpi();
+  return totals[0] == 0 ? 0 : 1;
+}
+
+/// The grid of "2x4": {2, 4}; empty when malformed.
+std::vector<int64_t> parseGrid(const char *text) {
+  std::vector<int64_t> grid;
+  for (const char *at = text; *at;) {
+    char *end = nullptr;
+    long extent = std::strtol(at, &end, 10);
+    if (end == at || extent < 1 || (*end && *end != 'x'))
+      return {};
+    grid.push_back(extent);
+    at = *end ? end + 1 : end;
+  }
+  return grid;
+}
+
+void checkGrid(check::Checker &checker, Communicator &job,
+               const std::vector<int64_t> &grid, bool deterministic) {
+  std::string mode = deterministic ? "deterministic" : "non-deterministic";
+  absl::StatusOr<std::vector<std::unique_ptr<Communicator>>> axes =
+      splitPlacementAxes(job, grid);
+  if (!checker.expectOk(axes.status(), mode + " splitPlacementAxes"))
+    return;
+  std::vector<int64_t> coordinates(grid.size());
+  for (int64_t rest = job.rank(), axis = grid.size(); axis-- > 0;) {
+    coordinates[axis] = rest % grid[axis];
+    rest /= grid[axis];
+  }
+  // Each axis's group: the job ranks that differ from this one only in
+  // that coordinate, in coordinate order.
+  std::vector<std::vector<int64_t>> members(grid.size());
+  for (size_t axis = 0; axis < grid.size(); ++axis) {
+    Communicator &group = *(*axes)[axis];
+    std::string what = absl::StrCat(mode, " axis ", axis);
+    int64_t stride = 1;
+    for (size_t inner = axis + 1; inner < grid.size(); ++inner)
+      stride *= grid[inner];
+    int64_t first = job.rank() - coordinates[axis] * stride;
+    for (int64_t index = 0; index < grid[axis]; ++index)
+      members[axis].push_back(first + index * stride);
+    checker.expect(
+        group.size() == grid[axis] && group.rank() == coordinates[axis],
+        absl::StrCat(what, ": rank ", group.rank(), " of ", group.size(),
+                     ", expected ", coordinates[axis], " of ", grid[axis]));
+    int64_t mine = job.rank();
+    std::vector<int64_t> seen(group.size());
+    if (checker.expectOk(group.allGather(&mine, seen.data(), 1, DType::i64),
+                         what + " membership"))
+      checker.expect(seen == members[axis],
+                     absl::StrCat(what, " holds job ranks ",
+                                  absl::StrJoin(seen, ","), ", expected ",
+                                  absl::StrJoin(members[axis], ",")));
+    for (int64_t index = 0; index < group.size(); ++index)
+      checker.expect(group.jobRank(static_cast<int>(index)) ==
+                         members[axis][index],
+                     absl::StrCat(what, " names its rank ", index, " job rank ",
+                                  group.jobRank(static_cast<int>(index))));
+    check::checkCollectives(checker, group, deterministic);
+  }
+  // Two axes in flight at once, waited in opposite orders on even and odd
+  // ranks: each wait must advance the other axis's collective too.
+  if (grid.size() >= 2) {
+    int64_t values[2] = {job.rank() + 1, job.rank() + 1};
+    absl::StatusOr<Communicator::Ticket> first = (*axes)[0]->startAllReduce(
+        &values[0], &values[0], 1, DType::i64, ReduceKind::sum);
+    absl::StatusOr<Communicator::Ticket> second = (*axes)[1]->startAllReduce(
+        &values[1], &values[1], 1, DType::i64, ReduceKind::sum);
+    if (checker.expectOk(first.status(), mode + " start on axis 0") &&
+        checker.expectOk(second.status(), mode + " start on axis 1")) {
+      bool even = job.rank() % 2 == 0;
+      checker.expectOk((*axes)[even ? 1 : 0]->wait(even ? *second : *first),
+                       mode + " wait on one axis");
+      // The other through the job's communicator: the tickets are one
+      // sequence (CpuBackend waits on the job's).
+      checker.expectOk(job.wait(even ? *first : *second),
+                       mode + " wait on the other axis through the job");
+      for (int axis = 0; axis < 2; ++axis) {
+        int64_t sum = 0;
+        for (int64_t member : members[axis])
+          sum += member + 1;
+        checker.expect(values[axis] == sum,
+                       absl::StrCat(mode, " axis ", axis, " sum ", values[axis],
+                                    ", expected ", sum));
+      }
+    }
+  }
+  // An axis's traffic is its own and the job's, with the axis's group size
+  // in the ring factor.
+  job.resetTraffic();
+  Communicator &last = *axes->back();
+  last.resetTraffic();
+  std::vector<float> data(100, 1.0f);
+  if (checker.expectOk(last.allReduce(data.data(), data.data(), 100, DType::f32,
+                                      ReduceKind::sum),
+                       mode + " traffic all_reduce")) {
+    int64_t ranks = last.size();
+    double sent = 2 * static_cast<double>(400) * (ranks - 1) / ranks;
+    for (Communicator *counted : {&last, &job}) {
+      auto found = counted->traffic().find("all_reduce");
+      checker.expect(found != counted->traffic().end() &&
+                         found->second.count == 1 &&
+                         found->second.bytes == 400 &&
+                         found->second.sentBytesPerRank == sent,
+                     absl::StrCat(mode, counted == &job ? " job" : " axis",
+                                  " traffic of an axis all_reduce"));
+    }
+  }
+  job.resetTraffic();
+  checker.expectOk(job.barrier(), mode + " barrier");
+}
+
+int runGrid(const char *shape) {
+  std::vector<int64_t> grid = parseGrid(shape);
+  if (grid.empty()) {
+    std::fprintf(stderr, "zero-comm-check: grid: '%s' is not RxS[x...]\n",
+                 shape);
+    return 2;
+  }
+  std::unique_ptr<Communicator> plain = create({false, 60});
+  std::unique_ptr<Communicator> deterministic = create({true, 60});
+  check::Checker checker(plain->rank());
+  checkGrid(checker, *plain, grid, false);
+  checkGrid(checker, *deterministic, grid, true);
+  int64_t totals[2] = {checker.failures(), checker.checks()};
+  absl::Status status =
+      plain->allReduce(totals, totals, 2, DType::i64, ReduceKind::sum);
+  if (!status.ok())
+    plain->abortJob(status.message(), 1);
+  if (plain->rank() == 0)
+    std::printf("zero-comm-check: grid %s on %d ranks: %s (%lld checks, "
+                "%lld failures)\n",
+                shape, plain->size(), totals[0] == 0 ? "PASS" : "FAIL",
                 static_cast<long long>(totals[1]),
                 static_cast<long long>(totals[0]));
   std::fflush(stdout);
@@ -176,8 +323,11 @@ int main(int argc, char **argv) {
     return runMismatch();
   if (std::strcmp(scenario, "bench") == 0)
     return runBench();
+  if (std::strcmp(scenario, "grid") == 0 && argc > 2)
+    return runGrid(argv[2]);
   std::fprintf(stderr,
                "usage: zero-comm-check collectives | exit-early | "
-               "killed | timeout [--deterministic] | mismatch | bench\n");
+               "killed | timeout [--deterministic] | mismatch | grid RxS | "
+               "bench\n");
   return 2;
 }

@@ -25,14 +25,22 @@ using namespace zero;
 
 namespace {
 
-/// Inserts `dist.all_reduce mean` of `value` right after its definition and
-/// returns it; the caller redirects the uses it wants averaged.
-Value averageAfterDefinition(Value value) {
+/// `value` averaged over every axis of a placement of `axes` axes, from the
+/// last (the fastest links) to the first: one `dist.all_reduce mean` per
+/// axis.
+Value emitAverage(OpBuilder &builder, Location loc, Value value, int64_t axes) {
+  for (int64_t axis = axes; axis-- > 0;)
+    value = builder.create<dist::AllReduceOp>(loc, value,
+                                              dist::ReduceKind::mean, axis);
+  return value;
+}
+
+/// `value` averaged right after its definition; the caller redirects the
+/// uses it wants averaged.
+Value averageAfterDefinition(Value value, int64_t axes) {
   OpBuilder builder(value.getContext());
   builder.setInsertionPointAfterValue(value);
-  return builder.create<dist::AllReduceOp>(value.getLoc(), value,
-                                           dist::ReduceKind::mean,
-                                           /*axis=*/0);
+  return emitAverage(builder, value.getLoc(), value, axes);
 }
 
 /// The gradient operands that reach an optimizer in `function`.
@@ -55,7 +63,40 @@ struct DistDataParallelPass
 
   void runOnOperation() override;
   LogicalResult setPlacement(ModuleOp module);
+  LogicalResult setMesh(ModuleOp module, dist::PlacementAttr placement);
 };
+
+LogicalResult DistDataParallelPass::setMesh(ModuleOp module,
+                                            dist::PlacementAttr placement) {
+  int64_t product = 1;
+  for (int64_t extent : mesh) {
+    if (extent < 1)
+      return mlir::emitError(module.getLoc())
+             << "dist-data-parallel: every extent of mesh must be at least "
+                "1, got "
+             << extent;
+    product *= extent;
+  }
+  if (ranks != 0 && ranks != product)
+    return mlir::emitError(module.getLoc())
+           << "dist-data-parallel: ranks=" << static_cast<int64_t>(ranks)
+           << " but the mesh has " << product << " ranks";
+  if (placement && placement.getGrid() == ArrayRef<int64_t>(mesh))
+    return success();
+  WalkResult sharded = module.walk([](train::ParamOp param) {
+    return param.isSharded() ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  if (sharded.wasInterrupted())
+    return mlir::emitError(module.getLoc())
+           << "dist-data-parallel: the mesh differs from " << placement
+           << ", but state is already sharded for it";
+  dist::DeviceKind device =
+      placement ? placement.getDevice() : dist::DeviceKind::cpu;
+  module->setAttr(dist::DistDialect::getPlacementAttrName(),
+                  dist::PlacementAttr::get(module.getContext(), device,
+                                           ArrayRef<int64_t>(mesh)));
+  return success();
+}
 
 LogicalResult DistDataParallelPass::setPlacement(ModuleOp module) {
   auto placement = module->getAttrOfType<dist::PlacementAttr>(
@@ -64,6 +105,8 @@ LogicalResult DistDataParallelPass::setPlacement(ModuleOp module) {
     return mlir::emitError(module.getLoc())
            << "dist-data-parallel: ranks must be positive, got "
            << static_cast<int64_t>(ranks);
+  if (!mesh.empty())
+    return setMesh(module, placement);
   if (!placement && ranks == 0)
     return mlir::emitError(module.getLoc())
            << "dist-data-parallel: the module has no 'dist.placement'; "
@@ -112,7 +155,10 @@ void DistDataParallelPass::runOnOperation() {
   }
 
   MLIRContext *context = module.getContext();
-  auto batchSplit = dist::SbpAttr::get(context, {dist::SbpDim::split(0)});
+  int64_t axes = dist::lookupPlacement(module).getNumAxes();
+  // The batch in rank order: split over every axis, outermost first.
+  SmallVector<dist::SbpDim> split(axes, dist::SbpDim::split(0));
+  auto batchSplit = dist::SbpAttr::get(context, split);
   for (func::FuncOp function : functions) {
     for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
       if (isa<RankedTensorType>(function.getArgument(i).getType()) &&
@@ -124,7 +170,7 @@ void DistDataParallelPass::runOnOperation() {
     for (OpOperand *operand : collectGradientOperands(function)) {
       Value &mean = averaged[operand->get()];
       if (!mean)
-        mean = averageAfterDefinition(operand->get());
+        mean = averageAfterDefinition(operand->get(), axes);
       operand->set(mean);
     }
 
@@ -137,8 +183,7 @@ void DistDataParallelPass::runOnOperation() {
         if (!type || type.getRank() != 0 ||
             !isa<FloatType>(type.getElementType()))
           continue;
-        operand.set(builder.create<dist::AllReduceOp>(
-            ret.getLoc(), operand.get(), dist::ReduceKind::mean, 0));
+        operand.set(emitAverage(builder, ret.getLoc(), operand.get(), axes));
       }
     });
   }

@@ -41,6 +41,24 @@ struct Bucket {
   SmallVector<Operation *> members;
 };
 
+/// The all-reduce that carries `op`'s average on to the next placement axis
+/// (dist-data-parallel on a mesh averages within the node, then across):
+/// `op`'s only user, an all-reduce of the same kind and type over another
+/// axis. It rides in its producer's bucket: the bucket's fused all-reduce is
+/// followed by one fused all-reduce over the next axis, so that a mesh's
+/// reductions fuse as a one-axis step's do.
+dist::AllReduceOp getRider(Operation *op) {
+  auto reduce = dyn_cast<dist::AllReduceOp>(op);
+  if (!reduce || !reduce->hasOneUse())
+    return nullptr;
+  auto rider = dyn_cast<dist::AllReduceOp>(*reduce->user_begin());
+  if (!rider || rider.getReduce() != reduce.getReduce() ||
+      rider.getAxis() == reduce.getAxis() ||
+      rider.getType() != reduce.getType())
+    return nullptr;
+  return rider;
+}
+
 /// The bucket kind of a collective that can join a bucket, if any.
 std::optional<BucketKind> classify(Operation *op) {
   auto staticInput = [](Value value) {
@@ -95,6 +113,8 @@ private:
   std::vector<Bucket> buckets;
   SmallVector<unsigned> ready;
   DenseMap<Operation *, unsigned> bucketOf;
+  /// Riders (getRider) and the bucket of their producer.
+  DenseMap<Operation *, unsigned> riderBucket;
   SmallVector<unsigned> openBuckets;
   DenseMap<Operation *, int64_t> position;
   unsigned numFused = 0;
@@ -172,7 +192,16 @@ void BucketPlanner::planBlock(Block &block) {
       for (Value operand : nested->getOperands())
         if (Operation *def = operand.getDefiningOp()) {
           auto it = bucketOf.find(def);
-          if (it == bucketOf.end())
+          if (it == bucketOf.end()) {
+            // A use of a rider's result must follow its producer's bucket.
+            auto rider = riderBucket.find(def);
+            if (rider != riderBucket.end())
+              close(rider->second);
+            continue;
+          }
+          // A rider moves with its producer's bucket: not a use that must
+          // come after the bucket.
+          if (getRider(def).getOperation() == nested)
             continue;
           if (buckets[it->second].kind == BucketKind::AllGather)
             buckets[it->second].used = true;
@@ -180,7 +209,13 @@ void BucketPlanner::planBlock(Block &block) {
             close(it->second);
         }
     });
-    if (std::optional<BucketKind> kind = classify(&op))
+    Operation *producer =
+        op.getNumOperands() == 1 ? op.getOperand(0).getDefiningOp() : nullptr;
+    bool rides = producer && bucketOf.count(producer) &&
+                 getRider(producer).getOperation() == &op;
+    if (rides)
+      riderBucket[&op] = bucketOf.lookup(producer);
+    else if (std::optional<BucketKind> kind = classify(&op))
       add(&op, *kind);
     llvm::erase_if(openBuckets,
                    [&](unsigned index) { return !buckets[index].open; });
@@ -225,8 +260,33 @@ void BucketPlanner::materialize(Bucket &bucket) {
     Value packed = builder.create<dist::PackOp>(loc, shardBucket, inputs);
     Value reduced = builder.create<dist::AllReduceOp>(
         loc, packed, bucket.reduce, bucket.axis);
+    // Riders on every member: one more fused all-reduce over their axis,
+    // whose slices replace the riders.
+    SmallVector<dist::AllReduceOp> riders;
+    for (Operation *member : bucket.members)
+      riders.push_back(getRider(member));
+    bool fuseRiders =
+        llvm::all_of(riders, [](dist::AllReduceOp rider) { return !!rider; }) &&
+        llvm::all_equal(llvm::map_range(
+            riders, [](dist::AllReduceOp r) { return r.getAxis(); }));
+    if (fuseRiders)
+      reduced = builder.create<dist::AllReduceOp>(loc, reduced, bucket.reduce,
+                                                  riders.front().getAxis());
     results =
         builder.create<dist::UnpackOp>(loc, resultTypes, reduced).getResults();
+    if (fuseRiders) {
+      for (auto [rider, result] : llvm::zip(riders, results)) {
+        rider.getResult().replaceAllUsesWith(result);
+        rider.erase();
+      }
+      // The members' results now have no users; they are erased below.
+    } else {
+      // A rider left alone must still follow its producer, which moved
+      // to the bucket.
+      for (auto [rider, result] : llvm::zip(riders, results))
+        if (rider)
+          rider->moveAfter(result.getDefiningOp());
+    }
     break;
   }
   case BucketKind::ReduceScatter: {

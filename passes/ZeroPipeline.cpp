@@ -100,6 +100,14 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
             << bytes;
         return signalPassFailure();
       }
+    if (!mesh.empty() && stage > 0) {
+      // zero-shard and the runtime's state layouts shard over one axis.
+      mlir::emitError(module.getLoc())
+          << "zero-pipeline: stage " << static_cast<int64_t>(stage)
+          << " on a mesh is not built yet: a mesh runs plain data "
+             "parallelism (stage=0); hybrid sharding comes next";
+      return signalPassFailure();
+    }
     if (report != "none" && report != "text" && report != "json" &&
         report != "timeline") {
       mlir::emitError(module.getLoc())
@@ -120,7 +128,10 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
           createTrainAutodiff(TrainAutodiffOptions{optimizer, recompute}));
     pipeline.addPass(createTrainMaterializeOptimizer(
         TrainMaterializeOptimizerOptions{accumulateSteps}));
-    pipeline.addPass(createDistDataParallel(DistDataParallelOptions{ranks}));
+    DistDataParallelOptions dataParallel;
+    dataParallel.ranks = ranks;
+    dataParallel.mesh = ArrayRef<int64_t>(mesh);
+    pipeline.addPass(createDistDataParallel(dataParallel));
     if (stage > 0)
       pipeline.addPass(createZeroShard(
           ZeroShardOptions{stage, layout, minShardElements, regatherInBackward,

@@ -609,6 +609,11 @@ LogicalResult Sharder::run() {
   if (!placement)
     return mlir::emitError(module.getLoc()) << "zero-shard: the module has no "
                                                "'dist.placement'";
+  if (placement.getNumAxes() != 1)
+    return mlir::emitError(module.getLoc())
+           << "zero-shard: shards over a one-axis placement; " << placement
+           << " has " << placement.getNumAxes()
+           << " axes (hybrid sharding over a mesh is not built yet)";
   groupSize = placement.getGroupSize(0);
 
   // State is rewritten only where the step functions touch it.

@@ -231,7 +231,10 @@ void addTraffic(PlanReport &report, Operation *op, int64_t repeat) {
   StringRef kind = op->getName().stripDialect();
   kind.consume_back("_start");
   Value input = op->getOperand(0);
-  int64_t ranks = report.ranks;
+  int64_t axis = 0;
+  if (auto attr = op->getAttrOfType<IntegerAttr>("axis"))
+    axis = attr.getInt();
+  int64_t ranks = dist::getGroupSize(op, axis);
   auto inputType = cast<RankedTensorType>(input.getType());
   int64_t elements = inputType.getNumElements();
   if (kind == "reduce_scatter")
@@ -242,16 +245,19 @@ void addTraffic(PlanReport &report, Operation *op, int64_t repeat) {
     elements *= ranks;
   int64_t bytes = elements * getElementBytes(inputType.getElementType());
   int64_t factor = kind == "all_reduce" ? 2 : 1;
-  TrafficCount &count = report.traffic[kind.str()];
-  count.count += repeat;
-  count.elements += elements * repeat;
-  count.bytes += bytes * repeat;
-  count.volumeElements += factor * elements * repeat;
-  count.sentBytesPerRank +=
-      repeat * factor * static_cast<double>(bytes) * (ranks - 1) / ranks;
+  for (TrafficCount *count :
+       {&report.traffic[kind.str()], &report.axisTraffic[axis][kind.str()]}) {
+    count->count += repeat;
+    count->elements += elements * repeat;
+    count->bytes += bytes * repeat;
+    count->volumeElements += factor * elements * repeat;
+    count->sentBytesPerRank +=
+        repeat * factor * static_cast<double>(bytes) * (ranks - 1) / ranks;
+  }
 }
 
-ZeroFormula computeFormula(ModuleOp module, int64_t stage, int64_t ranks) {
+ZeroFormula computeFormula(ModuleOp module, int64_t stage, int64_t ranks,
+                           int64_t axes) {
   ZeroFormula formula;
   formula.stage = stage;
   formula.ranks = ranks;
@@ -306,8 +312,11 @@ ZeroFormula computeFormula(ModuleOp module, int64_t stage, int64_t ranks) {
     formula.modelStateBytes = params + frozen + grads + optimizer;
     break;
   }
+  // Every axis of a mesh carries the whole volume of plain data
+  // parallelism (each gradient is averaged within the node, then across).
   formula.trafficElements =
-      stage < 0 ? 0 : (stage == 3 ? 3.0 : 2.0) * formula.trainableElements;
+      stage < 0 ? 0
+                : (stage == 3 ? 3.0 : 2.0) * formula.trainableElements * axes;
   return formula;
 }
 
@@ -361,7 +370,10 @@ FailureOr<PlanReport> computePlanReport(ModuleOp module) {
            << "zero-report: no function is marked 'train.step'";
   PlanReport report;
   if (dist::PlacementAttr placement = dist::lookupPlacement(module)) {
-    report.ranks = placement.getGroupSize(0);
+    report.grid.assign(placement.getGrid().begin(), placement.getGrid().end());
+    report.ranks = 1;
+    for (int64_t extent : report.grid)
+      report.ranks *= extent;
     llvm::raw_string_ostream os(report.placement);
     Attribute(placement).print(os);
   }
@@ -411,7 +423,8 @@ FailureOr<PlanReport> computePlanReport(ModuleOp module) {
         std::max(report.peakGatheredBytes, computePeakGatheredBytes(function));
     function.walk([&](Operation *op) { addTraffic(report, op, repeat); });
   }
-  report.formula = computeFormula(module, report.stage, report.ranks);
+  report.formula = computeFormula(module, report.stage, report.ranks,
+                                  static_cast<int64_t>(report.grid.size()));
   return report;
 }
 
@@ -523,10 +536,36 @@ static void printTrainingPlan(const PlanReport &report, llvm::raw_ostream &os) {
                        cstr("volume"), static_cast<long long>(volume));
     return;
   }
+  std::string formula = report.stage == 3 ? "3Ψ" : "2Ψ";
+  if (report.grid.size() > 1)
+    formula +=
+        " on each of the " + std::to_string(report.grid.size()) + " axes";
   os << llvm::format("  %-16s %14lld elements (all-reduce counted twice); "
                      "formula %s = %.0f\n",
                      cstr("volume"), static_cast<long long>(volume),
-                     cstr(report.stage == 3 ? "3Ψ" : "2Ψ"), f.trafficElements);
+                     formula.c_str(), f.trafficElements);
+  if (report.grid.size() < 2)
+    return;
+  // The same collectives by the axis they run over: what each level of
+  // the mesh carries.
+  for (const auto &[axis, kinds] : report.axisTraffic) {
+    TrafficCount total;
+    for (const auto &entry : kinds) {
+      total.count += entry.second.count;
+      total.elements += entry.second.elements;
+      total.bytes += entry.second.bytes;
+      total.sentBytesPerRank += entry.second.sentBytesPerRank;
+    }
+    std::string name = "axis " + std::to_string(axis);
+    os << llvm::format("  %-16s %6lld %14lld %14lld %14.1f B   (%lld ranks, "
+                       "%s)\n",
+                       name.c_str(), static_cast<long long>(total.count),
+                       static_cast<long long>(total.elements),
+                       static_cast<long long>(total.bytes),
+                       total.sentBytesPerRank,
+                       static_cast<long long>(report.grid[axis]),
+                       cstr(axis == 0 ? "across nodes" : "within a node"));
+  }
 }
 
 static llvm::json::Object toJson(const ByteCount &count) {
@@ -534,15 +573,31 @@ static llvm::json::Object toJson(const ByteCount &count) {
                             {"padding_bytes", count.padding}};
 }
 
-static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
+static llvm::json::Object
+trafficToJson(const std::map<std::string, TrafficCount> &kinds) {
   llvm::json::Object traffic;
-  for (const auto &[kind, count] : report.traffic)
+  for (const auto &[kind, count] : kinds)
     traffic[kind] =
         llvm::json::Object{{"count", count.count},
                            {"elements", count.elements},
                            {"bytes", count.bytes},
                            {"volume_elements", count.volumeElements},
                            {"sent_bytes_per_rank", count.sentBytesPerRank}};
+  return traffic;
+}
+
+static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
+  llvm::json::Object traffic = trafficToJson(report.traffic);
+  llvm::json::Array axes;
+  for (size_t axis = 0; axis < report.grid.size(); ++axis) {
+    auto found = report.axisTraffic.find(static_cast<int64_t>(axis));
+    axes.push_back(
+        llvm::json::Object{{"axis", static_cast<int64_t>(axis)},
+                           {"ranks", report.grid[axis]},
+                           {"traffic", found == report.axisTraffic.end()
+                                           ? llvm::json::Object()
+                                           : trafficToJson(found->second)}});
+  }
   llvm::json::Array groups;
   for (const OptimizerGroup &group : report.groups)
     groups.push_back(llvm::json::Object{{"optimizer", group.optimizer},
@@ -570,6 +625,7 @@ static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
                           {"total_bytes", report.persistentBytes +
                                               report.peakTransientBytes}}},
       {"traffic", std::move(traffic)},
+      {"axes", std::move(axes)},
       {"parameter_groups", std::move(groups)},
       {"formula",
        llvm::json::Object{

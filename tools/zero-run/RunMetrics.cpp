@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -30,6 +31,12 @@ static llvm::json::Value toJson(mlir::Attribute attr) {
       object[entry.getName().strref()] = toJson(entry.getValue());
     return object;
   }
+  if (auto array = mlir::dyn_cast<mlir::ArrayAttr>(attr)) {
+    llvm::json::Array values;
+    for (mlir::Attribute element : array)
+      values.push_back(toJson(element));
+    return values;
+  }
   std::string text;
   llvm::raw_string_ostream os(text);
   attr.print(os);
@@ -38,8 +45,11 @@ static llvm::json::Value toJson(mlir::Attribute attr) {
 
 RunMetrics::RunMetrics(Executor &executor, zrt::ProgramOp program)
     : executor(executor), programName(program.getSymName().str()) {
-  auto grid = program.getPlacement().getGrid();
-  ranks = grid.empty() ? 1 : grid.front();
+  ranks = 1;
+  for (int64_t extent : program.getPlacement().getGrid())
+    ranks *= extent;
+  grid.assign(program.getPlacement().getGrid().begin(),
+              program.getPlacement().getGrid().end());
   if (auto value = program->getAttrOfType<mlir::IntegerAttr>("zrt.zero_stage"))
     stage = value.getInt();
   if (auto attr = program->getAttrOfType<mlir::DictionaryAttr>("zrt.report")) {
@@ -221,6 +231,7 @@ absl::Status RunMetrics::writeJson(const std::string &path) const {
   llvm::json::Object root{
       {"program", programName},
       {"ranks", ranks},
+      {"grid", llvm::json::Array(grid)},
       {"stage", stage},
       {"steps", steps},
       {"first_step", firstStep},
@@ -237,6 +248,22 @@ absl::Status RunMetrics::writeJson(const std::string &path) const {
       {"samples_per_second", samplesPerSecond()},
       {"report", reportJson()},
       {"measured", std::move(rankArray)}};
+  if (!axisTrafficPerStep.empty()) {
+    llvm::json::Array axes;
+    for (size_t axis = 0; axis < axisTrafficPerStep.size(); ++axis) {
+      llvm::json::Object traffic;
+      for (const auto &[kind, stats] : axisTrafficPerStep[axis])
+        traffic[kind] =
+            llvm::json::Object{{"count", stats.count},
+                               {"bytes", stats.bytes},
+                               {"sent_bytes_per_rank", stats.sentBytesPerRank}};
+      axes.push_back(
+          llvm::json::Object{{"axis", static_cast<int64_t>(axis)},
+                             {"ranks", grid[axis]},
+                             {"traffic_per_step", std::move(traffic)}});
+    }
+    root["measured_axes"] = std::move(axes);
+  }
 
   std::error_code error;
   llvm::raw_fd_ostream os(path, error, llvm::sys::fs::OF_Text);
@@ -255,6 +282,8 @@ std::string RunMetrics::describeStart() const {
   const MemoryFigures &memory = executor.memory();
   return absl::StrCat(
       "zero-run: @", programName, " on ", ranks, " rank", ranks == 1 ? "" : "s",
+      grid.size() > 1 ? absl::StrCat(" (a ", absl::StrJoin(grid, "x"), " mesh)")
+                      : std::string(),
       stage >= 0 ? absl::StrCat(", ZeRO stage ", stage) : std::string(), ", ",
       executor.numInstructions(), " instructions; per rank: state ",
       megabytes(memory.parameters + memory.masters + memory.slots +

@@ -45,6 +45,9 @@ public:
   std::string data;
   std::map<std::string, TrafficStats> trafficPerStep;
   std::map<std::string, TrafficStats> trafficTotal;
+  /// On a mesh, this rank's traffic of the first step per placement axis
+  /// (each axis's communicator's, the group size in its ring factor).
+  std::vector<std::map<std::string, TrafficStats>> axisTrafficPerStep;
   /// With --check-memory, this rank's measured arena writes (device, host).
   std::optional<std::pair<ArenaWrites, ArenaWrites>> writes;
 
@@ -69,6 +72,8 @@ private:
   std::string programName;
   int64_t stage = -1;
   int64_t ranks = 1;
+  /// The placement grid: [ranks], or [nodes, ranks per node] on a mesh.
+  std::vector<int64_t> grid;
   llvm::json::Object report;
   int64_t liveBytes = 0;
   int64_t plannedArenaBytes = 0;

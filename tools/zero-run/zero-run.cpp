@@ -40,9 +40,12 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 
 #include <chrono>
 #include <cstdio>
@@ -63,6 +66,11 @@ static cl::opt<int>
     stageFlag("stage",
               cl::desc("Compile a training step for this ZeRO stage (0-3)"),
               cl::init(-1), cl::cat(runCategory));
+static cl::opt<std::string> meshFlag(
+    "mesh",
+    cl::desc("Compile for a two-level grid of ranks, nodes first: --mesh 2x4 "
+             "is 2 nodes of 4 ranks (ranks numbered node by node); stage 0"),
+    cl::value_desc("RxS"), cl::cat(runCategory));
 static cl::opt<int64_t> stepsFlag("steps", cl::desc("Training steps"),
                                   cl::init(10), cl::cat(runCategory));
 static cl::opt<uint64_t>
@@ -239,8 +247,12 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
   std::string machine = !placement || placement.getNumAxes() <= 1
                             ? std::string(getDefaultMachine(backendFlag))
                             : std::string();
+  std::string mesh;
+  if (!meshFlag.empty())
+    mesh = absl::StrCat(" mesh=",
+                        absl::StrReplaceAll(meshFlag.getValue(), {{"x", ","}}));
   std::string options = absl::StrCat(
-      "stage=", stageFlag.getValue(), " ranks=", ranks,
+      "stage=", stageFlag.getValue(), " ranks=", ranks, mesh,
       " lower-to-runtime=true accumulate-steps=", accumulateFlag.getValue(),
       " offload=", offloadFlag.getValue(), " device-memory-budget=", budget,
       machine.empty() ? "" : " machine=", machine, " ",
@@ -370,6 +382,25 @@ int main(int argc, char **argv) {
         absl::StrCat(resumeFlag.getValue(), ": no such checkpoint directory"));
   if (ranksFlag < 0 || (ranksFlag == 0 && ranksFlag.getNumOccurrences()))
     failEarly("-n must be at least 1");
+  if (!meshFlag.empty()) {
+    std::vector<std::string> extents = absl::StrSplit(meshFlag.getValue(), 'x');
+    int64_t product = 1;
+    for (const std::string &extent : extents) {
+      int64_t value = 0;
+      if (!absl::SimpleAtoi(extent, &value) || value < 1)
+        failEarly(absl::StrCat("--mesh '", meshFlag.getValue(),
+                               "' is not a grid of ranks such as 2x4"));
+      product *= value;
+    }
+    if (extents.size() != 2)
+      failEarly(absl::StrCat("--mesh '", meshFlag.getValue(),
+                             "': a mesh has two axes, nodes x ranks per node"));
+    if (ranksFlag.getNumOccurrences() && ranksFlag != product)
+      failEarly(absl::StrCat("-n ", ranksFlag.getValue(), " but --mesh ",
+                             meshFlag.getValue(), " has ", product, " ranks"));
+    if (!ranksFlag.getNumOccurrences() && !isUnderMpirun())
+      ranksFlag = static_cast<int>(product);
+  }
   if (!profileFlag.empty() && backendFlag != "cpu")
     failEarly(absl::StrCat("--profile times the CPU backend's instructions; "
                            "with --backend ",
@@ -550,6 +581,10 @@ int main(int argc, char **argv) {
         !status.ok())
       fail(comm, status);
   comm.resetTraffic();
+  size_t axes = (*executor)->grid().size();
+  if (axes > 1)
+    for (size_t axis = 0; axis < axes; ++axis)
+      (*executor)->axisCommunicator(static_cast<int>(axis)).resetTraffic();
   for (int64_t step = firstStep; step <= stepsFlag; ++step) {
     // The step's time includes filling its micro-batches.
     auto start = std::chrono::steady_clock::now();
@@ -559,8 +594,13 @@ int main(int argc, char **argv) {
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
-    if (step == firstStep)
+    if (step == firstStep) {
       metrics.trafficPerStep = comm.traffic();
+      if (axes > 1)
+        for (size_t axis = 0; axis < axes; ++axis)
+          metrics.axisTrafficPerStep.push_back(
+              (*executor)->axisCommunicator(static_cast<int>(axis)).traffic());
+    }
     metrics.recordStep(*loss, seconds);
     if (leader && !quietFlag)
       llvm::outs() << metrics.describeStep(step) << "\n";

@@ -108,7 +108,11 @@ struct OptimizerGroup {
 std::vector<OptimizerGroup> computeOptimizerGroups(mlir::ModuleOp module);
 
 struct PlanReport {
+  /// Every rank of the placement (the product of its grid).
   int64_t ranks = 1;
+  /// The placement's grid: [ranks] for one axis; [R, S] for a two-level
+  /// mesh (nodes, ranks per node).
+  std::vector<int64_t> grid = {1};
   /// -1 when the module is not data parallel.
   int64_t stage = -1;
   std::string placement;
@@ -133,6 +137,9 @@ struct PlanReport {
   /// function (zero-schedule's measure; part of the peak transient).
   int64_t peakGatheredBytes = 0;
   std::map<std::string, TrafficCount> traffic;
+  /// The same per placement axis (each collective counted on the axis it
+  /// runs over, with that axis's group size in the ring factor).
+  std::map<int64_t, std::map<std::string, TrafficCount>> axisTraffic;
   /// Printed when there is more than one (parameter groups).
   std::vector<OptimizerGroup> groups;
   ZeroFormula formula;

@@ -119,11 +119,25 @@ def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
     sharded yet). Gradients accumulated by `train-materialize-optimizer` are
     reduced once per optimizer step, in the apply function, as DDP's
     `no_sync` does.
+
+    `mesh=R,S` places the step on a two-level grid `#dist.placement<cpu,
+    [R, S]>` of R*S ranks instead: axis 0 across nodes (R of them), axis 1
+    within a node (S ranks), ranks numbered row-major (rank = node * S +
+    local rank, so a node's ranks are consecutive, as mpirun places them).
+    The batch is split over both axes in rank order (`[S(0), S(0)]`), and
+    every average is taken within the node first and then across nodes:
+    `dist.all_reduce mean axis 1`, then `axis 0` (the mean of equal groups'
+    means is the mean over all ranks, to rounding), so that the slow links
+    carry one all-reduce of each gradient per node pair. A grid of more
+    axes averages from the last axis to the first.
   }];
   let options = [
     Option<"ranks", "ranks", "int64_t", "0",
            "Data-parallel ranks; 0 takes the group size of the module's "
            "dist.placement">,
+    ListOption<"mesh", "mesh", "int64_t",
+               "A grid of ranks, outermost (slowest) axis first: mesh=2,4 is "
+               "2 nodes of 4 ranks; empty: one axis of `ranks`">,
   ];
   let dependentDialects = ["::zero::dist::DistDialect"];
 }
@@ -490,6 +504,9 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "ZeRO stage: 0 (plain data parallel), 1, 2 or 3">,
     Option<"ranks", "ranks", "int64_t", "0",
            "Data-parallel ranks; 0 takes the module's dist.placement">,
+    ListOption<"mesh", "mesh", "int64_t",
+               "A two-level grid of ranks for dist-data-parallel, nodes "
+               "first: mesh=2,4 (stage 0 only for now)">,
     Option<"accumulateSteps", "accumulate-steps", "int64_t", "1",
            "Micro-batches per optimizer step">,
     Option<"layout", "layout", "std::string", "\"flat\"",

@@ -63,6 +63,11 @@ void StepLowering::declareState() {
     buffer->setAttr(
         "zrt.layout",
         builder.getStringAttr(stringifyStorageLayoutKind(param.getLayout())));
+    // On a mesh, the axis whose ranks hold the shards (the others hold
+    // copies of them).
+    if (param.isSharded() && param.getShardAxis() != 0)
+      buffer->setAttr("zrt.shard_axis",
+                      builder.getI64IntegerAttr(param.getShardAxis()));
     if (auto init = param.getInitAttr())
       buffer->setAttr("zrt.init", init);
     // A master copy starts as its parameter's value, in f32.
@@ -448,11 +453,18 @@ LogicalResult StepLowering::lowerOp(Operation *op) {
   if (auto unpack = dyn_cast<dist::UnpackOp>(op))
     return lowerUnpack(unpack), success();
   if (isa<dist::SliceOp>(op)) {
-    // Which rows a rank keeps depends on the rank: a kernel, not a view.
+    // Which rows a rank keeps depends on the rank: a kernel, not a view. On
+    // a mesh, on the rank's coordinate along the axis, which the kernel
+    // computes from the grid.
+    SmallVector<NamedAttribute> params{
+        builder.getNamedAttr("axis", op->getAttr("axis")),
+        builder.getNamedAttr("dim", op->getAttr("dim"))};
+    dist::PlacementAttr placement = dist::lookupPlacement(op);
+    if (placement && placement.getNumAxes() > 1)
+      params.push_back(builder.getNamedAttr(
+          "grid", builder.getI64ArrayAttr(placement.getGrid())));
     lowerCompute(op, op->getName().getStringRef(),
-                 builder.getDictionaryAttr(
-                     {builder.getNamedAttr("axis", op->getAttr("axis")),
-                      builder.getNamedAttr("dim", op->getAttr("dim"))}));
+                 builder.getDictionaryAttr(params));
     return success();
   }
   if (isa<dist::AllReduceOp, dist::ReduceScatterOp, dist::AllGatherOp,

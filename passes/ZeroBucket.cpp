@@ -41,20 +41,25 @@ struct Bucket {
   SmallVector<Operation *> members;
 };
 
-/// The all-reduce that carries `op`'s average on to the next placement axis
-/// (dist-data-parallel on a mesh averages within the node, then across):
-/// `op`'s only user, an all-reduce of the same kind and type over another
-/// axis. It rides in its producer's bucket: the bucket's fused all-reduce is
-/// followed by one fused all-reduce over the next axis, so that a mesh's
-/// reductions fuse as a one-axis step's do.
+/// The all-reduce that carries reduction `op`'s result on to the next
+/// placement axis (on a mesh, dist-data-parallel averages within the node,
+/// then across; hybrid sharding reduce-scatters within the node, then
+/// averages the shard across): `op`'s only user, an all-reduce of the same
+/// kind over another axis and of `op`'s result type. It rides in its
+/// producer's bucket: the bucket's fused reduction is followed by one fused
+/// all-reduce over the next axis, so that a mesh's reductions fuse as a
+/// one-axis step's do.
 dist::AllReduceOp getRider(Operation *op) {
-  auto reduce = dyn_cast<dist::AllReduceOp>(op);
-  if (!reduce || !reduce->hasOneUse())
+  if (!isa<dist::AllReduceOp, dist::ReduceScatterOp>(op) || !op->hasOneUse())
     return nullptr;
-  auto rider = dyn_cast<dist::AllReduceOp>(*reduce->user_begin());
-  if (!rider || rider.getReduce() != reduce.getReduce() ||
-      rider.getAxis() == reduce.getAxis() ||
-      rider.getType() != reduce.getType())
+  auto reduce = dyn_cast<dist::AllReduceOp>(op);
+  auto scatter = dyn_cast<dist::ReduceScatterOp>(op);
+  dist::ReduceKind kind = reduce ? reduce.getReduce() : scatter.getReduce();
+  int64_t axis = reduce ? reduce.getAxis() : scatter.getAxis();
+  auto rider = dyn_cast<dist::AllReduceOp>(*op->user_begin());
+  if (!rider || rider.getReduce() != kind ||
+      static_cast<int64_t>(rider.getAxis()) == axis ||
+      rider.getType() != op->getResult(0).getType())
     return nullptr;
   return rider;
 }
@@ -225,6 +230,39 @@ void BucketPlanner::planBlock(Block &block) {
   openBuckets.clear();
 }
 
+/// The members' results, unpacked from the fused reduction `reduced`. When
+/// every member has a rider over the same axis, one fused all-reduce over
+/// that axis comes first and replaces the riders; a rider left alone is
+/// moved after its member's result, which now comes from the bucket.
+static ValueRange unpackWithRiders(OpBuilder &builder, Location loc,
+                                   const Bucket &bucket,
+                                   ArrayRef<Type> resultTypes, Value reduced) {
+  SmallVector<dist::AllReduceOp> riders;
+  for (Operation *member : bucket.members)
+    riders.push_back(getRider(member));
+  bool fuseRiders =
+      llvm::all_of(riders, [](dist::AllReduceOp rider) { return !!rider; }) &&
+      llvm::all_equal(llvm::map_range(
+          riders, [](dist::AllReduceOp r) { return r.getAxis(); }));
+  if (fuseRiders)
+    reduced = builder.create<dist::AllReduceOp>(loc, reduced, bucket.reduce,
+                                                riders.front().getAxis());
+  ValueRange results =
+      builder.create<dist::UnpackOp>(loc, resultTypes, reduced).getResults();
+  if (fuseRiders) {
+    for (auto [rider, result] : llvm::zip(riders, results)) {
+      rider.getResult().replaceAllUsesWith(result);
+      rider.erase();
+    }
+    // The members' results now have no users; the caller erases them.
+  } else {
+    for (auto [rider, result] : llvm::zip(riders, results))
+      if (rider)
+        rider->moveAfter(result.getDefiningOp());
+  }
+  return results;
+}
+
 void BucketPlanner::materialize(Bucket &bucket) {
   Operation *first = bucket.members.front();
   int64_t groupSize = dist::getGroupSize(first, bucket.axis);
@@ -260,33 +298,7 @@ void BucketPlanner::materialize(Bucket &bucket) {
     Value packed = builder.create<dist::PackOp>(loc, shardBucket, inputs);
     Value reduced = builder.create<dist::AllReduceOp>(
         loc, packed, bucket.reduce, bucket.axis);
-    // Riders on every member: one more fused all-reduce over their axis,
-    // whose slices replace the riders.
-    SmallVector<dist::AllReduceOp> riders;
-    for (Operation *member : bucket.members)
-      riders.push_back(getRider(member));
-    bool fuseRiders =
-        llvm::all_of(riders, [](dist::AllReduceOp rider) { return !!rider; }) &&
-        llvm::all_equal(llvm::map_range(
-            riders, [](dist::AllReduceOp r) { return r.getAxis(); }));
-    if (fuseRiders)
-      reduced = builder.create<dist::AllReduceOp>(loc, reduced, bucket.reduce,
-                                                  riders.front().getAxis());
-    results =
-        builder.create<dist::UnpackOp>(loc, resultTypes, reduced).getResults();
-    if (fuseRiders) {
-      for (auto [rider, result] : llvm::zip(riders, results)) {
-        rider.getResult().replaceAllUsesWith(result);
-        rider.erase();
-      }
-      // The members' results now have no users; they are erased below.
-    } else {
-      // A rider left alone must still follow its producer, which moved
-      // to the bucket.
-      for (auto [rider, result] : llvm::zip(riders, results))
-        if (rider)
-          rider->moveAfter(result.getDefiningOp());
-    }
+    results = unpackWithRiders(builder, loc, bucket, resultTypes, reduced);
     break;
   }
   case BucketKind::ReduceScatter: {
@@ -294,8 +306,7 @@ void BucketPlanner::materialize(Bucket &bucket) {
     pack.setShardsAttr(shards);
     Value reduced = builder.create<dist::ReduceScatterOp>(
         loc, shardBucket, pack, bucket.reduce, bucket.axis, /*dim=*/0);
-    results =
-        builder.create<dist::UnpackOp>(loc, resultTypes, reduced).getResults();
+    results = unpackWithRiders(builder, loc, bucket, resultTypes, reduced);
     break;
   }
   case BucketKind::AllGather: {

@@ -100,14 +100,6 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
             << bytes;
         return signalPassFailure();
       }
-    if (!mesh.empty() && stage > 0) {
-      // zero-shard and the runtime's state layouts shard over one axis.
-      mlir::emitError(module.getLoc())
-          << "zero-pipeline: stage " << static_cast<int64_t>(stage)
-          << " on a mesh is not built yet: a mesh runs plain data "
-             "parallelism (stage=0); hybrid sharding comes next";
-      return signalPassFailure();
-    }
     if (report != "none" && report != "text" && report != "json" &&
         report != "timeline") {
       mlir::emitError(module.getLoc())

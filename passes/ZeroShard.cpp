@@ -54,7 +54,10 @@ Value restoreLogicalShape(OpBuilder &builder, Location loc, Value value,
 /// dist-data-parallel left it.
 struct UpdateSite {
   Operation *update;
+  /// The average of the local gradient: on a mesh the first of a chain of
+  /// averages, one per axis (`averages`, innermost first).
   dist::AllReduceOp average;
+  SmallVector<dist::AllReduceOp> averages;
   train::ParamOp param;
   /// The fp32 master copy the update writes, under mixed precision.
   train::ParamOp master;
@@ -125,6 +128,12 @@ private:
   bool regatherInBackward;
   int64_t maxReuseDistance;
   int64_t groupSize = 1;
+  /// The placement's axes, the one the state is sharded over, and the
+  /// others, over which the shards are replicated (hybrid sharding on a
+  /// mesh: sharded within a node, replicated across nodes).
+  int64_t numAxes = 1;
+  int64_t shardAxis = 0;
+  SmallVector<int64_t> replicaAxes;
   /// Loads this pass wrote; they already read shards.
   DenseSet<Operation *> freshLoads;
   /// Averaged gradients that are already this rank's shard (stage 2
@@ -223,7 +232,7 @@ void Sharder::shardDeclaration(train::ParamOp state, StorageLayoutKind kind) {
     return;
   MLIRContext *context = state.getContext();
   state.setLayoutAttr(train::StorageLayoutKindAttr::get(context, kind));
-  state.setShardAxis(0);
+  state.setShardAxis(shardAxis);
   state.setLocalTypeAttr(
       TypeAttr::get(shardTypeOf(state.getLogicalTensorType(), kind)));
 }
@@ -232,16 +241,22 @@ Value Sharder::emitReduceScatter(OpBuilder &builder, Location loc, Value full,
                                  StorageLayoutKind kind) {
   full = flattenForLayout(builder, loc, full, kind);
   auto input = cast<RankedTensorType>(full.getType());
-  return builder.create<dist::ReduceScatterOp>(
+  Value shard = builder.create<dist::ReduceScatterOp>(
       loc, shardTypeOf(input, StorageLayoutKind::dim0), full,
-      dist::ReduceKind::mean, /*axis=*/0, /*dim=*/0);
+      dist::ReduceKind::mean, shardAxis, /*dim=*/0);
+  // Hybrid sharding: the nodes hold the same shards; each shard is
+  // averaged across them.
+  for (int64_t axis : replicaAxes)
+    shard = builder.create<dist::AllReduceOp>(loc, shard,
+                                              dist::ReduceKind::mean, axis);
+  return shard;
 }
 
 Value Sharder::emitGather(OpBuilder &builder, Location loc, Value shard,
                           RankedTensorType logical, StorageLayoutKind kind) {
   return builder.create<dist::AllGatherOp>(
       loc, kind == StorageLayoutKind::flat ? getFlatType(logical) : logical,
-      shard, /*axis=*/0, /*dim=*/0);
+      shard, shardAxis, /*dim=*/0);
 }
 
 Value Sharder::emitAllGather(OpBuilder &builder, Location loc, Value shard,
@@ -252,14 +267,32 @@ Value Sharder::emitAllGather(OpBuilder &builder, Location loc, Value shard,
 
 FailureOr<UpdateSite> Sharder::analyzeUpdate(Operation *update) {
   UpdateView view(update);
-  UpdateSite site{update, nullptr, nullptr, nullptr, {}, nullptr};
-  site.average =
-      getRawGradient(view.getGrad()).getDefiningOp<dist::AllReduceOp>();
-  if (!site.average || site.average.getReduce() != dist::ReduceKind::mean ||
-      site.average.getAxis() != 0)
+  UpdateSite site{update, nullptr, {}, nullptr, nullptr, {}, nullptr};
+  // The averages dist-data-parallel wrote, from the update inwards: one
+  // over axis 0, or on a mesh one per axis, the innermost first.
+  Value averaged = getRawGradient(view.getGrad());
+  while (auto average = averaged.getDefiningOp<dist::AllReduceOp>()) {
+    if (average.getReduce() != dist::ReduceKind::mean)
+      break;
+    site.averages.insert(site.averages.begin(), average);
+    averaged = average.getInput();
+    if (!averaged.hasOneUse())
+      break;
+  }
+  SmallVector<int64_t> axes;
+  for (dist::AllReduceOp average : site.averages)
+    axes.push_back(average.getAxis());
+  SmallVector<int64_t> expected;
+  for (int64_t axis = numAxes; axis-- > 0;)
+    expected.push_back(axis);
+  if (axes != expected)
     return update->emitOpError()
            << "takes a gradient that is not averaged by 'dist.all_reduce "
-              "mean' over axis 0; run dist-data-parallel before zero-shard";
+              "mean' over "
+           << (numAxes == 1 ? "axis 0"
+                            : "each axis of the mesh, the innermost first")
+           << "; run dist-data-parallel before zero-shard";
+  site.average = site.averages.front();
   train::ParamOp updated = getLoadedState(view.getParam(), symbols);
   if (!updated)
     return update->emitOpError()
@@ -427,7 +460,7 @@ LogicalResult Sharder::rewriteUpdate(UpdateSite &site) {
         loc,
         shardTypeOf(cast<RankedTensorType>(full.getType()),
                     StorageLayoutKind::dim0),
-        full, /*axis=*/0, /*dim=*/0);
+        full, shardAxis, /*dim=*/0);
   }
   // A filtered gradient (unscaled, clipped): each filter now reads the
   // shard and yields the filtered shard; the norm becomes a partial sum
@@ -495,7 +528,9 @@ LogicalResult Sharder::rewriteUpdate(UpdateSite &site) {
   update->erase();
   for (Operation *load : loads)
     eraseIfDead(load);
-  eraseIfDead(site.average);
+  // The averages, from the update inwards.
+  for (dist::AllReduceOp average : llvm::reverse(site.averages))
+    eraseIfDead(average);
   if (reducedShards.count(grad)) {
     Operation *scale = grad.getDefiningOp();
     Operation *load = scale->getOperand(0).getDefiningOp();
@@ -609,12 +644,17 @@ LogicalResult Sharder::run() {
   if (!placement)
     return mlir::emitError(module.getLoc()) << "zero-shard: the module has no "
                                                "'dist.placement'";
-  if (placement.getNumAxes() != 1)
+  numAxes = placement.getNumAxes();
+  if (numAxes > 2)
     return mlir::emitError(module.getLoc())
-           << "zero-shard: shards over a one-axis placement; " << placement
-           << " has " << placement.getNumAxes()
-           << " axes (hybrid sharding over a mesh is not built yet)";
-  groupSize = placement.getGroupSize(0);
+           << "zero-shard: shards over one axis or a two-level mesh; "
+           << placement << " has " << numAxes << " axes";
+  // On a mesh: hybrid sharding, within the node (the last axis), the
+  // shards replicated across nodes.
+  shardAxis = numAxes - 1;
+  for (int64_t axis = numAxes - 1; axis-- > 0;)
+    replicaAxes.push_back(axis);
+  groupSize = placement.getGroupSize(shardAxis);
 
   // State is rewritten only where the step functions touch it.
   SmallVector<func::FuncOp> steps = getStepFunctions(module);
@@ -708,8 +748,8 @@ LogicalResult Sharder::run() {
   auto isShard = [&](Value grad) {
     return gradShards.contains(getRawGradient(grad));
   };
-  agreeOnOverflow(module, isShard);
-  expandClipping(module, isShard);
+  agreeOnOverflow(module, isShard, shardAxis);
+  expandClipping(module, isShard, shardAxis);
   module->setAttr(
       dist::DistDialect::getZeroStageAttrName(),
       IntegerAttr::get(IntegerType::get(module.getContext(), 64), stage));

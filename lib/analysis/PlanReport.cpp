@@ -256,10 +256,15 @@ void addTraffic(PlanReport &report, Operation *op, int64_t repeat) {
   }
 }
 
-ZeroFormula computeFormula(ModuleOp module, int64_t stage, int64_t ranks,
-                           int64_t axes) {
+/// The formula on `grid`: one axis of N ranks, or a mesh [R, S], where
+/// stages 1-3 shard within a node (hybrid sharding: N is S in the memory
+/// formula) and the shards' average across nodes adds 2Ψ/S to the volume.
+ZeroFormula computeFormula(ModuleOp module, int64_t stage,
+                           ArrayRef<int64_t> grid) {
   ZeroFormula formula;
   formula.stage = stage;
+  int64_t ranks = grid.back();
+  int64_t axes = static_cast<int64_t>(grid.size());
   formula.ranks = ranks;
   // G is the gradient's bytes: the parameter's type, or with accumulation
   // the persistent accumulator's (f32 for a 16-bit parameter).
@@ -313,10 +318,18 @@ ZeroFormula computeFormula(ModuleOp module, int64_t stage, int64_t ranks,
     break;
   }
   // Every axis of a mesh carries the whole volume of plain data
-  // parallelism (each gradient is averaged within the node, then across).
-  formula.trafficElements =
-      stage < 0 ? 0
-                : (stage == 3 ? 3.0 : 2.0) * formula.trainableElements * axes;
+  // parallelism (each gradient is averaged within the node, then across);
+  // hybrid sharding moves the ZeRO volume within the node and averages
+  // only the shards (2Ψ/S) across nodes.
+  double psiElements = static_cast<double>(formula.trainableElements);
+  if (stage < 0)
+    formula.trafficElements = 0;
+  else if (stage == 0)
+    formula.trafficElements = 2.0 * psiElements * axes;
+  else
+    formula.trafficElements =
+        (stage == 3 ? 3.0 : 2.0) * psiElements +
+        (axes > 1 ? 2.0 * psiElements / static_cast<double>(ranks) : 0.0);
   return formula;
 }
 
@@ -383,7 +396,7 @@ FailureOr<PlanReport> computePlanReport(ModuleOp module) {
   report.groups = computeOptimizerGroups(module);
 
   for (auto state : module.getOps<train::ParamOp>()) {
-    ByteCount count = persistentCount(state, report.ranks);
+    ByteCount count = persistentCount(state, report.grid.back());
     report.persistentBytes += count.bytes;
     switch (state.getRole()) {
     case train::Role::param:
@@ -411,7 +424,8 @@ FailureOr<PlanReport> computePlanReport(ModuleOp module) {
             train::TrainDialect::getAccumulateStepsAttrName()))
       repeat = steps.getInt();
     else if (function->hasAttr(train::TrainDialect::getStepAttrName()))
-      report.gradients += measureHeldGradients(function, report.ranks, symbols);
+      report.gradients +=
+          measureHeldGradients(function, report.grid.back(), symbols);
     if (function.isExternal())
       continue;
     int64_t peak = computePeakTransient(function);
@@ -423,8 +437,7 @@ FailureOr<PlanReport> computePlanReport(ModuleOp module) {
         std::max(report.peakGatheredBytes, computePeakGatheredBytes(function));
     function.walk([&](Operation *op) { addTraffic(report, op, repeat); });
   }
-  report.formula = computeFormula(module, report.stage, report.ranks,
-                                  static_cast<int64_t>(report.grid.size()));
+  report.formula = computeFormula(module, report.stage, report.grid);
   return report;
 }
 
@@ -501,7 +514,8 @@ static void printTrainingPlan(const PlanReport &report, llvm::raw_ostream &os) {
   os << "Formula (P=" << llvm::format("%.3g", f.paramBytesPerElement)
      << ", G=" << llvm::format("%.3g", f.gradBytesPerElement)
      << ", K=" << llvm::format("%.3g", f.optimizerBytesPerElement)
-     << ", Ψ=" << f.trainableElements << ", N=" << f.ranks;
+     << ", Ψ=" << f.trainableElements
+     << (report.grid.size() > 1 ? ", S=" : ", N=") << f.ranks;
   if (f.frozenElements)
     os << ", frozen " << f.frozenElements << " elements";
   os << "):\n";
@@ -539,7 +553,9 @@ static void printTrainingPlan(const PlanReport &report, llvm::raw_ostream &os) {
   std::string formula = report.stage == 3 ? "3Ψ" : "2Ψ";
   if (report.grid.size() > 1)
     formula +=
-        " on each of the " + std::to_string(report.grid.size()) + " axes";
+        report.stage == 0
+            ? " on each of the " + std::to_string(report.grid.size()) + " axes"
+            : " within a node + 2Ψ/S across nodes";
   os << llvm::format("  %-16s %14lld elements (all-reduce counted twice); "
                      "formula %s = %.0f\n",
                      cstr("volume"), static_cast<long long>(volume),

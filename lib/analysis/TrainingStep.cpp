@@ -67,7 +67,8 @@ SmallVector<Operation *> getGradientFilters(Value grad) {
   return SmallVector<Operation *>(llvm::reverse(filters));
 }
 
-void agreeOnOverflow(Operation *root, function_ref<bool(Value)> isShard) {
+void agreeOnOverflow(Operation *root, function_ref<bool(Value)> isShard,
+                     int64_t axis) {
   SmallVector<train::UnscaleOp> unscales;
   root->walk([&](train::UnscaleOp unscale) { unscales.push_back(unscale); });
   for (train::UnscaleOp unscale : unscales) {
@@ -81,12 +82,13 @@ void agreeOnOverflow(Operation *root, function_ref<bool(Value)> isShard) {
     OpBuilder builder(unscale->getContext());
     builder.setInsertionPointAfter(unscale);
     auto agreed = builder.create<dist::AllReduceOp>(
-        unscale.getLoc(), found, dist::ReduceKind::max, /*axis=*/0);
+        unscale.getLoc(), found, dist::ReduceKind::max, axis);
     found.replaceAllUsesExcept(agreed, agreed);
   }
 }
 
-void expandClipping(Operation *root, function_ref<bool(Value)> isShard) {
+void expandClipping(Operation *root, function_ref<bool(Value)> isShard,
+                    int64_t axis) {
   SmallVector<train::ClipByGlobalNormOp> clips;
   root->walk([&](train::ClipByGlobalNormOp clip) { clips.push_back(clip); });
   for (train::ClipByGlobalNormOp clip : clips) {
@@ -104,7 +106,7 @@ void expandClipping(Operation *root, function_ref<bool(Value)> isShard) {
     if (!shards.empty())
       total = builder.create<dist::AllReduceOp>(
           loc, builder.create<train::SumSquaresOp>(loc, scalar, shards),
-          dist::ReduceKind::sum, /*axis=*/0);
+          dist::ReduceKind::sum, axis);
     if (!whole.empty()) {
       Value squares = builder.create<train::SumSquaresOp>(loc, scalar, whole);
       total =

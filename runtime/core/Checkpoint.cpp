@@ -43,26 +43,38 @@ int64_t logicalElements(const BufferDecl &decl) {
 
 /// The logical elements [begin, end) of the flattened tensor that `rank`'s
 /// buffer holds (its padding excluded). Flat and dim-0 shards are both one
-/// contiguous run starting at rank x the shard's size.
-std::pair<int64_t, int64_t> heldRange(const BufferDecl &decl, int rank) {
+/// contiguous run starting at the shard's index (the rank's coordinate along
+/// the shard axis) x the shard's size.
+std::pair<int64_t, int64_t> heldRange(const Executor &executor,
+                                      const BufferDecl &decl, int rank) {
   int64_t total = logicalElements(decl);
   if (decl.layout == "replicated")
     return {0, total};
   int64_t count = decl.spec.numElements();
-  int64_t begin = std::min(total, static_cast<int64_t>(rank) * count);
+  int64_t begin = std::min(
+      total, static_cast<int64_t>(executor.shardIndex(decl, rank)) * count);
   return {begin, std::min(total, begin + count)};
 }
 
+/// Whether `rank` writes its shard of sharded buffer `decl`: on a mesh, the
+/// ranks holding the first copy of each shard; on one axis, every rank.
+bool writesShard(const Executor &executor, const BufferDecl &decl, int rank) {
+  return executor.holdsFirstCopy(decl, rank);
+}
+
 /// Which rank writes each saved buffer: a sharded buffer's every rank (its
-/// own range), a replicated one the rank with the fewest bytes so far, so
-/// that ZeRO-1/2 parameters do not all land on rank 0.
-std::vector<int> replicatedWriters(const std::vector<BufferDecl> &decls,
-                                   int ranks) {
+/// own range; on a mesh the first copy's), a replicated one the rank with
+/// the fewest bytes so far, so that ZeRO-1/2 parameters do not all land on
+/// rank 0.
+std::vector<int> replicatedWriters(const Executor &executor, int ranks) {
+  const std::vector<BufferDecl> &decls = executor.buffers();
   std::vector<int64_t> load(ranks, 0);
   for (const BufferDecl &decl : decls)
     if (isSaved(decl.role) && decl.layout != "replicated")
       for (int rank = 0; rank < ranks; ++rank) {
-        auto [begin, end] = heldRange(decl, rank);
+        if (!writesShard(executor, decl, rank))
+          continue;
+        auto [begin, end] = heldRange(executor, decl, rank);
         load[rank] += (end - begin) * dtypeBytes(decl.spec.dtype);
       }
   std::vector<int> writer(decls.size(), -1);
@@ -80,8 +92,9 @@ std::vector<int> replicatedWriters(const std::vector<BufferDecl> &decls,
 
 /// The ranges `rank` writes: (buffer index, begin, end).
 std::vector<std::tuple<size_t, int64_t, int64_t>>
-writtenRanges(const std::vector<BufferDecl> &decls,
-              const std::vector<int> &writers, int rank) {
+writtenRanges(const Executor &executor, const std::vector<int> &writers,
+              int rank) {
+  const std::vector<BufferDecl> &decls = executor.buffers();
   std::vector<std::tuple<size_t, int64_t, int64_t>> ranges;
   for (size_t index = 0; index < decls.size(); ++index) {
     const BufferDecl &decl = decls[index];
@@ -89,7 +102,9 @@ writtenRanges(const std::vector<BufferDecl> &decls,
       continue;
     if (decl.layout == "replicated" && writers[index] != rank)
       continue;
-    auto [begin, end] = heldRange(decl, rank);
+    if (decl.layout != "replicated" && !writesShard(executor, decl, rank))
+      continue;
+    auto [begin, end] = heldRange(executor, decl, rank);
     if (end > begin)
       ranges.emplace_back(index, begin, end);
   }
@@ -179,7 +194,8 @@ RankFileLayout rankFileLayout(Executor &executor,
       {"step", std::to_string(step)},
       {"rank", std::to_string(comm.rank())},
       {"ranks", std::to_string(comm.size())}};
-  for (auto [index, begin, end] : writtenRanges(decls, writers, comm.rank())) {
+  for (auto [index, begin, end] :
+       writtenRanges(executor, writers, comm.rank())) {
     const BufferDecl &decl = decls[index];
     layout.entries.push_back({decl.name, decl.spec.dtype, {end - begin}, 0, 0});
     layout.bytes.push_back((end - begin) * dtypeBytes(decl.spec.dtype));
@@ -229,7 +245,7 @@ PieceSource bufferSource(Executor &executor, const std::vector<int> &writers,
                          std::vector<uint8_t> &staging) {
   const std::vector<BufferDecl> &decls = executor.buffers();
   int rank = executor.communicator().rank();
-  auto ranges = writtenRanges(decls, writers, rank);
+  auto ranges = writtenRanges(executor, writers, rank);
   bool host = inHostMemory(executor);
   return [&executor, &decls, &staging, ranges, rank,
           host](size_t piece) -> absl::StatusOr<const uint8_t *> {
@@ -244,7 +260,7 @@ PieceSource bufferSource(Executor &executor, const std::vector<int> &writers,
         return status;
       data = staging.data();
     }
-    int64_t held = heldRange(decl, rank).first;
+    int64_t held = heldRange(executor, decl, rank).first;
     return data + (begin - held) * dtypeBytes(decl.spec.dtype);
   };
 }
@@ -277,8 +293,13 @@ buildManifest(Executor &executor, const std::string &temporary, int64_t step,
     tensor.dtype = decl.spec.dtype;
     tensor.shape = decl.logicalShape;
     tensor.layout = decl.layout;
-    if (decl.layout != "replicated")
-      tensor.padding = decl.spec.numElements() * ranks - logicalElements(decl);
+    if (decl.layout != "replicated") {
+      // The shards along the shard axis cover the tensor once.
+      int64_t shards = executor.grid().size() > 1
+                           ? executor.grid()[decl.shardAxis]
+                           : static_cast<int64_t>(ranks);
+      tensor.padding = decl.spec.numElements() * shards - logicalElements(decl);
+    }
   }
   for (int rank = 0; rank < ranks; ++rank) {
     CheckpointFile file;
@@ -293,7 +314,7 @@ buildManifest(Executor &executor, const std::string &temporary, int64_t step,
     std::map<std::string, uint64_t> offsets;
     for (const SafetensorsEntry &entry : header->entries)
       offsets[entry.name] = entry.offset;
-    for (auto [index, begin, end] : writtenRanges(decls, writers, rank)) {
+    for (auto [index, begin, end] : writtenRanges(executor, writers, rank)) {
       auto offset = offsets.find(decls[index].name);
       if (offset == offsets.end())
         return absl::InternalError(absl::StrCat(
@@ -466,7 +487,7 @@ zero::rt::AsyncCheckpointSave::begin(Executor &executor,
 
   std::unique_ptr<AsyncCheckpointSave> save(
       new AsyncCheckpointSave(executor, root, step, context, keep));
-  save->writers = replicatedWriters(executor.buffers(), comm.size());
+  save->writers = replicatedWriters(executor, comm.size());
   std::string path =
       (std::filesystem::path(temporaryCheckpointDir(root, step)) /
        checkpointFileName(rank, comm.size()))
@@ -644,7 +665,7 @@ zero::rt::loadCheckpoint(Executor &executor, const std::string &path) {
     }
     int64_t filled = 0;
     if (isSaved(decl.role)) {
-      auto [begin, end] = heldRange(decl, comm.rank());
+      auto [begin, end] = heldRange(executor, decl, comm.rank());
       if (end > begin)
         loaded = readCheckpointRange(*dir, *manifest->findTensor(decl.name),
                                      begin, end, data);

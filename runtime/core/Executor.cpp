@@ -225,6 +225,15 @@ absl::Status Executor::Loader::declareBuffer(zrt::BufferOp buffer) {
   }
   if (auto layout = buffer->getAttrOfType<mlir::StringAttr>("zrt.layout"))
     decl.layout = layout.str();
+  if (auto axis = buffer->getAttrOfType<mlir::IntegerAttr>("zrt.shard_axis")) {
+    if (axis.getInt() < 0 ||
+        axis.getInt() >= static_cast<int64_t>(executor.placementGrid.size()))
+      return error(buffer,
+                   absl::StrCat("is sharded over axis ", axis.getInt(),
+                                " of a placement with ",
+                                executor.placementGrid.size(), " axes"));
+    decl.shardAxis = static_cast<int>(axis.getInt());
+  }
   decl.init = getInitSpec(buffer->getAttrOfType<train::InitAttr>("zrt.init"));
   decl.initName = decl.name;
   if (auto name = buffer->getAttrOfType<mlir::StringAttr>("zrt.init_name"))
@@ -536,6 +545,33 @@ static ProgramInfo getProgramInfo(zrt::ProgramOp program) {
   });
   info.optimizer.assign(updates.begin(), updates.end());
   return info;
+}
+
+/// Rank `rank`'s coordinates on `grid`, row-major (the last axis fastest).
+static std::vector<int64_t> coordinatesOf(const std::vector<int64_t> &grid,
+                                          int rank) {
+  std::vector<int64_t> coordinates(grid.size());
+  int64_t rest = rank;
+  for (size_t axis = grid.size(); axis-- > 0;) {
+    coordinates[axis] = rest % grid[axis];
+    rest /= grid[axis];
+  }
+  return coordinates;
+}
+
+int Executor::shardIndex(const BufferDecl &decl, int rank) const {
+  if (placementGrid.size() < 2)
+    return rank;
+  return static_cast<int>(
+      coordinatesOf(placementGrid, rank)[static_cast<size_t>(decl.shardAxis)]);
+}
+
+bool Executor::holdsFirstCopy(const BufferDecl &decl, int rank) const {
+  std::vector<int64_t> coordinates = coordinatesOf(placementGrid, rank);
+  for (size_t axis = 0; axis < coordinates.size(); ++axis)
+    if (static_cast<int>(axis) != decl.shardAxis && coordinates[axis] != 0)
+      return false;
+  return true;
 }
 
 absl::Status Executor::checkPlacement(zrt::ProgramOp program,

@@ -23,11 +23,14 @@ static bool isState(BufferRole role) {
 }
 
 /// The first logical element this rank's buffer holds. Flat shards and dim-0
-/// shards are both one contiguous run of the flattened logical tensor.
-static int64_t getShardBegin(const BufferDecl &decl, int rank) {
+/// shards are both one contiguous run of the flattened logical tensor, the
+/// shard's index (the rank's coordinate along the shard axis) times its size.
+static int64_t getShardBegin(const Executor &executor, const BufferDecl &decl,
+                             int rank) {
   if (decl.layout == "replicated")
     return 0;
-  return static_cast<int64_t>(rank) * decl.spec.numElements();
+  return static_cast<int64_t>(executor.shardIndex(decl, rank)) *
+         decl.spec.numElements();
 }
 
 static std::string shapeString(const std::vector<int64_t> &shape) {
@@ -86,7 +89,8 @@ static absl::Status writeLogical(Executor &executor, size_t index,
   if (absl::Status status = checkLogical(decl, source, what); !status.ok())
     return status;
   std::vector<uint8_t> host(decl.bytes);
-  copyShard(source, getShardBegin(decl, executor.communicator().rank()),
+  copyShard(source,
+            getShardBegin(executor, decl, executor.communicator().rank()),
             decl.spec.numElements(), decl.spec.dtype, host.data());
   return executor.writeBuffer(index, host.data());
 }
@@ -152,7 +156,7 @@ absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
     if (!isState(decl.role))
       continue;
     int64_t logical = product(decl.logicalShape);
-    int64_t begin = getShardBegin(decl, rank);
+    int64_t begin = getShardBegin(executor, decl, rank);
     int64_t count = decl.spec.numElements();
     // Filled on the host, then copied to wherever the backend keeps it.
     std::vector<uint8_t> host(decl.bytes);
@@ -205,7 +209,6 @@ absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
 
 absl::StatusOr<TensorMap> zero::rt::gatherState(Executor &executor) {
   TensorMap state;
-  Communicator &comm = executor.communicator();
   const std::vector<BufferDecl> &decls = executor.buffers();
   for (size_t index = 0; index < decls.size(); ++index) {
     const BufferDecl &decl = decls[index];
@@ -225,10 +228,12 @@ absl::StatusOr<TensorMap> zero::rt::gatherState(Executor &executor) {
       local.resize(logicalBytes);
       tensor.data = std::move(local);
     } else {
+      // The shards are held along the shard axis: gathered over its group.
+      Communicator &group = executor.axisCommunicator(decl.shardAxis);
       int64_t count = decl.spec.numElements();
-      std::vector<uint8_t> gathered(count * comm.size() * elementBytes);
-      if (absl::Status status = comm.allGather(local.data(), gathered.data(),
-                                               count, decl.spec.dtype);
+      std::vector<uint8_t> gathered(count * group.size() * elementBytes);
+      if (absl::Status status = group.allGather(local.data(), gathered.data(),
+                                                count, decl.spec.dtype);
           !status.ok())
         return status;
       gathered.resize(logicalBytes);

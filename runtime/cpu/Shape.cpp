@@ -393,9 +393,33 @@ absl::StatusOr<KernelFn> bindSlice(const BindRequest &request) {
   absl::StatusOr<int64_t> dim = getI64(request, "dim");
   if (!dim.ok())
     return dim.status();
-  if (request.params && request.params.get("axis"))
-    if (absl::StatusOr<int64_t> axis = getI64(request, "axis"); !axis.ok())
-      return axis.status();
+  int64_t axis = 0;
+  if (request.params && request.params.get("axis")) {
+    absl::StatusOr<int64_t> value = getI64(request, "axis");
+    if (!value.ok())
+      return value.status();
+    axis = *value;
+  }
+  // On a mesh the slice is the rank's coordinate along `axis`: the grid's
+  // extents after it make the stride of that coordinate in the rank.
+  int64_t stride = 1, extent = 0;
+  if (mlir::Attribute grid =
+          request.params ? request.params.get("grid") : mlir::Attribute()) {
+    auto extents = mlir::dyn_cast<mlir::ArrayAttr>(grid);
+    if (!extents || axis < 0 || axis >= static_cast<int64_t>(extents.size()))
+      return request.invalid("needs 'grid' to be the placement's extents, "
+                             "with an entry for axis ",
+                             axis);
+    for (size_t index = 0; index < extents.size(); ++index) {
+      auto value = mlir::dyn_cast<mlir::IntegerAttr>(extents[index]);
+      if (!value || value.getInt() < 1)
+        return request.invalid("needs positive integer 'grid' extents");
+      if (static_cast<int64_t>(index) > axis)
+        stride *= value.getInt();
+      else if (static_cast<int64_t>(index) == axis)
+        extent = value.getInt();
+    }
+  }
   size_t rank = in.shape.size();
   if (*dim < 0 || *dim >= static_cast<int64_t>(rank))
     return request.invalid("slices dimension ", *dim, " of ", specString(in));
@@ -418,7 +442,10 @@ absl::StatusOr<KernelFn> bindSlice(const BindRequest &request) {
     if (ctx.rank < 0)
       return absl::InvalidArgumentError(
           absl::StrCat(name, ": rank ", ctx.rank, " is negative"));
-    int64_t first = static_cast<int64_t>(ctx.rank) * chunk;
+    int64_t index = static_cast<int64_t>(ctx.rank);
+    if (extent > 0)
+      index = index / stride % extent;
+    int64_t first = index * chunk;
     // Rows past the input's end are the padding of the last shard.
     int64_t present = std::clamp<int64_t>(rows - first, 0, chunk);
     const char *src = static_cast<const char *>(ins[0]);

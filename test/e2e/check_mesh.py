@@ -15,8 +15,16 @@ arithmetic) (documented in docs/runtime.md). On each axis the measured traffic o
 step (the axis's communicator's counters) equals the compiler's report for
 that axis: count, bytes and bytes sent per rank, exactly.
 
-  check_mesh.py PROGRAM RxS [RxS ...]
+Stages 1-3 on a mesh are hybrid sharding: the state is sharded within a
+node and replicated across nodes. With --resume, a checkpoint taken on the
+mesh resumes on the mesh bitwise (the same losses as the run that was not
+interrupted), and resumes on one axis (and a one-axis checkpoint on the
+mesh) to the same tolerance (on the first grid given).
+
+  check_mesh.py PROGRAM --stages 0 1 2 3 --grids RxS [RxS ...] [--resume]
 """
+
+import argparse
 
 import math
 import os
@@ -43,19 +51,67 @@ def close_states(a, b, tolerance):
     return problems
 
 
+def check_resume(checker, program, grid, workdir):
+    """Checkpoints at step 2 of 4 on the mesh and on one axis, resumed on
+    both."""
+    nodes, per_node = (int(x) for x in grid.split("x"))
+    ranks = nodes * per_node
+    where = f"{os.path.basename(program)} mesh {grid} resume"
+    plans = {"mesh": ["--mesh", grid], "flat": []}
+    full = {}
+    for name, flags in plans.items():
+        root = os.path.join(workdir, f"ckpt-{name}")
+        full[name], _ = e2e_lib.train(
+            program, workdir, f"full-{name}", ranks, 3, 4,
+            extra=flags + ["--checkpoint-dir", root, "--checkpoint-every",
+                           2])
+    for source in plans:
+        for target, flags in plans.items():
+            resumed, _ = e2e_lib.train(
+                program, workdir, f"resumed-{source}-{target}", ranks, 3, 4,
+                extra=flags + ["--resume", os.path.join(
+                    workdir, f"ckpt-{source}", "step-00000002")])
+            expected = full[target]["losses"][2:]
+            got = resumed["losses"]
+            if source == target:
+                checker.check(got == expected,
+                              f"{where}: {source} -> {target}: losses {got} "
+                              f"!= uninterrupted {expected}")
+            else:
+                checker.check(
+                    len(got) == len(expected) and all(
+                        math.isclose(x, y, rel_tol=1e-6)
+                        for x, y in zip(got, expected)),
+                    f"{where}: {source} -> {target}: losses {got} vs "
+                    f"{expected}")
+    checker.note(f"{where}: stage 3 checkpoints resume on the mesh bitwise "
+                 f"and between the mesh and one axis of {ranks}")
+
+
 def main():
-    program, grids = sys.argv[1], sys.argv[2:]
+    parser = argparse.ArgumentParser(
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("program")
+    parser.add_argument("--stages", nargs="+", type=int, default=[0])
+    parser.add_argument("--grids", nargs="+", required=True)
+    parser.add_argument("--resume", action="store_true")
+    args = parser.parse_args()
+    program = args.program
     checker = e2e_lib.Checker("check_mesh")
     steps = 4
     with tempfile.TemporaryDirectory() as workdir:
-        for grid in grids:
+        for grid, stage in [(g, s) for g in args.grids for s in args.stages]:
             nodes, per_node = (int(x) for x in grid.split("x"))
             ranks = nodes * per_node
-            where = f"{os.path.basename(program)} mesh {grid}"
-            flat, flat_state = e2e_lib.train(program, workdir, f"flat{ranks}",
-                                             ranks, 0, steps)
-            mesh, mesh_state = e2e_lib.train(program, workdir, f"mesh{grid}",
-                                             ranks, 0, steps,
+            where = (f"{os.path.basename(program)} mesh {grid} stage "
+                     f"{stage}")
+            flat, flat_state = e2e_lib.train(program, workdir,
+                                             f"flat{ranks}-{stage}", ranks,
+                                             stage, steps)
+            mesh, mesh_state = e2e_lib.train(program, workdir,
+                                             f"mesh{grid}-{stage}", ranks,
+                                             stage, steps,
                                              extra=["--mesh", grid])
             checker.check(mesh["grid"] == [nodes, per_node],
                           f"{where}: ran on grid {mesh['grid']}")
@@ -87,6 +143,8 @@ def main():
             checker.note(f"{where}: {steps} losses within 1e-6 of one axis "
                          f"of {ranks}; per-axis traffic as planned "
                          f"({total:.0f} B sent per rank per step)")
+        if args.resume:
+            check_resume(checker, program, args.grids[0], workdir)
     checker.finish()
 
 

@@ -70,16 +70,17 @@ module @summed_gradient attributes {dist.placement = #dist.placement<cpu, [2]>, 
 
 // -----
 
-// A placement of two axes (a mesh): zero-shard shards over one axis only,
-// and says so before looking at the step.
+// On a mesh the gradient must be averaged over each axis, the innermost
+// first (dist-data-parallel{mesh=...}); here it is averaged within the node
+// only.
 
-// expected-error @below {{zero-shard: shards over a one-axis placement; #dist.placement<cpu, [2, 2]> has 2 axes (hybrid sharding over a mesh is not built yet)}}
 module @averaged_over_axis_1 attributes {dist.placement = #dist.placement<cpu, [2, 2]>, dist.zero_stage = 0 : i64} {
   train.param @w param : tensor<4xf32> init ones
   train.optimizer @sgd sgd lr 0.1
   func.func @step(%g: tensor<4xf32>) attributes {train.step} {
     %avg = dist.all_reduce mean %g axis 1 : tensor<4xf32>
     %w = train.load @w : tensor<4xf32>
+    // expected-error @below {{'train.sgd' op takes a gradient that is not averaged by 'dist.all_reduce mean' over each axis of the mesh, the innermost first; run dist-data-parallel before zero-shard}}
     %new = train.sgd %w, %avg with @sgd : tensor<4xf32>, tensor<4xf32>
     train.store %new to @w : tensor<4xf32>
     return

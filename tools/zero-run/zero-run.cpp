@@ -69,7 +69,8 @@ static cl::opt<int>
 static cl::opt<std::string> meshFlag(
     "mesh",
     cl::desc("Compile for a two-level grid of ranks, nodes first: --mesh 2x4 "
-             "is 2 nodes of 4 ranks (ranks numbered node by node); stage 0"),
+             "is 2 nodes of 4 ranks (ranks numbered node by node); stages "
+             "1-3 shard within a node (hybrid sharding)"),
     cl::value_desc("RxS"), cl::cat(runCategory));
 static cl::opt<int64_t> stepsFlag("steps", cl::desc("Training steps"),
                                   cl::init(10), cl::cat(runCategory));

@@ -146,7 +146,12 @@ def ZeroShard : Pass<"zero-shard", "::mlir::ModuleOp"> {
   let summary = "Partitions optimizer state, gradients and parameters (ZeRO 1/2/3)";
   let description = [{
     Rewrites a data-parallel step (after `train-materialize-optimizer` and
-    `dist-data-parallel`) into ZeRO stage 1, 2 or 3:
+    `dist-data-parallel`) into ZeRO stage 1, 2 or 3. On a two-level mesh
+    (`#dist.placement<cpu, [R, S]>`) it is hybrid sharding: the state is
+    sharded over axis 1, within a node (`sharded ... over 1`), and
+    replicated across nodes; each gradient is reduce-scattered within the
+    node and its shard averaged across nodes (`dist.all_reduce mean axis
+    0`), and parameters are gathered within the node only. The stages:
 
     * stage 1: optimizer slots and master copies are stored sharded; each
       gradient stays full-size until the update, where it is
@@ -506,7 +511,8 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "Data-parallel ranks; 0 takes the module's dist.placement">,
     ListOption<"mesh", "mesh", "int64_t",
                "A two-level grid of ranks for dist-data-parallel, nodes "
-               "first: mesh=2,4 (stage 0 only for now)">,
+               "first: mesh=2,4; stages 1-3 then shard within a node "
+               "(hybrid sharding)">,
     Option<"accumulateSteps", "accumulate-steps", "int64_t", "1",
            "Micro-batches per optimizer step">,
     Option<"layout", "layout", "std::string", "\"flat\"",

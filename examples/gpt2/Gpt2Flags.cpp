@@ -2,10 +2,13 @@
 
 #include "Gpt2Flags.h"
 
+#include "zero/runtime/Communicator.h"
 #include "zero/runtime/InstallPaths.h"
 #include "zero/support/ByteSize.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -51,6 +54,7 @@ static std::string defaultCorpus() {
 
 const char *kUsage =
     "usage: gpt2_train [--size tiny|mini|124M|355M] [--stage 0..3] [-n N]\n"
+    "                  [--mesh RxS]\n"
     "                  [--precision f32|bf16|f16] [--steps N] [--batch B]\n"
     "                  [--accumulate K]\n"
     "                  [--offload none|optimizer|optimizer+params|auto]\n"
@@ -156,6 +160,7 @@ Flags parseFlags(int argc, char **argv) {
                                           "--stage",
                                           "-n",
                                           "--ranks",
+                                          "--mesh",
                                           "--precision",
                                           "--steps",
                                           "--batch",
@@ -203,6 +208,21 @@ Flags parseFlags(int argc, char **argv) {
       flags.ranks = static_cast<int>(parseInt(flag, value));
       if (flags.ranks < 1)
         usage(absl::StrCat(flag, " must be at least 1, got ", valueText));
+    } else if (flag == "--mesh") {
+      std::vector<std::string> extents = absl::StrSplit(valueText, 'x');
+      flags.mesh.clear();
+      for (const std::string &extent : extents) {
+        int64_t number = 0;
+        if (!absl::SimpleAtoi(extent, &number) || number < 1)
+          usage(absl::StrCat("--mesh must be nodes x ranks per node such as "
+                             "2x4, got '",
+                             valueText, "'"));
+        flags.mesh.push_back(number);
+      }
+      if (flags.mesh.size() != 2)
+        usage(absl::StrCat("--mesh must be nodes x ranks per node such as "
+                           "2x4, got '",
+                           valueText, "'"));
     } else if (flag == "--precision") {
       if (valueText == "f32")
         flags.precision = DType::f32;
@@ -307,7 +327,21 @@ Flags parseFlags(int argc, char **argv) {
     flags.lr = flags.size->lr;
   if (flags.logEvery < 0)
     flags.logEvery = flags.steps <= 20 ? 1 : 10;
-  if (flags.machine.empty())
+  if (!flags.mesh.empty()) {
+    int64_t ranks = flags.mesh[0] * flags.mesh[1];
+    if (flags.ranks > 0 && flags.ranks != ranks)
+      usage(absl::StrCat("-n ", flags.ranks, " but --mesh ", flags.mesh[0], "x",
+                         flags.mesh[1], " has ", ranks, " ranks"));
+    // Outside mpirun the mesh says how many ranks to launch; under it, the
+    // job's size must match (checked when the ranks start).
+    if (flags.ranks == 0 && !zero::rt::isUnderMpirun())
+      flags.ranks = static_cast<int>(ranks);
+    // The machine presets describe one axis of ranks.
+    if (!flags.machine.empty())
+      usage("--machine describes one axis of ranks; it does not combine with "
+            "--mesh");
+  }
+  if (flags.machine.empty() && flags.mesh.empty())
     flags.machine = zero::rt::getDefaultMachine(flags.backend);
   return flags;
 }

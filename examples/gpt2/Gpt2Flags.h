@@ -37,6 +37,9 @@ struct Flags {
   const Size *size = &kSizes[0];
   int stage = 3;
   int ranks = 0; // 0: the job's (1 outside mpirun)
+  /// --mesh RxS: R nodes of S ranks (hybrid sharding at stages 1-3);
+  /// empty: one axis.
+  std::vector<int64_t> mesh;
   DType precision = DType::f32;
   long steps = 200;
   long batch = -1;     // global, per micro-batch; -1: the size's default

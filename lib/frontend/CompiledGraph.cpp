@@ -42,6 +42,8 @@ struct CompiledGraph::Impl {
   std::string reportText;
   /// What evalProgram() compiles with: the step's pipeline options.
   zero::ZeroPipelineOptions pipelineOptions;
+  /// What pipelineOptions.mesh refers to.
+  std::vector<int64_t> mesh;
   /// The step evaluation starts from: `forward` with Graph::output's values
   /// also returned; null when the graph declares none (then `forward`).
   mlir::OwningOpRef<mlir::ModuleOp> evalSource;
@@ -90,6 +92,8 @@ zero::ZeroPipelineOptions pipelineOptions(const GraphConfig &config,
   zero::ZeroPipelineOptions options;
   options.stage = config.zeroStage();
   options.ranks = ranks;
+  // The caller keeps the extents alive as long as the options.
+  options.mesh = config.meshShape();
   options.accumulateSteps = config.accumulationSteps();
   options.layout = zero.layout == ZeroOptions::Layout::dim0 ? "dim0" : "flat";
   options.minShardElements = zero.minShardElements;
@@ -209,6 +213,11 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
   if (ranks < 1)
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": ranks must be at least 1, got ", ranks));
+  if (const std::vector<int64_t> &mesh = graph.config.meshShape();
+      !mesh.empty() && mesh[0] * mesh[1] != ranks)
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": the mesh of ", mesh[0], " nodes x ", mesh[1], " ranks has ",
+        mesh[0] * mesh[1], " ranks, but compile was given ", ranks));
   if (graph.lossNode < 0)
     return absl::FailedPreconditionError(absl::StrCat(
         what, ": no loss; call graph.minimize(loss) before compile"));
@@ -249,7 +258,9 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
         what,
         ": cannot create a temporary file for the report: ", error.message()));
   zero::ZeroPipelineOptions options = pipelineOptions(graph.config, ranks);
+  impl->mesh = graph.config.meshShape();
   impl->pipelineOptions = options;
+  impl->pipelineOptions.mesh = impl->mesh;
   options.report = "text";
   options.reportOutput = reportPath.str().str();
   mlir::PassManager pipeline(impl->context.get());

@@ -150,6 +150,11 @@ GraphConfig &GraphConfig::enable_zero(bool enabled, int zeroStage) {
   return *this;
 }
 
+GraphConfig &GraphConfig::mesh(int64_t nodes, int64_t ranksPerNode) {
+  meshExtents = {nodes, ranksPerNode};
+  return *this;
+}
+
 GraphConfig &GraphConfig::set_gradient_accumulation_steps(int steps) {
   accumulateSteps = steps;
   return *this;
@@ -272,6 +277,10 @@ absl::Status GraphConfig::validate() const {
           absl::StrCat("optimizer schedule: minLr must lie in [0, lr] = [0, ",
                        o.lr, "], got ", schedule.minLr));
   }
+  if (!meshExtents.empty() && (meshExtents[0] < 1 || meshExtents[1] < 1))
+    return absl::InvalidArgumentError(
+        absl::StrCat("mesh: nodes and ranks per node must be at least 1, got ",
+                     meshExtents[0], " x ", meshExtents[1]));
   std::set<std::string> groupNames;
   for (const ParameterGroup &group : groups) {
     bool identifier = !group.name.empty();

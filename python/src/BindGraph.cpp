@@ -314,6 +314,17 @@ void bindGraph(py::module_ &m) {
            "gradients (2), plus the parameters (3) over the ranks; "
            "enable_zero(False) is plain data parallelism. The stage must be "
            "1, 2 or 3.")
+      .def("mesh", &GraphConfig::mesh, py::arg("nodes"),
+           py::arg("ranks_per_node"),
+           py::return_value_policy::reference_internal,
+           "A two-level mesh of nodes x ranks_per_node ranks (a node's ranks "
+           "consecutive, as mpirun places them): averages are taken within "
+           "a node, then across nodes, and ZeRO stages 1-3 shard within a "
+           "node and keep a copy per node (hybrid sharding, FSDP2's HSDP). "
+           "compile() must be given nodes * ranks_per_node.")
+      .def_property_readonly(
+          "mesh_shape", &GraphConfig::meshShape,
+          "[nodes, ranks per node] after mesh(), else [] (one axis)")
       .def("set_gradient_accumulation_steps",
            &GraphConfig::set_gradient_accumulation_steps, py::arg("steps"),
            py::return_value_policy::reference_internal,

@@ -266,6 +266,13 @@ public:
   /// gradients (2), plus parameters (3) over the ranks; `enable_zero(false)`
   /// is plain data parallelism. Named as in OneFlow's GraphConfig.
   GraphConfig &enable_zero(bool enabled = true, int stage = 2);
+  /// Compiles for a two-level mesh of `nodes` x `ranksPerNode` ranks (a
+  /// node's ranks consecutive): averages are taken within a node, then
+  /// across nodes, and ZeRO stages 1-3 shard within a node and replicate
+  /// across nodes (hybrid sharding). compile(ranks) must be given
+  /// nodes * ranksPerNode. (FSDP2's 2-D device mesh, torchtitan's
+  /// data_parallel_replicate_degree x data_parallel_shard_degree.)
+  GraphConfig &mesh(int64_t nodes, int64_t ranksPerNode);
   /// Micro-batches per optimizer step: the trainer runs the forward and
   /// backward on K consecutive micro-batches, accumulating the gradients,
   /// then one update (OneFlow's `set_gradient_accumulation_steps`).
@@ -344,6 +351,8 @@ public:
   const ZeroOptions &zero() const { return zeroOptions; }
   bool zeroEnabled() const { return zeroOn; }
   int zeroStage() const { return zeroOn ? stage : 0; }
+  /// [nodes, ranks per node], or empty for one axis of ranks.
+  const std::vector<int64_t> &meshShape() const { return meshExtents; }
   int accumulationSteps() const { return accumulateSteps; }
   Offload offloadChoice() const { return offloadWhat; }
   /// The zero-offload option's spelling of offloadChoice().
@@ -370,6 +379,7 @@ private:
   int64_t budgetBytes = 0;
   DType precisionChoice = DType::f32;
   std::vector<ParameterGroup> groups;
+  std::vector<int64_t> meshExtents;
 };
 
 //===----------------------------------------------------------------------===//

@@ -2,7 +2,6 @@
 
 #include "Gpt2Flags.h"
 
-#include "zero/runtime/Communicator.h"
 #include "zero/runtime/InstallPaths.h"
 #include "zero/support/ByteSize.h"
 
@@ -332,9 +331,9 @@ Flags parseFlags(int argc, char **argv) {
     if (flags.ranks > 0 && flags.ranks != ranks)
       usage(absl::StrCat("-n ", flags.ranks, " but --mesh ", flags.mesh[0], "x",
                          flags.mesh[1], " has ", ranks, " ranks"));
-    // Outside mpirun the mesh says how many ranks to launch; under it, the
-    // job's size must match (checked when the ranks start).
-    if (flags.ranks == 0 && !zero::rt::isUnderMpirun())
+    // The mesh says how many ranks there are: outside mpirun how many to
+    // launch, under it what the job's size must be (checked at start).
+    if (flags.ranks == 0)
       flags.ranks = static_cast<int>(ranks);
     // The machine presets describe one axis of ranks.
     if (!flags.machine.empty())

@@ -64,6 +64,10 @@ struct DistDataParallelPass
   void runOnOperation() override;
   LogicalResult setPlacement(ModuleOp module);
   LogicalResult setMesh(ModuleOp module, dist::PlacementAttr placement);
+  /// Places the module on `grid`, unless its state is already sharded for
+  /// `placement`; `what` names the option that asked.
+  LogicalResult replacePlacement(ModuleOp module, dist::PlacementAttr placement,
+                                 ArrayRef<int64_t> grid, StringRef what);
 };
 
 LogicalResult DistDataParallelPass::setMesh(ModuleOp module,
@@ -83,18 +87,24 @@ LogicalResult DistDataParallelPass::setMesh(ModuleOp module,
            << " but the mesh has " << product << " ranks";
   if (placement && placement.getGrid() == ArrayRef<int64_t>(mesh))
     return success();
+  return replacePlacement(module, placement, mesh, "the mesh");
+}
+
+LogicalResult
+DistDataParallelPass::replacePlacement(ModuleOp module,
+                                       dist::PlacementAttr placement,
+                                       ArrayRef<int64_t> grid, StringRef what) {
   WalkResult sharded = module.walk([](train::ParamOp param) {
     return param.isSharded() ? WalkResult::interrupt() : WalkResult::advance();
   });
   if (sharded.wasInterrupted())
     return mlir::emitError(module.getLoc())
-           << "dist-data-parallel: the mesh differs from " << placement
+           << "dist-data-parallel: " << what << " differs from " << placement
            << ", but state is already sharded for it";
   dist::DeviceKind device =
       placement ? placement.getDevice() : dist::DeviceKind::cpu;
   module->setAttr(dist::DistDialect::getPlacementAttrName(),
-                  dist::PlacementAttr::get(module.getContext(), device,
-                                           ArrayRef<int64_t>(mesh)));
+                  dist::PlacementAttr::get(module.getContext(), device, grid));
   return success();
 }
 
@@ -119,20 +129,9 @@ LogicalResult DistDataParallelPass::setPlacement(ModuleOp module) {
            << " would resize " << placement << ", which has "
            << placement.getNumAxes()
            << " axes; set the placement in the module instead";
-  WalkResult sharded = module.walk([](train::ParamOp param) {
-    return param.isSharded() ? WalkResult::interrupt() : WalkResult::advance();
-  });
-  if (sharded.wasInterrupted())
-    return mlir::emitError(module.getLoc())
-           << "dist-data-parallel: ranks=" << static_cast<int64_t>(ranks)
-           << " differs from " << placement
-           << ", but state is already sharded for it";
-  dist::DeviceKind device =
-      placement ? placement.getDevice() : dist::DeviceKind::cpu;
-  module->setAttr(dist::DistDialect::getPlacementAttrName(),
-                  dist::PlacementAttr::get(module.getContext(), device,
-                                           {static_cast<int64_t>(ranks)}));
-  return success();
+  int64_t size = ranks;
+  return replacePlacement(module, placement, size,
+                          "ranks=" + std::to_string(size));
 }
 
 void DistDataParallelPass::runOnOperation() {

@@ -48,23 +48,20 @@ std::unique_ptr<Communicator> create(const CommOptions &options) {
   return *std::move(comm);
 }
 
-int runCollectives() {
-  std::unique_ptr<Communicator> deterministic = create({true, 60});
-  std::unique_ptr<Communicator> plain = create({false, 60});
-  check::Checker checker(plain->rank());
-  check::checkCollectives(checker, *plain, false);
-  check::checkCollectives(checker, *deterministic, true);
-
-  // Agree on the outcome, so that every rank exits alike.
+/// Agrees on the outcome, so that every rank exits alike, prints it as
+/// "zero-comm-check: <what> on N ranks: PASS (...)" and ends MPI.
+int finish(check::Checker &checker, std::unique_ptr<Communicator> plain,
+           std::unique_ptr<Communicator> deterministic,
+           const std::string &what) {
   int64_t totals[2] = {checker.failures(), checker.checks()};
   absl::Status status =
       plain->allReduce(totals, totals, 2, DType::i64, ReduceKind::sum);
   if (!status.ok())
     plain->abortJob(status.message(), 1);
   if (plain->rank() == 0)
-    std::printf("zero-comm-check: collectives on %d ranks: %s (%lld checks, "
+    std::printf("zero-comm-check: %s on %d ranks: %s (%lld checks, "
                 "%lld failures)\n",
-                plain->size(), totals[0] == 0 ? "PASS" : "FAIL",
+                what.c_str(), plain->size(), totals[0] == 0 ? "PASS" : "FAIL",
                 static_cast<long long>(totals[1]),
                 static_cast<long long>(totals[0]));
   std::fflush(stdout);
@@ -72,6 +69,16 @@ int runCollectives() {
   plain.reset();
   finalizeMpi();
   return totals[0] == 0 ? 0 : 1;
+}
+
+int runCollectives() {
+  std::unique_ptr<Communicator> deterministic = create({true, 60});
+  std::unique_ptr<Communicator> plain = create({false, 60});
+  check::Checker checker(plain->rank());
+  check::checkCollectives(checker, *plain, false);
+  check::checkCollectives(checker, *deterministic, true);
+  return finish(checker, std::move(plain), std::move(deterministic),
+                "collectives");
 }
 
 /// The grid of "2x4": {2, 4}; empty when malformed.
@@ -195,22 +202,8 @@ int runGrid(const char *shape) {
   check::Checker checker(plain->rank());
   checkGrid(checker, *plain, grid, false);
   checkGrid(checker, *deterministic, grid, true);
-  int64_t totals[2] = {checker.failures(), checker.checks()};
-  absl::Status status =
-      plain->allReduce(totals, totals, 2, DType::i64, ReduceKind::sum);
-  if (!status.ok())
-    plain->abortJob(status.message(), 1);
-  if (plain->rank() == 0)
-    std::printf("zero-comm-check: grid %s on %d ranks: %s (%lld checks, "
-                "%lld failures)\n",
-                shape, plain->size(), totals[0] == 0 ? "PASS" : "FAIL",
-                static_cast<long long>(totals[1]),
-                static_cast<long long>(totals[0]));
-  std::fflush(stdout);
-  deterministic.reset();
-  plain.reset();
-  finalizeMpi();
-  return totals[0] == 0 ? 0 : 1;
+  return finish(checker, std::move(plain), std::move(deterministic),
+                absl::StrCat("grid ", shape));
 }
 
 /// The last rank fails in `how` while the others wait for it.

@@ -26,6 +26,10 @@ namespace zero::python {
 namespace py = pybind11;
 
 void bindGraph(py::module_ &m);
+/// The optimizers, schedules and GraphConfig; bindGraph calls it.
+void bindConfig(py::module_ &m);
+/// The DType named `name` ("f32", ...), or ValueError.
+frontend::DType parseDtype(const std::string &name);
 void bindTraining(py::module_ &m);
 
 /// `text` with every byte that is not part of valid UTF-8 replaced by '?':

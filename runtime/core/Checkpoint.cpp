@@ -56,12 +56,6 @@ std::pair<int64_t, int64_t> heldRange(const Executor &executor,
   return {begin, std::min(total, begin + count)};
 }
 
-/// Whether `rank` writes its shard of sharded buffer `decl`: on a mesh, the
-/// ranks holding the first copy of each shard; on one axis, every rank.
-bool writesShard(const Executor &executor, const BufferDecl &decl, int rank) {
-  return executor.holdsFirstCopy(decl, rank);
-}
-
 /// Which rank writes each saved buffer: a sharded buffer's every rank (its
 /// own range; on a mesh the first copy's), a replicated one the rank with
 /// the fewest bytes so far, so that ZeRO-1/2 parameters do not all land on
@@ -72,7 +66,7 @@ std::vector<int> replicatedWriters(const Executor &executor, int ranks) {
   for (const BufferDecl &decl : decls)
     if (isSaved(decl.role) && decl.layout != "replicated")
       for (int rank = 0; rank < ranks; ++rank) {
-        if (!writesShard(executor, decl, rank))
+        if (!executor.holdsFirstCopy(decl, rank))
           continue;
         auto [begin, end] = heldRange(executor, decl, rank);
         load[rank] += (end - begin) * dtypeBytes(decl.spec.dtype);
@@ -102,7 +96,7 @@ writtenRanges(const Executor &executor, const std::vector<int> &writers,
       continue;
     if (decl.layout == "replicated" && writers[index] != rank)
       continue;
-    if (decl.layout != "replicated" && !writesShard(executor, decl, rank))
+    if (decl.layout != "replicated" && !executor.holdsFirstCopy(decl, rank))
       continue;
     auto [begin, end] = heldRange(executor, decl, rank);
     if (end > begin)

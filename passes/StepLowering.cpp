@@ -63,11 +63,12 @@ void StepLowering::declareState() {
     buffer->setAttr(
         "zrt.layout",
         builder.getStringAttr(stringifyStorageLayoutKind(param.getLayout())));
-    // On a mesh, the axis whose ranks hold the shards (the others hold
-    // copies of them).
-    if (param.isSharded() && param.getShardAxis() != 0)
-      buffer->setAttr("zrt.shard_axis",
-                      builder.getI64IntegerAttr(param.getShardAxis()));
+    // On a mesh, the axes whose ranks hold the shards, the major one first
+    // (the ranks along the others hold copies of them).
+    if (param.isSharded() &&
+        ArrayRef<int64_t>(param.getShardAxisList()) != ArrayRef<int64_t>{0})
+      buffer->setAttr("zrt.shard_axes",
+                      builder.getDenseI64ArrayAttr(param.getShardAxisList()));
     if (auto init = param.getInitAttr())
       buffer->setAttr("zrt.init", init);
     // A master copy starts as its parameter's value, in f32.

@@ -325,7 +325,7 @@ FailureOr<Value> Differentiator::loadLossScale(OpBuilder &builder) {
     auto state = declBuilder.create<train::ParamOp>(
         optimizer.getLoc(), name, train::Role::scaler,
         /*owner=*/nullptr, scalar, train::StorageLayoutKind::replicated,
-        /*shard_axis=*/0, /*local_type=*/nullptr, init,
+        /*shard_axes=*/nullptr, /*local_type=*/nullptr, init,
         /*optimizer=*/nullptr);
     table.insert(state);
     return state;

@@ -111,7 +111,7 @@ FailureOr<train::ParamOp> Materializer::declareState(train::ParamOp param,
   auto state = builder.create<train::ParamOp>(
       param.getLoc(), name, role,
       FlatSymbolRefAttr::get(param.getSymNameAttr()), type,
-      train::StorageLayoutKind::replicated, /*shard_axis=*/0,
+      train::StorageLayoutKind::replicated, /*shard_axes=*/nullptr,
       /*local_type=*/nullptr, init, /*optimizer=*/nullptr);
   symbols.insert(state, builder.getInsertionPoint());
   after = state;

@@ -127,7 +127,7 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     if (stage > 0)
       pipeline.addPass(createZeroShard(
           ZeroShardOptions{stage, layout, minShardElements, regatherInBackward,
-                           maxReuseDistance}));
+                           maxReuseDistance, meshScheme, hpz}));
     pipeline.addPass(createZeroBucket(ZeroBucketOptions{
         reduceBucketBytes, allgatherBucketBytes, allgatherAcrossUsesBytes}));
     if (stage > 0)

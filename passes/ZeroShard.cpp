@@ -1,13 +1,16 @@
 //===- ZeroShard.cpp - ZeRO stages 1, 2 and 3 -----------------------------===//
 //
 // Partitions the optimizer state (stage 1), the gradients (stage 2) and the
-// parameters (stage 3) of a data-parallel step across the ranks of placement
-// axis 0. The pass looks only at persistent state, the optimizer updates that
+// parameters (stage 3) of a data-parallel step across the ranks of the
+// placement (ZeroShardCollectives.h says how a mesh is cut). The pass looks
+// only at persistent state, the optimizer updates that
 // train-materialize-optimizer wrote, the gradient all-reduces that
 // dist-data-parallel inserted and the loads of sharded parameters; compute is
 // never inspected, so steps written in linalg work alike.
 //
 //===----------------------------------------------------------------------===//
+
+#include "ZeroShardCollectives.h"
 
 #include "zero/analysis/TrainingStep.h"
 #include "zero/passes/Passes.h"
@@ -50,6 +53,14 @@ Value restoreLogicalShape(OpBuilder &builder, Location loc, Value value,
   return builder.create<train::ReshapeOp>(loc, logical, value);
 }
 
+/// The extent along dimension 0 of `logical` as the collectives of `kind`
+/// see it: all its elements for flat shards, its rows for dim-0 shards.
+int64_t gatheredExtent(RankedTensorType logical, StorageLayoutKind kind) {
+  return kind == StorageLayoutKind::flat || logical.getRank() == 0
+             ? logical.getNumElements()
+             : logical.getDimSize(0);
+}
+
 /// One optimizer update as train-materialize-optimizer and
 /// dist-data-parallel left it.
 struct UpdateSite {
@@ -70,11 +81,12 @@ class Sharder {
 public:
   Sharder(ModuleOp module, int64_t stage, StorageLayoutKind layout,
           int64_t minShardElements, bool regatherInBackward,
-          int64_t maxReuseDistance)
+          int64_t maxReuseDistance, MeshScheme scheme, bool secondaryShards)
       : module(module), stage(stage), layout(layout),
         minShardElements(minShardElements),
         regatherInBackward(regatherInBackward),
-        maxReuseDistance(maxReuseDistance) {}
+        maxReuseDistance(maxReuseDistance), scheme(scheme),
+        secondaryShards(secondaryShards) {}
 
   LogicalResult run();
 
@@ -88,7 +100,7 @@ private:
   }
   RankedTensorType shardTypeOf(RankedTensorType logical,
                                StorageLayoutKind kind) {
-    return getShardType(logical, kind, groupSize);
+    return cut->getShardType(logical, kind);
   }
   void shardDeclaration(train::ParamOp state, StorageLayoutKind kind);
 
@@ -103,12 +115,10 @@ private:
   Value emitReduceScatter(OpBuilder &builder, Location loc, Value full,
                           StorageLayoutKind kind);
   /// `shard` all-gathered: the flat tensor for flat shards, `logical` for
-  /// dim-0 shards.
+  /// dim-0 shards. `secondary` as in ShardCut::allGather.
   Value emitGather(OpBuilder &builder, Location loc, Value shard,
-                   RankedTensorType logical, StorageLayoutKind kind);
-  /// `shard` all-gathered back into a tensor of type `logical`.
-  Value emitAllGather(OpBuilder &builder, Location loc, Value shard,
-                      RankedTensorType logical, StorageLayoutKind kind);
+                   RankedTensorType logical, StorageLayoutKind kind,
+                   Value *secondary = nullptr);
   Value emitLoad(OpBuilder &builder, Location loc, train::ParamOp state) {
     auto load = builder.create<train::LoadOp>(loc, state.getLocalTensorType(),
                                               state.getSymName());
@@ -127,13 +137,12 @@ private:
   int64_t minShardElements;
   bool regatherInBackward;
   int64_t maxReuseDistance;
-  int64_t groupSize = 1;
-  /// The placement's axes, the one the state is sharded over, and the
-  /// others, over which the shards are replicated (hybrid sharding on a
-  /// mesh: sharded within a node, replicated across nodes).
+  MeshScheme scheme;
+  /// Stage 3 cut over several axes: later gathers of a parameter start from
+  /// the secondary shard its first gather left (ZeRO++'s hpZ).
+  bool secondaryShards;
   int64_t numAxes = 1;
-  int64_t shardAxis = 0;
-  SmallVector<int64_t> replicaAxes;
+  std::optional<ShardCut> cut;
   /// Loads this pass wrote; they already read shards.
   DenseSet<Operation *> freshLoads;
   /// Averaged gradients that are already this rank's shard (stage 2
@@ -232,37 +241,23 @@ void Sharder::shardDeclaration(train::ParamOp state, StorageLayoutKind kind) {
     return;
   MLIRContext *context = state.getContext();
   state.setLayoutAttr(train::StorageLayoutKindAttr::get(context, kind));
-  state.setShardAxis(shardAxis);
+  state.setShardAxesAttr(
+      DenseI64ArrayAttr::get(state.getContext(), cut->getShardAxes()));
   state.setLocalTypeAttr(
       TypeAttr::get(shardTypeOf(state.getLogicalTensorType(), kind)));
 }
 
 Value Sharder::emitReduceScatter(OpBuilder &builder, Location loc, Value full,
                                  StorageLayoutKind kind) {
-  full = flattenForLayout(builder, loc, full, kind);
-  auto input = cast<RankedTensorType>(full.getType());
-  Value shard = builder.create<dist::ReduceScatterOp>(
-      loc, shardTypeOf(input, StorageLayoutKind::dim0), full,
-      dist::ReduceKind::mean, shardAxis, /*dim=*/0);
-  // Hybrid sharding: the nodes hold the same shards; each shard is
-  // averaged across them.
-  for (int64_t axis : replicaAxes)
-    shard = builder.create<dist::AllReduceOp>(loc, shard,
-                                              dist::ReduceKind::mean, axis);
-  return shard;
+  return cut->reduceScatter(builder, loc,
+                            flattenForLayout(builder, loc, full, kind));
 }
 
 Value Sharder::emitGather(OpBuilder &builder, Location loc, Value shard,
-                          RankedTensorType logical, StorageLayoutKind kind) {
-  return builder.create<dist::AllGatherOp>(
-      loc, kind == StorageLayoutKind::flat ? getFlatType(logical) : logical,
-      shard, shardAxis, /*dim=*/0);
-}
-
-Value Sharder::emitAllGather(OpBuilder &builder, Location loc, Value shard,
-                             RankedTensorType logical, StorageLayoutKind kind) {
-  return restoreLogicalShape(
-      builder, loc, emitGather(builder, loc, shard, logical, kind), logical);
+                          RankedTensorType logical, StorageLayoutKind kind,
+                          Value *secondary) {
+  return cut->allGather(builder, loc, shard, gatheredExtent(logical, kind),
+                        secondary);
 }
 
 FailureOr<UpdateSite> Sharder::analyzeUpdate(Operation *update) {
@@ -456,11 +451,7 @@ LogicalResult Sharder::rewriteUpdate(UpdateSite &site) {
     // The replicated parameter: each rank updates its slice of it.
     Value full = flattenForLayout(builder, loc,
                                   emitLoad(builder, loc, site.param), kind);
-    paramShard = builder.create<dist::SliceOp>(
-        loc,
-        shardTypeOf(cast<RankedTensorType>(full.getType()),
-                    StorageLayoutKind::dim0),
-        full, shardAxis, /*dim=*/0);
+    paramShard = cut->slice(builder, loc, full);
   }
   // A filtered gradient (unscaled, clipped): each filter now reads the
   // shard and yields the filtered shard; the norm becomes a partial sum
@@ -606,7 +597,7 @@ void Sharder::gatherParameterLoads(func::FuncOp function,
       return position.lookup(a.anchor) < position.lookup(b.anchor);
     });
 
-    Value gathered;
+    Value gathered, secondary;
     Operation *previous = nullptr;
     for (const Use &use : uses) {
       bool newRegion = !gathered;
@@ -620,7 +611,17 @@ void Sharder::gatherParameterLoads(func::FuncOp function,
       }
       if (newRegion) {
         OpBuilder builder(use.anchor);
-        gathered = emitAllGather(builder, load.getLoc(), load, logical, kind);
+        Location loc = load.getLoc();
+        // hpZ: the secondary shard is the first gather's value after the
+        // gather across nodes, so every later gather stays within the node
+        // and reads exactly the values the forward read.
+        if (secondary)
+          gathered = cut->allGatherFromSecondary(builder, loc, secondary,
+                                                 gatheredExtent(logical, kind));
+        else
+          gathered = emitGather(builder, loc, load, logical, kind,
+                                secondaryShards ? &secondary : nullptr);
+        gathered = restoreLogicalShape(builder, loc, gathered, logical);
       }
       use.operand->set(gathered);
       previous = use.anchor;
@@ -649,12 +650,14 @@ LogicalResult Sharder::run() {
     return mlir::emitError(module.getLoc())
            << "zero-shard: shards over one axis or a two-level mesh; "
            << placement << " has " << numAxes << " axes";
-  // On a mesh: hybrid sharding, within the node (the last axis), the
-  // shards replicated across nodes.
-  shardAxis = numAxes - 1;
-  for (int64_t axis = numAxes - 1; axis-- > 0;)
-    replicaAxes.push_back(axis);
-  groupSize = placement.getGroupSize(shardAxis);
+  if (secondaryShards &&
+      (stage != 3 || numAxes != 2 || scheme != MeshScheme::full))
+    return mlir::emitError(module.getLoc())
+           << "zero-shard: hpz keeps a secondary shard within the node of a "
+              "parameter cut over both axes of a mesh; it needs stage=3, "
+              "mesh-scheme=full and a two-axis placement, got stage "
+           << stage << " on " << placement;
+  cut.emplace(placement, scheme);
 
   // State is rewritten only where the step functions touch it.
   SmallVector<func::FuncOp> steps = getStepFunctions(module);
@@ -748,8 +751,8 @@ LogicalResult Sharder::run() {
   auto isShard = [&](Value grad) {
     return gradShards.contains(getRawGradient(grad));
   };
-  agreeOnOverflow(module, isShard, shardAxis);
-  expandClipping(module, isShard, shardAxis);
+  agreeOnOverflow(module, isShard, cut->getShardAxes());
+  expandClipping(module, isShard, cut->getShardAxes());
   module->setAttr(
       dist::DistDialect::getZeroStageAttrName(),
       IntegerAttr::get(IntegerType::get(module.getContext(), 64), stage));
@@ -781,8 +784,19 @@ struct ZeroShardPass : zero::impl::ZeroShardBase<ZeroShardPass> {
              "max-reuse-distance must not be negative";
       return signalPassFailure();
     }
+    std::optional<MeshScheme> scheme =
+        llvm::StringSwitch<std::optional<MeshScheme>>(meshScheme)
+            .Case("hybrid", MeshScheme::hybrid)
+            .Case("full", MeshScheme::full)
+            .Default(std::nullopt);
+    if (!scheme) {
+      mlir::emitError(module.getLoc())
+          << "zero-shard: mesh-scheme must be hybrid or full, got '"
+          << meshScheme << "'";
+      return signalPassFailure();
+    }
     if (failed(Sharder(module, stage, *kind, minShardElements,
-                       regatherInBackward, maxReuseDistance)
+                       regatherInBackward, maxReuseDistance, *scheme, hpz)
                    .run()))
       signalPassFailure();
   }

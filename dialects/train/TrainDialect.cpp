@@ -161,6 +161,36 @@ static void printInitBody(OpAsmPrinter &printer, Operation *, InitAttr init) {
   printInitBody(static_cast<AsmPrinter &>(printer), init);
 }
 
+/// `over 0` or, cut over several axes of a mesh, `over 1, 0` (the major
+/// axis first).
+static ParseResult parseShardAxes(OpAsmParser &parser,
+                                  DenseI64ArrayAttr &axes) {
+  SmallVector<int64_t> list;
+  if (parser.parseCommaSeparatedList([&]() -> ParseResult {
+        SMLoc loc = parser.getCurrentLocation();
+        int64_t axis = 0;
+        if (parser.parseInteger(axis))
+          return failure();
+        if (axis < 0)
+          return parser.emitError(loc, "a shard axis is a placement axis, "
+                                       "not negative; got ")
+                 << axis;
+        list.push_back(axis);
+        return success();
+      }))
+    return failure();
+  axes = DenseI64ArrayAttr::get(parser.getContext(), list);
+  return success();
+}
+static void printShardAxes(OpAsmPrinter &printer, Operation *,
+                           DenseI64ArrayAttr axes) {
+  if (!axes) {
+    printer << 0;
+    return;
+  }
+  llvm::interleaveComma(axes.asArrayRef(), printer);
+}
+
 Attribute InitAttr::parse(AsmParser &parser, Type) {
   InitAttr init;
   if (parser.parseLess() || parseInitBody(parser, init) ||

@@ -121,10 +121,10 @@ LogicalResult ParamOp::verify() {
                             "sharded";
 
   if (!isSharded()) {
-    if (getShardAxis() != 0)
-      return emitOpError() << "is replicated, so it has no shard axis; drop "
-                              "shard_axis = "
-                           << getShardAxis();
+    if (getShardAxes())
+      return emitOpError() << "is replicated, so it has no shard axes; drop "
+                              "shard_axes = "
+                           << getShardAxesAttr();
     if (getLocalType())
       return emitOpError() << "is replicated, so each rank holds the logical "
                               "type; drop the local type";
@@ -138,12 +138,21 @@ LogicalResult ParamOp::verify() {
   if (!placement)
     return emitOpError() << "is sharded but no 'dist.placement' encloses it; "
                             "place the module, e.g. #dist.placement<cpu, [4]>";
-  int64_t axis = getShardAxis();
-  if (!placement.hasAxis(axis))
-    return emitOpError() << "is sharded over placement axis " << axis
-                         << ", but " << placement << " has only "
-                         << placement.getNumAxes() << " axis(es)";
-  int64_t group = placement.getGroupSize(axis);
+  SmallVector<int64_t, 2> axes = getShardAxisList();
+  if (axes.empty())
+    return emitOpError() << "is sharded over no placement axis; name one, "
+                            "e.g. 'over 0'";
+  int64_t group = 1;
+  for (auto [index, axis] : llvm::enumerate(axes)) {
+    if (!placement.hasAxis(axis))
+      return emitOpError() << "is sharded over placement axis " << axis
+                           << ", but " << placement << " has only "
+                           << placement.getNumAxes() << " axis(es)";
+    if (llvm::is_contained(ArrayRef(axes).take_front(index), axis))
+      return emitOpError() << "is sharded over placement axis " << axis
+                           << " twice; each axis cuts the tensor once";
+    group *= placement.getGroupSize(axis);
+  }
   std::optional<SmallVector<int64_t>> expectedShape =
       localShapeOf(logical.getShape(), toStorageLayout(getLayout()), group);
   if (!expectedShape)

@@ -6,6 +6,7 @@
 #include "zero/dialects/train/TrainDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
 
@@ -68,7 +69,7 @@ SmallVector<Operation *> getGradientFilters(Value grad) {
 }
 
 void agreeOnOverflow(Operation *root, function_ref<bool(Value)> isShard,
-                     int64_t axis) {
+                     ArrayRef<int64_t> axes) {
   SmallVector<train::UnscaleOp> unscales;
   root->walk([&](train::UnscaleOp unscale) { unscales.push_back(unscale); });
   for (train::UnscaleOp unscale : unscales) {
@@ -81,14 +82,19 @@ void agreeOnOverflow(Operation *root, function_ref<bool(Value)> isShard,
       continue;
     OpBuilder builder(unscale->getContext());
     builder.setInsertionPointAfter(unscale);
-    auto agreed = builder.create<dist::AllReduceOp>(
-        unscale.getLoc(), found, dist::ReduceKind::max, axis);
-    found.replaceAllUsesExcept(agreed, agreed);
+    Value agreed = found;
+    SmallPtrSet<Operation *, 2> reductions;
+    for (int64_t axis : axes) {
+      agreed = builder.create<dist::AllReduceOp>(unscale.getLoc(), agreed,
+                                                 dist::ReduceKind::max, axis);
+      reductions.insert(agreed.getDefiningOp());
+    }
+    found.replaceAllUsesExcept(agreed, reductions);
   }
 }
 
 void expandClipping(Operation *root, function_ref<bool(Value)> isShard,
-                    int64_t axis) {
+                    ArrayRef<int64_t> axes) {
   SmallVector<train::ClipByGlobalNormOp> clips;
   root->walk([&](train::ClipByGlobalNormOp clip) { clips.push_back(clip); });
   for (train::ClipByGlobalNormOp clip : clips) {
@@ -103,10 +109,12 @@ void expandClipping(Operation *root, function_ref<bool(Value)> isShard,
     Value total;
     // Shards partition each gradient (padding is zero), so the squares of
     // the whole gradients are the sum of every rank's partial sum.
-    if (!shards.empty())
-      total = builder.create<dist::AllReduceOp>(
-          loc, builder.create<train::SumSquaresOp>(loc, scalar, shards),
-          dist::ReduceKind::sum, axis);
+    if (!shards.empty()) {
+      total = builder.create<train::SumSquaresOp>(loc, scalar, shards);
+      for (int64_t axis : axes)
+        total = builder.create<dist::AllReduceOp>(loc, total,
+                                                  dist::ReduceKind::sum, axis);
+    }
     if (!whole.empty()) {
       Value squares = builder.create<train::SumSquaresOp>(loc, scalar, whole);
       total =

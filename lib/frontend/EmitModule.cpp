@@ -219,7 +219,7 @@ zero::frontend::detail::emitModule(const GraphState &graph,
         NameLoc::get(builder.getStringAttr(param.name)), param.name,
         param.trainable ? train::Role::param : train::Role::frozen,
         FlatSymbolRefAttr(), tensorType(param.shape, param.dtype, builder),
-        train::StorageLayoutKind::replicated, /*shard_axis=*/0,
+        train::StorageLayoutKind::replicated, /*shard_axes=*/nullptr,
         /*local_type=*/TypeAttr(), initAttr(param.init, &context),
         group == optimizerOf.end() ? FlatSymbolRefAttr() : group->second);
   }

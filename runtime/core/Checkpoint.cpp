@@ -288,10 +288,8 @@ buildManifest(Executor &executor, const std::string &temporary, int64_t step,
     tensor.shape = decl.logicalShape;
     tensor.layout = decl.layout;
     if (decl.layout != "replicated") {
-      // The shards along the shard axis cover the tensor once.
-      int64_t shards = executor.grid().size() > 1
-                           ? executor.grid()[decl.shardAxis]
-                           : static_cast<int64_t>(ranks);
+      // The shards along the shard axes cover the tensor once.
+      int64_t shards = executor.shardCount(decl);
       tensor.padding = decl.spec.numElements() * shards - logicalElements(decl);
     }
   }

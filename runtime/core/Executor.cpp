@@ -225,14 +225,22 @@ absl::Status Executor::Loader::declareBuffer(zrt::BufferOp buffer) {
   }
   if (auto layout = buffer->getAttrOfType<mlir::StringAttr>("zrt.layout"))
     decl.layout = layout.str();
-  if (auto axis = buffer->getAttrOfType<mlir::IntegerAttr>("zrt.shard_axis")) {
-    if (axis.getInt() < 0 ||
-        axis.getInt() >= static_cast<int64_t>(executor.placementGrid.size()))
-      return error(buffer,
-                   absl::StrCat("is sharded over axis ", axis.getInt(),
-                                " of a placement with ",
-                                executor.placementGrid.size(), " axes"));
-    decl.shardAxis = static_cast<int>(axis.getInt());
+  if (auto axes =
+          buffer->getAttrOfType<mlir::DenseI64ArrayAttr>("zrt.shard_axes")) {
+    decl.shardAxes.clear();
+    for (int64_t axis : axes.asArrayRef()) {
+      if (axis < 0 ||
+          axis >= static_cast<int64_t>(executor.placementGrid.size()) ||
+          llvm::is_contained(decl.shardAxes, static_cast<int>(axis)))
+        return error(buffer,
+                     absl::StrCat("is sharded over axes [",
+                                  absl::StrJoin(axes.asArrayRef(), ", "),
+                                  "] of a placement with ",
+                                  executor.placementGrid.size(), " axes"));
+      decl.shardAxes.push_back(static_cast<int>(axis));
+    }
+    if (decl.shardAxes.empty())
+      return error(buffer, "is sharded over no axis");
   }
   decl.init = getInitSpec(buffer->getAttrOfType<train::InitAttr>("zrt.init"));
   decl.initName = decl.name;
@@ -562,14 +570,27 @@ static std::vector<int64_t> coordinatesOf(const std::vector<int64_t> &grid,
 int Executor::shardIndex(const BufferDecl &decl, int rank) const {
   if (placementGrid.size() < 2)
     return rank;
-  return static_cast<int>(
-      coordinatesOf(placementGrid, rank)[static_cast<size_t>(decl.shardAxis)]);
+  std::vector<int64_t> coordinates = coordinatesOf(placementGrid, rank);
+  int64_t index = 0;
+  for (int axis : decl.shardAxes)
+    index = index * placementGrid[axis] + coordinates[axis];
+  return static_cast<int>(index);
+}
+
+int Executor::shardCount(const BufferDecl &decl) const {
+  if (placementGrid.size() < 2)
+    return comm.size();
+  int64_t count = 1;
+  for (int axis : decl.shardAxes)
+    count *= placementGrid[axis];
+  return static_cast<int>(count);
 }
 
 bool Executor::holdsFirstCopy(const BufferDecl &decl, int rank) const {
   std::vector<int64_t> coordinates = coordinatesOf(placementGrid, rank);
   for (size_t axis = 0; axis < coordinates.size(); ++axis)
-    if (static_cast<int>(axis) != decl.shardAxis && coordinates[axis] != 0)
+    if (!llvm::is_contained(decl.shardAxes, static_cast<int>(axis)) &&
+        coordinates[axis] != 0)
       return false;
   return true;
 }

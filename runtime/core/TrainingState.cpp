@@ -228,16 +228,35 @@ absl::StatusOr<TensorMap> zero::rt::gatherState(Executor &executor) {
       local.resize(logicalBytes);
       tensor.data = std::move(local);
     } else {
-      // The shards are held along the shard axis: gathered over its group.
-      Communicator &group = executor.axisCommunicator(decl.shardAxis);
       int64_t count = decl.spec.numElements();
-      std::vector<uint8_t> gathered(count * group.size() * elementBytes);
-      if (absl::Status status = group.allGather(local.data(), gathered.data(),
+      if (decl.shardAxes.size() == 1) {
+        // The shards are held along one axis: gathered over its group.
+        Communicator &group = executor.axisCommunicator(decl.shardAxes[0]);
+        std::vector<uint8_t> gathered(count * group.size() * elementBytes);
+        if (absl::Status status = group.allGather(local.data(), gathered.data(),
+                                                  count, decl.spec.dtype);
+            !status.ok())
+          return status;
+        gathered.resize(logicalBytes);
+        tensor.data = std::move(gathered);
+      } else {
+        // Cut over several axes: every rank's shard, put in shard order.
+        Communicator &job = executor.communicator();
+        std::vector<uint8_t> byRank(count * job.size() * elementBytes);
+        if (absl::Status status = job.allGather(local.data(), byRank.data(),
                                                 count, decl.spec.dtype);
-          !status.ok())
-        return status;
-      gathered.resize(logicalBytes);
-      tensor.data = std::move(gathered);
+            !status.ok())
+          return status;
+        std::vector<uint8_t> gathered(count * executor.shardCount(decl) *
+                                      elementBytes);
+        int64_t shardBytes = count * elementBytes;
+        for (int rank = 0; rank < job.size(); ++rank)
+          std::memcpy(gathered.data() +
+                          executor.shardIndex(decl, rank) * shardBytes,
+                      byRank.data() + rank * shardBytes, shardBytes);
+        gathered.resize(logicalBytes);
+        tensor.data = std::move(gathered);
+      }
     }
     state[decl.name] = std::move(tensor);
   }

@@ -70,8 +70,19 @@ static cl::opt<std::string> meshFlag(
     "mesh",
     cl::desc("Compile for a two-level grid of ranks, nodes first: --mesh 2x4 "
              "is 2 nodes of 4 ranks (ranks numbered node by node); stages "
-             "1-3 shard within a node (hybrid sharding)"),
+             "1-3 shard as --mesh-scheme says"),
     cl::value_desc("RxS"), cl::cat(runCategory));
+static cl::opt<std::string> meshSchemeFlag(
+    "mesh-scheme",
+    cl::desc("With --mesh and --stage 1-3: hybrid (shard within a node, "
+             "replicate across nodes; the default) or full (shard over all "
+             "ranks, gathering across nodes first)"),
+    cl::init("hybrid"), cl::cat(runCategory));
+static cl::opt<bool> hpzFlag(
+    "hpz",
+    cl::desc("With --mesh-scheme full --stage 3: gather parameters again "
+             "from a secondary shard within the node (ZeRO++ hpZ)"),
+    cl::init(false), cl::cat(runCategory));
 static cl::opt<int64_t> stepsFlag("steps", cl::desc("Training steps"),
                                   cl::init(10), cl::cat(runCategory));
 static cl::opt<uint64_t>
@@ -250,8 +261,9 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
                             : std::string();
   std::string mesh;
   if (!meshFlag.empty())
-    mesh = absl::StrCat(" mesh=",
-                        absl::StrReplaceAll(meshFlag.getValue(), {{"x", ","}}));
+    mesh = absl::StrCat(
+        " mesh=", absl::StrReplaceAll(meshFlag.getValue(), {{"x", ","}}),
+        " mesh-scheme=", meshSchemeFlag.getValue(), hpzFlag ? " hpz=true" : "");
   std::string options = absl::StrCat(
       "stage=", stageFlag.getValue(), " ranks=", ranks, mesh,
       " lower-to-runtime=true accumulate-steps=", accumulateFlag.getValue(),
@@ -402,6 +414,15 @@ int main(int argc, char **argv) {
     if (!ranksFlag.getNumOccurrences() && !isUnderMpirun())
       ranksFlag = static_cast<int>(product);
   }
+  if (meshSchemeFlag != "hybrid" && meshSchemeFlag != "full")
+    failEarly(absl::StrCat("--mesh-scheme must be hybrid or full, got '",
+                           meshSchemeFlag.getValue(), "'"));
+  if ((meshSchemeFlag.getNumOccurrences() || hpzFlag) && meshFlag.empty())
+    failEarly("--mesh-scheme and --hpz say how a mesh is sharded; give "
+              "--mesh RxS");
+  if (hpzFlag && (meshSchemeFlag != "full" || stageFlag != 3))
+    failEarly("--hpz keeps a secondary shard of the parameters within the "
+              "node; it needs --stage 3 --mesh-scheme full");
   if (!profileFlag.empty() && backendFlag != "cpu")
     failEarly(absl::StrCat("--profile times the CPU backend's instructions; "
                            "with --backend ",

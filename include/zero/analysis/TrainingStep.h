@@ -60,18 +60,18 @@ mlir::OpOperand &getRawGradientOperand(const UpdateView &update);
 llvm::SmallVector<mlir::Operation *> getGradientFilters(mlir::Value grad);
 
 /// Follows every `train.unscale` under `root` that reads a shard (per
-/// `isShard`) with a `dist.all_reduce max` over `axis` (the axis the shards
-/// partition) of its `found_inf`, which every other use then reads: each
-/// rank checks only its shards, and all must skip the same steps. Whole
-/// gradients are the same on every rank after their average, so an unscale
-/// of only those needs none.
+/// `isShard`) with a `dist.all_reduce max` over `axes` (the axes the shards
+/// partition, one all-reduce each) of its `found_inf`, which every other use
+/// then reads: each rank checks only its shards, and all must skip the same
+/// steps. Whole gradients are the same on every rank after their average, so an
+/// unscale of only those needs none.
 void agreeOnOverflow(mlir::Operation *root,
                      llvm::function_ref<bool(mlir::Value)> isShard,
-                     int64_t axis = 0);
+                     llvm::ArrayRef<int64_t> axes = {0});
 
 /// Replaces every `train.clip_by_global_norm` under `root` by
-/// `train.sum_squares`, a `dist.all_reduce sum` over `axis` (the axis the
-/// shards partition) of it when the
+/// `train.sum_squares`, a `dist.all_reduce sum` over each of `axes` (the
+/// axes the shards partition) of it when the
 /// operands are shards (`sharded`), and `train.scale_by_norm`. With
 /// `isShard`, it says which operands are shards instead: the whole ones'
 /// squares are added after the all-reduce (they are the same on every rank).
@@ -79,7 +79,7 @@ void agreeOnOverflow(mlir::Operation *root,
 /// zero-lower-to-runtime on whatever is left (stage 0: whole gradients).
 void expandClipping(mlir::Operation *root,
                     llvm::function_ref<bool(mlir::Value)> isShard = nullptr,
-                    int64_t axis = 0);
+                    llvm::ArrayRef<int64_t> axes = {0});
 
 /// The persistent tensor a `train.load` reads, or null when `value` is not
 /// the result of a load.

@@ -147,11 +147,29 @@ def ZeroShard : Pass<"zero-shard", "::mlir::ModuleOp"> {
   let description = [{
     Rewrites a data-parallel step (after `train-materialize-optimizer` and
     `dist-data-parallel`) into ZeRO stage 1, 2 or 3. On a two-level mesh
-    (`#dist.placement<cpu, [R, S]>`) it is hybrid sharding: the state is
-    sharded over axis 1, within a node (`sharded ... over 1`), and
-    replicated across nodes; each gradient is reduce-scattered within the
-    node and its shard averaged across nodes (`dist.all_reduce mean axis
-    0`), and parameters are gathered within the node only. The stages:
+    (`#dist.placement<cpu, [R, S]>`, axis 0 across nodes, axis 1 within a
+    node) `mesh-scheme` chooses how:
+
+    * `hybrid` (the default; FSDP2's `(Replicate(), Shard(0))`, OneFlow's
+      `(B, S(0))`): the state is sharded over axis 1, within a node
+      (`sharded ... over 1`), and replicated across nodes; each gradient is
+      reduce-scattered within the node and its shard averaged across nodes
+      (`dist.all_reduce mean axis 0`), and parameters are gathered within
+      the node only;
+    * `full` (`(S(0), S(0))`, ZeRO-3 over all R * S ranks): the state is
+      cut over both axes (`sharded ... over 1, 0`: the rank at `(r, s)`
+      holds shard `s * R + r`, the same shards a one-axis run of R * S
+      ranks holds, so checkpoints move between the two). Gradients are
+      reduce-scattered within the node, then across nodes; parameters are
+      gathered across nodes first, which moves each rank's `1/N` only, then
+      within the node. With `hpz` (stage 3; ZeRO++'s hierarchical
+      partitioning) the value after the gather across nodes is kept as a
+      secondary shard (`1/S` of the parameter) and every later gather of
+      the parameter, the backward's included, starts from it: the backward
+      stays within the node, and reads the forward's values by
+      construction.
+
+    The stages:
 
     * stage 1: optimizer slots and master copies are stored sharded; each
       gradient stays full-size until the update, where it is
@@ -190,6 +208,12 @@ def ZeroShard : Pass<"zero-shard", "::mlir::ModuleOp"> {
     Option<"maxReuseDistance", "max-reuse-distance", "int64_t", "0",
            "Stage 3: re-gather when consecutive uses are more than this many "
            "operations apart (0: never for distance alone)">,
+    Option<"meshScheme", "mesh-scheme", "std::string", "\"hybrid\"",
+           "On a two-axis mesh: hybrid (cut within the node, replicated "
+           "across nodes) or full (cut over both axes)">,
+    Option<"hpz", "hpz", "bool", "false",
+           "Stage 3, mesh-scheme=full: gather again from the secondary shard "
+           "within the node (ZeRO++ hpZ)">,
   ];
   let dependentDialects = ["::zero::dist::DistDialect",
                            "::zero::train::TrainDialect",
@@ -511,8 +535,14 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "Data-parallel ranks; 0 takes the module's dist.placement">,
     ListOption<"mesh", "mesh", "int64_t",
                "A two-level grid of ranks for dist-data-parallel, nodes "
-               "first: mesh=2,4; stages 1-3 then shard within a node "
-               "(hybrid sharding)">,
+               "first: mesh=2,4; stages 1-3 then shard as mesh-scheme "
+               "says">,
+    Option<"meshScheme", "mesh-scheme", "std::string", "\"hybrid\"",
+           "zero-shard's mesh-scheme: hybrid (shard within a node) or full "
+           "(shard over both axes)">,
+    Option<"hpz", "hpz", "bool", "false",
+           "zero-shard's hpz: stage 3 with mesh-scheme=full gathers again "
+           "from a secondary shard within the node">,
     Option<"accumulateSteps", "accumulate-steps", "int64_t", "1",
            "Micro-batches per optimizer step">,
     Option<"layout", "layout", "std::string", "\"flat\"",

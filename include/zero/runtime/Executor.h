@@ -54,10 +54,11 @@ struct BufferDecl {
   /// initial value comes from (`initName` is the owner for master copies).
   std::vector<int64_t> logicalShape;
   std::string layout = "replicated";
-  /// A sharded buffer's placement axis: its ranks hold the shards, in the
-  /// order of their coordinate along it; the ranks of the other axes hold
-  /// copies (hybrid sharding on a mesh).
-  int shardAxis = 0;
+  /// A sharded buffer's placement axes, the major one first: its ranks hold
+  /// the shards, numbered by their coordinates along these axes in mixed
+  /// radix; the ranks of the other axes hold copies (hybrid sharding on a
+  /// mesh). {1, 0} on an R x S mesh is full 2-D sharding.
+  std::vector<int> shardAxes = {0};
   std::optional<InitSpec> init;
   std::string initName;
   /// Inputs: split along dimension 0 over the ranks (each rank holds its
@@ -204,11 +205,15 @@ public:
   }
   /// The placement grid the program runs on ([N] for one axis).
   const std::vector<int64_t> &grid() const { return placementGrid; }
-  /// Which shard of sharded buffer `decl` rank `rank` holds: its coordinate
-  /// along the buffer's shard axis (the rank itself on one axis).
+  /// Which shard of sharded buffer `decl` rank `rank` holds: its
+  /// coordinates along the buffer's shard axes, the major one first (the
+  /// rank itself on one axis).
   int shardIndex(const BufferDecl &decl, int rank) const;
+  /// How many shards sharded buffer `decl` is cut into: the product of its
+  /// shard axes' extents.
+  int shardCount(const BufferDecl &decl) const;
   /// Whether rank `rank` holds the first copy of sharded buffer `decl`'s
-  /// shard: every coordinate but the shard axis's is 0. One copy of each
+  /// shard: every coordinate but the shard axes' is 0. One copy of each
   /// shard is what a checkpoint writes.
   bool holdsFirstCopy(const BufferDecl &decl, int rank) const;
   ExecutionBackend &backend() { return *executionBackend; }

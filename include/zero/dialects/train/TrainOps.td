@@ -47,6 +47,15 @@ def Train_ParamOp : Train_Op<"param", [Symbol,
     * `dim0`: dimension 0 split with padding; each rank holds
       `ceil(d0 / N)` rows (FSDP2).
 
+    `over` names the placement axis the shards are cut over; the ranks
+    along the other axes hold copies (hybrid sharding on a mesh). `over 1, 0`
+    cuts over both axes of an `R x S` mesh into `N = R * S` shards, the
+    major axis first: the rank at coordinates `(r, s)` holds shard
+    `s * R + r`. The ranks at one position `s` of every node hold
+    consecutive shards, so a gather across nodes (axis 0) comes first and
+    moves only `1/N` per rank, and the gather within the node completes the
+    tensor (full 2-D ZeRO-3).
+
     A trainable parameter may name the `train.optimizer` that updates it
     with `with @name`: a parameter group, with its own learning rate and
     weight decay (no weight decay on biases and norms, as LLM recipes do).
@@ -67,14 +76,14 @@ def Train_ParamOp : Train_Op<"param", [Symbol,
     TypeAttrOf<Train_StateTensor>:$logical_type,
     DefaultValuedAttr<Train_StorageLayout,
                       "::zero::train::StorageLayoutKind::replicated">:$layout,
-    DefaultValuedAttr<ConfinedAttr<I64Attr, [IntNonNegative]>, "0">:$shard_axis,
+    OptionalAttr<DenseI64ArrayAttr>:$shard_axes,
     OptionalAttr<TypeAttrOf<Train_StateTensor>>:$local_type,
     OptionalAttr<Train_InitAttr>:$init,
     OptionalAttr<FlatSymbolRefAttr>:$optimizer
   );
   let assemblyFormat = [{
     $sym_name $role (`of` $owner^)? `:` $logical_type
-    (`sharded` $layout^ `over` $shard_axis `->` $local_type)?
+    (`sharded` $layout^ `over` custom<ShardAxes>($shard_axes) `->` $local_type)?
     (`init` custom<InitBody>($init)^)? (`with` $optimizer^)? attr-dict
   }];
   let hasVerifier = 1;
@@ -87,6 +96,13 @@ def Train_ParamOp : Train_Op<"param", [Symbol,
     }
     bool isSharded() {
       return getLayout() != ::zero::train::StorageLayoutKind::replicated;
+    }
+    /// The placement axes the shards are cut over, the major one first
+    /// (axis 0 when none is given).
+    ::llvm::SmallVector<int64_t, 2> getShardAxisList() {
+      if (auto axes = getShardAxes())
+        return ::llvm::SmallVector<int64_t, 2>(*axes);
+      return {0};
     }
     /// Logical bytes (unpadded) and local bytes (one rank, padding included).
     int64_t getLogicalBytes();

@@ -1,0 +1,81 @@
+//===- ZeroShardCollectives.h - How zero-shard cuts state ------*- C++ -*-===//
+//
+// The cut zero-shard applies to persistent state on a placement, and the
+// collectives that move a tensor between whole and cut: one axis, hybrid
+// sharding on a mesh (cut within the node, copies across nodes) and full
+// 2-D sharding (cut over both axes).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_PASSES_ZEROSHARDCOLLECTIVES_H
+#define ZERO_PASSES_ZEROSHARDCOLLECTIVES_H
+
+#include "zero/dialects/dist/DistDialect.h"
+#include "zero/dialects/train/TrainDialect.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace zero {
+
+/// How stages 1-3 use a two-level mesh `[R, S]` (axis 0 across nodes).
+enum class MeshScheme {
+  /// Cut over axis 1 (within the node), replicated across nodes.
+  hybrid,
+  /// Cut over both axes into R * S shards, axis 1 major.
+  full,
+};
+
+class ShardCut {
+public:
+  ShardCut(dist::PlacementAttr placement, MeshScheme scheme);
+
+  /// The axes the state is cut over, the major one first: the shard of a
+  /// rank is numbered by its coordinates along them in mixed radix.
+  llvm::ArrayRef<int64_t> getShardAxes() const { return shardAxes; }
+  /// The axes whose ranks hold copies of the same shards.
+  llvm::ArrayRef<int64_t> getReplicaAxes() const { return replicaAxes; }
+  /// How many shards a tensor is cut into.
+  int64_t getGroupSize() const { return groupSize; }
+
+  /// The tensor one rank holds of `logical` stored with `kind`.
+  mlir::RankedTensorType getShardType(mlir::RankedTensorType logical,
+                                      train::StorageLayoutKind kind) const;
+
+  /// `full` (flattened for flat shards) averaged over every rank and cut:
+  /// a reduce-scatter per shard axis, the major one first, then an average
+  /// over each replica axis.
+  mlir::Value reduceScatter(mlir::OpBuilder &builder, mlir::Location loc,
+                            mlir::Value full) const;
+  /// This rank's shard of `full` (flattened for flat shards), which every
+  /// rank holds alike: no traffic.
+  mlir::Value slice(mlir::OpBuilder &builder, mlir::Location loc,
+                    mlir::Value full) const;
+  /// `shard` gathered into the extent `extent` along dimension 0: a gather
+  /// per shard axis, the minor one (across nodes) first. `secondary`, when
+  /// given, receives the value before the last gather (the one within the
+  /// node): with several shard axes, ZeRO++'s secondary shard.
+  mlir::Value allGather(mlir::OpBuilder &builder, mlir::Location loc,
+                        mlir::Value shard, int64_t extent,
+                        mlir::Value *secondary = nullptr) const;
+  /// The last gather of allGather, from its `secondary`.
+  mlir::Value allGatherFromSecondary(mlir::OpBuilder &builder,
+                                     mlir::Location loc, mlir::Value secondary,
+                                     int64_t extent) const;
+
+private:
+  /// The shards' extent along dimension 0 for a whole extent `extent`.
+  int64_t shardExtent(int64_t extent) const;
+  /// The gather over shardAxes[level]; the last one (level 0) yields
+  /// `extent`, the padding dropped.
+  mlir::Value gatherOver(mlir::OpBuilder &builder, mlir::Location loc,
+                         mlir::Value value, size_t level, int64_t extent) const;
+
+  dist::PlacementAttr placement;
+  llvm::SmallVector<int64_t, 2> shardAxes;
+  llvm::SmallVector<int64_t, 2> replicaAxes;
+  int64_t groupSize = 1;
+};
+
+} // namespace zero
+
+#endif // ZERO_PASSES_ZEROSHARDCOLLECTIVES_H

@@ -756,6 +756,12 @@ LogicalResult Sharder::run() {
   module->setAttr(
       dist::DistDialect::getZeroStageAttrName(),
       IntegerAttr::get(IntegerType::get(module.getContext(), 64), stage));
+  if (numAxes == 2)
+    module->setAttr(dist::DistDialect::getMeshSchemeAttrName(),
+                    StringAttr::get(module.getContext(),
+                                    secondaryShards              ? "hpz"
+                                    : scheme == MeshScheme::full ? "full"
+                                                                 : "hybrid"));
   return success();
 }
 

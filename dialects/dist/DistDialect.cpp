@@ -71,10 +71,25 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
              << "' belongs on the module, not on '" << op->getName() << "'";
     return success();
   }
+  if (attr.getName() == getMeshSchemeAttrName()) {
+    auto scheme = dyn_cast<StringAttr>(attr.getValue());
+    if (!scheme ||
+        !llvm::is_contained({"hybrid", "full", "hpz"}, scheme.getValue()))
+      return op->emitError()
+             << "'" << getMeshSchemeAttrName()
+             << "' must be \"hybrid\", \"full\" or \"hpz\", got "
+             << attr.getValue();
+    if (!isa<ModuleOp>(op))
+      return op->emitError()
+             << "'" << getMeshSchemeAttrName()
+             << "' belongs on the module, not on '" << op->getName() << "'";
+    return success();
+  }
   return op->emitError() << "unknown dist attribute '"
                          << attr.getName().getValue()
                          << "'; the dialect defines '" << getPlacementAttrName()
-                         << "' and '" << getZeroStageAttrName() << "'";
+                         << "', '" << getZeroStageAttrName() << "' and '"
+                         << getMeshSchemeAttrName() << "'";
 }
 
 LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,

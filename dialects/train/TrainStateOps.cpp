@@ -121,13 +121,13 @@ LogicalResult ParamOp::verify() {
                             "sharded";
 
   if (!isSharded()) {
+    if (getLocalType())
+      return emitOpError() << "is replicated, so each rank holds the logical "
+                              "type; drop the local type";
     if (getShardAxes())
       return emitOpError() << "is replicated, so it has no shard axes; drop "
                               "shard_axes = "
                            << getShardAxesAttr();
-    if (getLocalType())
-      return emitOpError() << "is replicated, so each rank holds the logical "
-                              "type; drop the local type";
     return success();
   }
 

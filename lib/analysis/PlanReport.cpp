@@ -11,6 +11,9 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <functional>
+#include <numeric>
+
 using namespace mlir;
 
 namespace zero {
@@ -253,16 +256,36 @@ void addTraffic(PlanReport &report, Operation *op, int64_t repeat) {
   }
 }
 
-/// The formula on `grid`: one axis of N ranks, or a mesh [R, S], where
-/// stages 1-3 shard within a node (hybrid sharding: N is S in the memory
-/// formula) and the shards' average across nodes adds 2Ψ/S to the volume.
+/// How zero-shard used a mesh (dist.mesh_scheme), empty on one axis.
+StringRef getMeshScheme(ModuleOp module) {
+  auto scheme = module->getAttrOfType<StringAttr>(
+      dist::DistDialect::getMeshSchemeAttrName());
+  return scheme ? scheme.getValue() : StringRef();
+}
+
+/// The ranks a sharded tensor is cut over: all of them on one axis and
+/// under full 2-D sharding, a node's under hybrid sharding.
+int64_t getShardRanks(ModuleOp module, ArrayRef<int64_t> grid) {
+  StringRef scheme = getMeshScheme(module);
+  if (grid.size() > 1 && (scheme == "full" || scheme == "hpz"))
+    return std::accumulate(grid.begin(), grid.end(), int64_t{1},
+                           std::multiplies<int64_t>());
+  return grid.back();
+}
+
+/// The formula on `grid`: one axis of N ranks, or a mesh [R, S]. Hybrid
+/// sharding shards within a node (N is S in the memory formula) and the
+/// shards' average across nodes adds 2Ψ/S to the volume; full 2-D sharding
+/// shards over all R * S ranks and moves Ψ/S across nodes for each of the
+/// reduce-scatter and the gathers (hpZ: the forward's gather only).
 ZeroFormula computeFormula(ModuleOp module, int64_t stage,
                            ArrayRef<int64_t> grid) {
   ZeroFormula formula;
   formula.stage = stage;
-  int64_t ranks = grid.back();
+  int64_t ranks = getShardRanks(module, grid);
   int64_t axes = static_cast<int64_t>(grid.size());
   formula.ranks = ranks;
+  formula.meshScheme = getMeshScheme(module).str();
   // G is the gradient's bytes: the parameter's type, or with accumulation
   // the persistent accumulator's (f32 for a 16-bit parameter).
   double params = 0, grads = 0, accumulators = 0, optimizer = 0;
@@ -323,10 +346,14 @@ ZeroFormula computeFormula(ModuleOp module, int64_t stage,
     formula.trafficElements = 0;
   else if (stage == 0)
     formula.trafficElements = 2.0 * psiElements * axes;
-  else
-    formula.trafficElements =
-        (stage == 3 ? 3.0 : 2.0) * psiElements +
-        (axes > 1 ? 2.0 * psiElements / static_cast<double>(ranks) : 0.0);
+  else {
+    if (axes > 1)
+      formula.acrossNodesShards =
+          stage == 3 && formula.meshScheme == "full" ? 3 : 2;
+    formula.trafficElements = (stage == 3 ? 3.0 : 2.0) * psiElements +
+                              formula.acrossNodesShards * psiElements /
+                                  static_cast<double>(grid.back());
+  }
   return formula;
 }
 
@@ -391,9 +418,10 @@ FailureOr<PlanReport> computePlanReport(ModuleOp module) {
           dist::DistDialect::getZeroStageAttrName()))
     report.stage = stage.getInt();
   report.groups = computeOptimizerGroups(module);
+  int64_t shardRanks = getShardRanks(module, report.grid);
 
   for (auto state : module.getOps<train::ParamOp>()) {
-    ByteCount count = persistentCount(state, report.grid.back());
+    ByteCount count = persistentCount(state, shardRanks);
     report.persistentBytes += count.bytes;
     switch (state.getRole()) {
     case train::Role::param:
@@ -421,8 +449,7 @@ FailureOr<PlanReport> computePlanReport(ModuleOp module) {
             train::TrainDialect::getAccumulateStepsAttrName()))
       repeat = steps.getInt();
     else if (function->hasAttr(train::TrainDialect::getStepAttrName()))
-      report.gradients +=
-          measureHeldGradients(function, report.grid.back(), symbols);
+      report.gradients += measureHeldGradients(function, shardRanks, symbols);
     if (function.isExternal())
       continue;
     int64_t peak = computePeakTransient(function);

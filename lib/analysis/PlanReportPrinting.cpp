@@ -92,7 +92,9 @@ static void printTrainingPlan(const PlanReport &report, llvm::raw_ostream &os) {
      << ", G=" << llvm::format("%.3g", f.gradBytesPerElement)
      << ", K=" << llvm::format("%.3g", f.optimizerBytesPerElement)
      << ", Ψ=" << f.trainableElements
-     << (report.grid.size() > 1 ? ", S=" : ", N=") << f.ranks;
+     << (report.grid.size() > 1 && f.ranks == report.grid.back() ? ", S="
+                                                                 : ", N=")
+     << f.ranks;
   if (f.frozenElements)
     os << ", frozen " << f.frozenElements << " elements";
   os << "):\n";
@@ -132,7 +134,8 @@ static void printTrainingPlan(const PlanReport &report, llvm::raw_ostream &os) {
     formula +=
         report.stage == 0
             ? " on each of the " + std::to_string(report.grid.size()) + " axes"
-            : " within a node + 2Ψ/S across nodes";
+            : " within a node + " + std::to_string(f.acrossNodesShards) +
+                  "Ψ/S across nodes";
   os << llvm::format("  %-16s %14lld elements (all-reduce counted twice); "
                      "formula %s = %.0f\n",
                      cstr("volume"), static_cast<long long>(volume),
@@ -228,7 +231,8 @@ static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
            {"grad_bytes_per_element", f.gradBytesPerElement},
            {"optimizer_bytes_per_element", f.optimizerBytesPerElement},
            {"model_state_bytes", f.modelStateBytes},
-           {"traffic_elements", f.trafficElements}}}};
+           {"traffic_elements", f.trafficElements},
+           {"mesh_scheme", f.meshScheme}}}};
 }
 
 //===----------------------------------------------------------------------===//

@@ -15,13 +15,18 @@ arithmetic) (documented in docs/runtime.md). On each axis the measured traffic o
 step (the axis's communicator's counters) equals the compiler's report for
 that axis: count, bytes and bytes sent per rank, exactly.
 
-Stages 1-3 on a mesh are hybrid sharding: the state is sharded within a
-node and replicated across nodes. With --resume, a checkpoint taken on the
-mesh resumes on the mesh bitwise (the same losses as the run that was not
-interrupted), and resumes on one axis (and a one-axis checkpoint on the
-mesh) to the same tolerance (on the first grid given).
+Stages 1-3 on a mesh run each scheme of --schemes: hybrid (the state
+sharded within a node and replicated across nodes), full (sharded over all
+ranks, gathered across nodes first) and hpz (full, stage 3, later gathers
+from the secondary shard within the node). hpz must equal full bit for bit:
+the same values are gathered, only from elsewhere. With --resume, a
+checkpoint taken on the mesh resumes on the mesh bitwise (the same losses
+as the run that was not interrupted), and resumes on one axis (and a
+one-axis checkpoint on the mesh) to the same tolerance (on the first grid
+given, for each scheme).
 
-  check_mesh.py PROGRAM --stages 0 1 2 3 --grids RxS [RxS ...] [--resume]
+  check_mesh.py PROGRAM --stages 0 1 2 3 --grids RxS [RxS ...]
+                [--schemes hybrid full hpz] [--resume]
 """
 
 import argparse
@@ -51,26 +56,34 @@ def close_states(a, b, tolerance):
     return problems
 
 
-def check_resume(checker, program, grid, workdir):
+SCHEME_FLAGS = {
+    "hybrid": [],
+    "full": ["--mesh-scheme", "full"],
+    "hpz": ["--mesh-scheme", "full", "--hpz"],
+}
+
+
+def check_resume(checker, program, grid, scheme, workdir):
     """Checkpoints at step 2 of 4 on the mesh and on one axis, resumed on
     both."""
     nodes, per_node = (int(x) for x in grid.split("x"))
     ranks = nodes * per_node
-    where = f"{os.path.basename(program)} mesh {grid} resume"
-    plans = {"mesh": ["--mesh", grid], "flat": []}
+    where = f"{os.path.basename(program)} mesh {grid} {scheme} resume"
+    plans = {"mesh": ["--mesh", grid] + SCHEME_FLAGS[scheme], "flat": []}
     full = {}
     for name, flags in plans.items():
-        root = os.path.join(workdir, f"ckpt-{name}")
+        root = os.path.join(workdir, f"ckpt-{scheme}-{name}")
         full[name], _ = e2e_lib.train(
-            program, workdir, f"full-{name}", ranks, 3, 4,
+            program, workdir, f"full-{scheme}-{name}", ranks, 3, 4,
             extra=flags + ["--checkpoint-dir", root, "--checkpoint-every",
                            2])
     for source in plans:
         for target, flags in plans.items():
             resumed, _ = e2e_lib.train(
-                program, workdir, f"resumed-{source}-{target}", ranks, 3, 4,
+                program, workdir, f"resumed-{scheme}-{source}-{target}",
+                ranks, 3, 4,
                 extra=flags + ["--resume", os.path.join(
-                    workdir, f"ckpt-{source}", "step-00000002")])
+                    workdir, f"ckpt-{scheme}-{source}", "step-00000002")])
             expected = full[target]["losses"][2:]
             got = resumed["losses"]
             if source == target:
@@ -95,24 +108,30 @@ def main():
     parser.add_argument("program")
     parser.add_argument("--stages", nargs="+", type=int, default=[0])
     parser.add_argument("--grids", nargs="+", required=True)
+    parser.add_argument("--schemes", nargs="+", choices=list(SCHEME_FLAGS),
+                        default=["hybrid"])
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
     program = args.program
     checker = e2e_lib.Checker("check_mesh")
     steps = 4
     with tempfile.TemporaryDirectory() as workdir:
-        for grid, stage in [(g, s) for g in args.grids for s in args.stages]:
+        runs = [(g, s, scheme) for g in args.grids for s in args.stages
+                for scheme in (args.schemes if s > 0 else ["hybrid"])
+                if scheme != "hpz" or s == 3]
+        finals = {}
+        for grid, stage, scheme in runs:
             nodes, per_node = (int(x) for x in grid.split("x"))
             ranks = nodes * per_node
             where = (f"{os.path.basename(program)} mesh {grid} stage "
-                     f"{stage}")
+                     f"{stage}" + (f" {scheme}" if stage > 0 else ""))
             flat, flat_state = e2e_lib.train(program, workdir,
                                              f"flat{ranks}-{stage}", ranks,
                                              stage, steps)
-            mesh, mesh_state = e2e_lib.train(program, workdir,
-                                             f"mesh{grid}-{stage}", ranks,
-                                             stage, steps,
-                                             extra=["--mesh", grid])
+            mesh, mesh_state = e2e_lib.train(
+                program, workdir, f"mesh{grid}-{stage}-{scheme}", ranks,
+                stage, steps, extra=["--mesh", grid] + SCHEME_FLAGS[scheme])
+            finals[(grid, stage, scheme)] = (mesh["losses"], mesh_state)
             checker.check(mesh["grid"] == [nodes, per_node],
                           f"{where}: ran on grid {mesh['grid']}")
             for step, (x, y) in enumerate(zip(flat["losses"],
@@ -143,8 +162,23 @@ def main():
             checker.note(f"{where}: {steps} losses within 1e-6 of one axis "
                          f"of {ranks}; per-axis traffic as planned "
                          f"({total:.0f} B sent per rank per step)")
+        for (grid, stage, scheme), (losses, state) in finals.items():
+            if scheme != "hpz":
+                continue
+            off_losses, off_state = finals.get((grid, stage, "full"),
+                                               (None, None))
+            if off_state is None:
+                continue
+            same = (losses == off_losses and
+                    open(state, "rb").read() == open(off_state, "rb").read())
+            checker.check(same, f"mesh {grid} stage 3: hpz losses {losses} "
+                          f"and state differ from full's {off_losses}")
+            checker.note(f"{os.path.basename(program)} mesh {grid} stage 3: "
+                         f"hpz equals full bitwise (losses and state)")
         if args.resume:
-            check_resume(checker, program, args.grids[0], workdir)
+            for scheme in args.schemes:
+                check_resume(checker, program, args.grids[0], scheme,
+                             workdir)
     checker.finish()
 
 

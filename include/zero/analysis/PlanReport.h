@@ -65,8 +65,15 @@ struct ZeroFormula {
   double optimizerBytesPerElement = 0; // K
   double frozenBytes = 0;
   double modelStateBytes = 0;
-  /// Elements moved per step: 2Ψ for stages 0-2, 3Ψ for stage 3.
+  /// Elements moved per step: 2Ψ for stages 0-2, 3Ψ for stage 3, plus on
+  /// a mesh `acrossNodesShards` Ψ/S across nodes.
   double trafficElements = 0;
+  /// How zero-shard used a mesh: hybrid, full or hpz; empty on one axis.
+  std::string meshScheme;
+  /// Stages 1-3 on a mesh: how many times Ψ/S crosses nodes per step
+  /// (hybrid: the shard's average, 2; full: reduce-scatter and two gathers,
+  /// 3 at stage 3; hpz: 2).
+  int64_t acrossNodesShards = 0;
 };
 
 /// Where a lowered program keeps its memory (zero-offload's plan): what one

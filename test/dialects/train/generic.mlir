@@ -3,7 +3,7 @@
 // RUN: zero-opt %s --mlir-print-op-generic | FileCheck %s --check-prefix=GENERIC
 
 // Every train op survives the generic form: enum properties (role, layout,
-// kind), default-valued properties (layout, shard_axis), optional ones
+// kind), default-valued properties (layout), optional ones
 // (owner, local_type, init, momentum, betas, eps, weight_decay), the
 // #train.init attribute, unit attributes (transpose_a/b) and dense arrays.
 
@@ -22,8 +22,8 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
   // CHECK-NEXT:    train.optimizer @adam adam lr 1.000000e-03 betas(9.000000e-01, 0.99899999999999999) eps 1.000000e-08
   // CHECK-NEXT:    train.optimizer @adamw adamw lr 3.000000e-04 weight_decay 1.000000e-01
   // GENERIC-LABEL: "builtin.module"() <{sym_name = "state"}>
-  // GENERIC:       "train.param"() <{init = #train.init<normal(0.0, 0.02)>, layout = 0 : i32, logical_type = tensor<7x3xbf16>, role = 0 : i32, shard_axis = 0 : i64, sym_name = "w"}> : () -> ()
-  // GENERIC:       "train.param"() <{layout = 1 : i32, local_type = tensor<6xf32>, logical_type = tensor<7x3xf32>, owner = @w, role = 2 : i32, shard_axis = 0 : i64, sym_name = "w.master"}> : () -> ()
+  // GENERIC:       "train.param"() <{init = #train.init<normal(0.0, 0.02)>, layout = 0 : i32, logical_type = tensor<7x3xbf16>, role = 0 : i32, sym_name = "w"}> : () -> ()
+  // GENERIC:       "train.param"() <{layout = 1 : i32, local_type = tensor<6xf32>, logical_type = tensor<7x3xf32>, owner = @w, role = 2 : i32, shard_axes = array<i64: 0>, sym_name = "w.master"}> : () -> ()
   // GENERIC:       "train.optimizer"() <{beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, kind = 2 : i32, lr = 1.000000e-03 : f64, sym_name = "adam"}> : () -> ()
   module @state {
     train.param @w param : tensor<7x3xbf16> init normal(0.0, 0.02)

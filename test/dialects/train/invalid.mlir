@@ -980,10 +980,35 @@ func.func @f(%x: tensor<4x8xf32>) {
 
 // -----
 
-// A replicated tensor has no shard axis to print, so it may not carry one.
+// A replicated tensor has no shard axes to print, so it may not carry them.
 module attributes {dist.placement = #dist.placement<cpu, [2, 2]>} {
-// expected-error @+1 {{is replicated, so it has no shard axis; drop shard_axis = 1}}
-"train.param"() <{sym_name = "w", role = 0 : i32, logical_type = tensor<4xf32>, shard_axis = 1 : i64}> : () -> ()
+// expected-error @+1 {{is replicated, so it has no shard axes; drop shard_axes = array<i64: 1>}}
+"train.param"() <{sym_name = "w", role = 0 : i32, logical_type = tensor<4xf32>, shard_axes = array<i64: 1>}> : () -> ()
+}
+
+// -----
+
+// Each axis cuts a tensor once: naming one twice is a mistake, not a
+// finer cut.
+module attributes {dist.placement = #dist.placement<cpu, [2, 2]>} {
+// expected-error @+1 {{is sharded over placement axis 1 twice; each axis cuts the tensor once}}
+train.param @w param : tensor<8xf32> sharded flat over 1, 1 -> tensor<2xf32>
+}
+
+// -----
+
+// Cut over both axes of a 2x3 mesh, a tensor has 6 shards.
+module attributes {dist.placement = #dist.placement<cpu, [2, 3]>} {
+// expected-error @+1 {{stores 'tensor<8xf32>' flat-sharded over 6 ranks, so each rank holds 'tensor<2xf32>' (4 padding elements), but the local type is 'tensor<4xf32>'}}
+train.param @w param : tensor<8xf32> sharded flat over 1, 0 -> tensor<4xf32>
+}
+
+// -----
+
+// An axis is not negative.
+module attributes {dist.placement = #dist.placement<cpu, [2, 2]>} {
+// expected-error @+1 {{a shard axis is a placement axis, not negative; got -1}}
+train.param @w param : tensor<8xf32> sharded flat over -1 -> tensor<4xf32>
 }
 
 // -----

@@ -102,16 +102,19 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
   }
 
   // Sharding over the second axis of a 2x3 placement: the nearest enclosing
-  // dist.placement wins, so groups have 2 ranks over axis 0 and 3 over axis 1.
+  // dist.placement wins, so groups have 2 ranks over axis 0 and 3 over axis 1,
+  // and 6 over both (`over 1, 0`, axis 1 major).
   // CHECK-LABEL: module @shard_axis attributes {dist.placement = #dist.placement<cpu, [2, 3]>}
   // CHECK-NEXT:    train.param @w param : tensor<7x5xf32> sharded dim0 over 1 -> tensor<3x5xf32> init zeros
   // CHECK-NEXT:    train.param @w.m slot of @w : tensor<7x5xf32> sharded flat over 1 -> tensor<12xf32> init zeros
   // CHECK-NEXT:    train.param @w.v slot of @w : tensor<7x5xf32> sharded flat over 0 -> tensor<18xf32> init zeros
+  // CHECK-NEXT:    train.param @w.a slot of @w : tensor<7x5xf32> sharded flat over 1, 0 -> tensor<6xf32> init zeros
   // CHECK-NEXT:  }
   module @shard_axis attributes {dist.placement = #dist.placement<cpu, [2, 3]>} {
     train.param @w param : tensor<7x5xf32> sharded dim0 over 1 -> tensor<3x5xf32> init zeros
     train.param @w.m slot of @w : tensor<7x5xf32> sharded flat over 1 -> tensor<12xf32> init zeros
     train.param @w.v slot of @w : tensor<7x5xf32> sharded flat over 0 -> tensor<18xf32> init zeros
+    train.param @w.a slot of @w : tensor<7x5xf32> sharded flat over 1, 0 -> tensor<6xf32> init zeros
   }
 
   // Every optimizer kind. sgd and momentum take no betas or eps; adam and

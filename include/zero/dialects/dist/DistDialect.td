@@ -49,6 +49,12 @@ def Dist_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getZeroStageAttrName() {
       return ::llvm::StringLiteral("dist.zero_stage");
     }
+    /// Name of the module attribute recording how zero-shard used a
+    /// two-level mesh: "hybrid", "full" or "hpz" (full with secondary
+    /// shards).
+    static constexpr ::llvm::StringLiteral getMeshSchemeAttrName() {
+      return ::llvm::StringLiteral("dist.mesh_scheme");
+    }
     /// Name of the argument attribute giving the SBP of a step input, e.g.
     /// `[S(0)]` for a batch split over the data-parallel ranks.
     static constexpr ::llvm::StringLiteral getSbpAttrName() {

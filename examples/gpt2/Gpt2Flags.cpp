@@ -53,7 +53,7 @@ static std::string defaultCorpus() {
 
 const char *kUsage =
     "usage: gpt2_train [--size tiny|mini|124M|355M] [--stage 0..3] [-n N]\n"
-    "                  [--mesh RxS]\n"
+    "                  [--mesh RxS [--mesh-scheme hybrid|full] [--hpz]]\n"
     "                  [--precision f32|bf16|f16] [--steps N] [--batch B]\n"
     "                  [--accumulate K]\n"
     "                  [--offload none|optimizer|optimizer+params|auto]\n"
@@ -146,6 +146,10 @@ Flags parseFlags(int argc, char **argv) {
       flags.cudaGraph = true;
       continue;
     }
+    if (flag == "--hpz") {
+      flags.hpz = true;
+      continue;
+    }
     // Flags with a value: "--flag value" or "--flag=value".
     std::string inlineValue;
     bool hasInline = false;
@@ -160,6 +164,7 @@ Flags parseFlags(int argc, char **argv) {
                                           "-n",
                                           "--ranks",
                                           "--mesh",
+                                          "--mesh-scheme",
                                           "--precision",
                                           "--steps",
                                           "--batch",
@@ -222,6 +227,11 @@ Flags parseFlags(int argc, char **argv) {
         usage(absl::StrCat("--mesh must be nodes x ranks per node such as "
                            "2x4, got '",
                            valueText, "'"));
+    } else if (flag == "--mesh-scheme") {
+      if (valueText != "hybrid" && valueText != "full")
+        usage(absl::StrCat("--mesh-scheme must be hybrid or full, got '",
+                           valueText, "'"));
+      flags.meshScheme = valueText;
     } else if (flag == "--precision") {
       if (valueText == "f32")
         flags.precision = DType::f32;
@@ -340,6 +350,11 @@ Flags parseFlags(int argc, char **argv) {
       usage("--machine describes one axis of ranks; it does not combine with "
             "--mesh");
   }
+  if ((flags.meshScheme != "hybrid" || flags.hpz) && flags.mesh.empty())
+    usage("--mesh-scheme and --hpz say how a mesh is sharded; give --mesh RxS");
+  if (flags.hpz && (flags.meshScheme != "full" || flags.stage != 3))
+    usage("--hpz keeps a secondary shard of the parameters within the node; "
+          "it needs --stage 3 --mesh-scheme full");
   if (flags.machine.empty() && flags.mesh.empty())
     flags.machine = zero::rt::getDefaultMachine(flags.backend);
   return flags;

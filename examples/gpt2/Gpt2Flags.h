@@ -40,6 +40,9 @@ struct Flags {
   /// --mesh RxS: R nodes of S ranks (hybrid sharding at stages 1-3);
   /// empty: one axis.
   std::vector<int64_t> mesh;
+  /// --mesh-scheme hybrid|full and --hpz (zero-shard's options).
+  std::string meshScheme = "hybrid";
+  bool hpz = false;
   DType precision = DType::f32;
   long steps = 200;
   long batch = -1;     // global, per micro-batch; -1: the size's default

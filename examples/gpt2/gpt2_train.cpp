@@ -102,8 +102,11 @@ Graph buildGpt2(const Flags &flags, int64_t localBatch) {
   graph.minimize(model.loss(tokens, positions, targets));
   graph.config().optimizer(AdamW{flags.lr, {0.9, 0.95}, 1e-8, 0.1});
   graph.config().enable_zero(flags.stage > 0, flags.stage);
-  if (!flags.mesh.empty())
+  if (!flags.mesh.empty()) {
     graph.config().mesh(flags.mesh[0], flags.mesh[1]);
+    graph.config().zero().meshScheme = flags.meshScheme;
+    graph.config().zero().hpz = flags.hpz;
+  }
   graph.config().activation_checkpointing(flags.checkpoint);
   graph.config().gradient_accumulation_steps(
       static_cast<int>(flags.accumulate));

@@ -98,6 +98,8 @@ zero::ZeroPipelineOptions pipelineOptions(const GraphConfig &config,
   options.layout = zero.layout == ZeroOptions::Layout::dim0 ? "dim0" : "flat";
   options.minShardElements = zero.minShardElements;
   options.regatherInBackward = zero.regatherInBackward;
+  options.meshScheme = zero.meshScheme;
+  options.hpz = zero.hpz;
   options.maxReuseDistance = zero.maxReuseDistance;
   options.reduceBucketBytes = zero.reduceBucketBytes;
   options.allgatherBucketBytes = zero.allgatherBucketBytes;

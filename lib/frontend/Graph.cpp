@@ -317,6 +317,18 @@ absl::Status GraphConfig::validate() const {
     return absl::InvalidArgumentError(
         "zero options: min-shard-elements, bucket bytes, reuse distance, "
         "prefetch bytes and max live gathered bytes must not be negative");
+  if (z.meshScheme != "hybrid" && z.meshScheme != "full")
+    return absl::InvalidArgumentError(absl::StrCat(
+        "zero options: mesh scheme must be hybrid or full, got '",
+        z.meshScheme, "'"));
+  if ((z.meshScheme != "hybrid" || z.hpz) && meshExtents.empty())
+    return absl::InvalidArgumentError(
+        "zero options: the mesh scheme and hpz say how a mesh is sharded; "
+        "call mesh(nodes, ranks_per_node)");
+  if (z.hpz && (z.meshScheme != "full" || !zeroOn || stage != 3))
+    return absl::InvalidArgumentError(
+        "zero options: hpz keeps a secondary shard of the parameters within "
+        "the node; it needs enable_zero(true, 3) and mesh scheme full");
   return absl::OkStatus();
 }
 

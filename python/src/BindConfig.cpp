@@ -118,6 +118,15 @@ void bindConfig(py::module_ &m) {
                      "The largest fused parameter all-gather bucket, in bytes "
                      "(default 25 MiB); 0 leaves every collective on its "
                      "own.")
+      .def_readwrite("mesh_scheme", &ZeroOptions::meshScheme,
+                     "On a mesh, stages 1-3: 'hybrid' (the default) shards "
+                     "within a node and keeps a copy per node; 'full' shards "
+                     "over all ranks, gathering across nodes first. Checked "
+                     "at compile().")
+      .def_readwrite("hpz", &ZeroOptions::hpz,
+                     "Stage 3 with mesh_scheme 'full': later gathers of a "
+                     "parameter start from the secondary shard its forward "
+                     "gather left within the node (ZeRO++ hpZ).")
       .def_readwrite("regather_in_backward", &ZeroOptions::regatherInBackward,
                      "Stage 3: gather parameters again for their backward "
                      "uses (default True); False keeps the forward's gathers "
@@ -218,8 +227,9 @@ void bindConfig(py::module_ &m) {
            py::return_value_policy::reference_internal,
            "A two-level mesh of nodes x ranks_per_node ranks (a node's ranks "
            "consecutive, as mpirun places them): averages are taken within "
-           "a node, then across nodes, and ZeRO stages 1-3 shard within a "
-           "node and keep a copy per node (hybrid sharding, FSDP2's HSDP). "
+           "a node, then across nodes, and ZeRO stages 1-3 shard as "
+           "zero.mesh_scheme says: by default within a node, with a "
+           "copy per node (hybrid sharding, FSDP2's HSDP). "
            "compile() must be given nodes * ranks_per_node.")
       .def_property_readonly(
           "mesh_shape", &GraphConfig::meshShape,

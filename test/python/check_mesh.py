@@ -1,9 +1,12 @@
-"""Hybrid sharding from Python (graph.config.mesh), test/python/mesh.test.
+"""Meshes from Python (graph.config.mesh), test/python/mesh.test.
 
 On 4 ranks, an MLP compiled for a 2x2 mesh (2 nodes of 2 ranks) at ZeRO
 stage 3 trains as the same graph on one axis of 4 ranks: losses within 1e-6,
 parameters within 1e-5 (the averages are summed in another association).
-Each rank prints one line; then the mistakes, each refused at compile.
+Hybrid sharding holds the shards of a node of 2; full 2-D sharding
+(zero.mesh_scheme = "full") those of all 4 ranks, and hpZ
+(zero.hpz) trains as full does, bitwise. Each rank prints one line
+per scheme; then the mistakes, each refused at compile.
 """
 
 import math
@@ -13,7 +16,7 @@ import numpy as np
 import zero
 
 
-def build(mesh):
+def build(mesh, scheme="hybrid", hpz=False, stage=3):
     graph = zero.Graph("mlp")
     x = graph.input("x", [4, 16], "f32")
     labels = graph.input("labels", [4], "i32")
@@ -21,14 +24,16 @@ def build(mesh):
     fc2 = zero.nn.Linear(graph, "fc2", 32, 5)
     graph.minimize(zero.softmax_cross_entropy(fc2(zero.relu(fc1(x))), labels))
     graph.config.optimizer(zero.AdamW(lr=1e-2))
-    graph.config.enable_zero(True, stage=3)
+    graph.config.enable_zero(True, stage=stage)
     if mesh:
         graph.config.mesh(*mesh)
+    graph.config.zero.mesh_scheme = scheme
+    graph.config.zero.hpz = hpz
     return graph
 
 
-def train(mesh):
-    compiled = build(mesh).compile(zero.world_size())
+def train(mesh, scheme="hybrid", hpz=False):
+    compiled = build(mesh, scheme, hpz).compile(zero.world_size())
     trainer = zero.Trainer(compiled, seed=3)
     rng = np.random.default_rng(0)
     losses = []
@@ -55,10 +60,29 @@ def main():
     print(f"rank {zero.rank()}: ok: a 2x2 mesh at stage 3 trains as one axis "
           f"of 4; each rank holds {held} parameter bytes, twice the "
           f"{flat_held} of one axis (sharded within a node of 2)")
+
+    full, full_losses, full_state = train((2, 2), "full")
+    assert all(math.isclose(a, b, rel_tol=1e-6)
+               for a, b in zip(flat_losses, full_losses)), (flat_losses,
+                                                            full_losses)
+    for name, value in flat_state.items():
+        assert np.allclose(full_state[name], value, rtol=1e-5, atol=1e-5), name
+    # Cut over all 4 ranks: what one axis of 4 holds, exactly.
+    assert full.report["parameters"] == flat_held, (full.report, flat_held)
+    _, hpz_losses, hpz_state = train((2, 2), "full", hpz=True)
+    assert hpz_losses == full_losses, (hpz_losses, full_losses)
+    for name, value in full_state.items():
+        assert np.array_equal(hpz_state[name], value), name
+    print(f"rank {zero.rank()}: ok: full 2-D sharding holds {flat_held} "
+          f"parameter bytes as one axis of 4 does, and hpz equals it bitwise")
     if zero.rank() == 0:
         for what, call in {
             "a mesh of other ranks": lambda: build((2, 2)).compile(3),
             "an empty axis": lambda: build((0, 4)).compile(4),
+            "an unknown scheme": lambda: build((2, 2), "diagonal").compile(4),
+            "hpz at stage 2": lambda: build((2, 2), "full", True,
+                                            stage=2).compile(4),
+            "a scheme without a mesh": lambda: build(None, "full").compile(4),
         }.items():
             try:
                 call()

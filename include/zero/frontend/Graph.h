@@ -220,6 +220,14 @@ struct ZeroOptions {
   /// Stage 3: gather parameters again for their backward uses (otherwise
   /// the forward gathers stay alive until the backward).
   bool regatherInBackward = true;
+  /// On a mesh (GraphConfig::mesh), stages 1-3: "hybrid" shards within a
+  /// node and keeps a copy per node; "full" shards over all ranks,
+  /// gathering across nodes first (zero-shard's mesh-scheme).
+  std::string meshScheme = "hybrid";
+  /// Stage 3 with meshScheme "full": later gathers of a parameter start
+  /// from the secondary shard its forward gather left within the node
+  /// (ZeRO++ hpZ).
+  bool hpz = false;
   /// Stage 3: re-gather when uses are more than this many ops apart (0: no
   /// re-gather for distance alone).
   int64_t maxReuseDistance = 0;
@@ -268,8 +276,9 @@ public:
   GraphConfig &enable_zero(bool enabled = true, int stage = 2);
   /// Compiles for a two-level mesh of `nodes` x `ranksPerNode` ranks (a
   /// node's ranks consecutive): averages are taken within a node, then
-  /// across nodes, and ZeRO stages 1-3 shard within a node and replicate
-  /// across nodes (hybrid sharding). compile(ranks) must be given
+  /// across nodes, and ZeRO stages 1-3 shard as zero().meshScheme says
+  /// (by default within a node, replicated across nodes: hybrid
+  /// sharding). compile(ranks) must be given
   /// nodes * ranksPerNode. (FSDP2's 2-D device mesh, torchtitan's
   /// data_parallel_replicate_degree x data_parallel_shard_degree.)
   GraphConfig &mesh(int64_t nodes, int64_t ranksPerNode);

@@ -453,6 +453,10 @@ LogicalResult StepLowering::lowerOp(Operation *op) {
     return lowerPack(pack), success();
   if (auto unpack = dyn_cast<dist::UnpackOp>(op))
     return lowerUnpack(unpack), success();
+  if (isa<dist::QuantizeOp, dist::DequantizeOp>(op)) {
+    lowerCompute(op, op->getName().getStringRef(), op->getAttrDictionary());
+    return success();
+  }
   if (isa<dist::SliceOp>(op)) {
     // Which rows a rank keeps depends on the rank: a kernel, not a view. On
     // a mesh, on the rank's coordinate along the axis, which the kernel

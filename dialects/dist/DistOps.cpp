@@ -177,7 +177,94 @@ static OpFoldResult foldTrivialGroup(Operation *op, int64_t axis, Value input) {
 // Synchronous collectives
 //===----------------------------------------------------------------------===//
 
+/// Whether `value` holds block-quantized data: a dist.quantize result,
+/// possibly moved by collectives or packed since.
+static bool isQuantized(Value value) {
+  SmallVector<Value> worklist{value};
+  DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value current = worklist.pop_back_val();
+    if (!seen.insert(current).second)
+      continue;
+    Operation *def = current.getDefiningOp();
+    if (!def)
+      continue;
+    if (isa<QuantizeOp>(def))
+      return true;
+    if (isa<AllGatherOp, AllToAllOp, SliceOp, UnpackOp, PackOp, BroadcastOp>(
+            def))
+      llvm::append_range(worklist, def->getOperands());
+  }
+  return false;
+}
+
+/// Every system reduces in full precision: quantized data is moved, never
+/// summed (a sum of int8 codes with different scales means nothing).
+static LogicalResult verifyNotQuantized(Operation *op, Value input) {
+  if (isQuantized(input))
+    return op->emitOpError()
+           << "reduces block-quantized data from 'dist.quantize': quantized "
+              "values are moved (all_gather, all_to_all), never summed; "
+              "dequantize them first";
+  return success();
+}
+
+/// The shape rules shared by quantize and dequantize: `values` (int8 codes
+/// or floats) cut into `segments` segments of blocks of `block`, with one
+/// scale per block.
+static LogicalResult verifyQuantizedLayout(Operation *op,
+                                           RankedTensorType values,
+                                           RankedTensorType scales,
+                                           int64_t block, int64_t segments) {
+  if (values.isDynamicDim(0) || scales.isDynamicDim(0))
+    return op->emitOpError() << "needs static extents";
+  int64_t extent = values.getDimSize(0);
+  if (extent % segments != 0)
+    return op->emitOpError()
+           << "cuts " << extent << " elements into " << segments
+           << " segments, which does not divide evenly";
+  int64_t perSegment = shardSize(extent / segments, block);
+  if (scales.getDimSize(0) != perSegment * segments)
+    return op->emitOpError()
+           << "has " << segments << " segment(s) of " << extent / segments
+           << " elements in blocks of " << block << ", so " << perSegment
+           << " scale(s) per segment and " << perSegment * segments
+           << " in all, but the scales have " << scales.getDimSize(0);
+  return success();
+}
+
+LogicalResult QuantizeOp::verify() {
+  RankedTensorType input = getInput().getType();
+  if (input.getShape() != getResult().getType().getShape())
+    return emitOpError() << "quantizes " << input << " into "
+                         << getResult().getType()
+                         << "; the codes keep the input's shape";
+  return verifyQuantizedLayout(*this, input, getScales().getType(), getBlock(),
+                               getSegments());
+}
+
+void QuantizeOp::getAsmResultNames(OpAsmSetValueNameFn setName) {
+  setName(getResult(), "quantized");
+  setName(getScales(), "scales");
+}
+
+void DequantizeOp::getAsmResultNames(OpAsmSetValueNameFn setName) {
+  setName(getResult(), "dequantized");
+}
+
+LogicalResult DequantizeOp::verify() {
+  RankedTensorType input = getInput().getType();
+  if (input.getShape() != getResult().getType().getShape())
+    return emitOpError() << "dequantizes " << input << " into "
+                         << getResult().getType()
+                         << "; the result keeps the codes' shape";
+  return verifyQuantizedLayout(*this, input, getScales().getType(), getBlock(),
+                               getSegments());
+}
+
 LogicalResult AllReduceOp::verify() {
+  if (failed(verifyNotQuantized(*this, getInput())))
+    return failure();
   return verifyGroupSize(*this, getAxis());
 }
 OpFoldResult AllReduceOp::fold(FoldAdaptor) {
@@ -188,6 +275,8 @@ void AllReduceOp::getAsmResultNames(OpAsmSetValueNameFn setName) {
 }
 
 LogicalResult ReduceScatterOp::verify() {
+  if (failed(verifyNotQuantized(*this, getInput())))
+    return failure();
   return verifyShardCut(*this, getAxis(), getInput().getType(),
                         getResult().getType(), getDim(), "reduce-scatter");
 }
@@ -365,12 +454,15 @@ ZERO_DIST_START_OP_COMMON(AllToAllStartOp, "exchanging")
 #undef ZERO_DIST_START_OP_COMMON
 
 LogicalResult AllReduceStartOp::verify() {
-  if (failed(verifyGroupSize(*this, getAxis())))
+  if (failed(verifyNotQuantized(*this, getInput())) ||
+      failed(verifyGroupSize(*this, getAxis())))
     return failure();
   return verifyTokenCarries(*this, getInput().getType(), getToken().getType());
 }
 
 LogicalResult ReduceScatterStartOp::verify() {
+  if (failed(verifyNotQuantized(*this, getInput())))
+    return failure();
   return verifyShardCut(*this, getAxis(), getInput().getType(),
                         getToken().getType().getValueType(), getDim(),
                         "reduce-scatter");

@@ -38,6 +38,8 @@ Type elementType(DType dtype, Builder &builder) {
     return builder.getI32Type();
   case DType::i64:
     return builder.getI64Type();
+  case DType::i8:
+    return builder.getI8Type();
   }
   return builder.getF32Type();
 }

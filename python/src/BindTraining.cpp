@@ -110,6 +110,8 @@ const char *numpyName(DType dtype) {
     return "int32";
   case DType::i64:
     return "int64";
+  case DType::i8:
+    return "int8";
   case DType::f16:
     return "float16";
   case DType::bf16:

@@ -106,6 +106,8 @@ MPI_Datatype mpiType(DType dtype) {
     return MPI_INT32_T;
   case DType::i64:
     return MPI_INT64_T;
+  case DType::i8:
+    return MPI_INT8_T;
   }
   return MPI_BYTE;
 }

@@ -20,18 +20,20 @@ absl::string_view dtypeName(DType dtype) {
     return "i32";
   case DType::i64:
     return "i64";
+  case DType::i8:
+    return "i8";
   }
   return "?";
 }
 
 absl::StatusOr<DType> parseDType(absl::string_view name) {
   for (DType dtype :
-       {DType::f32, DType::bf16, DType::f16, DType::i32, DType::i64})
+       {DType::f32, DType::bf16, DType::f16, DType::i32, DType::i64, DType::i8})
     if (dtypeName(dtype) == name)
       return dtype;
   return absl::InvalidArgumentError(
       absl::StrCat("unsupported element type '", name,
-                   "' (expected f32, bf16, f16, i32 or i64)"));
+                   "' (expected f32, bf16, f16, i32, i64 or i8)"));
 }
 
 float f16ToFloat(uint16_t bits) {

@@ -112,6 +112,8 @@ static absl::StatusOr<DType> getDType(mlir::Type type) {
     return DType::i32;
   if (type.isSignlessInteger(64))
     return DType::i64;
+  if (type.isSignlessInteger(8))
+    return DType::i8;
   std::string text;
   llvm::raw_string_ostream os(text);
   type.print(os);

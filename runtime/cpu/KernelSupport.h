@@ -191,6 +191,9 @@ absl::StatusOr<KernelFn> bindTranspose(const BindRequest &request);
 absl::StatusOr<KernelFn> bindSlice(const BindRequest &request);
 absl::StatusOr<KernelFn> bindSliceRange(const BindRequest &request);
 absl::StatusOr<KernelFn> bindPad(const BindRequest &request);
+// Quantize.cpp
+absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request);
+absl::StatusOr<KernelFn> bindDequantize(const BindRequest &request);
 absl::StatusOr<KernelFn> bindConcat(const BindRequest &request);
 
 absl::StatusOr<KernelFn> bindSgd(const BindRequest &request);

@@ -16,6 +16,8 @@ using cpu::Binder;
 
 /// Sorted by name so that lookup is a binary search over a constant table.
 constexpr std::pair<absl::string_view, Binder> kBinders[] = {
+    {"dist.dequantize", cpu::bindDequantize},
+    {"dist.quantize", cpu::bindQuantize},
     {"dist.slice", cpu::bindSlice},
     {"train.adam", cpu::bindAdam},
     {"train.adamw", cpu::bindAdam},

@@ -35,7 +35,8 @@ static_assert(
         static_cast<int>(DType::bf16) == static_cast<int>(dev::Dt::bf16) &&
         static_cast<int>(DType::f16) == static_cast<int>(dev::Dt::f16) &&
         static_cast<int>(DType::i32) == static_cast<int>(dev::Dt::i32) &&
-        static_cast<int>(DType::i64) == static_cast<int>(dev::Dt::i64),
+        static_cast<int>(DType::i64) == static_cast<int>(dev::Dt::i64) &&
+        static_cast<int>(DType::i8) == static_cast<int>(dev::Dt::i8),
     "dev::Dt must list the element types in DType's order");
 
 inline dev::Dt dt(DType dtype) { return static_cast<dev::Dt>(dtype); }

@@ -20,7 +20,7 @@ namespace zero::cuda::dev {
 
 /// Element types, in the order of zero::rt::DType (checked in
 /// CudaSupport.h).
-enum class Dt : int { f32 = 0, bf16 = 1, f16 = 2, i32 = 3, i64 = 4 };
+enum class Dt : int { f32 = 0, bf16 = 1, f16 = 2, i32 = 3, i64 = 4, i8 = 5 };
 
 //===- Elementwise.cu -----------------------------------------------------===//
 

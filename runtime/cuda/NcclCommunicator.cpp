@@ -42,6 +42,8 @@ ncclDataType_t ncclType(DType dtype) {
     return ncclInt32;
   case DType::i64:
     return ncclInt64;
+  case DType::i8:
+    return ncclInt8;
   }
   return ncclInt8;
 }

@@ -53,6 +53,7 @@ const char *npyDescr(DType dtype) {
   case DType::i64:
     return "<i8";
   case DType::bf16:
+  case DType::i8:
     return nullptr;
   }
   return nullptr;

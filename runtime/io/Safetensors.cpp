@@ -39,6 +39,8 @@ const char *safetensorsDType(DType dtype) {
     return "I32";
   case DType::i64:
     return "I64";
+  case DType::i8:
+    return "I8";
   }
   return "?";
 }

@@ -16,7 +16,9 @@
 
 namespace zero::rt {
 
-enum class DType { f32, bf16, f16, i32, i64 };
+/// i8 holds quantized data (dist.quantize): moved by collectives, never
+/// reduced, stored or read from files.
+enum class DType { f32, bf16, f16, i32, i64, i8 };
 
 inline int64_t dtypeBytes(DType dtype) {
   switch (dtype) {
@@ -28,6 +30,8 @@ inline int64_t dtypeBytes(DType dtype) {
     return 2;
   case DType::i64:
     return 8;
+  case DType::i8:
+    return 1;
   }
   return 0;
 }

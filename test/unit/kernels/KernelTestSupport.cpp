@@ -51,6 +51,8 @@ double Tensor::at(int64_t i) const {
     return static_cast<const int32_t *>(data())[i];
   case DType::i64:
     return static_cast<double>(static_cast<const int64_t *>(data())[i]);
+  case DType::i8:
+    return static_cast<const int8_t *>(data())[i];
   default:
     return loadAsFloat(data(), spec_.dtype, i);
   }
@@ -63,6 +65,9 @@ void Tensor::set(int64_t i, double value) {
     return;
   case DType::i64:
     static_cast<int64_t *>(data())[i] = static_cast<int64_t>(value);
+    return;
+  case DType::i8:
+    static_cast<int8_t *>(data())[i] = static_cast<int8_t>(value);
     return;
   default:
     storeFromFloat(data(), spec_.dtype, i, static_cast<float>(value));

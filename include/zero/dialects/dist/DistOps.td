@@ -311,4 +311,61 @@ def Dist_UnpackOp : Dist_Op<"unpack", [Pure]> {
   let hasFolder = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Quantization
+//===----------------------------------------------------------------------===//
+
+def Dist_QuantizeOp : Dist_Op<"quantize", [Pure]> {
+  let summary = "Block-quantizes a tensor to int8 with one scale per block (ZeRO++ qwZ, qgZ)";
+  let description = [{
+    `input` is cut into `segments` equal segments and each segment into
+    blocks of `block` elements, the last block of a segment possibly
+    shorter. Each block gets a symmetric scale, its largest magnitude
+    divided by 127, and each element becomes `round(x / scale)`, in
+    [-127, 127] (a block of zeros has scale 0 and quantizes to zeros).
+    `scales` holds the blocks' scales, segment by segment. The error of a
+    dequantized element is at most half its block's scale.
+
+    Quantized data is moved, never reduced: it may be gathered, exchanged
+    all-to-all, packed and unpacked, and `dist.dequantize` turns it back
+    into floats; the reductions refuse it. Segments keep pieces that are
+    exchanged separately decodable: a shard gathered from R ranks is R
+    segments, each with its own blocks.
+
+    ```mlir
+    // Two segments of 5: blocks of 4 and 1 in each.
+    %q, %s = dist.quantize %x block 4 segments 2 : tensor<10xf32> -> tensor<10xi8>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins 1DTensorOf<[AnyFloat]>:$input,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$block,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$segments);
+  let results = (outs 1DTensorOf<[I8]>:$result, 1DTensorOf<[F32]>:$scales);
+  let assemblyFormat = [{
+    $input `block` $block (`segments` $segments^)? attr-dict `:` type($input) `->` type($result) `,` type($scales)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_DequantizeOp : Dist_Op<"dequantize", [Pure]> {
+  let summary = "Turns block-quantized int8 data and its scales back into floats";
+  let description = [{
+    The inverse of `dist.quantize` with the same `block` and `segments`:
+    element `i` of block `b` is `input[i] * scales[b]`. After a gather of
+    R ranks' quantized shards, `segments` is R times the quantizer's.
+
+    ```mlir
+    %x = dist.dequantize %q, %s block 4 segments 2 : tensor<10xi8>, tensor<4xf32> -> tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins 1DTensorOf<[I8]>:$input, 1DTensorOf<[F32]>:$scales,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$block,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$segments);
+  let results = (outs 1DTensorOf<[AnyFloat]>:$result);
+  let assemblyFormat = [{
+    $input `,` $scales `block` $block (`segments` $segments^)? attr-dict `:` type($input) `,` type($scales) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ZERO_DIST_OPS

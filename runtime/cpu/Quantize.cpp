@@ -1,0 +1,148 @@
+//===- Quantize.cpp - dist.quantize and dist.dequantize -------------------===//
+//
+// Block int8 quantization of the data ZeRO++ moves across nodes (qwZ, qgZ);
+// the per-block loops are QuantizeLoops.cpp. A block holding a NaN or an
+// infinity gets that as its scale and zero codes, so its dequantized values
+// are NaN: the dynamic loss scaler sees the overflow and skips the step, as
+// it would have without quantization.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelSupport.h"
+#include "QuantizeLoops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+namespace zero::rt::cpu {
+namespace {
+
+/// The block layout both kernels check: `extent` elements in `segments`
+/// segments of blocks of `block`, one scale per block.
+struct BlockLayout {
+  int64_t block = 0;
+  int64_t segments = 1;
+  int64_t segmentLength = 0;
+  int64_t blocksPerSegment = 0;
+
+  /// Calls fn(offset, count, scaleIndex) for every block in order.
+  template <typename Fn> void forEachBlock(Fn fn) const {
+    int64_t scale = 0;
+    for (int64_t segment = 0; segment < segments; ++segment)
+      for (int64_t begin = 0; begin < segmentLength; begin += block)
+        fn(segment * segmentLength + begin,
+           std::min(block, segmentLength - begin), scale++);
+  }
+};
+
+absl::StatusOr<BlockLayout> getLayout(const BindRequest &request,
+                                      const TensorSpec &values,
+                                      const TensorSpec &scales) {
+  absl::StatusOr<int64_t> block = getI64(request, "block");
+  if (!block.ok())
+    return block.status();
+  BlockLayout layout;
+  layout.block = *block;
+  if (request.params && request.params.get("segments")) {
+    absl::StatusOr<int64_t> segments = getI64(request, "segments");
+    if (!segments.ok())
+      return segments.status();
+    layout.segments = *segments;
+  }
+  if (layout.block < 1 || layout.segments < 1)
+    return request.invalid("needs a positive block and segment count, got "
+                           "block ",
+                           layout.block, " and ", layout.segments,
+                           " segment(s)");
+  if (values.shape.size() != 1 || scales.shape.size() != 1 ||
+      scales.dtype != DType::f32)
+    return request.invalid("needs 1-D values and 1-D f32 scales, got ",
+                           specString(values), " and ", specString(scales));
+  int64_t extent = values.shape[0];
+  if (extent % layout.segments != 0)
+    return request.invalid(extent, " elements do not cut into ",
+                           layout.segments, " equal segments");
+  layout.segmentLength = extent / layout.segments;
+  layout.blocksPerSegment =
+      (layout.segmentLength + layout.block - 1) / layout.block;
+  if (scales.shape[0] != layout.blocksPerSegment * layout.segments)
+    return request.invalid("needs ", layout.blocksPerSegment * layout.segments,
+                           " scales for ", layout.segments, " segment(s) of ",
+                           layout.segmentLength, " elements in blocks of ",
+                           layout.block, ", got ", specString(scales));
+  return layout;
+}
+
+} // namespace
+
+absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 1, 2); !status.ok())
+    return status;
+  const TensorSpec &in = request.ins[0], &codes = request.outs[0];
+  if (absl::Status status = checkFloat(request, in, "input"); !status.ok())
+    return status;
+  if (codes.dtype != DType::i8 || codes.shape != in.shape)
+    return request.invalid("writes int8 codes of the input's shape ",
+                           specString(in), ", got ", specString(codes));
+  absl::StatusOr<BlockLayout> layout = getLayout(request, in, request.outs[1]);
+  if (!layout.ok())
+    return layout.status();
+  DType dtype = in.dtype;
+  auto scratch = std::make_shared<std::vector<float>>(
+      dtype == DType::f32 ? 0 : layout->block);
+  return KernelFn([layout = *layout, dtype,
+                   scratch](absl::Span<const void *const> ins,
+                            absl::Span<void *const> outs,
+                            const KernelContext &) -> absl::Status {
+    auto *codes = static_cast<int8_t *>(outs[0]);
+    auto *scales = static_cast<float *>(outs[1]);
+    layout.forEachBlock([&](int64_t offset, int64_t count, int64_t index) {
+      const float *x =
+          viewFloats(ins[0], dtype, offset, count, scratch->data());
+      scales[index] = quantizeBlock(count, x, codes + offset);
+      if (!std::isfinite(scales[index]))
+        std::fill_n(codes + offset, count, int8_t{0});
+    });
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<KernelFn> bindDequantize(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
+    return status;
+  const TensorSpec &codes = request.ins[0], &out = request.outs[0];
+  if (absl::Status status = checkFloat(request, out, "result"); !status.ok())
+    return status;
+  if (codes.dtype != DType::i8 || codes.shape != out.shape)
+    return request.invalid("reads int8 codes of the result's shape ",
+                           specString(out), ", got ", specString(codes));
+  absl::StatusOr<BlockLayout> layout =
+      getLayout(request, codes, request.ins[1]);
+  if (!layout.ok())
+    return layout.status();
+  DType dtype = out.dtype;
+  auto scratch = std::make_shared<std::vector<float>>(
+      dtype == DType::f32 ? 0 : layout->block);
+  return KernelFn([layout = *layout, dtype,
+                   scratch](absl::Span<const void *const> ins,
+                            absl::Span<void *const> outs,
+                            const KernelContext &) -> absl::Status {
+    const auto *codes = static_cast<const int8_t *>(ins[0]);
+    const auto *scales = static_cast<const float *>(ins[1]);
+    layout.forEachBlock([&](int64_t offset, int64_t count, int64_t index) {
+      float scale = scales[index];
+      if (dtype == DType::f32) {
+        dequantizeBlock(count, codes + offset, scale,
+                        static_cast<float *>(outs[0]) + offset);
+        return;
+      }
+      dequantizeBlock(count, codes + offset, scale, scratch->data());
+      storeFloats(outs[0], dtype, offset, count, scratch->data());
+    });
+    return absl::OkStatus();
+  });
+}
+
+} // namespace zero::rt::cpu

@@ -1,0 +1,117 @@
+//===- QuantizeLoops.cpp - Vectorized block int8 quantization -------------===//
+//
+// Compiled once per Highway target (foreach_target.h includes this file
+// again for each); HWY_DYNAMIC_DISPATCH picks the best one the CPU has.
+//
+//===----------------------------------------------------------------------===//
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "runtime/cpu/QuantizeLoops.cpp"
+#include "hwy/foreach_target.h" // IWYU pragma: keep
+
+#include "hwy/highway.h"
+
+#include "runtime/cpu/QuantizeLoops.h"
+
+#include <algorithm>
+#include <cmath>
+
+HWY_BEFORE_NAMESPACE();
+namespace zero::rt::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using FloatTag = hn::ScalableTag<float>;
+using IntTag = hn::RebindToSigned<FloatTag>;
+// As many int8 lanes as a float vector has lanes.
+using CodeTag = hn::Rebind<int8_t, FloatTag>;
+
+constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
+
+float QuantizeBlock(int64_t n, const float *x, int8_t *codes) {
+  const FloatTag df;
+  const CodeTag dc;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  // The largest magnitude; a NaN anywhere makes it NaN.
+  auto largest = hn::Zero(df);
+  bool nan = false;
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto v = hn::LoadU(df, x + i);
+    nan |= !hn::AllFalse(df, hn::IsNaN(v));
+    largest = hn::Max(largest, hn::Abs(v));
+  }
+  float magnitude = hn::GetLane(hn::MaxOfLanes(df, largest));
+  for (int64_t j = i; j < n; ++j) {
+    nan |= std::isnan(x[j]);
+    magnitude = std::max(magnitude, std::fabs(x[j]));
+  }
+  if (nan || !std::isfinite(magnitude))
+    return nan ? NAN : magnitude;
+  if (magnitude == 0.0f) {
+    std::fill_n(codes, n, int8_t{0});
+    return 0.0f;
+  }
+  const auto inverse = hn::Set(df, 127.0f / magnitude);
+  // |x * inverse| <= 127 up to one rounding, and the clamp keeps a product
+  // rounded up past 127 in range.
+  const auto low = hn::Set(df, -127.0f), high = hn::Set(df, 127.0f);
+  auto one = [&](const float *in, int8_t *out) {
+    const auto scaled =
+        hn::Min(high, hn::Max(low, hn::Mul(hn::LoadU(df, in), inverse)));
+    hn::StoreU(hn::DemoteTo(dc, hn::NearestInt(scaled)), dc, out);
+  };
+  for (i = 0; i + lanes <= n; i += lanes)
+    one(x + i, codes + i);
+  if (i < n) {
+    HWY_ALIGN float in[kMaxLanes] = {};
+    HWY_ALIGN int8_t out[kMaxLanes] = {};
+    std::copy_n(x + i, n - i, in);
+    one(in, out);
+    std::copy_n(out, n - i, codes + i);
+  }
+  return magnitude / 127.0f;
+}
+
+void DequantizeBlock(int64_t n, const int8_t *codes, float scale, float *x) {
+  const FloatTag df;
+  const CodeTag dc;
+  const IntTag di;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const auto factor = hn::Set(df, scale);
+  auto one = [&](const int8_t *in, float *out) {
+    const auto wide = hn::PromoteTo(di, hn::LoadU(dc, in));
+    hn::StoreU(hn::Mul(hn::ConvertTo(df, wide), factor), df, out);
+  };
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    one(codes + i, x + i);
+  if (i < n) {
+    HWY_ALIGN int8_t in[kMaxLanes] = {};
+    HWY_ALIGN float out[kMaxLanes] = {};
+    std::copy_n(codes + i, n - i, in);
+    one(in, out);
+    std::copy_n(out, n - i, x + i);
+  }
+}
+
+} // namespace HWY_NAMESPACE
+} // namespace zero::rt::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace zero::rt::cpu {
+
+HWY_EXPORT(QuantizeBlock);
+HWY_EXPORT(DequantizeBlock);
+
+float quantizeBlock(int64_t n, const float *x, int8_t *codes) {
+  return HWY_DYNAMIC_DISPATCH(QuantizeBlock)(n, x, codes);
+}
+
+void dequantizeBlock(int64_t n, const int8_t *codes, float scale, float *x) {
+  HWY_DYNAMIC_DISPATCH(DequantizeBlock)(n, codes, scale, x);
+}
+
+} // namespace zero::rt::cpu
+#endif // HWY_ONCE

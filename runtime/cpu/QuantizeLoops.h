@@ -1,0 +1,31 @@
+//===- QuantizeLoops.h - Vectorized block int8 quantization ----*- C++ -*-===//
+//
+// The loops behind dist.quantize and dist.dequantize, vectorized with
+// Highway. A block's scale is its largest magnitude / 127; an element's
+// code is x * (127 / largest magnitude) rounded to the nearest integer,
+// ties to even, so |x - code * scale| is at most half the scale (plus the
+// rounding of the two products). Every target gives the same bits: the
+// arithmetic is one multiply and one round per element, without
+// contraction, and the last, partial vector goes through the same code on
+// a padded copy.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_RUNTIME_CPU_QUANTIZELOOPS_H
+#define ZERO_RUNTIME_CPU_QUANTIZELOOPS_H
+
+#include <cstdint>
+
+namespace zero::rt::cpu {
+
+/// Quantizes x[0, n) as one block into codes[0, n); returns its scale (0
+/// for a block of zeros, whose codes are 0). A NaN or infinity in the block
+/// gives a non-finite scale, which the caller reports.
+float quantizeBlock(int64_t n, const float *x, int8_t *codes);
+
+/// x[i] = codes[i] * scale for i < n.
+void dequantizeBlock(int64_t n, const int8_t *codes, float scale, float *x);
+
+} // namespace zero::rt::cpu
+
+#endif // ZERO_RUNTIME_CPU_QUANTIZELOOPS_H

@@ -192,6 +192,20 @@ absl::StatusOr<KernelFn> bindSlice(const BindRequest &request);
 absl::StatusOr<KernelFn> bindSliceRange(const BindRequest &request);
 absl::StatusOr<KernelFn> bindPad(const BindRequest &request);
 // Quantize.cpp
+/// dist.quantize's and dist.dequantize's blocks: `segments` segments of
+/// `segmentLength` elements, each in blocks of `block` (the last one
+/// possibly shorter), one scale per block.
+struct QuantizedLayout {
+  int64_t block = 0;
+  int64_t segments = 1;
+  int64_t segmentLength = 0;
+  int64_t blocksPerSegment = 0;
+};
+/// The layout of 1-D `values` and f32 `scales` from the request's `block`
+/// and `segments`, checked.
+absl::StatusOr<QuantizedLayout> getQuantizedLayout(const BindRequest &request,
+                                                   const TensorSpec &values,
+                                                   const TensorSpec &scales);
 absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request);
 absl::StatusOr<KernelFn> bindDequantize(const BindRequest &request);
 absl::StatusOr<KernelFn> bindConcat(const BindRequest &request);

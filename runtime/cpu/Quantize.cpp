@@ -19,31 +19,24 @@
 namespace zero::rt::cpu {
 namespace {
 
-/// The block layout both kernels check: `extent` elements in `segments`
-/// segments of blocks of `block`, one scale per block.
-struct BlockLayout {
-  int64_t block = 0;
-  int64_t segments = 1;
-  int64_t segmentLength = 0;
-  int64_t blocksPerSegment = 0;
+/// Calls fn(offset, count, scaleIndex) for every block in order.
+template <typename Fn> void forEachBlock(const QuantizedLayout &layout, Fn fn) {
+  int64_t scale = 0;
+  for (int64_t segment = 0; segment < layout.segments; ++segment)
+    for (int64_t begin = 0; begin < layout.segmentLength; begin += layout.block)
+      fn(segment * layout.segmentLength + begin,
+         std::min(layout.block, layout.segmentLength - begin), scale++);
+}
 
-  /// Calls fn(offset, count, scaleIndex) for every block in order.
-  template <typename Fn> void forEachBlock(Fn fn) const {
-    int64_t scale = 0;
-    for (int64_t segment = 0; segment < segments; ++segment)
-      for (int64_t begin = 0; begin < segmentLength; begin += block)
-        fn(segment * segmentLength + begin,
-           std::min(block, segmentLength - begin), scale++);
-  }
-};
+} // namespace
 
-absl::StatusOr<BlockLayout> getLayout(const BindRequest &request,
-                                      const TensorSpec &values,
-                                      const TensorSpec &scales) {
+absl::StatusOr<QuantizedLayout> getQuantizedLayout(const BindRequest &request,
+                                                   const TensorSpec &values,
+                                                   const TensorSpec &scales) {
   absl::StatusOr<int64_t> block = getI64(request, "block");
   if (!block.ok())
     return block.status();
-  BlockLayout layout;
+  QuantizedLayout layout;
   layout.block = *block;
   if (request.params && request.params.get("segments")) {
     absl::StatusOr<int64_t> segments = getI64(request, "segments");
@@ -75,8 +68,6 @@ absl::StatusOr<BlockLayout> getLayout(const BindRequest &request,
   return layout;
 }
 
-} // namespace
-
 absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request) {
   if (absl::Status status = checkArity(request, 1, 2); !status.ok())
     return status;
@@ -86,7 +77,8 @@ absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request) {
   if (codes.dtype != DType::i8 || codes.shape != in.shape)
     return request.invalid("writes int8 codes of the input's shape ",
                            specString(in), ", got ", specString(codes));
-  absl::StatusOr<BlockLayout> layout = getLayout(request, in, request.outs[1]);
+  absl::StatusOr<QuantizedLayout> layout =
+      getQuantizedLayout(request, in, request.outs[1]);
   if (!layout.ok())
     return layout.status();
   DType dtype = in.dtype;
@@ -98,7 +90,7 @@ absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request) {
                             const KernelContext &) -> absl::Status {
     auto *codes = static_cast<int8_t *>(outs[0]);
     auto *scales = static_cast<float *>(outs[1]);
-    layout.forEachBlock([&](int64_t offset, int64_t count, int64_t index) {
+    forEachBlock(layout, [&](int64_t offset, int64_t count, int64_t index) {
       const float *x =
           viewFloats(ins[0], dtype, offset, count, scratch->data());
       scales[index] = quantizeBlock(count, x, codes + offset);
@@ -118,8 +110,8 @@ absl::StatusOr<KernelFn> bindDequantize(const BindRequest &request) {
   if (codes.dtype != DType::i8 || codes.shape != out.shape)
     return request.invalid("reads int8 codes of the result's shape ",
                            specString(out), ", got ", specString(codes));
-  absl::StatusOr<BlockLayout> layout =
-      getLayout(request, codes, request.ins[1]);
+  absl::StatusOr<QuantizedLayout> layout =
+      getQuantizedLayout(request, codes, request.ins[1]);
   if (!layout.ok())
     return layout.status();
   DType dtype = out.dtype;
@@ -131,7 +123,7 @@ absl::StatusOr<KernelFn> bindDequantize(const BindRequest &request) {
                             const KernelContext &) -> absl::Status {
     const auto *codes = static_cast<const int8_t *>(ins[0]);
     const auto *scales = static_cast<const float *>(ins[1]);
-    layout.forEachBlock([&](int64_t offset, int64_t count, int64_t index) {
+    forEachBlock(layout, [&](int64_t offset, int64_t count, int64_t index) {
       float scale = scales[index];
       if (dtype == DType::f32) {
         dequantizeBlock(count, codes + offset, scale,

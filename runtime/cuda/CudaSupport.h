@@ -155,6 +155,9 @@ absl::StatusOr<KernelFn> bindScaleByNorm(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindUnscale(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindUpdateLossScale(const BindRequest &, cudaStream_t);
 
+absl::StatusOr<KernelFn> bindQuantize(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindDequantize(const BindRequest &, cudaStream_t);
+
 } // namespace zero::rt::cuda
 
 #endif // ZERO_RUNTIME_CUDA_CUDASUPPORT_H

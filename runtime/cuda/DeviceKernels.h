@@ -201,6 +201,19 @@ cudaError_t launchScaleByNorm(const void *x, void *y, Dt type, int64_t count,
                               const float *sumSquares, double maxNorm,
                               cudaStream_t stream);
 
+//===- Quantize.cu --------------------------------------------------------===//
+
+/// dist.quantize: `segments` segments of `segmentLength` elements of `x`,
+/// each in blocks of `block`; one scale per block.
+cudaError_t launchQuantize(const void *x, Dt type, int64_t segments,
+                           int64_t segmentLength, int64_t block, int8_t *codes,
+                           float *scales, cudaStream_t stream);
+/// dist.dequantize, the same layout.
+cudaError_t launchDequantize(const int8_t *codes, const float *scales,
+                             int64_t segments, int64_t segmentLength,
+                             int64_t block, void *y, Dt type,
+                             cudaStream_t stream);
+
 //===- LossScaling.cu -----------------------------------------------------===//
 
 /// out = g / *scale (as g * (1 / scale), the CPU's arithmetic) in f32; sets

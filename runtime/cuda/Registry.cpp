@@ -18,6 +18,8 @@ namespace {
 
 /// Sorted by name so that lookup is a binary search over a constant table.
 constexpr std::pair<absl::string_view, cuda::Binder> kBinders[] = {
+    {"dist.dequantize", cuda::bindDequantize},
+    {"dist.quantize", cuda::bindQuantize},
     {"dist.slice", cuda::bindSlice},
     {"train.adam", cuda::bindAdam},
     {"train.adamw", cuda::bindAdam},

@@ -81,12 +81,13 @@ class Sharder {
 public:
   Sharder(ModuleOp module, int64_t stage, StorageLayoutKind layout,
           int64_t minShardElements, bool regatherInBackward,
-          int64_t maxReuseDistance, MeshScheme scheme, bool secondaryShards)
+          int64_t maxReuseDistance, MeshScheme scheme, bool secondaryShards,
+          Quantization quantization)
       : module(module), stage(stage), layout(layout),
         minShardElements(minShardElements),
         regatherInBackward(regatherInBackward),
         maxReuseDistance(maxReuseDistance), scheme(scheme),
-        secondaryShards(secondaryShards) {}
+        secondaryShards(secondaryShards), quantization(quantization) {}
 
   LogicalResult run();
 
@@ -141,6 +142,7 @@ private:
   /// Stage 3 cut over several axes: later gathers of a parameter start from
   /// the secondary shard its first gather left (ZeRO++'s hpZ).
   bool secondaryShards;
+  Quantization quantization;
   int64_t numAxes = 1;
   std::optional<ShardCut> cut;
   /// Loads this pass wrote; they already read shards.
@@ -166,7 +168,34 @@ private:
   /// first update, after the filters) and marks the clips that read only
   /// shards.
   void placeFilters();
+  /// dist.quantization: the block, and the sharded tensors whose shards are
+  /// too small to quantize (they cross nodes in full precision).
+  void recordQuantization();
 };
+
+void Sharder::recordQuantization() {
+  Builder builder(module.getContext());
+  SmallVector<Attribute> fullPrecision;
+  for (auto state : module.getOps<train::ParamOp>())
+    if (state.isSharded() &&
+        (state.getRole() == train::Role::param ||
+         state.getRole() == train::Role::frozen) &&
+        !cut->quantizesAcrossNodes(state.getLocalTensorType().getNumElements()))
+      fullPrecision.push_back(builder.getStringAttr(state.getSymName()));
+  SmallVector<NamedAttribute> entries = {
+      builder.getNamedAttr("block",
+                           builder.getI64IntegerAttr(quantization.block)),
+      builder.getNamedAttr("min_elements",
+                           builder.getI64IntegerAttr(quantization.minElements)),
+      builder.getNamedAttr("weights",
+                           builder.getBoolAttr(quantization.weights)),
+      builder.getNamedAttr("gradients",
+                           builder.getBoolAttr(quantization.gradients)),
+      builder.getNamedAttr("full_precision",
+                           builder.getArrayAttr(fullPrecision))};
+  module->setAttr(dist::DistDialect::getQuantizationAttrName(),
+                  builder.getDictionaryAttr(entries));
+}
 
 /// All gathers first, then the stores, so that the gathers are adjacent and
 /// zero-bucket can fuse them. They go at the end of the step, after every
@@ -657,7 +686,19 @@ LogicalResult Sharder::run() {
               "parameter cut over both axes of a mesh; it needs stage=3, "
               "mesh-scheme=full and a two-axis placement, got stage "
            << stage << " on " << placement;
-  cut.emplace(placement, scheme);
+  bool quantizes = quantization.weights || quantization.gradients;
+  if (quantizes && (numAxes != 2 || scheme != MeshScheme::full))
+    return mlir::emitError(module.getLoc())
+           << "zero-shard: qwz and qgz quantize what crosses nodes under full "
+              "2-D sharding; they need mesh-scheme=full on a two-axis "
+              "placement, got "
+           << placement;
+  if (quantization.weights && stage != 3)
+    return mlir::emitError(module.getLoc())
+           << "zero-shard: qwz quantizes the gathers of sharded parameters; it "
+              "needs stage=3, got stage "
+           << stage;
+  cut.emplace(placement, scheme, quantization);
 
   // State is rewritten only where the step functions touch it.
   SmallVector<func::FuncOp> steps = getStepFunctions(module);
@@ -756,6 +797,8 @@ LogicalResult Sharder::run() {
   module->setAttr(
       dist::DistDialect::getZeroStageAttrName(),
       IntegerAttr::get(IntegerType::get(module.getContext(), 64), stage));
+  if (quantizes)
+    recordQuantization();
   if (numAxes == 2)
     module->setAttr(dist::DistDialect::getMeshSchemeAttrName(),
                     StringAttr::get(module.getContext(),
@@ -801,8 +844,18 @@ struct ZeroShardPass : zero::impl::ZeroShardBase<ZeroShardPass> {
           << meshScheme << "'";
       return signalPassFailure();
     }
+    if (quantizeBlock < 1 || quantizeMinElements < 0) {
+      mlir::emitError(module.getLoc())
+          << "zero-shard: quantize-block must be positive and "
+             "quantize-min-elements not negative, got "
+          << static_cast<int64_t>(quantizeBlock) << " and "
+          << static_cast<int64_t>(quantizeMinElements);
+      return signalPassFailure();
+    }
+    Quantization quantization{qwz, qgz, quantizeBlock, quantizeMinElements};
     if (failed(Sharder(module, stage, *kind, minShardElements,
-                       regatherInBackward, maxReuseDistance, *scheme, hpz)
+                       regatherInBackward, maxReuseDistance, *scheme, hpz,
+                       quantization)
                    .run()))
       signalPassFailure();
   }

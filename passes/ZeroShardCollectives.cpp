@@ -31,8 +31,9 @@ static int64_t extentOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getDimSize(0);
 }
 
-ShardCut::ShardCut(dist::PlacementAttr placement, MeshScheme scheme)
-    : placement(placement) {
+ShardCut::ShardCut(dist::PlacementAttr placement, MeshScheme scheme,
+                   Quantization quantization)
+    : placement(placement), quantization(quantization) {
   int64_t numAxes = placement.getNumAxes();
   if (numAxes == 1 || scheme == MeshScheme::hybrid) {
     shardAxes.push_back(numAxes - 1);
@@ -75,14 +76,65 @@ static Value cutLevels(OpBuilder &builder, Location loc, Value full,
   return value;
 }
 
+/// `value` as the 1-D tensor quantization reads, and back.
+static Value flatten(OpBuilder &builder, Location loc, Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getRank() == 1)
+    return value;
+  return builder.create<train::ReshapeOp>(loc, getFlatType(type), value);
+}
+static Value unflatten(OpBuilder &builder, Location loc, Value value,
+                       RankedTensorType type) {
+  if (value.getType() == type)
+    return value;
+  return builder.create<train::ReshapeOp>(loc, type, value);
+}
+
+Value ShardCut::reduceScatterOver(OpBuilder &builder, Location loc, Value value,
+                                  int64_t axis, RankedTensorType type) const {
+  int64_t group = placement.getGroupSize(axis);
+  if (!quantization.gradients || group == 1 ||
+      type.getNumElements() < quantization.minElements)
+    return builder.create<dist::ReduceScatterOp>(
+        loc, type, value, dist::ReduceKind::mean, axis, /*dim=*/0);
+  // qgZ: each rank's piece for every peer is quantized on its own, the
+  // codes and scales are exchanged, and the pieces each rank receives are
+  // dequantized and averaged in full precision (quantized data is never
+  // summed).
+  MLIRContext *context = builder.getContext();
+  Value flat = flatten(builder, loc, value);
+  auto flatType = cast<RankedTensorType>(flat.getType());
+  int64_t elements = flatType.getNumElements();
+  int64_t scales = group * shardSize(elements / group, quantization.block);
+  auto codesType =
+      RankedTensorType::get({elements}, IntegerType::get(context, 8));
+  auto scalesType = RankedTensorType::get({scales}, Float32Type::get(context));
+  auto quantize = builder.create<dist::QuantizeOp>(
+      loc, codesType, scalesType, flat, quantization.block, group);
+  Value codes = builder.create<dist::AllToAllOp>(
+      loc, codesType, quantize.getResult(), axis, /*split_dim=*/0,
+      /*concat_dim=*/0);
+  Value received = builder.create<dist::AllToAllOp>(
+      loc, scalesType, quantize.getScales(), axis, /*split_dim=*/0,
+      /*concat_dim=*/0);
+  Value pieces = builder.create<dist::DequantizeOp>(
+      loc, flatType, codes, received, quantization.block, group);
+  auto byPeer = RankedTensorType::get({group, elements / group},
+                                      flatType.getElementType());
+  Value mean = builder.create<train::ReduceMeanOp>(
+      loc, getFlatType(type),
+      builder.create<train::ReshapeOp>(loc, byPeer, pieces),
+      builder.getDenseI64ArrayAttr({0}));
+  return unflatten(builder, loc, mean, type);
+}
+
 Value ShardCut::reduceScatter(OpBuilder &builder, Location loc,
                               Value full) const {
-  Value shard = cutLevels(
-      builder, loc, full, placement, shardAxes, groupSize,
-      [&](Value value, int64_t axis, RankedTensorType type) -> Value {
-        return builder.create<dist::ReduceScatterOp>(
-            loc, type, value, dist::ReduceKind::mean, axis, /*dim=*/0);
-      });
+  Value shard =
+      cutLevels(builder, loc, full, placement, shardAxes, groupSize,
+                [&](Value value, int64_t axis, RankedTensorType type) -> Value {
+                  return reduceScatterOver(builder, loc, value, axis, type);
+                });
   // Hybrid sharding: the nodes hold the same shards; each shard is
   // averaged across them.
   for (int64_t axis : replicaAxes)
@@ -107,9 +159,40 @@ Value ShardCut::gatherOver(OpBuilder &builder, Location loc, Value value,
   bool last = level == 0;
   // The last gather drops the padding itself when its own rule allows it.
   bool direct = last && shardSize(extent, group) == extentOf(value);
-  Value result = builder.create<dist::AllGatherOp>(
-      loc, withExtent(value, direct ? extent : gathered), value, axis,
-      /*dim=*/0);
+  RankedTensorType resultType = withExtent(value, direct ? extent : gathered);
+  Value result;
+  // qwZ: the gather across nodes (the first, over the minor axis) moves
+  // codes and scales; the node position's part is dequantized before the
+  // gather within the node, so hpZ's secondary shard is the dequantized
+  // value and the backward reads the forward's weights.
+  auto shardType = cast<RankedTensorType>(value.getType());
+  if (quantization.weights && !last && level == shardAxes.size() - 1 &&
+      quantizesAcrossNodes(shardType.getNumElements())) {
+    MLIRContext *context = builder.getContext();
+    Value flat = flatten(builder, loc, value);
+    int64_t elements = shardType.getNumElements();
+    int64_t scales = shardSize(elements, quantization.block);
+    auto i8 = IntegerType::get(context, 8);
+    auto f32 = Float32Type::get(context);
+    auto quantize = builder.create<dist::QuantizeOp>(
+        loc, RankedTensorType::get({elements}, i8),
+        RankedTensorType::get({scales}, f32), flat, quantization.block,
+        /*segments=*/1);
+    Value codes = builder.create<dist::AllGatherOp>(
+        loc, RankedTensorType::get({elements * group}, i8),
+        quantize.getResult(), axis, /*dim=*/0);
+    Value gatheredScales = builder.create<dist::AllGatherOp>(
+        loc, RankedTensorType::get({scales * group}, f32), quantize.getScales(),
+        axis, /*dim=*/0);
+    result = unflatten(builder, loc,
+                       builder.create<dist::DequantizeOp>(
+                           loc, getFlatType(resultType), codes, gatheredScales,
+                           quantization.block, group),
+                       resultType);
+  } else {
+    result = builder.create<dist::AllGatherOp>(loc, resultType, value, axis,
+                                               /*dim=*/0);
+  }
   if (last && !direct && gathered != extent)
     result = builder.create<train::SliceOp>(loc, withExtent(value, extent),
                                             result, /*dim=*/0, /*offset=*/0);

@@ -25,9 +25,31 @@ enum class MeshScheme {
   full,
 };
 
+/// ZeRO++'s quantized communication under full 2-D sharding: int8 codes in
+/// blocks of `block` with one f32 scale each (dist.quantize).
+struct Quantization {
+  /// qwZ: the parameters' gather across nodes moves codes.
+  bool weights = false;
+  /// qgZ: each level of the gradients' reduce-scatter is an all-to-all of
+  /// codes, dequantized and averaged in full precision.
+  bool gradients = false;
+  int64_t block = 4096;
+  /// Pieces smaller than this move in full precision (a compile-time
+  /// fallback the report lists).
+  int64_t minElements = 4096;
+};
+
 class ShardCut {
 public:
-  ShardCut(dist::PlacementAttr placement, MeshScheme scheme);
+  ShardCut(dist::PlacementAttr placement, MeshScheme scheme,
+           Quantization quantization = {});
+
+  /// Whether the gathers and reductions of a tensor whose shard has
+  /// `shardElements` elements move codes across nodes.
+  bool quantizesAcrossNodes(int64_t shardElements) const {
+    return (quantization.weights || quantization.gradients) &&
+           shardElements >= quantization.minElements;
+  }
 
   /// The axes the state is cut over, the major one first: the shard of a
   /// rank is numbered by its coordinates along them in mixed radix.
@@ -69,11 +91,17 @@ private:
   /// `extent`, the padding dropped.
   mlir::Value gatherOver(mlir::OpBuilder &builder, mlir::Location loc,
                          mlir::Value value, size_t level, int64_t extent) const;
+  /// The reduce-scatter (mean) of `value` over `axis` into `type`, as an
+  /// all-to-all of codes under qgZ.
+  mlir::Value reduceScatterOver(mlir::OpBuilder &builder, mlir::Location loc,
+                                mlir::Value value, int64_t axis,
+                                mlir::RankedTensorType type) const;
 
   dist::PlacementAttr placement;
   llvm::SmallVector<int64_t, 2> shardAxes;
   llvm::SmallVector<int64_t, 2> replicaAxes;
   int64_t groupSize = 1;
+  Quantization quantization;
 };
 
 } // namespace zero

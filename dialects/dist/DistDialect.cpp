@@ -85,11 +85,27 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
              << "' belongs on the module, not on '" << op->getName() << "'";
     return success();
   }
+  if (attr.getName() == getQuantizationAttrName()) {
+    auto entries = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!entries || !entries.getAs<IntegerAttr>("block") ||
+        !entries.getAs<ArrayAttr>("full_precision"))
+      return op->emitError()
+             << "'" << getQuantizationAttrName()
+             << "' must be a dictionary with 'block' and 'full_precision', "
+                "got "
+             << attr.getValue();
+    if (!isa<ModuleOp>(op))
+      return op->emitError()
+             << "'" << getQuantizationAttrName()
+             << "' belongs on the module, not on '" << op->getName() << "'";
+    return success();
+  }
   return op->emitError() << "unknown dist attribute '"
                          << attr.getName().getValue()
                          << "'; the dialect defines '" << getPlacementAttrName()
-                         << "', '" << getZeroStageAttrName() << "' and '"
-                         << getMeshSchemeAttrName() << "'";
+                         << "', '" << getZeroStageAttrName() << "', '"
+                         << getMeshSchemeAttrName() << "' and '"
+                         << getQuantizationAttrName() << "'";
 }
 
 LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,

@@ -418,6 +418,24 @@ FailureOr<PlanReport> computePlanReport(ModuleOp module) {
           dist::DistDialect::getZeroStageAttrName()))
     report.stage = stage.getInt();
   report.groups = computeOptimizerGroups(module);
+  if (auto entries = module->getAttrOfType<DictionaryAttr>(
+          dist::DistDialect::getQuantizationAttrName())) {
+    QuantizationPlan plan;
+    auto flag = [&](StringRef name) {
+      auto value = entries.getAs<BoolAttr>(name);
+      return value && value.getValue();
+    };
+    plan.weights = flag("weights");
+    plan.gradients = flag("gradients");
+    if (auto block = entries.getAs<IntegerAttr>("block"))
+      plan.block = block.getInt();
+    if (auto least = entries.getAs<IntegerAttr>("min_elements"))
+      plan.minElements = least.getInt();
+    if (auto names = entries.getAs<ArrayAttr>("full_precision"))
+      for (auto name : names.getAsRange<StringAttr>())
+        plan.fullPrecision.push_back(name.str());
+    report.quantization = std::move(plan);
+  }
   int64_t shardRanks = getShardRanks(module, report.grid);
 
   for (auto state : module.getOps<train::ParamOp>()) {

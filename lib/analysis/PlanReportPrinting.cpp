@@ -8,6 +8,8 @@
 
 #include "zero/analysis/PlanReport.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 #include "mlir/IR/Builders.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -142,6 +144,28 @@ static void printTrainingPlan(const PlanReport &report, llvm::raw_ostream &os) {
                      formula.c_str(), f.trafficElements);
   if (report.grid.size() < 2)
     return;
+  if (const std::optional<QuantizationPlan> &plan = report.quantization) {
+    std::string what = plan->weights && plan->gradients
+                           ? "qwZ gathers, qgZ reductions"
+                       : plan->weights ? "qwZ gathers"
+                                       : "qgZ reductions";
+    os << llvm::format("  %-16s int8 in blocks of %lld (%s); full precision "
+                       "across nodes below %lld elements per shard: %zu "
+                       "tensors",
+                       cstr("quantized"), static_cast<long long>(plan->block),
+                       what.c_str(), static_cast<long long>(plan->minElements),
+                       plan->fullPrecision.size());
+    if (!plan->fullPrecision.empty()) {
+      constexpr size_t kShown = 8;
+      std::vector<std::string> shown(
+          plan->fullPrecision.begin(),
+          plan->fullPrecision.begin() +
+              std::min(kShown, plan->fullPrecision.size()));
+      os << " (" << llvm::join(shown, ", ")
+         << (plan->fullPrecision.size() > kShown ? ", ..." : "") << ")";
+    }
+    os << "\n";
+  }
   // The same collectives by the axis they run over: what each level of
   // the mesh carries.
   for (const auto &[axis, kinds] : report.axisTraffic) {
@@ -204,7 +228,18 @@ static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
                                         {"elements", group.elements}});
   const ZeroFormula &f = report.formula;
   ByteCount state = report.modelState();
-  return llvm::json::Object{
+  llvm::json::Object quantization;
+  if (const std::optional<QuantizationPlan> &plan = report.quantization) {
+    llvm::json::Array names;
+    for (const std::string &name : plan->fullPrecision)
+      names.push_back(name);
+    quantization = llvm::json::Object{{"weights", plan->weights},
+                                      {"gradients", plan->gradients},
+                                      {"block", plan->block},
+                                      {"min_elements", plan->minElements},
+                                      {"full_precision", std::move(names)}};
+  }
+  llvm::json::Object result{
       {"stage", report.stage},
       {"ranks", report.ranks},
       {"placement", report.placement},
@@ -233,6 +268,9 @@ static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
            {"model_state_bytes", f.modelStateBytes},
            {"traffic_elements", f.trafficElements},
            {"mesh_scheme", f.meshScheme}}}};
+  if (report.quantization)
+    result["quantization"] = std::move(quantization);
+  return result;
 }
 
 //===----------------------------------------------------------------------===//

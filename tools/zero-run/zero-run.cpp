@@ -83,6 +83,16 @@ static cl::opt<bool> hpzFlag(
     cl::desc("With --mesh-scheme full --stage 3: gather parameters again "
              "from a secondary shard within the node (ZeRO++ hpZ)"),
     cl::init(false), cl::cat(runCategory));
+static cl::opt<bool> qwzFlag(
+    "qwz",
+    cl::desc("With --mesh-scheme full --stage 3: gather parameters across "
+             "nodes as int8 codes with block scales (ZeRO++ qwZ)"),
+    cl::init(false), cl::cat(runCategory));
+static cl::opt<bool> qgzFlag(
+    "qgz",
+    cl::desc("With --mesh-scheme full: reduce gradients by all-to-alls of "
+             "int8 codes, averaged in full precision (ZeRO++ qgZ)"),
+    cl::init(false), cl::cat(runCategory));
 static cl::opt<int64_t> stepsFlag("steps", cl::desc("Training steps"),
                                   cl::init(10), cl::cat(runCategory));
 static cl::opt<uint64_t>
@@ -263,7 +273,8 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
   if (!meshFlag.empty())
     mesh = absl::StrCat(
         " mesh=", absl::StrReplaceAll(meshFlag.getValue(), {{"x", ","}}),
-        " mesh-scheme=", meshSchemeFlag.getValue(), hpzFlag ? " hpz=true" : "");
+        " mesh-scheme=", meshSchemeFlag.getValue(), hpzFlag ? " hpz=true" : "",
+        qwzFlag ? " qwz=true" : "", qgzFlag ? " qgz=true" : "");
   std::string options = absl::StrCat(
       "stage=", stageFlag.getValue(), " ranks=", ranks, mesh,
       " lower-to-runtime=true accumulate-steps=", accumulateFlag.getValue(),
@@ -417,9 +428,16 @@ int main(int argc, char **argv) {
   if (meshSchemeFlag != "hybrid" && meshSchemeFlag != "full")
     failEarly(absl::StrCat("--mesh-scheme must be hybrid or full, got '",
                            meshSchemeFlag.getValue(), "'"));
-  if ((meshSchemeFlag.getNumOccurrences() || hpzFlag) && meshFlag.empty())
-    failEarly("--mesh-scheme and --hpz say how a mesh is sharded; give "
-              "--mesh RxS");
+  if ((meshSchemeFlag.getNumOccurrences() || hpzFlag || qwzFlag || qgzFlag) &&
+      meshFlag.empty())
+    failEarly("--mesh-scheme, --hpz, --qwz and --qgz say how a mesh is "
+              "sharded; give --mesh RxS");
+  if ((qwzFlag || qgzFlag) && meshSchemeFlag != "full")
+    failEarly("--qwz and --qgz quantize what crosses nodes under full 2-D "
+              "sharding; they need --mesh-scheme full");
+  if (qwzFlag && stageFlag != 3)
+    failEarly("--qwz quantizes the gathers of sharded parameters; it needs "
+              "--stage 3");
   if (hpzFlag && (meshSchemeFlag != "full" || stageFlag != 3))
     failEarly("--hpz keeps a secondary shard of the parameters within the "
               "node; it needs --stage 3 --mesh-scheme full");

@@ -114,6 +114,18 @@ struct OptimizerGroup {
 /// The module's optimizers and what each updates, in declaration order.
 std::vector<OptimizerGroup> computeOptimizerGroups(mlir::ModuleOp module);
 
+/// ZeRO++'s quantized communication as zero-shard planned it
+/// (dist.quantization).
+struct QuantizationPlan {
+  bool weights = false;
+  bool gradients = false;
+  int64_t block = 0;
+  int64_t minElements = 0;
+  /// Sharded tensors too small to quantize: they cross nodes in full
+  /// precision.
+  std::vector<std::string> fullPrecision;
+};
+
 struct PlanReport {
   /// Every rank of the placement (the product of its grid).
   int64_t ranks = 1;
@@ -123,6 +135,7 @@ struct PlanReport {
   /// -1 when the module is not data parallel.
   int64_t stage = -1;
   std::string placement;
+  std::optional<QuantizationPlan> quantization;
   ByteCount parameters;
   ByteCount gradients;
   ByteCount slots;

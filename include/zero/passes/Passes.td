@@ -214,6 +214,16 @@ def ZeroShard : Pass<"zero-shard", "::mlir::ModuleOp"> {
     Option<"hpz", "hpz", "bool", "false",
            "Stage 3, mesh-scheme=full: gather again from the secondary shard "
            "within the node (ZeRO++ hpZ)">,
+    Option<"qwz", "qwz", "bool", "false",
+           "Stage 3, mesh-scheme=full: gather parameters across nodes as int8 "
+           "codes and block scales (ZeRO++ qwZ)">,
+    Option<"qgz", "qgz", "bool", "false",
+           "mesh-scheme=full: reduce gradients by all-to-alls of int8 codes, "
+           "averaged in full precision (ZeRO++ qgZ)">,
+    Option<"quantizeBlock", "quantize-block", "int64_t", "4096",
+           "qwz/qgz: elements per quantization block (one f32 scale each)">,
+    Option<"quantizeMinElements", "quantize-min-elements", "int64_t", "4096",
+           "qwz/qgz: pieces with fewer elements move in full precision">,
   ];
   let dependentDialects = ["::zero::dist::DistDialect",
                            "::zero::train::TrainDialect",
@@ -543,6 +553,14 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
     Option<"hpz", "hpz", "bool", "false",
            "zero-shard's hpz: stage 3 with mesh-scheme=full gathers again "
            "from a secondary shard within the node">,
+    Option<"qwz", "qwz", "bool", "false",
+           "zero-shard's qwz: int8 parameter gathers across nodes">,
+    Option<"qgz", "qgz", "bool", "false",
+           "zero-shard's qgz: int8 all-to-all gradient reductions">,
+    Option<"quantizeBlock", "quantize-block", "int64_t", "4096",
+           "zero-shard's quantize-block">,
+    Option<"quantizeMinElements", "quantize-min-elements", "int64_t", "4096",
+           "zero-shard's quantize-min-elements">,
     Option<"accumulateSteps", "accumulate-steps", "int64_t", "1",
            "Micro-batches per optimizer step">,
     Option<"layout", "layout", "std::string", "\"flat\"",

@@ -363,3 +363,53 @@ module attributes {dist.placement = #dist.placement<cpu, [4, 0]>} {
 // expected-error @+1 {{failed to parse Dist_PlacementAttr parameter 'grid'}}
 module attributes {dist.placement = #dist.placement<cpu, []>} {
 }
+
+// -----
+
+// Quantized data is moved, never summed: a sum of int8 codes with
+// different scales means nothing.
+module attributes {dist.placement = #dist.placement<cpu, [4]>} {
+func.func @sum_of_codes(%x: tensor<8xf32>) -> tensor<8xi8> {
+  %q, %s = dist.quantize %x block 4 : tensor<8xf32> -> tensor<8xi8>, tensor<2xf32>
+  // expected-error @+1 {{reduces block-quantized data from 'dist.quantize': quantized values are moved (all_gather, all_to_all), never summed; dequantize them first}}
+  %r = dist.all_reduce sum %q axis 0 : tensor<8xi8>
+  return %r : tensor<8xi8>
+}
+}
+
+// -----
+
+// Also after a move.
+module attributes {dist.placement = #dist.placement<cpu, [4]>} {
+func.func @scatter_of_gathered_codes(%x: tensor<8xf32>) -> tensor<8xi8> {
+  %q, %s = dist.quantize %x block 4 : tensor<8xf32> -> tensor<8xi8>, tensor<2xf32>
+  %g = dist.all_gather %q axis 0 dim 0 : tensor<8xi8> -> tensor<32xi8>
+  // expected-error @+1 {{reduces block-quantized data}}
+  %r = dist.reduce_scatter sum %g axis 0 dim 0 : tensor<32xi8> -> tensor<8xi8>
+  return %r : tensor<8xi8>
+}
+}
+
+// -----
+
+func.func @scales_per_segment(%x: tensor<10xf32>) {
+  // expected-error @+1 {{has 2 segment(s) of 5 elements in blocks of 4, so 2 scale(s) per segment and 4 in all, but the scales have 3}}
+  %q, %s = dist.quantize %x block 4 segments 2 : tensor<10xf32> -> tensor<10xi8>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @uneven_segments(%q: tensor<10xi8>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{cuts 10 elements into 3 segments, which does not divide evenly}}
+  %x = dist.dequantize %q, %s block 4 segments 3 : tensor<10xi8>, tensor<3xf32> -> tensor<10xf32>
+  return
+}
+
+// -----
+
+func.func @codes_keep_the_shape(%x: tensor<10xf32>) {
+  // expected-error @+1 {{quantizes 'tensor<10xf32>' into 'tensor<12xi8>'; the codes keep the input's shape}}
+  %q, %s = dist.quantize %x block 4 : tensor<10xf32> -> tensor<12xi8>, tensor<3xf32>
+  return
+}

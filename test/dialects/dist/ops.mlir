@@ -59,6 +59,20 @@ func.func @all_to_all(%x: tensor<2x8xf32>) -> tensor<8x2xf32> {
   return %t : tensor<8x2xf32>
 }
 
+// Block quantization (ZeRO++ qwZ): a shard quantized in blocks of 4 (the
+// last block of 10 elements is 2), its codes and scales gathered from the 4
+// ranks, and dequantized as 4 segments, each with its own blocks.
+// CHECK-LABEL: func.func @quantized_gather
+// CHECK: %quantized, %scales = dist.quantize %{{.*}} block 4 : tensor<10xf32> -> tensor<10xi8>, tensor<3xf32>
+// CHECK: %dequantized = dist.dequantize %{{.*}}, %{{.*}} block 4 segments 4 : tensor<40xi8>, tensor<12xf32> -> tensor<40xf32>
+func.func @quantized_gather(%shard: tensor<10xf32>) -> tensor<40xf32> {
+  %q, %s = dist.quantize %shard block 4 : tensor<10xf32> -> tensor<10xi8>, tensor<3xf32>
+  %qs = dist.all_gather %q axis 0 dim 0 : tensor<10xi8> -> tensor<40xi8>
+  %ss = dist.all_gather %s axis 0 dim 0 : tensor<3xf32> -> tensor<12xf32>
+  %w = dist.dequantize %qs, %ss block 4 segments 4 : tensor<40xi8>, tensor<12xf32> -> tensor<40xf32>
+  return %w : tensor<40xf32>
+}
+
 // The generic reshard, one SBP entry per placement axis.
 // CHECK-LABEL: func.func @reshard
 // CHECK: %resharded = dist.reshard %{{.*}} from [P(sum)] to [S(0)] : tensor<10xf32> -> tensor<3xf32>

@@ -55,6 +55,13 @@ def Dist_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getMeshSchemeAttrName() {
       return ::llvm::StringLiteral("dist.mesh_scheme");
     }
+    /// Name of the module attribute recording ZeRO++'s quantized
+    /// communication (zero-shard's qwz and qgz): a dictionary with the
+    /// block, the minimum elements, which of weights and gradients are
+    /// quantized, and the tensors left in full precision.
+    static constexpr ::llvm::StringLiteral getQuantizationAttrName() {
+      return ::llvm::StringLiteral("dist.quantization");
+    }
     /// Name of the argument attribute giving the SBP of a step input, e.g.
     /// `[S(0)]` for a batch split over the data-parallel ranks.
     static constexpr ::llvm::StringLiteral getSbpAttrName() {

@@ -53,7 +53,8 @@ static std::string defaultCorpus() {
 
 const char *kUsage =
     "usage: gpt2_train [--size tiny|mini|124M|355M] [--stage 0..3] [-n N]\n"
-    "                  [--mesh RxS [--mesh-scheme hybrid|full] [--hpz]]\n"
+    "                  [--mesh RxS [--mesh-scheme hybrid|full] [--hpz]\n"
+    "                   [--qwz] [--qgz] [--quantize-block N]]\n"
     "                  [--precision f32|bf16|f16] [--steps N] [--batch B]\n"
     "                  [--accumulate K]\n"
     "                  [--offload none|optimizer|optimizer+params|auto]\n"
@@ -150,6 +151,14 @@ Flags parseFlags(int argc, char **argv) {
       flags.hpz = true;
       continue;
     }
+    if (flag == "--qwz") {
+      flags.qwz = true;
+      continue;
+    }
+    if (flag == "--qgz") {
+      flags.qgz = true;
+      continue;
+    }
     // Flags with a value: "--flag value" or "--flag=value".
     std::string inlineValue;
     bool hasInline = false;
@@ -165,6 +174,7 @@ Flags parseFlags(int argc, char **argv) {
                                           "--ranks",
                                           "--mesh",
                                           "--mesh-scheme",
+                                          "--quantize-block",
                                           "--precision",
                                           "--steps",
                                           "--batch",
@@ -232,6 +242,11 @@ Flags parseFlags(int argc, char **argv) {
         usage(absl::StrCat("--mesh-scheme must be hybrid or full, got '",
                            valueText, "'"));
       flags.meshScheme = valueText;
+    } else if (flag == "--quantize-block") {
+      flags.quantizeBlock = parseInt(flag, value);
+      if (flags.quantizeBlock < 1)
+        usage(absl::StrCat("--quantize-block must be at least 1, got ",
+                           valueText));
     } else if (flag == "--precision") {
       if (valueText == "f32")
         flags.precision = DType::f32;
@@ -350,8 +365,16 @@ Flags parseFlags(int argc, char **argv) {
       usage("--machine describes one axis of ranks; it does not combine with "
             "--mesh");
   }
-  if ((flags.meshScheme != "hybrid" || flags.hpz) && flags.mesh.empty())
-    usage("--mesh-scheme and --hpz say how a mesh is sharded; give --mesh RxS");
+  if ((flags.meshScheme != "hybrid" || flags.hpz || flags.qwz || flags.qgz) &&
+      flags.mesh.empty())
+    usage("--mesh-scheme, --hpz, --qwz and --qgz say how a mesh is sharded; "
+          "give --mesh RxS");
+  if ((flags.qwz || flags.qgz) && flags.meshScheme != "full")
+    usage("--qwz and --qgz quantize what crosses nodes under full 2-D "
+          "sharding; they need --mesh-scheme full");
+  if (flags.qwz && flags.stage != 3)
+    usage("--qwz quantizes the gathers of sharded parameters; it needs "
+          "--stage 3");
   if (flags.hpz && (flags.meshScheme != "full" || flags.stage != 3))
     usage("--hpz keeps a secondary shard of the parameters within the node; "
           "it needs --stage 3 --mesh-scheme full");

@@ -43,6 +43,10 @@ struct Flags {
   /// --mesh-scheme hybrid|full and --hpz (zero-shard's options).
   std::string meshScheme = "hybrid";
   bool hpz = false;
+  /// --qwz, --qgz and --quantize-block N (ZeRO++'s int8 communication).
+  bool qwz = false;
+  bool qgz = false;
+  long quantizeBlock = 4096;
   DType precision = DType::f32;
   long steps = 200;
   long batch = -1;     // global, per micro-batch; -1: the size's default

@@ -106,6 +106,10 @@ Graph buildGpt2(const Flags &flags, int64_t localBatch) {
     graph.config().mesh(flags.mesh[0], flags.mesh[1]);
     graph.config().zero().meshScheme = flags.meshScheme;
     graph.config().zero().hpz = flags.hpz;
+    graph.config().zero().qwz = flags.qwz;
+    graph.config().zero().qgz = flags.qgz;
+    graph.config().zero().quantizeBlock = flags.quantizeBlock;
+    graph.config().zero().quantizeMinElements = flags.quantizeBlock;
   }
   graph.config().activation_checkpointing(flags.checkpoint);
   graph.config().gradient_accumulation_steps(

@@ -359,6 +359,28 @@ ZeroFormula computeFormula(ModuleOp module, int64_t stage,
 
 } // namespace
 
+std::optional<QuantizationPlan> getQuantizationPlan(ModuleOp module) {
+  auto entries = module->getAttrOfType<DictionaryAttr>(
+      dist::DistDialect::getQuantizationAttrName());
+  if (!entries)
+    return std::nullopt;
+  QuantizationPlan plan;
+  auto flag = [&](StringRef name) {
+    auto value = entries.getAs<BoolAttr>(name);
+    return value && value.getValue();
+  };
+  plan.weights = flag("weights");
+  plan.gradients = flag("gradients");
+  if (auto block = entries.getAs<IntegerAttr>("block"))
+    plan.block = block.getInt();
+  if (auto least = entries.getAs<IntegerAttr>("min_elements"))
+    plan.minElements = least.getInt();
+  if (auto names = entries.getAs<ArrayAttr>("full_precision"))
+    for (auto name : names.getAsRange<StringAttr>())
+      plan.fullPrecision.push_back(name.str());
+  return plan;
+}
+
 std::vector<OptimizerGroup> computeOptimizerGroups(ModuleOp module) {
   std::vector<OptimizerGroup> groups;
   llvm::StringMap<size_t> index;
@@ -418,24 +440,7 @@ FailureOr<PlanReport> computePlanReport(ModuleOp module) {
           dist::DistDialect::getZeroStageAttrName()))
     report.stage = stage.getInt();
   report.groups = computeOptimizerGroups(module);
-  if (auto entries = module->getAttrOfType<DictionaryAttr>(
-          dist::DistDialect::getQuantizationAttrName())) {
-    QuantizationPlan plan;
-    auto flag = [&](StringRef name) {
-      auto value = entries.getAs<BoolAttr>(name);
-      return value && value.getValue();
-    };
-    plan.weights = flag("weights");
-    plan.gradients = flag("gradients");
-    if (auto block = entries.getAs<IntegerAttr>("block"))
-      plan.block = block.getInt();
-    if (auto least = entries.getAs<IntegerAttr>("min_elements"))
-      plan.minElements = least.getInt();
-    if (auto names = entries.getAs<ArrayAttr>("full_precision"))
-      for (auto name : names.getAsRange<StringAttr>())
-        plan.fullPrecision.push_back(name.str());
-    report.quantization = std::move(plan);
-  }
+  report.quantization = getQuantizationPlan(module);
   int64_t shardRanks = getShardRanks(module, report.grid);
 
   for (auto state : module.getOps<train::ParamOp>()) {

@@ -100,6 +100,10 @@ zero::ZeroPipelineOptions pipelineOptions(const GraphConfig &config,
   options.regatherInBackward = zero.regatherInBackward;
   options.meshScheme = zero.meshScheme;
   options.hpz = zero.hpz;
+  options.qwz = zero.qwz;
+  options.qgz = zero.qgz;
+  options.quantizeBlock = zero.quantizeBlock;
+  options.quantizeMinElements = zero.quantizeMinElements;
   options.maxReuseDistance = zero.maxReuseDistance;
   options.reduceBucketBytes = zero.reduceBucketBytes;
   options.allgatherBucketBytes = zero.allgatherBucketBytes;
@@ -275,6 +279,7 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
     return failure("zero-pipeline");
   impl->report = readReport(*impl->program, graph.config.zeroStage(), ranks);
   impl->report.groups = zero::computeOptimizerGroups(*impl->step);
+  impl->report.quantization = zero::getQuantizationPlan(*impl->program);
   impl->optimizer = graph.config.optimizerSpec();
   impl->groups = graph.config.parameterGroups();
   return CompiledGraph(std::move(impl));

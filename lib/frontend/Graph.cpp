@@ -318,13 +318,27 @@ absl::Status GraphConfig::validate() const {
         "zero options: min-shard-elements, bucket bytes, reuse distance, "
         "prefetch bytes and max live gathered bytes must not be negative");
   if (z.meshScheme != "hybrid" && z.meshScheme != "full")
-    return absl::InvalidArgumentError(absl::StrCat(
-        "zero options: mesh scheme must be hybrid or full, got '",
-        z.meshScheme, "'"));
-  if ((z.meshScheme != "hybrid" || z.hpz) && meshExtents.empty())
     return absl::InvalidArgumentError(
-        "zero options: the mesh scheme and hpz say how a mesh is sharded; "
-        "call mesh(nodes, ranks_per_node)");
+        absl::StrCat("zero options: mesh scheme must be hybrid or full, got '",
+                     z.meshScheme, "'"));
+  if ((z.meshScheme != "hybrid" || z.hpz || z.qwz || z.qgz) &&
+      meshExtents.empty())
+    return absl::InvalidArgumentError(
+        "zero options: the mesh scheme, hpz, qwz and qgz say how a mesh is "
+        "sharded; call mesh(nodes, ranks_per_node)");
+  if ((z.qwz || z.qgz) && z.meshScheme != "full")
+    return absl::InvalidArgumentError(
+        "zero options: qwz and qgz quantize what crosses nodes under full "
+        "2-D sharding; they need mesh scheme full");
+  if (z.qwz && (!zeroOn || stage != 3))
+    return absl::InvalidArgumentError(
+        "zero options: qwz quantizes the gathers of sharded parameters; it "
+        "needs enable_zero(true, 3)");
+  if (z.quantizeBlock < 1 || z.quantizeMinElements < 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "zero options: the quantize block must be positive and the minimum "
+        "elements not negative, got ",
+        z.quantizeBlock, " and ", z.quantizeMinElements));
   if (z.hpz && (z.meshScheme != "full" || !zeroOn || stage != 3))
     return absl::InvalidArgumentError(
         "zero options: hpz keeps a secondary shard of the parameters within "

@@ -127,6 +127,19 @@ void bindConfig(py::module_ &m) {
                      "Stage 3 with mesh_scheme 'full': later gathers of a "
                      "parameter start from the secondary shard its forward "
                      "gather left within the node (ZeRO++ hpZ).")
+      .def_readwrite("qwz", &ZeroOptions::qwz,
+                     "mesh_scheme 'full', stage 3: gather parameters across "
+                     "nodes as int8 codes with block scales (ZeRO++ qwZ).")
+      .def_readwrite("qgz", &ZeroOptions::qgz,
+                     "mesh_scheme 'full': reduce gradients by all-to-alls of "
+                     "int8 codes, averaged in full precision (ZeRO++ qgZ).")
+      .def_readwrite("quantize_block", &ZeroOptions::quantizeBlock,
+                     "qwz/qgz: elements per block, one f32 scale each "
+                     "(default 4096).")
+      .def_readwrite("quantize_min_elements", &ZeroOptions::quantizeMinElements,
+                     "qwz/qgz: pieces with fewer elements cross nodes in "
+                     "full precision (default 4096); compile().report lists "
+                     "them.")
       .def_readwrite("regather_in_backward", &ZeroOptions::regatherInBackward,
                      "Stage 3: gather parameters again for their backward "
                      "uses (default True); False keeps the forward's gathers "

@@ -232,6 +232,15 @@ py::dict reportDict(const MemoryReport &report) {
     groups.append(entry);
   }
   dict["parameter_groups"] = groups;
+  if (const std::optional<zero::QuantizationPlan> &plan = report.quantization) {
+    py::dict quantization;
+    quantization["weights"] = plan->weights;
+    quantization["gradients"] = plan->gradients;
+    quantization["block"] = plan->block;
+    quantization["min_elements"] = plan->minElements;
+    quantization["full_precision"] = plan->fullPrecision;
+    dict["quantization"] = quantization;
+  }
   if (report.hasMemoryPlan) {
     py::dict memory;
     memory["offload"] = report.offload;

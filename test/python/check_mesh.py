@@ -16,7 +16,7 @@ import numpy as np
 import zero
 
 
-def build(mesh, scheme="hybrid", hpz=False, stage=3):
+def build(mesh, scheme="hybrid", hpz=False, stage=3, quantize=False):
     graph = zero.Graph("mlp")
     x = graph.input("x", [4, 16], "f32")
     labels = graph.input("labels", [4], "i32")
@@ -29,11 +29,17 @@ def build(mesh, scheme="hybrid", hpz=False, stage=3):
         graph.config.mesh(*mesh)
     graph.config.zero.mesh_scheme = scheme
     graph.config.zero.hpz = hpz
+    if quantize:
+        graph.config.zero.qwz = True
+        graph.config.zero.qgz = True
+        graph.config.zero.quantize_block = 64
+        graph.config.zero.quantize_min_elements = 64
     return graph
 
 
-def train(mesh, scheme="hybrid", hpz=False):
-    compiled = build(mesh, scheme, hpz).compile(zero.world_size())
+def train(mesh, scheme="hybrid", hpz=False, quantize=False):
+    compiled = build(mesh, scheme, hpz,
+                     quantize=quantize).compile(zero.world_size())
     trainer = zero.Trainer(compiled, seed=3)
     rng = np.random.default_rng(0)
     losses = []
@@ -75,6 +81,14 @@ def main():
         assert np.array_equal(hpz_state[name], value), name
     print(f"rank {zero.rank()}: ok: full 2-D sharding holds {flat_held} "
           f"parameter bytes as one axis of 4 does, and hpz equals it bitwise")
+
+    quantized, q_losses, _ = train((2, 2), "full", hpz=True, quantize=True)
+    assert all(math.isclose(a, b, rel_tol=1e-3)
+               for a, b in zip(q_losses, full_losses)), (q_losses, full_losses)
+    plan = quantized.report["quantization"]
+    assert plan["block"] == 64 and plan["weights"] and plan["gradients"], plan
+    print(f"rank {zero.rank()}: ok: qwz and qgz train within 1e-3 of full "
+          f"precision; full precision across nodes: {plan['full_precision']}")
     if zero.rank() == 0:
         for what, call in {
             "a mesh of other ranks": lambda: build((2, 2)).compile(3),
@@ -83,6 +97,8 @@ def main():
             "hpz at stage 2": lambda: build((2, 2), "full", True,
                                             stage=2).compile(4),
             "a scheme without a mesh": lambda: build(None, "full").compile(4),
+            "qgz with hybrid sharding": lambda: build(
+                (2, 2), "hybrid", quantize=True).compile(4),
         }.items():
             try:
                 call()

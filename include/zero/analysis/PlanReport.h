@@ -126,6 +126,9 @@ struct QuantizationPlan {
   std::vector<std::string> fullPrecision;
 };
 
+/// dist.quantization of `module`, if zero-shard quantized anything.
+std::optional<QuantizationPlan> getQuantizationPlan(mlir::ModuleOp module);
+
 struct PlanReport {
   /// Every rank of the placement (the product of its grid).
   int64_t ranks = 1;

@@ -83,6 +83,9 @@ struct MemoryReport {
   int64_t hostBytes = 0;
   int64_t hostLinkBytes = 0;
   std::vector<std::string> offloadDecisions;
+  /// ZeRO++'s int8 communication (qwz, qgz): the block and the tensors
+  /// that cross nodes in full precision.
+  std::optional<zero::QuantizationPlan> quantization;
 };
 
 class CompiledGraph {

@@ -228,6 +228,15 @@ struct ZeroOptions {
   /// from the secondary shard its forward gather left within the node
   /// (ZeRO++ hpZ).
   bool hpz = false;
+  /// meshScheme "full": ZeRO++'s int8 communication across nodes: qwz
+  /// gathers parameters as codes and block scales (stage 3), qgz reduces
+  /// gradients by all-to-alls of codes averaged in full precision; blocks
+  /// of quantizeBlock elements, pieces under quantizeMinElements in full
+  /// precision.
+  bool qwz = false;
+  bool qgz = false;
+  int64_t quantizeBlock = 4096;
+  int64_t quantizeMinElements = 4096;
   /// Stage 3: re-gather when uses are more than this many ops apart (0: no
   /// re-gather for distance alone).
   int64_t maxReuseDistance = 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plain ZeRO-3 against hybrid sharding on two "hosts" joined by a slow link.
+"""Plain ZeRO-3 against the mesh schemes on two "hosts" joined by a slow link.
 
 Two network namespaces made here stand for two nodes of 2 ranks each (the
 helpers of test/runtime/check_multihost.py: a bridge, a veth per host, an
@@ -12,6 +12,10 @@ gpt2_train trains GPT-2 124M at a short sequence on the 4 ranks, in turn:
              ring that crosses the link);
   * hybrid3: --mesh 2x2 --stage 3 (sharded within a host, the shards'
              average across hosts);
+  * full3:   --mesh-scheme full (sharded over all 4, gathered across hosts
+             first);
+  * hpz:     full3 with --hpz (the backward gathers within the host);
+  * zeropp:  hpz with --qwz --qgz (int8 across hosts: ZeRO++);
   * ddp:     --mesh 2x2 --stage 0 (plain data parallelism on the mesh);
 
 and reports, per step, the bytes that crossed the link (the namespaces'
@@ -38,9 +42,13 @@ sys.path.insert(0, os.path.join(HERE, "..", "test", "runtime"))
 import benchlib  # noqa: E402
 import check_multihost as hosts  # noqa: E402
 
+FULL = ["--mesh", "2x2", "--mesh-scheme", "full", "--stage", "3"]
 CONFIGS = [
     ("zero3", ["-n", "4", "--stage", "3"]),
     ("hybrid3", ["--mesh", "2x2", "--stage", "3"]),
+    ("full3", FULL),
+    ("hpz", FULL + ["--hpz"]),
+    ("zeropp", FULL + ["--hpz", "--qwz", "--qgz"]),
     ("ddp", ["--mesh", "2x2", "--stage", "0"]),
 ]
 MODEL = ["--size", "124M", "--seq", "64", "--batch", "4"]

@@ -10,19 +10,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ZeroShardCollectives.h"
+#include "ZeroShardSharder.h"
 
-#include "zero/analysis/TrainingStep.h"
 #include "zero/passes/Passes.h"
 
-#include "zero/dialects/dist/DistOps.h"
-
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Builders.h"
-
-#include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace zero {
 #define GEN_PASS_DEF_ZEROSHARD
@@ -31,147 +23,7 @@ namespace zero {
 
 using namespace mlir;
 using namespace zero;
-using train::StorageLayoutKind;
-
-namespace {
-
-/// `full` as the collectives of `kind` cut it: flattened for flat shards,
-/// unchanged for dim-0 shards and 1-D tensors.
-Value flattenForLayout(OpBuilder &builder, Location loc, Value full,
-                       StorageLayoutKind kind) {
-  auto type = cast<RankedTensorType>(full.getType());
-  if (kind == StorageLayoutKind::flat && type.getRank() != 1)
-    return builder.create<train::ReshapeOp>(loc, getFlatType(type), full);
-  return full;
-}
-
-/// `value` (a gathered flat tensor) reshaped back to `logical` if needed.
-Value restoreLogicalShape(OpBuilder &builder, Location loc, Value value,
-                          RankedTensorType logical) {
-  if (value.getType() == logical)
-    return value;
-  return builder.create<train::ReshapeOp>(loc, logical, value);
-}
-
-/// The extent along dimension 0 of `logical` as the collectives of `kind`
-/// see it: all its elements for flat shards, its rows for dim-0 shards.
-int64_t gatheredExtent(RankedTensorType logical, StorageLayoutKind kind) {
-  return kind == StorageLayoutKind::flat || logical.getRank() == 0
-             ? logical.getNumElements()
-             : logical.getDimSize(0);
-}
-
-/// One optimizer update as train-materialize-optimizer and
-/// dist-data-parallel left it.
-struct UpdateSite {
-  Operation *update;
-  /// The average of the local gradient: on a mesh the first of a chain of
-  /// averages, one per axis (`averages`, innermost first).
-  dist::AllReduceOp average;
-  SmallVector<dist::AllReduceOp> averages;
-  train::ParamOp param;
-  /// The fp32 master copy the update writes, under mixed precision.
-  train::ParamOp master;
-  SmallVector<train::ParamOp> slots;
-  /// Stage 1: the reduce-scatter emitted ahead of the update.
-  Value gradShard = nullptr;
-};
-
-class Sharder {
-public:
-  Sharder(ModuleOp module, int64_t stage, StorageLayoutKind layout,
-          int64_t minShardElements, bool regatherInBackward,
-          int64_t maxReuseDistance, MeshScheme scheme, bool secondaryShards,
-          Quantization quantization)
-      : module(module), stage(stage), layout(layout),
-        minShardElements(minShardElements),
-        regatherInBackward(regatherInBackward),
-        maxReuseDistance(maxReuseDistance), scheme(scheme),
-        secondaryShards(secondaryShards), quantization(quantization) {}
-
-  LogicalResult run();
-
-private:
-  bool shouldShard(train::ParamOp param) {
-    return param.getLogicalTensorType().getNumElements() >= minShardElements;
-  }
-  StorageLayoutKind layoutOf(train::ParamOp param) {
-    return param.getLogicalTensorType().getRank() == 0 ? StorageLayoutKind::flat
-                                                       : layout;
-  }
-  RankedTensorType shardTypeOf(RankedTensorType logical,
-                               StorageLayoutKind kind) {
-    return cut->getShardType(logical, kind);
-  }
-  void shardDeclaration(train::ParamOp state, StorageLayoutKind kind);
-
-  FailureOr<UpdateSite> analyzeUpdate(Operation *update);
-  LogicalResult shardAccumulator(train::ParamOp accumulator,
-                                 train::ParamOp param);
-  LogicalResult rewriteUpdate(UpdateSite &site);
-  void gatherParameterLoads(func::FuncOp function,
-                            const DenseSet<train::ParamOp> &sharded);
-
-  /// `full` reduce-scattered (mean) into the shard of a tensor of `kind`.
-  Value emitReduceScatter(OpBuilder &builder, Location loc, Value full,
-                          StorageLayoutKind kind);
-  /// `shard` all-gathered: the flat tensor for flat shards, `logical` for
-  /// dim-0 shards. `secondary` as in ShardCut::allGather.
-  Value emitGather(OpBuilder &builder, Location loc, Value shard,
-                   RankedTensorType logical, StorageLayoutKind kind,
-                   Value *secondary = nullptr);
-  Value emitLoad(OpBuilder &builder, Location loc, train::ParamOp state) {
-    auto load = builder.create<train::LoadOp>(loc, state.getLocalTensorType(),
-                                              state.getSymName());
-    freshLoads.insert(load);
-    return load;
-  }
-  void eraseIfDead(Operation *op) {
-    if (op && op->use_empty())
-      op->erase();
-  }
-
-  ModuleOp module;
-  SymbolTableCollection symbols;
-  int64_t stage;
-  StorageLayoutKind layout;
-  int64_t minShardElements;
-  bool regatherInBackward;
-  int64_t maxReuseDistance;
-  MeshScheme scheme;
-  /// Stage 3 cut over several axes: later gathers of a parameter start from
-  /// the secondary shard its first gather left (ZeRO++'s hpZ).
-  bool secondaryShards;
-  Quantization quantization;
-  int64_t numAxes = 1;
-  std::optional<ShardCut> cut;
-  /// Loads this pass wrote; they already read shards.
-  DenseSet<Operation *> freshLoads;
-  /// Averaged gradients that are already this rank's shard (stage 2
-  /// accumulators), keyed by the full-size value they replace.
-  DenseMap<Value, Value> reducedShards;
-  /// Stages 1-2: updated shards to gather back into replicated parameters.
-  struct PendingGather {
-    Value shard;
-    train::ParamOp param;
-    StorageLayoutKind kind;
-    Location loc;
-  };
-  llvm::MapVector<Block *, SmallVector<PendingGather>> pendingGathers;
-  void emitPendingGathers();
-  /// Gradient filters (unscales, clips) whose operands became shards, each
-  /// after the filters it reads.
-  llvm::SetVector<Operation *> filters;
-  /// The gradient shards that filters read.
-  DenseSet<Value> gradShards;
-  /// Moves each filter after its operands (stage 1 reduces just before the
-  /// first update, after the filters) and marks the clips that read only
-  /// shards.
-  void placeFilters();
-  /// dist.quantization: the block, and the sharded tensors whose shards are
-  /// too small to quantize (they cross nodes in full precision).
-  void recordQuantization();
-};
+using namespace zero::sharding;
 
 void Sharder::recordQuantization() {
   Builder builder(module.getContext());
@@ -195,51 +47,6 @@ void Sharder::recordQuantization() {
                            builder.getArrayAttr(fullPrecision))};
   module->setAttr(dist::DistDialect::getQuantizationAttrName(),
                   builder.getDictionaryAttr(entries));
-}
-
-/// All gathers first, then the stores, so that the gathers are adjacent and
-/// zero-bucket can fuse them. They go at the end of the step, after every
-/// update, unless the step reads a parameter again after its update: then
-/// that parameter's gather and store go just before that read.
-void Sharder::emitPendingGathers() {
-  for (auto &[block, gathers] : pendingGathers) {
-    // Numbered once, before anything is inserted.
-    DenseMap<Operation *, int64_t> position;
-    llvm::StringMap<SmallVector<Operation *>> readsAfterUpdate;
-    for (auto [index, op] : llvm::enumerate(*block)) {
-      position[&op] = index;
-      if (auto load = dyn_cast<train::LoadOp>(op))
-        if (!freshLoads.contains(load))
-          readsAfterUpdate[load.getState()].push_back(&op);
-    }
-    llvm::MapVector<Operation *, SmallVector<PendingGather *>> byPoint;
-    for (PendingGather &pending : gathers) {
-      Operation *point = block->getTerminator();
-      int64_t updated = position.lookup(
-          block->findAncestorOpInBlock(*pending.shard.getDefiningOp()));
-      for (Operation *read :
-           readsAfterUpdate.lookup(pending.param.getSymName()))
-        if (position.lookup(read) > updated) {
-          point = read;
-          break;
-        }
-      byPoint[point].push_back(&pending);
-    }
-    for (auto &[point, group] : byPoint) {
-      OpBuilder builder(point);
-      SmallVector<Value> gathered;
-      for (PendingGather *pending : group)
-        gathered.push_back(emitGather(builder, pending->loc, pending->shard,
-                                      pending->param.getLogicalTensorType(),
-                                      pending->kind));
-      for (auto [pending, value] : llvm::zip(group, gathered))
-        builder.create<train::StoreOp>(
-            pending->loc,
-            restoreLogicalShape(builder, pending->loc, value,
-                                pending->param.getLogicalTensorType()),
-            pending->param.getSymName());
-    }
-  }
 }
 
 void Sharder::placeFilters() {
@@ -560,104 +367,6 @@ LogicalResult Sharder::rewriteUpdate(UpdateSite &site) {
   return success();
 }
 
-void Sharder::gatherParameterLoads(func::FuncOp function,
-                                   const DenseSet<train::ParamOp> &sharded) {
-  Block &body = function.front();
-  // Positions of the operations of every block that loads a parameter,
-  // numbered once before anything is inserted.
-  DenseMap<Operation *, int64_t> position;
-  DenseSet<Block *> numbered;
-  auto number = [&](Block *block) {
-    if (numbered.insert(block).second)
-      for (auto [index, op] : llvm::enumerate(*block))
-        position[&op] = index;
-  };
-
-  // The forward is what the step's results (the loss) depend on.
-  DenseSet<Operation *> forward;
-  SmallVector<Operation *> worklist;
-  for (Value result : body.getTerminator()->getOperands())
-    if (Operation *def = result.getDefiningOp())
-      worklist.push_back(def);
-  while (!worklist.empty()) {
-    Operation *op = worklist.pop_back_val();
-    if (!forward.insert(op).second)
-      continue;
-    op->walk([&](Operation *nested) {
-      for (Value operand : nested->getOperands())
-        if (Operation *def = operand.getDefiningOp())
-          if (Operation *inBody = body.findAncestorOpInBlock(*def))
-            worklist.push_back(inBody);
-    });
-  }
-
-  SmallVector<train::LoadOp> loads;
-  function.walk([&](train::LoadOp load) {
-    if (freshLoads.contains(load))
-      return;
-    auto state = symbols.lookupNearestSymbolFrom<train::ParamOp>(
-        load, load.getStateAttr());
-    if (state && sharded.contains(state))
-      loads.push_back(load);
-  });
-
-  for (train::LoadOp load : loads)
-    number(load->getBlock());
-  for (train::LoadOp load : loads) {
-    auto state = symbols.lookupNearestSymbolFrom<train::ParamOp>(
-        load, load.getStateAttr());
-    Block *block = load->getBlock();
-    auto isForward = [&](Operation *op) {
-      Operation *inBody = body.findAncestorOpInBlock(*op);
-      return inBody && forward.contains(inBody);
-    };
-    RankedTensorType logical = state.getLogicalTensorType();
-    StorageLayoutKind kind = layoutOf(state);
-    load.getResult().setType(state.getLocalTensorType());
-
-    struct Use {
-      Operation *anchor;
-      OpOperand *operand;
-    };
-    SmallVector<Use> uses;
-    for (OpOperand &use : load->getUses())
-      uses.push_back({block->findAncestorOpInBlock(*use.getOwner()), &use});
-    llvm::sort(uses, [&](const Use &a, const Use &b) {
-      return position.lookup(a.anchor) < position.lookup(b.anchor);
-    });
-
-    Value gathered, secondary;
-    Operation *previous = nullptr;
-    for (const Use &use : uses) {
-      bool newRegion = !gathered;
-      if (previous && previous != use.anchor) {
-        if (regatherInBackward && isForward(previous) && !isForward(use.anchor))
-          newRegion = true;
-        if (maxReuseDistance > 0 &&
-            position.lookup(use.anchor) - position.lookup(previous) >
-                maxReuseDistance)
-          newRegion = true;
-      }
-      if (newRegion) {
-        OpBuilder builder(use.anchor);
-        Location loc = load.getLoc();
-        // hpZ: the secondary shard is the first gather's value after the
-        // gather across nodes, so every later gather stays within the node
-        // and reads exactly the values the forward read.
-        if (secondary)
-          gathered = cut->allGatherFromSecondary(builder, loc, secondary,
-                                                 gatheredExtent(logical, kind));
-        else
-          gathered = emitGather(builder, loc, load, logical, kind,
-                                secondaryShards ? &secondary : nullptr);
-        gathered = restoreLogicalShape(builder, loc, gathered, logical);
-      }
-      use.operand->set(gathered);
-      previous = use.anchor;
-    }
-  }
-}
-
 LogicalResult Sharder::run() {
   auto stageAttr = module->getAttrOfType<IntegerAttr>(
       dist::DistDialect::getZeroStageAttrName());
@@ -807,6 +516,8 @@ LogicalResult Sharder::run() {
                                                                  : "hybrid"));
   return success();
 }
+
+namespace {
 
 struct ZeroShardPass : zero::impl::ZeroShardBase<ZeroShardPass> {
   using ZeroShardBase::ZeroShardBase;

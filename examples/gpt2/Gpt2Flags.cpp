@@ -84,8 +84,9 @@ const char *kUsage =
     "--device-memory-budget (e.g. 80GiB) per rank.\n"
     "At stage 3, --prefetch-bytes issues parameter gathers that far ahead\n"
     "of their use, keeping at most --max-live-gathered-bytes gathered;\n"
-    "--machine (h100-nvlink-8, h200-nvlink-8, cpu or a JSON machine file;\n"
-    "h100-nvlink-8 by default with --backend cuda) issues each just early\n"
+    "--machine (h100-nvlink-8, h200-nvlink-8, h100-nodes-ib400 for a\n"
+    "--mesh of 8-GPU nodes, cpu or a JSON machine file; h100-nvlink-8 by\n"
+    "default with --backend cuda) issues each just early\n"
     "enough to be hidden behind the compute on that machine, and at\n"
     "stages 1-2 runs the updates inside the backward.\n"
     "Sizes:\n";
@@ -360,10 +361,15 @@ Flags parseFlags(int argc, char **argv) {
     // launch, under it what the job's size must be (checked at start).
     if (flags.ranks == 0)
       flags.ranks = static_cast<int>(ranks);
-    // The machine presets describe one axis of ranks.
-    if (!flags.machine.empty())
-      usage("--machine describes one axis of ranks; it does not combine with "
-            "--mesh");
+    // The one-node presets describe one axis of ranks; a mesh needs a
+    // machine with a link per axis (a preset such as h100-nodes-ib400, or
+    // a file, which the compiler checks).
+    for (const char *oneAxis : {"h100-nvlink-8", "h200-nvlink-8", "cpu"})
+      if (flags.machine == oneAxis)
+        usage(absl::StrCat("--machine ", oneAxis,
+                           " describes one axis of ranks; a --mesh needs a "
+                           "machine with a link per axis, such as "
+                           "h100-nodes-ib400"));
   }
   if ((flags.meshScheme != "hybrid" || flags.hpz || flags.qwz || flags.qgz) &&
       flags.mesh.empty())

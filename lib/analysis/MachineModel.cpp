@@ -113,6 +113,24 @@ constexpr StringLiteral kH200 = R"({
   "async_collectives": true
 })";
 
+// Nodes of 8x H100 SXM5 (the h100-nvlink-8 node: its compute, memory,
+// host link and NVLink as axis 1) joined by 400 Gb/s InfiniBand NDR per
+// GPU (one ConnectX-7 per GPU, rail-optimized) as axis 0: 50 GB/s a
+// direction, of which NCCL's inter-node ring achieves about 90% on large
+// messages (45 GB/s bus bandwidth), and a ring step latency of ~6 us
+// across the fabric. For meshes `[R, 8]` (zero-pipeline mesh=R,8): R nodes.
+constexpr StringLiteral kH100Nodes = R"({
+  "name": "h100-nodes-ib400",
+  "links": [{"bandwidth": 45e9, "latency": 6e-6},
+            {"bandwidth": 450e9, "latency": 1.5e-6}],
+  "matmul_flops": {"f32": 47e12, "bf16": 643e12, "f16": 643e12},
+  "memory_bandwidth": 2.68e12,
+  "launch_overhead": 2e-6,
+  "host_link_bandwidth": 50e9,
+  "host_memory_bandwidth": 40e9,
+  "async_collectives": true
+})";
+
 // The project's 2-core development machine (Intel Xeon, KVM), one rank per
 // core over Open MPI's shared memory, one BLAS thread per rank: measured
 // with `bench/predicted_step.py --parts calibrate` (zero-run's profile of a
@@ -132,13 +150,16 @@ constexpr StringLiteral kCpu = R"({
   "async_collectives": false
 })";
 
-constexpr Preset kPresets[] = {
-    {"h100-nvlink-8", kH100}, {"h200-nvlink-8", kH200}, {"cpu", kCpu}};
+constexpr Preset kPresets[] = {{"h100-nvlink-8", kH100},
+                               {"h200-nvlink-8", kH200},
+                               {"h100-nodes-ib400", kH100Nodes},
+                               {"cpu", kCpu}};
 
 } // namespace
 
 ArrayRef<StringRef> getMachinePresetNames() {
-  static const StringRef names[] = {"h100-nvlink-8", "h200-nvlink-8", "cpu"};
+  static const StringRef names[] = {"h100-nvlink-8", "h200-nvlink-8",
+                                    "h100-nodes-ib400", "cpu"};
   return names;
 }
 

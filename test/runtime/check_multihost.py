@@ -133,6 +133,31 @@ def main():
                      f"{across} vs {here}")
         print("ok: zero-run over TCP across hosts = one host, bitwise")
 
+        # A two-level mesh whose nodes are hosts: 2 hosts of 2 ranks (a
+        # node's ranks consecutive, as mpirun fills each host's slots), full
+        # 2-D sharding with ZeRO++'s hpZ, qwZ and qgZ, so that the int8
+        # gathers and all-to-alls cross the hosts' TCP link.
+        pairs = os.path.join(args.workdir, "hosts2x2")
+        with open(pairs, "w") as f:
+            f.write(f"{HOSTS[0]} slots=2\n{HOSTS[1]} slots=2\n")
+        mesh_spread = os.path.join(args.workdir, "mesh-hosts.json")
+        mesh_single = os.path.join(args.workdir, "mesh-single.json")
+        mesh_flags = flags + [
+            "--mesh", "2x2", "--mesh-scheme", "full", "--hpz", "--qwz",
+            "--qgz", "--pipeline-options",
+            "quantize-block=1024 quantize-min-elements=1024"]
+        run(mpirun(agent, pairs, 4) + [args.zero_run] + mesh_flags +
+            ["--metrics-json", mesh_spread], "zero-run on a mesh of 2 hosts")
+        run([args.zero_run] + mesh_flags + ["--metrics-json", mesh_single],
+            "zero-run's mesh on one host")
+        across, here = losses(mesh_spread), losses(mesh_single)
+        print("zero-run mesh 2x2 (2 hosts x 2 ranks), ZeRO++:",
+              " ".join(f"{x:.9g}" for x in across))
+        if across != here:
+            sys.exit(f"the mesh's losses differ from the single-host run's: "
+                     f"{across} vs {here}")
+        print("ok: a mesh whose nodes are hosts = one host, bitwise")
+
         if args.python_script:
             one_each = os.path.join(args.workdir, "hosts3")
             with open(one_each, "w") as f:

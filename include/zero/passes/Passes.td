@@ -406,7 +406,7 @@ def ZeroReport : Pass<"zero-report", "::mlir::ModuleOp"> {
            "File to write the report to; - for stderr">,
     Option<"machine", "machine", "std::string", "\"\"",
            "Machine model to predict the lowered step's time on: "
-           "h100-nvlink-8, h200-nvlink-8, cpu or a .json file (empty: no "
+           "h100-nvlink-8, h200-nvlink-8, h100-nodes-ib400, cpu or a .json file (empty: no "
            "prediction)">,
   ];
 }

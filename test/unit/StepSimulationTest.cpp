@@ -96,8 +96,9 @@ TEST_F(StepSimulationTest, PresetsParse) {
     ASSERT_EQ(machine->links.size(), nodes ? 2u : 1u);
     for (const LinkModel &link : machine->links)
       EXPECT_GT(link.bandwidth, 0);
-    if (nodes)
+    if (nodes) {
       EXPECT_LT(machine->links[0].bandwidth, machine->links[1].bandwidth);
+    }
     EXPECT_GT(machine->matmulFlopsBF16, 0);
     EXPECT_GT(machine->memoryBandwidth, 0);
     // Only the CPU ranks progress collectives inside MPI calls alone.

@@ -68,22 +68,37 @@ absl::StatusOr<QuantizedLayout> getQuantizedLayout(const BindRequest &request,
   return layout;
 }
 
+/// The checks both binders share: `values` floats named `what`, `codes`
+/// int8 of their shape (else `mismatch`), and the blocks' layout.
+static absl::StatusOr<QuantizedLayout>
+checkCodes(const BindRequest &request, const TensorSpec &values,
+           absl::string_view what, const TensorSpec &codes,
+           const TensorSpec &scales, absl::string_view mismatch) {
+  if (absl::Status status = checkFloat(request, values, what); !status.ok())
+    return status;
+  if (codes.dtype != DType::i8 || codes.shape != values.shape)
+    return request.invalid(mismatch, specString(values), ", got ",
+                           specString(codes));
+  return getQuantizedLayout(request, codes, scales);
+}
+
+/// f32 scratch for one block of a 16-bit tensor (none for f32).
+static std::shared_ptr<std::vector<float>>
+scratchFor(DType dtype, const QuantizedLayout &layout) {
+  return std::make_shared<std::vector<float>>(
+      dtype == DType::f32 ? 0 : layout.block);
+}
+
 absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request) {
   if (absl::Status status = checkArity(request, 1, 2); !status.ok())
     return status;
-  const TensorSpec &in = request.ins[0], &codes = request.outs[0];
-  if (absl::Status status = checkFloat(request, in, "input"); !status.ok())
-    return status;
-  if (codes.dtype != DType::i8 || codes.shape != in.shape)
-    return request.invalid("writes int8 codes of the input's shape ",
-                           specString(in), ", got ", specString(codes));
   absl::StatusOr<QuantizedLayout> layout =
-      getQuantizedLayout(request, in, request.outs[1]);
+      checkCodes(request, request.ins[0], "input", request.outs[0],
+                 request.outs[1], "writes int8 codes of the input's shape ");
   if (!layout.ok())
     return layout.status();
-  DType dtype = in.dtype;
-  auto scratch = std::make_shared<std::vector<float>>(
-      dtype == DType::f32 ? 0 : layout->block);
+  DType dtype = request.ins[0].dtype;
+  auto scratch = scratchFor(dtype, *layout);
   return KernelFn([layout = *layout, dtype,
                    scratch](absl::Span<const void *const> ins,
                             absl::Span<void *const> outs,
@@ -104,19 +119,13 @@ absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request) {
 absl::StatusOr<KernelFn> bindDequantize(const BindRequest &request) {
   if (absl::Status status = checkArity(request, 2, 1); !status.ok())
     return status;
-  const TensorSpec &codes = request.ins[0], &out = request.outs[0];
-  if (absl::Status status = checkFloat(request, out, "result"); !status.ok())
-    return status;
-  if (codes.dtype != DType::i8 || codes.shape != out.shape)
-    return request.invalid("reads int8 codes of the result's shape ",
-                           specString(out), ", got ", specString(codes));
   absl::StatusOr<QuantizedLayout> layout =
-      getQuantizedLayout(request, codes, request.ins[1]);
+      checkCodes(request, request.outs[0], "result", request.ins[0],
+                 request.ins[1], "reads int8 codes of the result's shape ");
   if (!layout.ok())
     return layout.status();
-  DType dtype = out.dtype;
-  auto scratch = std::make_shared<std::vector<float>>(
-      dtype == DType::f32 ? 0 : layout->block);
+  DType dtype = request.outs[0].dtype;
+  auto scratch = scratchFor(dtype, *layout);
   return KernelFn([layout = *layout, dtype,
                    scratch](absl::Span<const void *const> ins,
                             absl::Span<void *const> outs,

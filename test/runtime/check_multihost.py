@@ -97,6 +97,22 @@ def losses(metrics_path):
         return json.load(f)["losses"]
 
 
+def same_as_one_host(args, launch, flags, single_flags, tag, what):
+    """Runs zero-run with `flags` through `launch` (mpirun on the hosts) and,
+    with `single_flags` too, on this host alone; exits unless the losses are
+    the same, bit for bit. Returns them."""
+    spread = os.path.join(args.workdir, f"{tag}-hosts.json")
+    single = os.path.join(args.workdir, f"{tag}-single.json")
+    run(launch + [args.zero_run] + flags + ["--metrics-json", spread], what)
+    run([args.zero_run] + flags + single_flags + ["--metrics-json", single],
+        f"{what}, on one host")
+    across, here = losses(spread), losses(single)
+    if across != here:
+        sys.exit(f"{what}: the losses differ from the single-host run's: "
+                 f"{across} vs {here}")
+    return across
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--zero-run", required=True)
@@ -118,19 +134,12 @@ def main():
         if names != sorted([HOSTS[0], HOSTS[0], HOSTS[1], HOSTS[2]]):
             sys.exit(f"the ranks did not run on the hosts: {names}")
 
-        spread = os.path.join(args.workdir, "hosts.json")
-        single = os.path.join(args.workdir, "single.json")
         flags = [args.mlp, "--stage", "3", "--steps", "4", "--deterministic"]
-        run(mpirun(agent, hostfile, 4) + [args.zero_run] + flags +
-            ["--metrics-json", spread], "zero-run over 3 hosts")
-        run([args.zero_run] + flags + ["-n", "4", "--metrics-json", single],
-            "zero-run on one host")
-        across, here = losses(spread), losses(single)
+        across = same_as_one_host(
+            args, mpirun(agent, hostfile, 4), flags, ["-n", "4"], "spread",
+            "zero-run over 3 hosts")
         print("zero-run stage 3, 4 ranks on 3 hosts:",
               " ".join(f"{x:.9g}" for x in across))
-        if across != here:
-            sys.exit(f"the losses differ from the single-host run's: "
-                     f"{across} vs {here}")
         print("ok: zero-run over TCP across hosts = one host, bitwise")
 
         # A two-level mesh whose nodes are hosts: 2 hosts of 2 ranks (a
@@ -140,22 +149,14 @@ def main():
         pairs = os.path.join(args.workdir, "hosts2x2")
         with open(pairs, "w") as f:
             f.write(f"{HOSTS[0]} slots=2\n{HOSTS[1]} slots=2\n")
-        mesh_spread = os.path.join(args.workdir, "mesh-hosts.json")
-        mesh_single = os.path.join(args.workdir, "mesh-single.json")
         mesh_flags = flags + [
             "--mesh", "2x2", "--mesh-scheme", "full", "--hpz", "--qwz",
             "--qgz", "--pipeline-options",
             "quantize-block=1024 quantize-min-elements=1024"]
-        run(mpirun(agent, pairs, 4) + [args.zero_run] + mesh_flags +
-            ["--metrics-json", mesh_spread], "zero-run on a mesh of 2 hosts")
-        run([args.zero_run] + mesh_flags + ["--metrics-json", mesh_single],
-            "zero-run's mesh on one host")
-        across, here = losses(mesh_spread), losses(mesh_single)
+        across = same_as_one_host(args, mpirun(agent, pairs, 4), mesh_flags,
+                                  [], "mesh", "zero-run on a mesh of 2 hosts")
         print("zero-run mesh 2x2 (2 hosts x 2 ranks), ZeRO++:",
               " ".join(f"{x:.9g}" for x in across))
-        if across != here:
-            sys.exit(f"the mesh's losses differ from the single-host run's: "
-                     f"{across} vs {here}")
         print("ok: a mesh whose nodes are hosts = one host, bitwise")
 
         if args.python_script:

@@ -149,14 +149,23 @@ void BucketPlanner::add(Operation *op, BucketKind kind) {
         bucket.axis != axis || bucket.elementType != elementType)
       continue;
     bool fits = bucket.bytes + bytes <= limit;
-    // A gather moves up to the first member: its input must exist there,
-    // and must not come from a collective that is itself going to move.
+    // A gather moves up to the first member: its input must exist there.
+    // An input gathered by another bucket (the gather within the node of a
+    // full 2-D cut, after the gather across nodes) exists where that
+    // bucket is issued, at its own first member.
     if (fits && kind == BucketKind::AllGather) {
       Operation *def = op->getOperand(0).getDefiningOp();
       Operation *first = bucket.members.front();
-      if (def && ((def->getBlock() == first->getBlock() &&
-                   position.lookup(def) >= position.lookup(first)) ||
-                  bucketOf.count(def)))
+      if (auto producer = def ? bucketOf.find(def) : bucketOf.end();
+          producer != bucketOf.end()) {
+        const Bucket &issuing = buckets[producer->second];
+        def = issuing.kind == BucketKind::AllGather ? issuing.members.front()
+                                                    : nullptr;
+        if (!def)
+          fits = false;
+      }
+      if (def && def->getBlock() == first->getBlock() &&
+          position.lookup(def) >= position.lookup(first))
         fits = false;
       // A second gather of a member's input is a re-gather (stage 3's
       // backward, or a use too far from the last): it exists to free the
@@ -208,10 +217,16 @@ void BucketPlanner::planBlock(Block &block) {
           // come after the bucket.
           if (getRider(def).getOperation() == nested)
             continue;
-          if (buckets[it->second].kind == BucketKind::AllGather)
-            buckets[it->second].used = true;
-          else
+          if (buckets[it->second].kind == BucketKind::AllGather) {
+            // A gather of the result over another axis (the next level of
+            // a full 2-D cut) is not compute the bucket moves ahead of.
+            auto next = dyn_cast<dist::AllGatherOp>(nested);
+            if (!next || static_cast<int64_t>(next.getAxis()) ==
+                             buckets[it->second].axis)
+              buckets[it->second].used = true;
+          } else {
             close(it->second);
+          }
         }
     });
     Operation *producer =

@@ -241,7 +241,11 @@ def ZeroBucket : Pass<"zero-bucket", "::mlir::ModuleOp"> {
     first member was, ahead of every member's use, so a use does not close
     a gather bucket: stage 3's gathers, each right before its use, fuse
     across the compute between them. A gather joins only when its input is
-    already available at the first member, and a second gather of an input
+    already available at the first member (an input another gather bucket
+    produces is available where that bucket is issued: under full 2-D
+    sharding the gathers within the node fuse after the fused gather across
+    nodes, and such a gather is not a use that limits the bucket it reads),
+    and a second gather of an input
     the bucket holds (a re-gather, there to free the tensor in between)
     starts a new bucket. Across a use a bucket grows only up to
     `allgather-across-uses-bytes`: its members are copied out of the

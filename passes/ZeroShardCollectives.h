@@ -54,10 +54,6 @@ public:
   /// The axes the state is cut over, the major one first: the shard of a
   /// rank is numbered by its coordinates along them in mixed radix.
   llvm::ArrayRef<int64_t> getShardAxes() const { return shardAxes; }
-  /// The axes whose ranks hold copies of the same shards.
-  llvm::ArrayRef<int64_t> getReplicaAxes() const { return replicaAxes; }
-  /// How many shards a tensor is cut into.
-  int64_t getGroupSize() const { return groupSize; }
 
   /// The tensor one rank holds of `logical` stored with `kind`.
   mlir::RankedTensorType getShardType(mlir::RankedTensorType logical,

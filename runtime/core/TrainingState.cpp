@@ -229,34 +229,30 @@ absl::StatusOr<TensorMap> zero::rt::gatherState(Executor &executor) {
       tensor.data = std::move(local);
     } else {
       int64_t count = decl.spec.numElements();
+      int64_t shardBytes = count * elementBytes;
+      std::vector<uint8_t> gathered(shardBytes * executor.shardCount(decl));
       if (decl.shardAxes.size() == 1) {
         // The shards are held along one axis: gathered over its group.
         Communicator &group = executor.axisCommunicator(decl.shardAxes[0]);
-        std::vector<uint8_t> gathered(count * group.size() * elementBytes);
         if (absl::Status status = group.allGather(local.data(), gathered.data(),
                                                   count, decl.spec.dtype);
             !status.ok())
           return status;
-        gathered.resize(logicalBytes);
-        tensor.data = std::move(gathered);
       } else {
         // Cut over several axes: every rank's shard, put in shard order.
         Communicator &job = executor.communicator();
-        std::vector<uint8_t> byRank(count * job.size() * elementBytes);
+        std::vector<uint8_t> byRank(shardBytes * job.size());
         if (absl::Status status = job.allGather(local.data(), byRank.data(),
                                                 count, decl.spec.dtype);
             !status.ok())
           return status;
-        std::vector<uint8_t> gathered(count * executor.shardCount(decl) *
-                                      elementBytes);
-        int64_t shardBytes = count * elementBytes;
         for (int rank = 0; rank < job.size(); ++rank)
           std::memcpy(gathered.data() +
                           executor.shardIndex(decl, rank) * shardBytes,
                       byRank.data() + rank * shardBytes, shardBytes);
-        gathered.resize(logicalBytes);
-        tensor.data = std::move(gathered);
       }
+      gathered.resize(logicalBytes);
+      tensor.data = std::move(gathered);
     }
     state[decl.name] = std::move(tensor);
   }

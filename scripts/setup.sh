@@ -14,6 +14,8 @@ PACKAGES=(
   cmake ninja-build g++ python3 clang-format
   # Runtime dependencies.
   libopenmpi-dev openmpi-bin libabsl-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev
+  # ISA-L: the CRC-32 of checkpoint files (found through pkg-config).
+  libisal-dev pkg-config
   # Highway: the vectorized update loops of the CPU kernels.
   libhwy-dev
   # The Python package: pybind11 and the interpreter's headers (the python3

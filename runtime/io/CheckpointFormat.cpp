@@ -10,6 +10,7 @@
 
 #include "zero/runtime/CheckpointFormat.h"
 
+#include "Crc32.h"
 #include "FileIO.h"
 
 #include "zero/runtime/TensorFile.h"
@@ -20,7 +21,6 @@
 #include "absl/strings/str_split.h"
 
 #include <nlohmann/json.hpp>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -327,7 +327,7 @@ fileChecksum(const std::string &path) {
     return file.status();
   std::vector<uint8_t> buffer(
       std::min<uint64_t>(kReadPiece, std::max<uint64_t>(1, (*file)->size())));
-  uLong crc = crc32_z(0L, Z_NULL, 0);
+  uint32_t crc = 0;
   // The next pieces are read ahead while this one is checksummed: the CRC
   // and the disk overlap instead of taking turns.
   (*file)->willNeed(0, 2 * kReadPiece);
@@ -338,9 +338,9 @@ fileChecksum(const std::string &path) {
             (*file)->readAt(offset, length, buffer.data(), "the data");
         !status.ok())
       return status;
-    crc = crc32_z(crc, buffer.data(), static_cast<z_size_t>(length));
+    crc = io::crc32(crc, buffer.data(), length);
   }
-  return std::make_pair(static_cast<uint32_t>(crc), (*file)->size());
+  return std::make_pair(crc, (*file)->size());
 }
 
 absl::Status verifyCheckpointFiles(const std::string &dir,

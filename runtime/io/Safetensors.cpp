@@ -9,11 +9,11 @@
 
 #include "zero/runtime/TensorFile.h"
 
+#include "Crc32.h"
 #include "FileIO.h"
 
 #include "absl/strings/str_join.h"
 #include <nlohmann/json.hpp>
-#include <zlib.h>
 
 #include <algorithm>
 #include <new>
@@ -311,11 +311,10 @@ struct SafetensorsWriter::State {
   uint64_t dataBytes = 0;
   uint64_t written = 0;
   uint64_t fileBytes = 0;
-  uLong crc = crc32_z(0L, Z_NULL, 0);
+  uint32_t crc = 0;
 
   absl::Status put(const void *data, uint64_t bytes) {
-    crc = crc32_z(crc, static_cast<const Bytef *>(data),
-                  static_cast<z_size_t>(bytes));
+    crc = io::crc32(crc, data, bytes);
     fileBytes += bytes;
     return out->write(data, bytes);
   }

@@ -7,6 +7,8 @@
 
 #include "Zip.h"
 
+#include "Crc32.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -28,15 +30,6 @@ constexpr size_t kZip64EndBytes = 56;
 constexpr size_t kZip64LocatorBytes = 20;
 // DOS date of 1980-01-01: fixed so that equal archives are equal bytes.
 constexpr uint16_t kDosDate = (1 << 5) | 1;
-
-uint32_t crcOf(uint32_t crc, const uint8_t *data, uint64_t length) {
-  // zlib answers a null buffer with the initial value, not with `crc`; an
-  // empty array's data() may be null.
-  if (length == 0)
-    return crc;
-  return static_cast<uint32_t>(
-      crc32_z(crc, data, static_cast<z_size_t>(length)));
-}
 
 struct EndRecord {
   uint64_t entries = 0;
@@ -294,7 +287,7 @@ absl::StatusOr<std::vector<uint8_t>> readZipEntry(const InputFile &file,
                               entry.size));
     data.resize(entry.size);
   }
-  uint32_t crc = crcOf(0, data.data(), data.size());
+  uint32_t crc = io::crc32(0, data.data(), data.size());
   if (crc != entry.crc32)
     return bad("CRC-32 mismatch (corrupt data)");
   return data;
@@ -308,8 +301,8 @@ absl::Status ZipWriter::add(const std::string &name, const std::string &head,
   entry.name = name;
   entry.size = entry.compressedSize = head.size() + dataBytes;
   entry.localHeaderOffset = out_.bytesWritten();
-  entry.crc32 = crcOf(
-      crcOf(0, reinterpret_cast<const uint8_t *>(head.data()), head.size()),
+  entry.crc32 = io::crc32(
+      io::crc32(0, reinterpret_cast<const uint8_t *>(head.data()), head.size()),
       data, dataBytes);
   // Bit 11: the name is UTF-8, which is how we got it.
   entry.flags =

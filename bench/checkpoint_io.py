@@ -15,10 +15,11 @@ first) with oflag=direct conv=fdatasync, so that every byte reaches the
 disk and none is a cached page rewritten; then reading it back with
 iflag=direct.
 
-Asynchronous saves: `gpt2_train --steps 12 --checkpoint-every 6
---checkpoint-async` at each N: what the steps waited for each save (the
-copy to host memory and the commit), the background write's bandwidth, and
-the mean step time while a save was in flight against without one.
+Asynchronous saves: `gpt2_train --steps 24 --checkpoint-every 4
+--checkpoint-async` at each N (six saves): what the steps waited for each
+save (the copy to host memory and the commit), the background write's
+bandwidth, and the mean time of the steps that started while a background
+write was going against the others (how many of each in the table).
 
 Also: resharding 4 -> 2 (the N = 4 checkpoint loaded on 2 ranks) against a
 same-N load on 2 ranks, and the peak resident memory of
@@ -116,7 +117,7 @@ OVERLAP_RE = re.compile(r"asynchronous saves: (\d+) steps during a save at "
 
 def async_figures(output, mib):
     """(mean wait per save s, mean background write MiB/s, ms/step during a
-    save, ms/step without)."""
+    save, ms/step without, steps during, steps without)."""
     saves = [ASYNC_RE.search(line) for line in output.splitlines()
              if line.startswith("saved")]
     saves = [m for m in saves if m]
@@ -125,7 +126,8 @@ def async_figures(output, mib):
         sys.exit(f"no asynchronous save figures in:\n{output}")
     wait = sum(float(m.group(2)) for m in saves) / len(saves)
     write = sum(mib / float(m.group(1)) for m in saves) / len(saves)
-    return wait, write, float(overlap.group(2)), float(overlap.group(4))
+    return (wait, write, float(overlap.group(2)), float(overlap.group(4)),
+            int(overlap.group(1)), int(overlap.group(3)))
 
 
 def peak_rss_mib(command):
@@ -162,14 +164,16 @@ def main():
                      f"{100 * save_mib / save_s / write:.0f}%",
                      f"{load_s:.2f}", f"{load_mib / load_s:.0f}",
                      f"{read:.0f}", f"{100 * load_mib / load_s / read:.0f}%"])
-        overlapped = gpt2(ranks, ["--steps", "12", "--checkpoint-every", "6",
+        overlapped = gpt2(ranks, ["--steps", "24", "--checkpoint-every", "4",
                                   "--checkpoint-async", "--checkpoint-dir",
                                   os.path.join(args.workdir, f"a{ranks}")])
         shutil.rmtree(os.path.join(args.workdir, f"a{ranks}"))
-        wait, bandwidth, during, without = async_figures(overlapped, save_mib)
+        wait, bandwidth, during, without, n_during, n_without = \
+            async_figures(overlapped, save_mib)
         async_rows.append([str(ranks), f"{save_s:.2f}", f"{wait:.2f}",
                            f"{bandwidth:.0f}", f"{100 * bandwidth / write:.0f}%",
-                           f"{without:.0f}", f"{during:.0f}",
+                           f"{without:.0f} ({n_without})",
+                           f"{during:.0f} ({n_during})",
                            f"{during / without:.2f}x"])
     print(benchlib.machine())
     print(benchlib.table(
@@ -178,7 +182,8 @@ def main():
         args.markdown))
     print(benchlib.table(
         ["N", "sync save s", "async: step waits s", "write MiB/s",
-         "write/dd", "ms/step without", "ms/step during", "ratio"],
+         "write/dd", "ms/step without (steps)", "ms/step during (steps)",
+         "ratio"],
         async_rows, args.markdown))
     if 4 in ranks_list and 2 in ranks_list:
         source = os.path.join(args.workdir, "n4")

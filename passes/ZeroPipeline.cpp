@@ -125,9 +125,10 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     dataParallel.mesh = ArrayRef<int64_t>(mesh);
     pipeline.addPass(createDistDataParallel(dataParallel));
     if (stage > 0)
-      pipeline.addPass(createZeroShard(ZeroShardOptions{
-          stage, layout, minShardElements, regatherInBackward, maxReuseDistance,
-          meshScheme, hpz, qwz, qgz, quantizeBlock, quantizeMinElements}));
+      pipeline.addPass(createZeroShard(
+          ZeroShardOptions{stage, layout, minShardElements, regatherInBackward,
+                           maxReuseDistance, meshScheme, hpz, qwz, qgz, qwzBits,
+                           qgzBits, quantizeBlock, quantizeMinElements}));
     pipeline.addPass(createZeroBucket(ZeroBucketOptions{
         reduceBucketBytes, allgatherBucketBytes, allgatherAcrossUsesBytes}));
     if (stage > 0)

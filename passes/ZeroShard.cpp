@@ -43,6 +43,10 @@ void Sharder::recordQuantization() {
                            builder.getBoolAttr(quantization.weights)),
       builder.getNamedAttr("gradients",
                            builder.getBoolAttr(quantization.gradients)),
+      builder.getNamedAttr("weight_bits",
+                           builder.getI64IntegerAttr(quantization.weightBits)),
+      builder.getNamedAttr("gradient_bits", builder.getI64IntegerAttr(
+                                                quantization.gradientBits)),
       builder.getNamedAttr("full_precision",
                            builder.getArrayAttr(fullPrecision))};
   module->setAttr(dist::DistDialect::getQuantizationAttrName(),
@@ -563,7 +567,17 @@ struct ZeroShardPass : zero::impl::ZeroShardBase<ZeroShardPass> {
           << static_cast<int64_t>(quantizeMinElements);
       return signalPassFailure();
     }
-    Quantization quantization{qwz, qgz, quantizeBlock, quantizeMinElements};
+    for (auto [name, bits] :
+         {std::pair<StringRef, int64_t>{"qwz-bits", qwzBits},
+          {"qgz-bits", qgzBits}})
+      if (bits != 8 && bits != 4) {
+        mlir::emitError(module.getLoc())
+            << "zero-shard: " << name << " must be 8 (int8) or 4 (int4), got "
+            << bits;
+        return signalPassFailure();
+      }
+    Quantization quantization{qwz,     qgz,           qwzBits,
+                              qgzBits, quantizeBlock, quantizeMinElements};
     if (failed(Sharder(module, stage, *kind, minShardElements,
                        regatherInBackward, maxReuseDistance, *scheme, hpz,
                        quantization)

@@ -105,12 +105,14 @@ Value ShardCut::reduceScatterOver(OpBuilder &builder, Location loc, Value value,
   Value flat = flatten(builder, loc, value);
   auto flatType = cast<RankedTensorType>(flat.getType());
   int64_t elements = flatType.getNumElements();
+  int64_t bits = quantization.gradientBits;
   int64_t scales = group * shardSize(elements / group, quantization.block);
-  auto codesType =
-      RankedTensorType::get({elements}, IntegerType::get(context, 8));
+  auto codesType = RankedTensorType::get(
+      {group * quantizedSegmentBytes(elements / group, bits)},
+      IntegerType::get(context, 8));
   auto scalesType = RankedTensorType::get({scales}, Float32Type::get(context));
   auto quantize = builder.create<dist::QuantizeOp>(
-      loc, codesType, scalesType, flat, quantization.block, group);
+      loc, codesType, scalesType, flat, quantization.block, group, bits);
   Value codes = builder.create<dist::AllToAllOp>(
       loc, codesType, quantize.getResult(), axis, /*split_dim=*/0,
       /*concat_dim=*/0);
@@ -118,7 +120,7 @@ Value ShardCut::reduceScatterOver(OpBuilder &builder, Location loc, Value value,
       loc, scalesType, quantize.getScales(), axis, /*split_dim=*/0,
       /*concat_dim=*/0);
   Value pieces = builder.create<dist::DequantizeOp>(
-      loc, flatType, codes, received, quantization.block, group);
+      loc, flatType, codes, received, quantization.block, group, bits);
   auto byPeer = RankedTensorType::get({group, elements / group},
                                       flatType.getElementType());
   Value mean = builder.create<train::ReduceMeanOp>(
@@ -171,23 +173,25 @@ Value ShardCut::gatherOver(OpBuilder &builder, Location loc, Value value,
     MLIRContext *context = builder.getContext();
     Value flat = flatten(builder, loc, value);
     int64_t elements = shardType.getNumElements();
+    int64_t bits = quantization.weightBits;
+    int64_t bytes = quantizedSegmentBytes(elements, bits);
     int64_t scales = shardSize(elements, quantization.block);
     auto i8 = IntegerType::get(context, 8);
     auto f32 = Float32Type::get(context);
     auto quantize = builder.create<dist::QuantizeOp>(
-        loc, RankedTensorType::get({elements}, i8),
+        loc, RankedTensorType::get({bytes}, i8),
         RankedTensorType::get({scales}, f32), flat, quantization.block,
-        /*segments=*/1);
+        /*segments=*/1, bits);
     Value codes = builder.create<dist::AllGatherOp>(
-        loc, RankedTensorType::get({elements * group}, i8),
-        quantize.getResult(), axis, /*dim=*/0);
+        loc, RankedTensorType::get({bytes * group}, i8), quantize.getResult(),
+        axis, /*dim=*/0);
     Value gatheredScales = builder.create<dist::AllGatherOp>(
         loc, RankedTensorType::get({scales * group}, f32), quantize.getScales(),
         axis, /*dim=*/0);
     result = unflatten(builder, loc,
                        builder.create<dist::DequantizeOp>(
                            loc, getFlatType(resultType), codes, gatheredScales,
-                           quantization.block, group),
+                           quantization.block, group, bits),
                        resultType);
   } else {
     result = builder.create<dist::AllGatherOp>(loc, resultType, value, axis,

@@ -33,6 +33,9 @@ struct Quantization {
   /// qgZ: each level of the gradients' reduce-scatter is an all-to-all of
   /// codes, dequantized and averaged in full precision.
   bool gradients = false;
+  /// Bits per code (8 or 4) of the weights' and the gradients' codes.
+  int64_t weightBits = 8;
+  int64_t gradientBits = 4;
   int64_t block = 4096;
   /// Pieces smaller than this move in full precision (a compile-time
   /// fallback the report lists).

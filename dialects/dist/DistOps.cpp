@@ -209,38 +209,45 @@ static LogicalResult verifyNotQuantized(Operation *op, Value input) {
   return success();
 }
 
-/// The shape rules shared by quantize and dequantize: `values` (int8 codes
-/// or floats) cut into `segments` segments of blocks of `block`, with one
-/// scale per block.
-static LogicalResult verifyQuantizedLayout(Operation *op,
-                                           RankedTensorType values,
-                                           RankedTensorType scales,
-                                           int64_t block, int64_t segments) {
-  if (values.isDynamicDim(0) || scales.isDynamicDim(0))
+/// The shape rules shared by quantize and dequantize: `values` (floats)
+/// cut into `segments` segments of blocks of `block`, with one scale per
+/// block, and `codes` holding each segment's codes of `bits` bits in whole
+/// bytes.
+static LogicalResult
+verifyQuantizedLayout(Operation *op, RankedTensorType values,
+                      RankedTensorType codes, RankedTensorType scales,
+                      int64_t block, int64_t segments, int64_t bits) {
+  if (bits != 8 && bits != 4)
+    return op->emitOpError() << "has " << bits
+                             << "-bit codes; int8 (bits 8) and int4 (bits 4) "
+                                "are supported";
+  if (values.isDynamicDim(0) || codes.isDynamicDim(0) || scales.isDynamicDim(0))
     return op->emitOpError() << "needs static extents";
   int64_t extent = values.getDimSize(0);
   if (extent % segments != 0)
     return op->emitOpError()
            << "cuts " << extent << " elements into " << segments
            << " segments, which does not divide evenly";
-  int64_t perSegment = shardSize(extent / segments, block);
+  int64_t length = extent / segments;
+  int64_t perSegment = shardSize(length, block);
   if (scales.getDimSize(0) != perSegment * segments)
     return op->emitOpError()
-           << "has " << segments << " segment(s) of " << extent / segments
+           << "has " << segments << " segment(s) of " << length
            << " elements in blocks of " << block << ", so " << perSegment
            << " scale(s) per segment and " << perSegment * segments
            << " in all, but the scales have " << scales.getDimSize(0);
+  int64_t bytes = segments * quantizedSegmentBytes(length, bits);
+  if (codes.getDimSize(0) != bytes)
+    return op->emitOpError() << "has " << segments << " segment(s) of "
+                             << length << " " << bits << "-bit codes, " << bytes
+                             << " bytes in all, but the codes are " << codes;
   return success();
 }
 
 LogicalResult QuantizeOp::verify() {
-  RankedTensorType input = getInput().getType();
-  if (input.getShape() != getResult().getType().getShape())
-    return emitOpError() << "quantizes " << input << " into "
-                         << getResult().getType()
-                         << "; the codes keep the input's shape";
-  return verifyQuantizedLayout(*this, input, getScales().getType(), getBlock(),
-                               getSegments());
+  return verifyQuantizedLayout(*this, getInput().getType(),
+                               getResult().getType(), getScales().getType(),
+                               getBlock(), getSegments(), getBits());
 }
 
 void QuantizeOp::getAsmResultNames(OpAsmSetValueNameFn setName) {
@@ -253,13 +260,9 @@ void DequantizeOp::getAsmResultNames(OpAsmSetValueNameFn setName) {
 }
 
 LogicalResult DequantizeOp::verify() {
-  RankedTensorType input = getInput().getType();
-  if (input.getShape() != getResult().getType().getShape())
-    return emitOpError() << "dequantizes " << input << " into "
-                         << getResult().getType()
-                         << "; the result keeps the codes' shape";
-  return verifyQuantizedLayout(*this, input, getScales().getType(), getBlock(),
-                               getSegments());
+  return verifyQuantizedLayout(*this, getResult().getType(),
+                               getInput().getType(), getScales().getType(),
+                               getBlock(), getSegments(), getBits());
 }
 
 LogicalResult AllReduceOp::verify() {

@@ -54,7 +54,8 @@ static std::string defaultCorpus() {
 const char *kUsage =
     "usage: gpt2_train [--size tiny|mini|124M|355M] [--stage 0..3] [-n N]\n"
     "                  [--mesh RxS [--mesh-scheme hybrid|full] [--hpz]\n"
-    "                   [--qwz] [--qgz] [--quantize-block N]]\n"
+    "                   [--qwz] [--qgz] [--qwz-bits 8|4] [--qgz-bits 4|8]\n"
+    "                   [--quantize-block N]]\n"
     "                  [--precision f32|bf16|f16] [--steps N] [--batch B]\n"
     "                  [--accumulate K]\n"
     "                  [--offload none|optimizer|optimizer+params|auto]\n"
@@ -67,7 +68,7 @@ const char *kUsage =
     "                  [--plan-only] [--log-every K] [--losses-out FILE]\n"
     "                  [--data FILE] [--save-step FILE.mlir]\n"
     "                  [--checkpoint-dir D [--checkpoint-every S] [--keep K]\n"
-    "                   [--checkpoint-async]]\n"
+    "                   [--checkpoint-async [--checkpoint-write-mibps M]]]\n"
     "                  [--resume D]\n"
     "                  [--backend cpu|cuda|cuda-host-staged] [--cuda-graph]\n"
     "                  [--peak-tflops T]\n"
@@ -176,6 +177,8 @@ Flags parseFlags(int argc, char **argv) {
                                           "--mesh",
                                           "--mesh-scheme",
                                           "--quantize-block",
+                                          "--qwz-bits",
+                                          "--qgz-bits",
                                           "--precision",
                                           "--steps",
                                           "--batch",
@@ -198,6 +201,7 @@ Flags parseFlags(int argc, char **argv) {
                                           "--checkpoint-dir",
                                           "--checkpoint-every",
                                           "--keep",
+                                          "--checkpoint-write-mibps",
                                           "--resume"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](const char *known) { return flag == known; }) ==
@@ -243,6 +247,12 @@ Flags parseFlags(int argc, char **argv) {
         usage(absl::StrCat("--mesh-scheme must be hybrid or full, got '",
                            valueText, "'"));
       flags.meshScheme = valueText;
+    } else if (flag == "--qwz-bits" || flag == "--qgz-bits") {
+      long bits = parseInt(flag, value);
+      if (bits != 8 && bits != 4)
+        usage(absl::StrCat(flag, " must be 8 (int8) or 4 (int4), got ",
+                           valueText));
+      (flag == "--qwz-bits" ? flags.qwzBits : flags.qgzBits) = bits;
     } else if (flag == "--quantize-block") {
       flags.quantizeBlock = parseInt(flag, value);
       if (flags.quantizeBlock < 1)
@@ -273,6 +283,11 @@ Flags parseFlags(int argc, char **argv) {
       if (count < 0)
         usage(absl::StrCat(flag, " must not be negative, got ", valueText));
       (flag == "--keep" ? flags.keep : flags.checkpointEvery) = count;
+    } else if (flag == "--checkpoint-write-mibps") {
+      flags.checkpointWriteMibps = parseFloat(flag, value);
+      if (!(flags.checkpointWriteMibps >= 0))
+        usage(absl::StrCat("--checkpoint-write-mibps must be 0 or more, got ",
+                           valueText));
     } else if (flag == "--resume") {
       flags.resume = valueText;
     } else if (flag == "--offload") {
@@ -344,6 +359,9 @@ Flags parseFlags(int argc, char **argv) {
     usage("--checkpoint-every and --keep need --checkpoint-dir");
   if (flags.checkpointAsync && flags.checkpointDir.empty())
     usage("--checkpoint-async needs --checkpoint-dir");
+  if (flags.checkpointWriteMibps > 0 && !flags.checkpointAsync)
+    usage("--checkpoint-write-mibps paces asynchronous saves; give "
+          "--checkpoint-async");
   if (flags.batch < 0)
     flags.batch = flags.size->batch;
   if (flags.seq < 0)

@@ -43,9 +43,12 @@ struct Flags {
   /// --mesh-scheme hybrid|full and --hpz (zero-shard's options).
   std::string meshScheme = "hybrid";
   bool hpz = false;
-  /// --qwz, --qgz and --quantize-block N (ZeRO++'s int8 communication).
+  /// --qwz, --qgz, --qwz-bits N, --qgz-bits N and --quantize-block N
+  /// (ZeRO++'s quantized communication).
   bool qwz = false;
   bool qgz = false;
+  long qwzBits = 8;
+  long qgzBits = 4;
   long quantizeBlock = 4096;
   DType precision = DType::f32;
   long steps = 200;
@@ -77,8 +80,10 @@ struct Flags {
   std::string checkpointDir;
   long checkpointEvery = 0;
   long keep = 0;
-  /// --checkpoint-async: write each save while the next steps train.
+  /// --checkpoint-async: write each save while the next steps train;
+  /// --checkpoint-write-mibps M: at most M MiB/s (0: the disk's speed).
   bool checkpointAsync = false;
+  double checkpointWriteMibps = 0;
   std::string resume;
   /// --backend, --cuda-graph (checked by runtime/backends, as in zero-run).
   std::string backend = "cpu";

@@ -108,6 +108,8 @@ Graph buildGpt2(const Flags &flags, int64_t localBatch) {
     graph.config().zero().hpz = flags.hpz;
     graph.config().zero().qwz = flags.qwz;
     graph.config().zero().qgz = flags.qgz;
+    graph.config().zero().qwzBits = flags.qwzBits;
+    graph.config().zero().qgzBits = flags.qgzBits;
     graph.config().zero().quantizeBlock = flags.quantizeBlock;
     graph.config().zero().quantizeMinElements = flags.quantizeBlock;
   }
@@ -520,8 +522,9 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
     if (flags.checkpointAsync) {
       finishPending();
       absl::StatusOr<std::unique_ptr<zero::rt::AsyncCheckpointSave>> started =
-          (*trainer)->startSave(flags.checkpointDir,
-                                static_cast<int>(flags.keep));
+          (*trainer)->startSave(
+              flags.checkpointDir, static_cast<int>(flags.keep),
+              static_cast<uint64_t>(flags.checkpointWriteMibps * (1 << 20)));
       if (!started.ok())
         fail(&comm, started.status());
       pending = std::move(*started);
@@ -562,14 +565,15 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
   // Each step's wall time; step() reads the loss back, which waits for the
   // device, so on a GPU this is the step's time too.
   std::vector<double> stepSeconds;
-  // Which steps ran while an asynchronous save was writing.
+  // Which steps started while an asynchronous save was writing (not
+  // merely unpublished: a finished write waits for the next save's commit).
   std::vector<bool> duringSave;
   auto start = std::chrono::steady_clock::now();
   auto lastLog = start;
   long lastLogStep = firstStep - 1;
   for (long step = firstStep; step <= flags.steps; ++step) {
     auto stepStart = std::chrono::steady_clock::now();
-    duringSave.push_back(pending != nullptr);
+    duringSave.push_back(pending && pending->writing());
     absl::StatusOr<float> loss = (*trainer)->step();
     if (!loss.ok())
       fail(&comm, loss.status());

@@ -375,6 +375,10 @@ std::optional<QuantizationPlan> getQuantizationPlan(ModuleOp module) {
     plan.block = block.getInt();
   if (auto least = entries.getAs<IntegerAttr>("min_elements"))
     plan.minElements = least.getInt();
+  if (auto bits = entries.getAs<IntegerAttr>("weight_bits"))
+    plan.weightBits = bits.getInt();
+  if (auto bits = entries.getAs<IntegerAttr>("gradient_bits"))
+    plan.gradientBits = bits.getInt();
   if (auto names = entries.getAs<ArrayAttr>("full_precision"))
     for (auto name : names.getAsRange<StringAttr>())
       plan.fullPrecision.push_back(name.str());

@@ -145,15 +145,18 @@ static void printTrainingPlan(const PlanReport &report, llvm::raw_ostream &os) {
   if (report.grid.size() < 2)
     return;
   if (const std::optional<QuantizationPlan> &plan = report.quantization) {
-    std::string what = plan->weights && plan->gradients
-                           ? "qwZ gathers, qgZ reductions"
-                       : plan->weights ? "qwZ gathers"
-                                       : "qgZ reductions";
-    os << llvm::format("  %-16s int8 in blocks of %lld (%s); full precision "
+    std::vector<std::string> what;
+    if (plan->weights)
+      what.push_back(llvm::formatv("qwZ gathers int{0}", plan->weightBits));
+    if (plan->gradients)
+      what.push_back(
+          llvm::formatv("qgZ reductions int{0}", plan->gradientBits));
+    os << llvm::format("  %-16s %s, in blocks of %lld; full precision "
                        "across nodes below %lld elements per shard: %zu "
                        "tensors",
-                       cstr("quantized"), static_cast<long long>(plan->block),
-                       what.c_str(), static_cast<long long>(plan->minElements),
+                       cstr("quantized"), llvm::join(what, ", ").c_str(),
+                       static_cast<long long>(plan->block),
+                       static_cast<long long>(plan->minElements),
                        plan->fullPrecision.size());
     if (!plan->fullPrecision.empty()) {
       constexpr size_t kShown = 8;
@@ -235,6 +238,8 @@ static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
       names.push_back(name);
     quantization = llvm::json::Object{{"weights", plan->weights},
                                       {"gradients", plan->gradients},
+                                      {"weight_bits", plan->weightBits},
+                                      {"gradient_bits", plan->gradientBits},
                                       {"block", plan->block},
                                       {"min_elements", plan->minElements},
                                       {"full_precision", std::move(names)}};

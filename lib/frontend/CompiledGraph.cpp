@@ -102,6 +102,8 @@ zero::ZeroPipelineOptions pipelineOptions(const GraphConfig &config,
   options.hpz = zero.hpz;
   options.qwz = zero.qwz;
   options.qgz = zero.qgz;
+  options.qwzBits = zero.qwzBits;
+  options.qgzBits = zero.qgzBits;
   options.quantizeBlock = zero.quantizeBlock;
   options.quantizeMinElements = zero.quantizeMinElements;
   options.maxReuseDistance = zero.maxReuseDistance;

@@ -334,6 +334,12 @@ absl::Status GraphConfig::validate() const {
     return absl::InvalidArgumentError(
         "zero options: qwz quantizes the gathers of sharded parameters; it "
         "needs enable_zero(true, 3)");
+  for (auto [name, bits] :
+       {std::pair<const char *, int64_t>{"qwz", z.qwzBits}, {"qgz", z.qgzBits}})
+    if (bits != 8 && bits != 4)
+      return absl::InvalidArgumentError(
+          absl::StrCat("zero options: ", name,
+                       " bits must be 8 (int8) or 4 (int4), got ", bits));
   if (z.quantizeBlock < 1 || z.quantizeMinElements < 0)
     return absl::InvalidArgumentError(absl::StrCat(
         "zero options: the quantize block must be positive and the minimum "

@@ -303,10 +303,11 @@ absl::StatusOr<std::string> Trainer::save(const std::string &root, int keep) {
 }
 
 absl::StatusOr<std::unique_ptr<zero::rt::AsyncCheckpointSave>>
-Trainer::startSave(const std::string &root, int keep) {
+Trainer::startSave(const std::string &root, int keep,
+                   uint64_t writeBytesPerSecond) {
   rt::CheckpointContext context{seed, batches->globalBatch()};
   return rt::AsyncCheckpointSave::start(*executorPtr, root, stepsRun, context,
-                                        keep);
+                                        keep, writeBytesPerSecond);
 }
 
 absl::Status Trainer::load(const std::string &path) {

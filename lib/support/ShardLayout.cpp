@@ -17,6 +17,10 @@ int64_t shardSize(int64_t size, int64_t groupSize) {
   return ceilDiv(size, groupSize);
 }
 
+int64_t quantizedSegmentBytes(int64_t length, int64_t bits) {
+  return ceilDiv(length * bits, 8);
+}
+
 int64_t paddedSize(int64_t size, int64_t groupSize) {
   return shardSize(size, groupSize) * groupSize;
 }

@@ -129,10 +129,18 @@ void bindConfig(py::module_ &m) {
                      "gather left within the node (ZeRO++ hpZ).")
       .def_readwrite("qwz", &ZeroOptions::qwz,
                      "mesh_scheme 'full', stage 3: gather parameters across "
-                     "nodes as int8 codes with block scales (ZeRO++ qwZ).")
+                     "nodes as block-quantized codes with block scales "
+                     "(ZeRO++ qwZ).")
       .def_readwrite("qgz", &ZeroOptions::qgz,
                      "mesh_scheme 'full': reduce gradients by all-to-alls of "
-                     "int8 codes, averaged in full precision (ZeRO++ qgZ).")
+                     "block-quantized codes, averaged in full precision "
+                     "(ZeRO++ qgZ).")
+      .def_readwrite("qwz_bits", &ZeroOptions::qwzBits,
+                     "qwz: bits per weight code, 8 (int8, the default) or 4 "
+                     "(int4).")
+      .def_readwrite("qgz_bits", &ZeroOptions::qgzBits,
+                     "qgz: bits per gradient code, 4 (int4, the default, as "
+                     "ZeRO++) or 8 (int8).")
       .def_readwrite("quantize_block", &ZeroOptions::quantizeBlock,
                      "qwz/qgz: elements per block, one f32 scale each "
                      "(default 4096).")

@@ -11,12 +11,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -204,13 +204,54 @@ RankFileLayout rankFileLayout(Executor &executor,
 /// call.
 using PieceSource = std::function<absl::StatusOr<const uint8_t *>(size_t)>;
 
+/// Writes the snapshot's pieces in place, at most `bytesPerSecond` when
+/// that is set: in pieces of about 8 MiB, each begun no sooner than the
+/// rate allows. The pieces end on aligned addresses, so that each next one
+/// still goes to the disk in place.
+class WritePacer {
+public:
+  explicit WritePacer(uint64_t bytesPerSecond)
+      : bytesPerSecond(bytesPerSecond),
+        start(std::chrono::steady_clock::now()) {}
+
+  absl::Status write(SafetensorsWriter &writer, const uint8_t *data,
+                     uint64_t bytes) {
+    if (bytesPerSecond == 0)
+      return writer.writeInPlace(data, bytes);
+    while (bytes > 0) {
+      uint64_t take = std::min<uint64_t>(bytes, kPiece);
+      if (take < bytes)
+        take -= reinterpret_cast<uintptr_t>(data + take) % kDirectIoAlignment;
+      std::this_thread::sleep_until(
+          start + std::chrono::duration<double>(static_cast<double>(sent) /
+                                                bytesPerSecond));
+      if (absl::Status status = writer.writeInPlace(data, take); !status.ok())
+        return status;
+      sent += take;
+      data += take;
+      bytes -= take;
+    }
+    return absl::OkStatus();
+  }
+
+private:
+  static constexpr uint64_t kPiece = uint64_t{8} << 20;
+  uint64_t bytesPerSecond;
+  std::chrono::steady_clock::time_point start;
+  uint64_t sent = 0;
+};
+
 /// This rank's file, streamed one entry at a time; the size and CRC-32
 /// come from the writer, so that the file is read never. Synchronous and
 /// asynchronous saves both write through here, which is what makes their
-/// files byte-identical. Returns {bytes, crc32}.
+/// files byte-identical. A background source's pieces stay valid until
+/// this returns; its write goes at most `bytesPerSecond` (0: unpaced).
+/// Returns {bytes, crc32}.
 absl::StatusOr<std::pair<uint64_t, uint32_t>>
 writeRankFile(const std::string &path, const RankFileLayout &layout,
-              const PieceSource &source, int rank, bool background) {
+              const PieceSource &source, int rank, bool background,
+              uint64_t bytesPerSecond) {
+  WritePacer pacer(bytesPerSecond);
   // The writer lays tensors out in the order declared: the order written.
   absl::StatusOr<std::unique_ptr<SafetensorsWriter>> writer =
       SafetensorsWriter::create(path, layout.entries, layout.metadata);
@@ -220,8 +261,12 @@ writeRankFile(const std::string &path, const RankFileLayout &layout,
     absl::StatusOr<const uint8_t *> data = source(piece);
     if (!data.ok())
       return data.status();
-    if (absl::Status status = (*writer)->write(*data, layout.bytes[piece]);
-        !status.ok())
+    // The background write's source is the snapshot, laid out so that
+    // the disk reads it in place; the synchronous one reuses its staging.
+    absl::Status status =
+        background ? pacer.write(**writer, *data, layout.bytes[piece])
+                   : (*writer)->write(*data, layout.bytes[piece]);
+    if (!status.ok())
       return status;
     // Half-way through a background write: the training thread is busy
     // with steps, which is what the crash test wants to interrupt.
@@ -407,9 +452,10 @@ zero::rt::AsyncCheckpointSave::~AsyncCheckpointSave() {
 absl::StatusOr<std::unique_ptr<AsyncCheckpointSave>>
 zero::rt::AsyncCheckpointSave::start(Executor &executor,
                                      const std::string &root, int64_t step,
-                                     const CheckpointContext &context,
-                                     int keep) {
-  return begin(executor, root, step, context, keep, /*background=*/true);
+                                     const CheckpointContext &context, int keep,
+                                     uint64_t writeBytesPerSecond) {
+  return begin(executor, root, step, context, keep, /*background=*/true,
+               writeBytesPerSecond);
 }
 
 namespace {
@@ -421,7 +467,7 @@ namespace {
 /// saves; a synchronous save needs none.
 struct SnapshotMemory {
   std::mutex mutex;
-  std::unique_ptr<uint8_t[]> data;
+  AsyncCheckpointSave::Snapshot data;
   uint64_t bytes = 0;
 };
 
@@ -430,8 +476,9 @@ SnapshotMemory &snapshotMemory() {
   return memory;
 }
 
-/// At least `bytes` of memory, and its size; null when it cannot be had.
-std::pair<std::unique_ptr<uint8_t[]>, uint64_t>
+/// At least `bytes` of memory aligned for O_DIRECT, and its size; null
+/// when it cannot be had.
+std::pair<AsyncCheckpointSave::Snapshot, uint64_t>
 takeSnapshotMemory(uint64_t bytes) {
   SnapshotMemory &kept = snapshotMemory();
   {
@@ -441,13 +488,15 @@ takeSnapshotMemory(uint64_t bytes) {
     kept.data.reset();
     kept.bytes = 0;
   }
-  // Default-initialized: the copy overwrites every byte.
-  std::unique_ptr<uint8_t[]> fresh(new (std::nothrow) uint8_t[bytes]);
-  uint64_t size = fresh ? bytes : 0;
-  return {std::move(fresh), size};
+  // Uninitialized: the copy overwrites every byte the file holds.
+  void *memory = nullptr;
+  if (::posix_memalign(&memory, kDirectIoAlignment,
+                       std::max<uint64_t>(bytes, 1)) != 0)
+    return {nullptr, 0};
+  return {AsyncCheckpointSave::Snapshot(static_cast<uint8_t *>(memory)), bytes};
 }
 
-void returnSnapshotMemory(std::unique_ptr<uint8_t[]> data, uint64_t bytes) {
+void returnSnapshotMemory(AsyncCheckpointSave::Snapshot data, uint64_t bytes) {
   if (!data)
     return;
   SnapshotMemory &kept = snapshotMemory();
@@ -463,7 +512,8 @@ absl::StatusOr<std::unique_ptr<AsyncCheckpointSave>>
 zero::rt::AsyncCheckpointSave::begin(Executor &executor,
                                      const std::string &root, int64_t step,
                                      const CheckpointContext &context, int keep,
-                                     bool background) {
+                                     bool background,
+                                     uint64_t writeBytesPerSecond) {
   auto clock = std::chrono::steady_clock::now();
   Communicator &comm = executor.communicator();
   // Only the collectives of start() itself: the steps trained before
@@ -491,7 +541,7 @@ zero::rt::AsyncCheckpointSave::begin(Executor &executor,
     std::vector<uint8_t> staging;
     absl::StatusOr<std::pair<uint64_t, uint32_t>> file = writeRankFile(
         path, layout, bufferSource(executor, save->writers, staging), rank,
-        /*background=*/false);
+        /*background=*/false, /*bytesPerSecond=*/0);
     save->written = file.status();
     if (file.ok())
       std::tie(save->fileBytes, save->fileCrc32) = *file;
@@ -501,9 +551,16 @@ zero::rt::AsyncCheckpointSave::begin(Executor &executor,
     return save;
   }
 
-  // The copy: one host buffer, in file order, so that the writer streams
-  // it front to back. A failure is the write's, reported by finish().
-  uint64_t total = 0;
+  // The copy: one host buffer in file order, each byte at an address that
+  // agrees with its file offset modulo the O_DIRECT alignment, so that the
+  // disk reads it in place (SafetensorsWriter::writeInPlace) and the
+  // background write copies nothing. A failure is the write's, reported
+  // by finish().
+  absl::StatusOr<uint64_t> dataOffset =
+      SafetensorsWriter::dataOffset(path, layout.entries, layout.metadata);
+  if (!dataOffset.ok())
+    save->written = dataOffset.status();
+  uint64_t total = dataOffset.ok() ? *dataOffset % kDirectIoAlignment : 0;
   std::vector<uint64_t> offsets;
   for (uint64_t bytes : layout.bytes) {
     offsets.push_back(total);
@@ -511,8 +568,9 @@ zero::rt::AsyncCheckpointSave::begin(Executor &executor,
   }
   std::vector<uint8_t> staging;
   PieceSource source = bufferSource(executor, save->writers, staging);
-  std::tie(save->snapshot, save->snapshotBytes) = takeSnapshotMemory(total);
-  if (!save->snapshot)
+  if (save->written.ok())
+    std::tie(save->snapshot, save->snapshotBytes) = takeSnapshotMemory(total);
+  if (save->written.ok() && !save->snapshot)
     save->written = absl::ResourceExhaustedError(
         absl::StrCat("cannot hold a ", total,
                      "-byte copy of the state for an "
@@ -530,21 +588,25 @@ zero::rt::AsyncCheckpointSave::begin(Executor &executor,
   if (!save->written.ok())
     return save;
   AsyncCheckpointSave *self = save.get();
-  self->writer = std::thread([self, path, rank, layout = std::move(layout),
-                              offsets = std::move(offsets)] {
-    auto writing = std::chrono::steady_clock::now();
-    PieceSource fromCopy =
-        [&](size_t piece) -> absl::StatusOr<const uint8_t *> {
-      return self->snapshot.get() + offsets[piece];
-    };
-    absl::StatusOr<std::pair<uint64_t, uint32_t>> file =
-        writeRankFile(path, layout, fromCopy, rank, /*background=*/true);
-    self->written = file.status();
-    if (file.ok())
-      std::tie(self->fileBytes, self->fileCrc32) = *file;
-    self->writeSeconds_ = secondsSince(writing);
-    checkpointCrashPoint("after-rank-file", rank);
-  });
+  self->writing_.store(true, std::memory_order_release);
+  self->writer =
+      std::thread([self, path, rank, layout = std::move(layout),
+                   offsets = std::move(offsets), writeBytesPerSecond] {
+        auto writing = std::chrono::steady_clock::now();
+        PieceSource fromCopy =
+            [&](size_t piece) -> absl::StatusOr<const uint8_t *> {
+          return self->snapshot.get() + offsets[piece];
+        };
+        absl::StatusOr<std::pair<uint64_t, uint32_t>> file =
+            writeRankFile(path, layout, fromCopy, rank, /*background=*/true,
+                          writeBytesPerSecond);
+        self->written = file.status();
+        if (file.ok())
+          std::tie(self->fileBytes, self->fileCrc32) = *file;
+        self->writeSeconds_ = secondsSince(writing);
+        checkpointCrashPoint("after-rank-file", rank);
+        self->writing_.store(false, std::memory_order_release);
+      });
   return save;
 }
 
@@ -607,7 +669,8 @@ zero::rt::saveCheckpoint(Executor &executor, const std::string &root,
                          int keep) {
   absl::StatusOr<std::unique_ptr<AsyncCheckpointSave>> save =
       AsyncCheckpointSave::begin(executor, root, step, context, keep,
-                                 /*background=*/false);
+                                 /*background=*/false,
+                                 /*writeBytesPerSecond=*/0);
   if (!save.ok())
     return save.status();
   return (*save)->finish();

@@ -194,15 +194,19 @@ absl::StatusOr<KernelFn> bindPad(const BindRequest &request);
 // Quantize.cpp
 /// dist.quantize's and dist.dequantize's blocks: `segments` segments of
 /// `segmentLength` elements, each in blocks of `block` (the last one
-/// possibly shorter), one scale per block.
+/// possibly shorter), one scale per block; each segment's codes of `bits`
+/// bits fill `segmentBytes` bytes.
 struct QuantizedLayout {
   int64_t block = 0;
   int64_t segments = 1;
+  int64_t bits = 8;
   int64_t segmentLength = 0;
+  int64_t segmentBytes = 0;
   int64_t blocksPerSegment = 0;
 };
-/// The layout of 1-D `values` and f32 `scales` from the request's `block`
-/// and `segments`, checked.
+/// The layout of 1-D floating-point `values` (the quantizer's input, the
+/// dequantizer's result) and f32 `scales` from the request's `block`,
+/// `segments` and `bits`, checked.
 absl::StatusOr<QuantizedLayout> getQuantizedLayout(const BindRequest &request,
                                                    const TensorSpec &values,
                                                    const TensorSpec &scales);

@@ -1,10 +1,10 @@
 //===- Quantize.cpp - dist.quantize and dist.dequantize -------------------===//
 //
-// Block int8 quantization of the data ZeRO++ moves across nodes (qwZ, qgZ);
-// the per-block loops are QuantizeLoops.cpp. A block holding a NaN or an
-// infinity gets that as its scale and zero codes, so its dequantized values
-// are NaN: the dynamic loss scaler sees the overflow and skips the step, as
-// it would have without quantization.
+// Block int8 and int4 quantization of the data ZeRO++ moves across nodes
+// (qwZ, qgZ); the per-block loops are QuantizeLoops.cpp. A block holding a
+// NaN or an infinity gets that as its scale and zero codes, so its
+// dequantized values are NaN: the dynamic loss scaler sees the overflow and
+// skips the step, as it would have without quantization.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,19 +13,45 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <vector>
 
 namespace zero::rt::cpu {
 namespace {
 
-/// Calls fn(offset, count, scaleIndex) for every block in order.
+/// Calls fn(segment, begin, count, scaleIndex) for every block in order:
+/// elements [begin, begin + count) of the segment.
 template <typename Fn> void forEachBlock(const QuantizedLayout &layout, Fn fn) {
   int64_t scale = 0;
   for (int64_t segment = 0; segment < layout.segments; ++segment)
     for (int64_t begin = 0; begin < layout.segmentLength; begin += layout.block)
-      fn(segment * layout.segmentLength + begin,
-         std::min(layout.block, layout.segmentLength - begin), scale++);
+      fn(segment, begin, std::min(layout.block, layout.segmentLength - begin),
+         scale++);
+}
+
+/// The largest code: the scale is the block's largest magnitude over it.
+float largestCode(int64_t bits) { return bits == 4 ? 7.0f : 127.0f; }
+
+/// Codes [begin, begin + count) of a segment into its int4 bytes, the even
+/// element in the low nibble; the bytes start zeroed.
+void packNibbles(const int8_t *codes, int64_t begin, int64_t count,
+                 uint8_t *bytes) {
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t index = begin + k;
+    auto nibble = static_cast<uint8_t>(codes[k] & 0x0f);
+    bytes[index / 2] |= index % 2 ? static_cast<uint8_t>(nibble << 4) : nibble;
+  }
+}
+
+/// The inverse of packNibbles, sign-extending each nibble.
+void unpackNibbles(const uint8_t *bytes, int64_t begin, int64_t count,
+                   int8_t *codes) {
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t index = begin + k;
+    int nibble = (index % 2 ? bytes[index / 2] >> 4 : bytes[index / 2]) & 0x0f;
+    codes[k] = static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
+  }
 }
 
 } // namespace
@@ -38,17 +64,24 @@ absl::StatusOr<QuantizedLayout> getQuantizedLayout(const BindRequest &request,
     return block.status();
   QuantizedLayout layout;
   layout.block = *block;
-  if (request.params && request.params.get("segments")) {
-    absl::StatusOr<int64_t> segments = getI64(request, "segments");
-    if (!segments.ok())
-      return segments.status();
-    layout.segments = *segments;
+  for (auto [name, field] :
+       {std::pair<const char *, int64_t *>{"segments", &layout.segments},
+        {"bits", &layout.bits}}) {
+    if (!request.params || !request.params.get(name))
+      continue;
+    absl::StatusOr<int64_t> value = getI64(request, name);
+    if (!value.ok())
+      return value.status();
+    *field = *value;
   }
   if (layout.block < 1 || layout.segments < 1)
     return request.invalid("needs a positive block and segment count, got "
                            "block ",
                            layout.block, " and ", layout.segments,
                            " segment(s)");
+  if (layout.bits != 8 && layout.bits != 4)
+    return request.invalid("has ", layout.bits,
+                           "-bit codes; int8 and int4 are supported");
   if (values.shape.size() != 1 || scales.shape.size() != 1 ||
       scales.dtype != DType::f32)
     return request.invalid("needs 1-D values and 1-D f32 scales, got ",
@@ -58,6 +91,9 @@ absl::StatusOr<QuantizedLayout> getQuantizedLayout(const BindRequest &request,
     return request.invalid(extent, " elements do not cut into ",
                            layout.segments, " equal segments");
   layout.segmentLength = extent / layout.segments;
+  // Each segment's codes start on a byte (the dialect's
+  // quantizedSegmentBytes).
+  layout.segmentBytes = (layout.segmentLength * layout.bits + 7) / 8;
   layout.blocksPerSegment =
       (layout.segmentLength + layout.block - 1) / layout.block;
   if (scales.shape[0] != layout.blocksPerSegment * layout.segments)
@@ -69,48 +105,67 @@ absl::StatusOr<QuantizedLayout> getQuantizedLayout(const BindRequest &request,
 }
 
 /// The checks both binders share: `values` floats named `what`, `codes`
-/// int8 of their shape (else `mismatch`), and the blocks' layout.
-static absl::StatusOr<QuantizedLayout>
-checkCodes(const BindRequest &request, const TensorSpec &values,
-           absl::string_view what, const TensorSpec &codes,
-           const TensorSpec &scales, absl::string_view mismatch) {
+/// bytes holding their segments' codes, and the blocks' layout.
+static absl::StatusOr<QuantizedLayout> checkCodes(const BindRequest &request,
+                                                  const TensorSpec &values,
+                                                  absl::string_view what,
+                                                  const TensorSpec &codes,
+                                                  const TensorSpec &scales) {
   if (absl::Status status = checkFloat(request, values, what); !status.ok())
     return status;
-  if (codes.dtype != DType::i8 || codes.shape != values.shape)
-    return request.invalid(mismatch, specString(values), ", got ",
+  absl::StatusOr<QuantizedLayout> layout =
+      getQuantizedLayout(request, values, scales);
+  if (!layout.ok())
+    return layout;
+  int64_t bytes = layout->segments * layout->segmentBytes;
+  if (codes.dtype != DType::i8 || codes.shape != std::vector<int64_t>{bytes})
+    return request.invalid("needs ", bytes, " bytes of int", layout->bits,
+                           " codes for ", specString(values), ", got ",
                            specString(codes));
-  return getQuantizedLayout(request, codes, scales);
+  return layout;
 }
 
-/// f32 scratch for one block of a 16-bit tensor (none for f32).
-static std::shared_ptr<std::vector<float>>
-scratchFor(DType dtype, const QuantizedLayout &layout) {
-  return std::make_shared<std::vector<float>>(
-      dtype == DType::f32 ? 0 : layout.block);
-}
+/// Per-block scratch: f32 for a 16-bit tensor (none for f32), and int8
+/// codes to pack into or unpack from int4 bytes (none for int8).
+struct BlockScratch {
+  BlockScratch(DType dtype, const QuantizedLayout &layout)
+      : floats(dtype == DType::f32 ? 0 : layout.block),
+        codes(layout.bits == 8 ? 0 : layout.block) {}
+  std::vector<float> floats;
+  std::vector<int8_t> codes;
+};
 
 absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request) {
   if (absl::Status status = checkArity(request, 1, 2); !status.ok())
     return status;
-  absl::StatusOr<QuantizedLayout> layout =
-      checkCodes(request, request.ins[0], "input", request.outs[0],
-                 request.outs[1], "writes int8 codes of the input's shape ");
+  absl::StatusOr<QuantizedLayout> layout = checkCodes(
+      request, request.ins[0], "input", request.outs[0], request.outs[1]);
   if (!layout.ok())
     return layout.status();
   DType dtype = request.ins[0].dtype;
-  auto scratch = scratchFor(dtype, *layout);
+  auto scratch = std::make_shared<BlockScratch>(dtype, *layout);
   return KernelFn([layout = *layout, dtype,
                    scratch](absl::Span<const void *const> ins,
                             absl::Span<void *const> outs,
                             const KernelContext &) -> absl::Status {
-    auto *codes = static_cast<int8_t *>(outs[0]);
+    auto *bytes = static_cast<uint8_t *>(outs[0]);
     auto *scales = static_cast<float *>(outs[1]);
-    forEachBlock(layout, [&](int64_t offset, int64_t count, int64_t index) {
+    bool packed = layout.bits == 4;
+    if (packed)
+      std::memset(bytes, 0, layout.segments * layout.segmentBytes);
+    forEachBlock(layout, [&](int64_t segment, int64_t begin, int64_t count,
+                             int64_t index) {
+      uint8_t *segmentBytes = bytes + segment * layout.segmentBytes;
+      int8_t *codes = packed ? scratch->codes.data()
+                             : reinterpret_cast<int8_t *>(segmentBytes) + begin;
       const float *x =
-          viewFloats(ins[0], dtype, offset, count, scratch->data());
-      scales[index] = quantizeBlock(count, x, codes + offset);
+          viewFloats(ins[0], dtype, segment * layout.segmentLength + begin,
+                     count, scratch->floats.data());
+      scales[index] = quantizeBlock(count, x, codes, largestCode(layout.bits));
       if (!std::isfinite(scales[index]))
-        std::fill_n(codes + offset, count, int8_t{0});
+        std::fill_n(codes, count, int8_t{0});
+      if (packed)
+        packNibbles(codes, begin, count, segmentBytes);
     });
     return absl::OkStatus();
   });
@@ -119,28 +174,35 @@ absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request) {
 absl::StatusOr<KernelFn> bindDequantize(const BindRequest &request) {
   if (absl::Status status = checkArity(request, 2, 1); !status.ok())
     return status;
-  absl::StatusOr<QuantizedLayout> layout =
-      checkCodes(request, request.outs[0], "result", request.ins[0],
-                 request.ins[1], "reads int8 codes of the result's shape ");
+  absl::StatusOr<QuantizedLayout> layout = checkCodes(
+      request, request.outs[0], "result", request.ins[0], request.ins[1]);
   if (!layout.ok())
     return layout.status();
   DType dtype = request.outs[0].dtype;
-  auto scratch = scratchFor(dtype, *layout);
+  auto scratch = std::make_shared<BlockScratch>(dtype, *layout);
   return KernelFn([layout = *layout, dtype,
                    scratch](absl::Span<const void *const> ins,
                             absl::Span<void *const> outs,
                             const KernelContext &) -> absl::Status {
-    const auto *codes = static_cast<const int8_t *>(ins[0]);
+    const auto *bytes = static_cast<const uint8_t *>(ins[0]);
     const auto *scales = static_cast<const float *>(ins[1]);
-    forEachBlock(layout, [&](int64_t offset, int64_t count, int64_t index) {
-      float scale = scales[index];
+    forEachBlock(layout, [&](int64_t segment, int64_t begin, int64_t count,
+                             int64_t index) {
+      const uint8_t *segmentBytes = bytes + segment * layout.segmentBytes;
+      const int8_t *codes =
+          reinterpret_cast<const int8_t *>(segmentBytes) + begin;
+      if (layout.bits == 4) {
+        unpackNibbles(segmentBytes, begin, count, scratch->codes.data());
+        codes = scratch->codes.data();
+      }
+      int64_t offset = segment * layout.segmentLength + begin;
       if (dtype == DType::f32) {
-        dequantizeBlock(count, codes + offset, scale,
+        dequantizeBlock(count, codes, scales[index],
                         static_cast<float *>(outs[0]) + offset);
         return;
       }
-      dequantizeBlock(count, codes + offset, scale, scratch->data());
-      storeFloats(outs[0], dtype, offset, count, scratch->data());
+      dequantizeBlock(count, codes, scales[index], scratch->floats.data());
+      storeFloats(outs[0], dtype, offset, count, scratch->floats.data());
     });
     return absl::OkStatus();
   });

@@ -1,4 +1,4 @@
-//===- QuantizeLoops.cpp - Vectorized block int8 quantization -------------===//
+//===- QuantizeLoops.cpp - Vectorized block quantization -------------===//
 //
 // Compiled once per Highway target (foreach_target.h includes this file
 // again for each); HWY_DYNAMIC_DISPATCH picks the best one the CPU has.
@@ -28,7 +28,8 @@ using CodeTag = hn::Rebind<int8_t, FloatTag>;
 
 constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
 
-float QuantizeBlock(int64_t n, const float *x, int8_t *codes) {
+float QuantizeBlock(int64_t n, const float *x, int8_t *codes,
+                    float largestCode) {
   const FloatTag df;
   const CodeTag dc;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
@@ -52,10 +53,10 @@ float QuantizeBlock(int64_t n, const float *x, int8_t *codes) {
     std::fill_n(codes, n, int8_t{0});
     return 0.0f;
   }
-  const auto inverse = hn::Set(df, 127.0f / magnitude);
-  // |x * inverse| <= 127 up to one rounding, and the clamp keeps a product
-  // rounded up past 127 in range.
-  const auto low = hn::Set(df, -127.0f), high = hn::Set(df, 127.0f);
+  const auto inverse = hn::Set(df, largestCode / magnitude);
+  // |x * inverse| <= largest up to one rounding, and the clamp keeps a
+  // product rounded up past it in range.
+  const auto low = hn::Set(df, -largestCode), high = hn::Set(df, largestCode);
   auto one = [&](const float *in, int8_t *out) {
     const auto scaled =
         hn::Min(high, hn::Max(low, hn::Mul(hn::LoadU(df, in), inverse)));
@@ -70,7 +71,7 @@ float QuantizeBlock(int64_t n, const float *x, int8_t *codes) {
     one(in, out);
     std::copy_n(out, n - i, codes + i);
   }
-  return magnitude / 127.0f;
+  return magnitude / largestCode;
 }
 
 void DequantizeBlock(int64_t n, const int8_t *codes, float scale, float *x) {
@@ -105,8 +106,9 @@ namespace zero::rt::cpu {
 HWY_EXPORT(QuantizeBlock);
 HWY_EXPORT(DequantizeBlock);
 
-float quantizeBlock(int64_t n, const float *x, int8_t *codes) {
-  return HWY_DYNAMIC_DISPATCH(QuantizeBlock)(n, x, codes);
+float quantizeBlock(int64_t n, const float *x, int8_t *codes,
+                    float largestCode) {
+  return HWY_DYNAMIC_DISPATCH(QuantizeBlock)(n, x, codes, largestCode);
 }
 
 void dequantizeBlock(int64_t n, const int8_t *codes, float scale, float *x) {

@@ -1,8 +1,9 @@
-//===- QuantizeLoops.h - Vectorized block int8 quantization ----*- C++ -*-===//
+//===- QuantizeLoops.h - Vectorized block quantization ----*- C++ -*-===//
 //
 // The loops behind dist.quantize and dist.dequantize, vectorized with
-// Highway. A block's scale is its largest magnitude / 127; an element's
-// code is x * (127 / largest magnitude) rounded to the nearest integer,
+// Highway. A block's scale is its largest magnitude / L (L = 127 for int8,
+// 7 for int4); an element's code is x * (L / largest magnitude) rounded to
+// the nearest integer,
 // ties to even, so |x - code * scale| is at most half the scale (plus the
 // rounding of the two products). Every target gives the same bits: the
 // arithmetic is one multiply and one round per element, without
@@ -18,10 +19,13 @@
 
 namespace zero::rt::cpu {
 
-/// Quantizes x[0, n) as one block into codes[0, n); returns its scale (0
-/// for a block of zeros, whose codes are 0). A NaN or infinity in the block
-/// gives a non-finite scale, which the caller reports.
-float quantizeBlock(int64_t n, const float *x, int8_t *codes);
+/// Quantizes x[0, n) as one block into codes[0, n) in [-largestCode,
+/// largestCode] (127 for int8, 7 for int4); returns its scale, the largest
+/// magnitude over `largestCode` (0 for a block of zeros, whose codes are 0). A
+/// NaN or infinity in the block gives a non-finite scale, which the caller
+/// reports.
+float quantizeBlock(int64_t n, const float *x, int8_t *codes,
+                    float largestCode);
 
 /// x[i] = codes[i] * scale for i < n.
 void dequantizeBlock(int64_t n, const int8_t *codes, float scale, float *x);

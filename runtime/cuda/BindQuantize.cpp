@@ -12,10 +12,24 @@ namespace zero::rt::cuda {
 using Ins = absl::Span<const void *const>;
 using Outs = absl::Span<void *const>;
 
+/// The layout of `floats` (the quantizer's input, the dequantizer's
+/// result); the device kernels read and write one byte per code.
+static absl::StatusOr<cpu::QuantizedLayout>
+int8Layout(const BindRequest &request, const TensorSpec &floats,
+           const TensorSpec &scales) {
+  absl::StatusOr<cpu::QuantizedLayout> layout =
+      cpu::getQuantizedLayout(request, floats, scales);
+  if (layout.ok() && layout->bits != 8)
+    return request.invalid("has int", layout->bits,
+                           " codes, which have no CUDA kernel yet (int8 "
+                           "codes do: qwz-bits=8, qgz-bits=8)");
+  return layout;
+}
+
 absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request,
                                       cudaStream_t stream) {
   absl::StatusOr<cpu::QuantizedLayout> layout =
-      cpu::getQuantizedLayout(request, request.ins[0], request.outs[1]);
+      int8Layout(request, request.ins[0], request.outs[1]);
   if (!layout.ok())
     return layout.status();
   dev::Dt type = dt(request.ins[0].dtype);
@@ -33,7 +47,7 @@ absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request,
 absl::StatusOr<KernelFn> bindDequantize(const BindRequest &request,
                                         cudaStream_t stream) {
   absl::StatusOr<cpu::QuantizedLayout> layout =
-      cpu::getQuantizedLayout(request, request.ins[0], request.ins[1]);
+      int8Layout(request, request.outs[0], request.ins[1]);
   if (!layout.ok())
     return layout.status();
   dev::Dt type = dt(request.outs[0].dtype);

@@ -13,6 +13,8 @@
 
 #include "FileIO.h"
 
+#include "zero/runtime/TensorFile.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
@@ -27,9 +29,7 @@
 namespace zero::rt::io {
 
 namespace {
-/// O_DIRECT wants addresses, sizes and offsets aligned to the logical block
-/// size (512 or 4096 bytes); 4096 suits both.
-constexpr size_t kDirectAlign = 4096;
+constexpr size_t kDirectAlign = kDirectIoAlignment;
 constexpr size_t kStageBytes = size_t{8} << 20;
 constexpr size_t kBufferBytes = size_t{1} << 20;
 
@@ -64,8 +64,9 @@ absl::Status writeAll(int fd, const uint8_t *data, size_t length,
 } // namespace
 
 /// Two staging buffers and the thread that writes them: the caller fills
-/// one while the other is on its way to the disk. At most one buffer is in
-/// flight; its write error is reported by the next hand-off or by finish().
+/// one while the other is on its way to the disk. At most one write is in
+/// flight (a staging buffer, or the caller's memory for appendInPlace); its
+/// error is reported by the next hand-off or by finish().
 struct AtomicOutputFile::DirectWriter {
   DirectWriter(int fd, std::string path) : fd(fd), path(std::move(path)) {}
   ~DirectWriter() { stop(); }
@@ -97,6 +98,32 @@ struct AtomicOutputFile::DirectWriter {
     return absl::OkStatus();
   }
 
+  /// As append(), but the aligned middle of `data` is written from where it
+  /// is: possible when the address and the file position agree modulo the
+  /// alignment. The caller keeps `data` unchanged until finish() returns.
+  absl::Status appendInPlace(const uint8_t *data, uint64_t length) {
+    uint64_t position = offset + used;
+    if ((reinterpret_cast<uintptr_t>(data) - position) % kDirectAlign != 0)
+      return append(data, length);
+    // Up to the next aligned file position through the staging buffer,
+    // which then ends there and can go as it is.
+    uint64_t lead = std::min<uint64_t>(
+        length, (kDirectAlign - position % kDirectAlign) % kDirectAlign);
+    if (absl::Status status = append(data, lead); !status.ok())
+      return status;
+    data += lead;
+    length -= lead;
+    uint64_t body = length / kDirectAlign * kDirectAlign;
+    if (body == 0)
+      return append(data, length);
+    if (used > 0)
+      if (absl::Status status = handOff(); !status.ok())
+        return status;
+    if (absl::Status status = handOff(data, body); !status.ok())
+      return status;
+    return append(data + body, length - body);
+  }
+
   /// Writes what is staged, padded with zeros to the alignment (the caller
   /// truncates the file to its length), and waits for the disk.
   absl::Status finish() {
@@ -108,7 +135,7 @@ struct AtomicOutputFile::DirectWriter {
         return status;
     }
     std::unique_lock<std::mutex> lock(mutex);
-    idle.wait(lock, [&] { return inFlight < 0; });
+    idle.wait(lock, [&] { return inFlight == nullptr; });
     return error;
   }
 
@@ -123,19 +150,27 @@ struct AtomicOutputFile::DirectWriter {
   }
 
 private:
+  /// Sends the staging buffer being filled and switches to the other.
   absl::Status handOff() {
+    absl::Status status = handOff(buffers[current].get(), used);
+    current = 1 - current;
+    used = 0;
+    return status;
+  }
+
+  /// Sends `bytes` at `data` to the next file position once the write in
+  /// flight is done.
+  absl::Status handOff(const uint8_t *data, size_t bytes) {
     std::unique_lock<std::mutex> lock(mutex);
-    idle.wait(lock, [&] { return inFlight < 0; });
+    idle.wait(lock, [&] { return inFlight == nullptr; });
     if (!error.ok())
       return error;
     if (!thread.joinable())
       thread = std::thread([this] { run(); });
-    inFlight = current;
-    inFlightBytes = used;
+    inFlight = data;
+    inFlightBytes = bytes;
     inFlightOffset = offset;
-    offset += used;
-    current = 1 - current;
-    used = 0;
+    offset += bytes;
     lock.unlock();
     work.notify_all();
     return absl::OkStatus();
@@ -144,10 +179,10 @@ private:
   void run() {
     std::unique_lock<std::mutex> lock(mutex);
     while (true) {
-      work.wait(lock, [&] { return inFlight >= 0 || stopping; });
-      if (inFlight < 0)
+      work.wait(lock, [&] { return inFlight != nullptr || stopping; });
+      if (inFlight == nullptr)
         return;
-      const uint8_t *data = buffers[inFlight].get();
+      const uint8_t *data = inFlight;
       size_t bytes = inFlightBytes;
       uint64_t at = inFlightOffset;
       lock.unlock();
@@ -155,7 +190,7 @@ private:
       lock.lock();
       if (!status.ok() && error.ok())
         error = status;
-      inFlight = -1;
+      inFlight = nullptr;
       idle.notify_all();
     }
   }
@@ -169,7 +204,8 @@ private:
   std::mutex mutex;
   std::condition_variable work, idle;
   std::thread thread;
-  int inFlight = -1;
+  /// The bytes being written: a staging buffer or the caller's memory.
+  const uint8_t *inFlight = nullptr;
   size_t inFlightBytes = 0;
   uint64_t inFlightOffset = 0;
   bool stopping = false;
@@ -233,6 +269,13 @@ absl::Status AtomicOutputFile::write(const void *data, uint64_t length) {
     return absl::OkStatus();
   }
   return writeDirect(src, length);
+}
+
+absl::Status AtomicOutputFile::writeInPlace(const void *data, uint64_t length) {
+  if (!direct_)
+    return write(data, length);
+  written_ += length;
+  return direct_->appendInPlace(static_cast<const uint8_t *>(data), length);
 }
 
 absl::Status AtomicOutputFile::flush() {

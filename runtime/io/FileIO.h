@@ -93,6 +93,12 @@ public:
   /// Buffered: an .npz of many small arrays is three small pieces per
   /// entry, which must not cost three system calls each.
   absl::Status write(const void *data, uint64_t length);
+  /// As write(), but under O_DIRECT the bytes are read where they are,
+  /// without a copy, when `data` and the file position agree modulo 4096
+  /// (kDirectIoAlignment): `data` must stay unchanged until commit()
+  /// returns or the file is dropped. An asynchronous checkpoint save lays
+  /// its snapshot out so, and saves a copy of the whole state per save.
+  absl::Status writeInPlace(const void *data, uint64_t length);
   uint64_t bytesWritten() const { return written_; }
   absl::Status commit();
 

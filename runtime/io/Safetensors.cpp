@@ -313,10 +313,19 @@ struct SafetensorsWriter::State {
   uint64_t fileBytes = 0;
   uint32_t crc = 0;
 
-  absl::Status put(const void *data, uint64_t bytes) {
+  absl::Status put(const void *data, uint64_t bytes, bool inPlace = false) {
     crc = io::crc32(crc, data, bytes);
     fileBytes += bytes;
-    return out->write(data, bytes);
+    return inPlace ? out->writeInPlace(data, bytes) : out->write(data, bytes);
+  }
+
+  /// Tensor bytes, after the header: no more than declared.
+  absl::Status putData(const void *data, uint64_t bytes, bool inPlace) {
+    if (written + bytes > dataBytes)
+      return io::fileError(absl::StatusCode::kInternal, out->path(),
+                           "more data than the declared tensors hold");
+    written += bytes;
+    return put(data, bytes, inPlace);
   }
 };
 
@@ -352,12 +361,27 @@ SafetensorsWriter::create(const std::string &path,
   }
 }
 
+absl::StatusOr<uint64_t> SafetensorsWriter::dataOffset(
+    const std::string &path, const std::vector<SafetensorsEntry> &tensors,
+    const std::map<std::string, std::string> &metadata) {
+  try {
+    absl::StatusOr<std::pair<std::string, uint64_t>> header =
+        buildHeader(path, tensors, metadata);
+    if (!header.ok())
+      return header.status();
+    return sizeof(uint64_t) + header->first.size();
+  } catch (const std::exception &e) {
+    return io::fileError(absl::StatusCode::kInternal, path,
+                         absl::StrCat("cannot write: ", e.what()));
+  }
+}
+
 absl::Status SafetensorsWriter::write(const void *data, uint64_t bytes) {
-  if (state->written + bytes > state->dataBytes)
-    return io::fileError(absl::StatusCode::kInternal, state->out->path(),
-                         "more data than the declared tensors hold");
-  state->written += bytes;
-  return state->put(data, bytes);
+  return state->putData(data, bytes, /*inPlace=*/false);
+}
+
+absl::Status SafetensorsWriter::writeInPlace(const void *data, uint64_t bytes) {
+  return state->putData(data, bytes, /*inPlace=*/true);
 }
 
 uint64_t SafetensorsWriter::fileBytes() const { return state->fileBytes; }

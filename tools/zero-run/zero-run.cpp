@@ -88,11 +88,19 @@ static cl::opt<bool> qwzFlag(
     cl::desc("With --mesh-scheme full --stage 3: gather parameters across "
              "nodes as int8 codes with block scales (ZeRO++ qwZ)"),
     cl::init(false), cl::cat(runCategory));
+static cl::opt<int64_t>
+    qwzBitsFlag("qwz-bits",
+                cl::desc("Bits per weight code under --qwz: 8 or 4"),
+                cl::init(8), cl::cat(runCategory));
 static cl::opt<bool> qgzFlag(
     "qgz",
     cl::desc("With --mesh-scheme full: reduce gradients by all-to-alls of "
-             "int8 codes, averaged in full precision (ZeRO++ qgZ)"),
+             "int4 codes, averaged in full precision (ZeRO++ qgZ)"),
     cl::init(false), cl::cat(runCategory));
+static cl::opt<int64_t>
+    qgzBitsFlag("qgz-bits",
+                cl::desc("Bits per gradient code under --qgz: 4 or 8"),
+                cl::init(4), cl::cat(runCategory));
 static cl::opt<int64_t> stepsFlag("steps", cl::desc("Training steps"),
                                   cl::init(10), cl::cat(runCategory));
 static cl::opt<uint64_t>
@@ -153,6 +161,12 @@ static cl::opt<bool> checkpointAsyncFlag(
              "step and write it while the next steps train (one save in "
              "flight; published when the next save starts or the run ends)"),
     cl::init(false), cl::cat(runCategory));
+static cl::opt<double> checkpointWriteMibpsFlag(
+    "checkpoint-write-mibps",
+    cl::desc("With --checkpoint-async: write each save at most this many MiB "
+             "per second (0: the disk's speed), so that the write slows the "
+             "steps it overlaps less"),
+    cl::init(0), cl::cat(runCategory));
 static cl::opt<int> keepFlag(
     "keep",
     cl::desc("With --checkpoint-dir: keep the newest K checkpoints (0: all)"),
@@ -274,7 +288,10 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
     mesh = absl::StrCat(
         " mesh=", absl::StrReplaceAll(meshFlag.getValue(), {{"x", ","}}),
         " mesh-scheme=", meshSchemeFlag.getValue(), hpzFlag ? " hpz=true" : "",
-        qwzFlag ? " qwz=true" : "", qgzFlag ? " qgz=true" : "");
+        qwzFlag ? absl::StrCat(" qwz=true qwz-bits=", qwzBitsFlag.getValue())
+                : "",
+        qgzFlag ? absl::StrCat(" qgz=true qgz-bits=", qgzBitsFlag.getValue())
+                : "");
   std::string options = absl::StrCat(
       "stage=", stageFlag.getValue(), " ranks=", ranks, mesh,
       " lower-to-runtime=true accumulate-steps=", accumulateFlag.getValue(),
@@ -401,6 +418,12 @@ int main(int argc, char **argv) {
     failEarly("--checkpoint-every and --keep need --checkpoint-dir");
   if (checkpointAsyncFlag && checkpointDirFlag.empty())
     failEarly("--checkpoint-async needs --checkpoint-dir");
+  if (checkpointWriteMibpsFlag.getNumOccurrences() && !checkpointAsyncFlag)
+    failEarly("--checkpoint-write-mibps paces asynchronous saves; give "
+              "--checkpoint-async");
+  if (!(checkpointWriteMibpsFlag >= 0))
+    failEarly(absl::StrCat("--checkpoint-write-mibps must be 0 or more, got ",
+                           checkpointWriteMibpsFlag.getValue()));
   if (!resumeFlag.empty() && !llvm::sys::fs::is_directory(resumeFlag))
     failEarly(
         absl::StrCat(resumeFlag.getValue(), ": no such checkpoint directory"));
@@ -438,6 +461,11 @@ int main(int argc, char **argv) {
   if (qwzFlag && stageFlag != 3)
     failEarly("--qwz quantizes the gathers of sharded parameters; it needs "
               "--stage 3");
+  for (const cl::opt<int64_t> *bits : {&qwzBitsFlag, &qgzBitsFlag})
+    if (*bits != 8 && *bits != 4)
+      failEarly(absl::StrCat("--", bits->ArgStr.str(),
+                             " must be 8 (int8) or 4 (int4), got ",
+                             bits->getValue()));
   if (hpzFlag && (meshSchemeFlag != "full" || stageFlag != 3))
     failEarly("--hpz keeps a secondary shard of the parameters within the "
               "node; it needs --stage 3 --mesh-scheme full");
@@ -597,8 +625,9 @@ int main(int argc, char **argv) {
     if (checkpointAsyncFlag) {
       finishPending();
       absl::StatusOr<std::unique_ptr<AsyncCheckpointSave>> started =
-          AsyncCheckpointSave::start(**executor, checkpointDirFlag, step,
-                                     context, keepFlag);
+          AsyncCheckpointSave::start(
+              **executor, checkpointDirFlag, step, context, keepFlag,
+              static_cast<uint64_t>(checkpointWriteMibpsFlag * (1 << 20)));
       if (!started.ok())
         fail(comm, started.status());
       pending = std::move(*started);

@@ -119,6 +119,9 @@ std::vector<OptimizerGroup> computeOptimizerGroups(mlir::ModuleOp module);
 struct QuantizationPlan {
   bool weights = false;
   bool gradients = false;
+  /// Bits per code of the weights' and the gradients' codes (8 or 4).
+  int64_t weightBits = 8;
+  int64_t gradientBits = 8;
   int64_t block = 0;
   int64_t minElements = 0;
   /// Sharded tensors too small to quantize: they cross nodes in full

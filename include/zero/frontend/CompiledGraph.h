@@ -178,9 +178,11 @@ public:
   absl::StatusOr<std::string> save(const std::string &root, int keep = 0);
   /// The same save, asynchronous (rt::AsyncCheckpointSave): copies the
   /// state now and writes it while the next steps run; the checkpoint is
-  /// published by the returned save's finish().
+  /// published by the returned save's finish(). `writeBytesPerSecond`
+  /// paces the background write (0: the disk's speed).
   absl::StatusOr<std::unique_ptr<rt::AsyncCheckpointSave>>
-  startSave(const std::string &root, int keep = 0);
+  startSave(const std::string &root, int keep = 0,
+            uint64_t writeBytesPerSecond = 0);
   /// Loads a checkpoint (its directory, or one with `latest`) taken under
   /// any ranks and stage; the next step() continues after its step.
   absl::Status load(const std::string &path);

@@ -228,13 +228,16 @@ struct ZeroOptions {
   /// from the secondary shard its forward gather left within the node
   /// (ZeRO++ hpZ).
   bool hpz = false;
-  /// meshScheme "full": ZeRO++'s int8 communication across nodes: qwz
-  /// gathers parameters as codes and block scales (stage 3), qgz reduces
-  /// gradients by all-to-alls of codes averaged in full precision; blocks
-  /// of quantizeBlock elements, pieces under quantizeMinElements in full
+  /// meshScheme "full": ZeRO++'s quantized communication across nodes:
+  /// qwz gathers parameters as codes of qwzBits bits and block scales
+  /// (stage 3), qgz reduces gradients by all-to-alls of codes of qgzBits
+  /// bits averaged in full precision; 8 (int8) or 4 (int4) bits, blocks of
+  /// quantizeBlock elements, pieces under quantizeMinElements in full
   /// precision.
   bool qwz = false;
   bool qgz = false;
+  int64_t qwzBits = 8;
+  int64_t qgzBits = 4;
   int64_t quantizeBlock = 4096;
   int64_t quantizeMinElements = 4096;
   /// Stage 3: re-gather when uses are more than this many ops apart (0: no

@@ -215,11 +215,15 @@ def ZeroShard : Pass<"zero-shard", "::mlir::ModuleOp"> {
            "Stage 3, mesh-scheme=full: gather again from the secondary shard "
            "within the node (ZeRO++ hpZ)">,
     Option<"qwz", "qwz", "bool", "false",
-           "Stage 3, mesh-scheme=full: gather parameters across nodes as int8 "
-           "codes and block scales (ZeRO++ qwZ)">,
+           "Stage 3, mesh-scheme=full: gather parameters across nodes as "
+           "block-quantized codes and scales (ZeRO++ qwZ)">,
     Option<"qgz", "qgz", "bool", "false",
-           "mesh-scheme=full: reduce gradients by all-to-alls of int8 codes, "
-           "averaged in full precision (ZeRO++ qgZ)">,
+           "mesh-scheme=full: reduce gradients by all-to-alls of "
+           "block-quantized codes, averaged in full precision (ZeRO++ qgZ)">,
+    Option<"qwzBits", "qwz-bits", "int64_t", "8",
+           "qwz: bits per weight code, 8 (int8) or 4 (int4)">,
+    Option<"qgzBits", "qgz-bits", "int64_t", "4",
+           "qgz: bits per gradient code, 4 (int4, as ZeRO++) or 8 (int8)">,
     Option<"quantizeBlock", "quantize-block", "int64_t", "4096",
            "qwz/qgz: elements per quantization block (one f32 scale each)">,
     Option<"quantizeMinElements", "quantize-min-elements", "int64_t", "4096",
@@ -558,9 +562,13 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "zero-shard's hpz: stage 3 with mesh-scheme=full gathers again "
            "from a secondary shard within the node">,
     Option<"qwz", "qwz", "bool", "false",
-           "zero-shard's qwz: int8 parameter gathers across nodes">,
+           "zero-shard's qwz: quantized parameter gathers across nodes">,
     Option<"qgz", "qgz", "bool", "false",
-           "zero-shard's qgz: int8 all-to-all gradient reductions">,
+           "zero-shard's qgz: quantized all-to-all gradient reductions">,
+    Option<"qwzBits", "qwz-bits", "int64_t", "8",
+           "zero-shard's qwz-bits">,
+    Option<"qgzBits", "qgz-bits", "int64_t", "4",
+           "zero-shard's qgz-bits">,
     Option<"quantizeBlock", "quantize-block", "int64_t", "4096",
            "zero-shard's quantize-block">,
     Option<"quantizeMinElements", "quantize-min-elements", "int64_t", "4096",

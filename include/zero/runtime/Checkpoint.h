@@ -18,6 +18,8 @@
 #include "zero/runtime/CheckpointFormat.h"
 #include "zero/runtime/Executor.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -57,9 +59,14 @@ saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
 /// executor, so the state may change under it.
 class AsyncCheckpointSave {
 public:
+  /// `writeBytesPerSecond` paces the background write (0: as fast as the
+  /// disk goes): a write at the disk's full speed slows the steps it
+  /// overlaps where the I/O path shares the training's cores or memory
+  /// bandwidth (docs/checkpoints.md, "Pacing the write").
   static absl::StatusOr<std::unique_ptr<AsyncCheckpointSave>>
   start(Executor &executor, const std::string &root, int64_t step,
-        const CheckpointContext &context, int keep);
+        const CheckpointContext &context, int keep,
+        uint64_t writeBytesPerSecond = 0);
   /// Joins the writer; the checkpoint stays unpublished.
   ~AsyncCheckpointSave();
   AsyncCheckpointSave(const AsyncCheckpointSave &) = delete;
@@ -76,6 +83,9 @@ public:
   double writeSeconds() const { return writeSeconds_; }
   /// Seconds finish() held the training: joining the writer and committing.
   double finishSeconds() const { return finishSeconds_; }
+  /// Whether the background write is still going: the steps trained now
+  /// share the machine with it.
+  bool writing() const { return writing_.load(std::memory_order_acquire); }
   /// " in the background; the steps waited ... (copy ..., finish ...)":
   /// what the save cost the training, for the tools' "saved" lines.
   std::string describeWait() const;
@@ -87,7 +97,8 @@ private:
   absl::StatusOr<std::string> commit();
   static absl::StatusOr<std::unique_ptr<AsyncCheckpointSave>>
   begin(Executor &executor, const std::string &root, int64_t step,
-        const CheckpointContext &context, int keep, bool background);
+        const CheckpointContext &context, int keep, bool background,
+        uint64_t writeBytesPerSecond);
   friend absl::StatusOr<std::string>
   saveCheckpoint(Executor &executor, const std::string &root, int64_t step,
                  const CheckpointContext &context, int keep);
@@ -98,11 +109,21 @@ private:
   CheckpointContext context;
   int keep;
   std::vector<int> writers;
+
+public:
+  struct FreeSnapshot {
+    void operator()(uint8_t *data) const { std::free(data); }
+  };
+  /// Memory from posix_memalign, aligned for O_DIRECT.
+  using Snapshot = std::unique_ptr<uint8_t[], FreeSnapshot>;
+
+private:
   /// The state copied at start(), in the order the file holds it: memory
   /// kept across saves (see takeSnapshotMemory in Checkpoint.cpp).
-  std::unique_ptr<uint8_t[]> snapshot;
+  Snapshot snapshot;
   uint64_t snapshotBytes = 0;
   std::thread writer;
+  std::atomic<bool> writing_{false};
   /// Written by the writer thread, read after joining it.
   absl::Status written;
   uint64_t fileBytes = 0;

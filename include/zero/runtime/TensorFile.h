@@ -84,13 +84,28 @@ writeSafetensors(const std::string &path, const TensorMap &tensors,
 /// are assigned in that order), then their bytes are written in that order
 /// in pieces of any size. Atomic like writeSafetensors: nothing appears
 /// under `path` unless commit() succeeds.
+/// What O_DIRECT wants aligned (addresses, sizes, file offsets): the
+/// logical block size, 512 or 4096 bytes; 4096 suits both.
+inline constexpr uint64_t kDirectIoAlignment = 4096;
+
 class SafetensorsWriter {
 public:
   static absl::StatusOr<std::unique_ptr<SafetensorsWriter>>
   create(const std::string &path, const std::vector<SafetensorsEntry> &tensors,
          const std::map<std::string, std::string> &metadata = {});
+  /// The file offset of the first tensor's bytes in the file create()
+  /// writes for these arguments: the size of the header before them.
+  static absl::StatusOr<uint64_t>
+  dataOffset(const std::string &path,
+             const std::vector<SafetensorsEntry> &tensors,
+             const std::map<std::string, std::string> &metadata = {});
   ~SafetensorsWriter();
   absl::Status write(const void *data, uint64_t bytes);
+  /// As write(), but bytes whose address agrees with their file offset
+  /// modulo kDirectIoAlignment are written to the disk from where they are,
+  /// without a copy: they must stay unchanged until commit() returns or the
+  /// writer is dropped.
+  absl::Status writeInPlace(const void *data, uint64_t bytes);
   /// Fails unless exactly the declared bytes were written.
   absl::Status commit();
   /// The whole file's size and CRC-32 (zlib's), header included, computed

@@ -27,6 +27,10 @@ int64_t ceilDiv(int64_t value, int64_t divisor);
 /// is split evenly with padding.
 int64_t shardSize(int64_t size, int64_t groupSize);
 
+/// Bytes of `length` block-quantized codes of `bits` bits (8 or 4) that
+/// start on a byte of their own: one segment of dist.quantize's codes.
+int64_t quantizedSegmentBytes(int64_t length, int64_t bits);
+
 /// `size` rounded up to a multiple of `groupSize`.
 int64_t paddedSize(int64_t size, int64_t groupSize);
 

@@ -409,7 +409,24 @@ func.func @uneven_segments(%q: tensor<10xi8>, %s: tensor<3xf32>) {
 // -----
 
 func.func @codes_keep_the_shape(%x: tensor<10xf32>) {
-  // expected-error @+1 {{quantizes 'tensor<10xf32>' into 'tensor<12xi8>'; the codes keep the input's shape}}
+  // expected-error @+1 {{has 1 segment(s) of 10 8-bit codes, 10 bytes in all, but the codes are 'tensor<12xi8>'}}
   %q, %s = dist.quantize %x block 4 : tensor<10xf32> -> tensor<12xi8>, tensor<3xf32>
+  return
+}
+
+// -----
+
+// int4 codes pack two to a byte: 2 segments of 5 are 3 bytes each.
+func.func @int4_codes_are_packed(%q: tensor<10xi8>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{has 2 segment(s) of 5 4-bit codes, 6 bytes in all, but the codes are 'tensor<10xi8>'}}
+  %x = dist.dequantize %q, %s block 4 segments 2 bits 4 : tensor<10xi8>, tensor<4xf32> -> tensor<10xf32>
+  return
+}
+
+// -----
+
+func.func @three_bit_codes(%x: tensor<10xf32>) {
+  // expected-error @+1 {{has 3-bit codes; int8 (bits 8) and int4 (bits 4) are supported}}
+  %q, %s = dist.quantize %x block 4 bits 3 : tensor<10xf32> -> tensor<4xi8>, tensor<3xf32>
   return
 }

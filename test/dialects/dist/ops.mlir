@@ -73,6 +73,20 @@ func.func @quantized_gather(%shard: tensor<10xf32>) -> tensor<40xf32> {
   return %w : tensor<40xf32>
 }
 
+// int4 codes (ZeRO++ qgZ): two to a byte, each segment on bytes of its own,
+// so the 4 ranks' pieces of 3 elements are 2 bytes each and the all-to-all
+// moves whole segments.
+// CHECK-LABEL: func.func @int4_exchange
+// CHECK: dist.quantize %{{.*}} block 4 segments 4 bits 4 : tensor<12xf32> -> tensor<8xi8>, tensor<4xf32>
+// CHECK: dist.dequantize %{{.*}}, %{{.*}} block 4 segments 4 bits 4 : tensor<8xi8>, tensor<4xf32> -> tensor<12xf32>
+func.func @int4_exchange(%g: tensor<12xf32>) -> tensor<12xf32> {
+  %q, %s = dist.quantize %g block 4 segments 4 bits 4 : tensor<12xf32> -> tensor<8xi8>, tensor<4xf32>
+  %qs = dist.all_to_all %q axis 0 split 0 concat 0 : tensor<8xi8> -> tensor<8xi8>
+  %ss = dist.all_to_all %s axis 0 split 0 concat 0 : tensor<4xf32> -> tensor<4xf32>
+  %x = dist.dequantize %qs, %ss block 4 segments 4 bits 4 : tensor<8xi8>, tensor<4xf32> -> tensor<12xf32>
+  return %x : tensor<12xf32>
+}
+
 // The generic reshard, one SBP entry per placement axis.
 // CHECK-LABEL: func.func @reshard
 // CHECK: %resharded = dist.reshard %{{.*}} from [P(sum)] to [S(0)] : tensor<10xf32> -> tensor<3xf32>

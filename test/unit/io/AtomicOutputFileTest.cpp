@@ -96,3 +96,43 @@ TEST(AtomicOutputFile, OnlyCommitReplacesTheTarget) {
   writeInPieces(path, fresh);
   EXPECT_EQ(readBytes(path), fresh);
 }
+
+TEST(AtomicOutputFile, WritesInPlaceWhereAddressAndOffsetAgree) {
+  // An asynchronous checkpoint save's layout: a header of odd length
+  // written through the staging buffer, then data whose addresses agree
+  // with their file offsets modulo 4096, in pieces of any size (the disk
+  // reads their aligned middles in place), and a piece that does not
+  // agree, which falls back to the copy.
+  TempDir dir;
+  std::string path = dir.file("image.bin");
+  std::vector<uint8_t> header = randomBytes(4096 * 2 + 777, 8);
+  std::vector<uint8_t> body = randomBytes((size_t{19} << 20) + 4095, 9);
+  std::vector<uint8_t> misplaced = randomBytes(12345, 10);
+  void *memory = nullptr;
+  ASSERT_EQ(::posix_memalign(&memory, 4096, body.size() + 4096), 0);
+  std::unique_ptr<uint8_t, decltype(&std::free)> image(
+      static_cast<uint8_t *>(memory), &std::free);
+  uint8_t *data = image.get() + header.size() % 4096;
+  std::memcpy(data, body.data(), body.size());
+  {
+    auto file = io::AtomicOutputFile::create(path);
+    ASSERT_TRUE(file.ok()) << file.status();
+    ASSERT_TRUE((*file)->write(header.data(), header.size()).ok());
+    std::mt19937 engine(12);
+    size_t at = 0;
+    while (at < body.size()) {
+      size_t piece = std::min<size_t>(body.size() - at,
+                                      engine() % 3 == 0 ? engine() % 5000 + 1
+                                                        : engine() % (6 << 20));
+      ASSERT_TRUE((*file)->writeInPlace(data + at, piece).ok());
+      at += piece;
+    }
+    ASSERT_TRUE(
+        (*file)->writeInPlace(misplaced.data() + 1, misplaced.size() - 1).ok());
+    ASSERT_TRUE((*file)->commit().ok());
+  }
+  std::vector<uint8_t> expected = header;
+  expected.insert(expected.end(), body.begin(), body.end());
+  expected.insert(expected.end(), misplaced.begin() + 1, misplaced.end());
+  EXPECT_EQ(readBytes(path), expected);
+}

@@ -316,15 +316,24 @@ def Dist_UnpackOp : Dist_Op<"unpack", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Dist_QuantizeOp : Dist_Op<"quantize", [Pure]> {
-  let summary = "Block-quantizes a tensor to int8 with one scale per block (ZeRO++ qwZ, qgZ)";
+  let summary = "Block-quantizes a tensor to int8 or int4 codes with one scale per block (ZeRO++ qwZ, qgZ)";
   let description = [{
     `input` is cut into `segments` equal segments and each segment into
     blocks of `block` elements, the last block of a segment possibly
     shorter. Each block gets a symmetric scale, its largest magnitude
-    divided by 127, and each element becomes `round(x / scale)`, in
-    [-127, 127] (a block of zeros has scale 0 and quantizes to zeros).
+    divided by the largest code (127 for `bits 8`, the default; 7 for
+    `bits 4`), and each element becomes `round(x / scale)`, in [-127, 127]
+    or [-7, 7] (a block of zeros has scale 0 and quantizes to zeros).
     `scales` holds the blocks' scales, segment by segment. The error of a
     dequantized element is at most half its block's scale.
+
+    The codes are bytes. With `bits 8` each code is one byte, so the result
+    has the input's length. With `bits 4` two codes share a byte, the
+    segment's even element in the low nibble (two's complement), and each
+    segment starts on a byte of its own, the high nibble after an odd
+    segment's last code being zero: a segment of L elements is
+    ceil(L / 2) bytes, and any piece that is a whole number of segments can
+    be moved on its own.
 
     Quantized data is moved, never reduced: it may be gathered, exchanged
     all-to-all, packed and unpacked, and `dist.dequantize` turns it back
@@ -335,35 +344,42 @@ def Dist_QuantizeOp : Dist_Op<"quantize", [Pure]> {
     ```mlir
     // Two segments of 5: blocks of 4 and 1 in each.
     %q, %s = dist.quantize %x block 4 segments 2 : tensor<10xf32> -> tensor<10xi8>, tensor<4xf32>
+    // The same as int4: 3 bytes per segment.
+    %q4, %s4 = dist.quantize %x block 4 segments 2 bits 4 : tensor<10xf32> -> tensor<6xi8>, tensor<4xf32>
     ```
   }];
   let arguments = (ins 1DTensorOf<[AnyFloat]>:$input,
                        ConfinedAttr<I64Attr, [IntPositive]>:$block,
-                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$segments);
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$segments,
+                       DefaultValuedAttr<I64Attr, "8">:$bits);
   let results = (outs 1DTensorOf<[I8]>:$result, 1DTensorOf<[F32]>:$scales);
   let assemblyFormat = [{
-    $input `block` $block (`segments` $segments^)? attr-dict `:` type($input) `->` type($result) `,` type($scales)
+    $input `block` $block (`segments` $segments^)? (`bits` $bits^)? attr-dict `:` type($input) `->` type($result) `,` type($scales)
   }];
   let hasVerifier = 1;
 }
 
 def Dist_DequantizeOp : Dist_Op<"dequantize", [Pure]> {
-  let summary = "Turns block-quantized int8 data and its scales back into floats";
+  let summary = "Turns block-quantized int8 or int4 codes and their scales back into floats";
   let description = [{
-    The inverse of `dist.quantize` with the same `block` and `segments`:
-    element `i` of block `b` is `input[i] * scales[b]`. After a gather of
-    R ranks' quantized shards, `segments` is R times the quantizer's.
+    The inverse of `dist.quantize` with the same `block`, `segments` and
+    `bits`: element `i` of block `b` is `code[i] * scales[b]`. After a
+    gather of R ranks' quantized shards, `segments` is R times the
+    quantizer's. The result's length gives the segments' length, from
+    which the codes' bytes follow (ceil(L / 2) per segment for `bits 4`).
 
     ```mlir
     %x = dist.dequantize %q, %s block 4 segments 2 : tensor<10xi8>, tensor<4xf32> -> tensor<10xf32>
+    %y = dist.dequantize %q4, %s4 block 4 segments 2 bits 4 : tensor<6xi8>, tensor<4xf32> -> tensor<10xf32>
     ```
   }];
   let arguments = (ins 1DTensorOf<[I8]>:$input, 1DTensorOf<[F32]>:$scales,
                        ConfinedAttr<I64Attr, [IntPositive]>:$block,
-                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$segments);
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$segments,
+                       DefaultValuedAttr<I64Attr, "8">:$bits);
   let results = (outs 1DTensorOf<[AnyFloat]>:$result);
   let assemblyFormat = [{
-    $input `,` $scales `block` $block (`segments` $segments^)? attr-dict `:` type($input) `,` type($scales) `->` type($result)
+    $input `,` $scales `block` $block (`segments` $segments^)? (`bits` $bits^)? attr-dict `:` type($input) `,` type($scales) `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -15,8 +15,8 @@ first) with oflag=direct conv=fdatasync, so that every byte reaches the
 disk and none is a cached page rewritten; then reading it back with
 iflag=direct.
 
-Asynchronous saves: `gpt2_train --steps 32 --checkpoint-every 8
---checkpoint-async` at each N (four saves), at the disk's speed and paced
+Asynchronous saves: `gpt2_train --steps 48 --checkpoint-every 4
+--checkpoint-async` at each N (twelve saves), at the disk's speed and paced
 with `--checkpoint-write-mibps` so that the N ranks, which share the disk,
 write --paced-mibps (512) together: what the steps waited
 for each save (the copy to host memory and the commit), the background
@@ -171,7 +171,7 @@ def main():
                      f"{read:.0f}", f"{100 * load_mib / load_s / read:.0f}%"])
         for pace in (0, args.paced_mibps):
             overlapped = gpt2(ranks, [
-                "--steps", "32", "--checkpoint-every", "8",
+                "--steps", "48", "--checkpoint-every", "4",
                 "--checkpoint-async",
                 "--checkpoint-write-mibps", str(pace / ranks),
                 "--checkpoint-dir", os.path.join(args.workdir, f"a{ranks}")])

@@ -205,13 +205,15 @@ RankFileLayout rankFileLayout(Executor &executor,
 using PieceSource = std::function<absl::StatusOr<const uint8_t *>(size_t)>;
 
 /// Writes the snapshot's pieces in place, at most `bytesPerSecond` when
-/// that is set: in pieces of about 8 MiB, each begun no sooner than the
-/// rate allows. The pieces end on aligned addresses, so that each next one
-/// still goes to the disk in place.
+/// that is set: in pieces of a tenth of a second's bytes (64 KiB to 8 MiB),
+/// each begun no sooner than the rate allows. The pieces end on aligned
+/// addresses, so that each next one still goes to the disk in place.
 class WritePacer {
 public:
   explicit WritePacer(uint64_t bytesPerSecond)
       : bytesPerSecond(bytesPerSecond),
+        piece(std::clamp<uint64_t>(bytesPerSecond / 10, uint64_t{64} << 10,
+                                   uint64_t{8} << 20)),
         start(std::chrono::steady_clock::now()) {}
 
   absl::Status write(SafetensorsWriter &writer, const uint8_t *data,
@@ -219,7 +221,7 @@ public:
     if (bytesPerSecond == 0)
       return writer.writeInPlace(data, bytes);
     while (bytes > 0) {
-      uint64_t take = std::min<uint64_t>(bytes, kPiece);
+      uint64_t take = std::min<uint64_t>(bytes, piece);
       if (take < bytes)
         take -= reinterpret_cast<uintptr_t>(data + take) % kDirectIoAlignment;
       std::this_thread::sleep_until(
@@ -235,8 +237,8 @@ public:
   }
 
 private:
-  static constexpr uint64_t kPiece = uint64_t{8} << 20;
   uint64_t bytesPerSecond;
+  uint64_t piece;
   std::chrono::steady_clock::time_point start;
   uint64_t sent = 0;
 };
@@ -584,6 +586,13 @@ zero::rt::AsyncCheckpointSave::begin(Executor &executor,
       std::memcpy(save->snapshot.get() + offsets[piece], *data,
                   layout.bytes[piece]);
   }
+  // Every rank's copy is done before any returns: a rank slower to copy
+  // (ranks that share cores) is waited for here, where the save counts
+  // it, not in the next step's first collective, and the steps overlap
+  // the background writes only. A rank that could not copy stops all.
+  if (absl::Status status = agree(comm, save->written, "copying the state");
+      !status.ok())
+    save->written = status;
   save->startSeconds_ = secondsSince(clock);
   if (!save->written.ok())
     return save;

@@ -42,6 +42,7 @@ import shutil
 import filecmp
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_lib as lib  # noqa: E402
@@ -168,6 +169,35 @@ def check_resume(checker, args):
                   and not differ, f"async and sync saves differ: {differ}")
     checker.note("--checkpoint-async: resumed bitwise; its files and "
                  "manifest byte-identical to a synchronous save's")
+
+    # A paced save (--checkpoint-write-mibps) writes the same bytes, in
+    # pieces of 64 KiB here, no faster than the rate: each of the two saves
+    # of a rank file of B bytes takes at least (B - 64 KiB) / rate longer
+    # than at the disk's speed.
+    rate = 0.1
+    largest = max(os.path.getsize(os.path.join(sync_ckpt, step, name))
+                  for name in names if name.endswith(".safetensors"))
+    least = (largest - (64 << 10)) / (rate * (1 << 20))
+    seconds = {}
+    for pace in (0, rate):
+        ckpt = f"{work}/paced-{pace}-ckpt"
+        shutil.rmtree(ckpt, ignore_errors=True)
+        began = time.monotonic()
+        zero_run(mlp, 3, 3, SAVE_AT, f"{work}/paced.json",
+                 extra=["--checkpoint-dir", ckpt, "--checkpoint-every", 2,
+                        "--checkpoint-async", "--checkpoint-write-mibps",
+                        pace])
+        seconds[pace] = time.monotonic() - began
+    differ = [name for name in names if not filecmp.cmp(
+        os.path.join(sync_ckpt, step, name),
+        os.path.join(f"{work}/paced-{rate}-ckpt", step, name), shallow=False)]
+    checker.check(not differ, f"paced and sync saves differ: {differ}")
+    checker.check(seconds[rate] - seconds[0] >= least,
+                  f"paced at {rate} MiB/s, two saves of {largest} B took "
+                  f"{seconds[rate] - seconds[0]:.2f} s more than unpaced, "
+                  f"not {least:.2f}")
+    checker.note(f"--checkpoint-write-mibps {rate}: the same bytes, and at "
+                 f"least {least:.1f} s more per save of {largest} B")
 
     # --steps at the checkpoint's step runs nothing; --save-state then writes
     # the loaded state, which consolidate writes too.

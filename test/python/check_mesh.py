@@ -37,6 +37,12 @@ def build(mesh, scheme="hybrid", hpz=False, stage=3, quantize=False):
     return graph
 
 
+def three_bit_codes():
+    graph = build((2, 2), "full", True, quantize=True)
+    graph.config.zero.qgz_bits = 3
+    return graph
+
+
 def train(mesh, scheme="hybrid", hpz=False, quantize=False):
     compiled = build(mesh, scheme, hpz,
                      quantize=quantize).compile(zero.world_size())
@@ -87,8 +93,11 @@ def main():
                for a, b in zip(q_losses, full_losses)), (q_losses, full_losses)
     plan = quantized.report["quantization"]
     assert plan["block"] == 64 and plan["weights"] and plan["gradients"], plan
-    print(f"rank {zero.rank()}: ok: qwz and qgz train within 1e-3 of full "
-          f"precision; full precision across nodes: {plan['full_precision']}")
+    # ZeRO++'s defaults: int8 weights, int4 gradients.
+    assert plan["weight_bits"] == 8 and plan["gradient_bits"] == 4, plan
+    print(f"rank {zero.rank()}: ok: qwz (int8) and qgz (int4) train within "
+          f"1e-3 of full precision; full precision across nodes: "
+          f"{plan['full_precision']}")
     if zero.rank() == 0:
         for what, call in {
             "a mesh of other ranks": lambda: build((2, 2)).compile(3),
@@ -99,6 +108,7 @@ def main():
             "a scheme without a mesh": lambda: build(None, "full").compile(4),
             "qgz with hybrid sharding": lambda: build(
                 (2, 2), "hybrid", quantize=True).compile(4),
+            "3-bit gradient codes": lambda: three_bit_codes().compile(4),
         }.items():
             try:
                 call()

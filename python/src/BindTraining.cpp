@@ -238,6 +238,8 @@ py::dict reportDict(const MemoryReport &report) {
     quantization["gradients"] = plan->gradients;
     quantization["block"] = plan->block;
     quantization["min_elements"] = plan->minElements;
+    quantization["weight_bits"] = plan->weightBits;
+    quantization["gradient_bits"] = plan->gradientBits;
     quantization["full_precision"] = plan->fullPrecision;
     dict["quantization"] = quantization;
   }

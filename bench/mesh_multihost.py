@@ -15,7 +15,10 @@ gpt2_train trains GPT-2 124M at a short sequence on the 4 ranks, in turn:
   * full3:   --mesh-scheme full (sharded over all 4, gathered across hosts
              first);
   * hpz:     full3 with --hpz (the backward gathers within the host);
-  * zeropp:  hpz with --qwz --qgz (int8 across hosts: ZeRO++);
+  * zeropp8: hpz with --qwz --qgz --qgz-bits 8 (int8 weights and
+             gradients across hosts);
+  * zeropp:  hpz with --qwz --qgz (int8 weights, int4 gradients across
+             hosts: ZeRO++);
   * ddp:     --mesh 2x2 --stage 0 (plain data parallelism on the mesh);
 
 and reports, per step, the bytes that crossed the link (the namespaces'
@@ -48,6 +51,7 @@ CONFIGS = [
     ("hybrid3", ["--mesh", "2x2", "--stage", "3"]),
     ("full3", FULL),
     ("hpz", FULL + ["--hpz"]),
+    ("zeropp8", FULL + ["--hpz", "--qwz", "--qgz", "--qgz-bits", "8"]),
     ("zeropp", FULL + ["--hpz", "--qwz", "--qgz"]),
     ("ddp", ["--mesh", "2x2", "--stage", "0"]),
 ]

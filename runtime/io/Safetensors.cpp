@@ -333,47 +333,50 @@ SafetensorsWriter::SafetensorsWriter(std::unique_ptr<State> state)
     : state(std::move(state)) {}
 SafetensorsWriter::~SafetensorsWriter() = default;
 
-absl::StatusOr<std::unique_ptr<SafetensorsWriter>>
-SafetensorsWriter::create(const std::string &path,
-                          const std::vector<SafetensorsEntry> &tensors,
-                          const std::map<std::string, std::string> &metadata) {
+/// buildHeader, with what the JSON library throws as a Status.
+static absl::StatusOr<std::pair<std::string, uint64_t>>
+checkedHeader(const std::string &path,
+              const std::vector<SafetensorsEntry> &tensors,
+              const std::map<std::string, std::string> &metadata) {
   try {
-    absl::StatusOr<std::pair<std::string, uint64_t>> header =
-        buildHeader(path, tensors, metadata);
-    if (!header.ok())
-      return header.status();
-    auto out = io::AtomicOutputFile::create(path);
-    if (!out.ok())
-      return out.status();
-    std::string prefix;
-    io::appendLE64(prefix, header->first.size());
-    prefix += header->first;
-    auto state = std::make_unique<State>();
-    state->out = std::move(*out);
-    state->dataBytes = header->second;
-    if (absl::Status s = state->put(prefix.data(), prefix.size()); !s.ok())
-      return s;
-    return std::unique_ptr<SafetensorsWriter>(
-        new SafetensorsWriter(std::move(state)));
+    return buildHeader(path, tensors, metadata);
   } catch (const std::exception &e) {
     return io::fileError(absl::StatusCode::kInternal, path,
                          absl::StrCat("cannot write: ", e.what()));
   }
 }
 
+absl::StatusOr<std::unique_ptr<SafetensorsWriter>>
+SafetensorsWriter::create(const std::string &path,
+                          const std::vector<SafetensorsEntry> &tensors,
+                          const std::map<std::string, std::string> &metadata) {
+  absl::StatusOr<std::pair<std::string, uint64_t>> header =
+      checkedHeader(path, tensors, metadata);
+  if (!header.ok())
+    return header.status();
+  auto out = io::AtomicOutputFile::create(path);
+  if (!out.ok())
+    return out.status();
+  std::string prefix;
+  io::appendLE64(prefix, header->first.size());
+  prefix += header->first;
+  auto state = std::make_unique<State>();
+  state->out = std::move(*out);
+  state->dataBytes = header->second;
+  if (absl::Status s = state->put(prefix.data(), prefix.size()); !s.ok())
+    return s;
+  return std::unique_ptr<SafetensorsWriter>(
+      new SafetensorsWriter(std::move(state)));
+}
+
 absl::StatusOr<uint64_t> SafetensorsWriter::dataOffset(
     const std::string &path, const std::vector<SafetensorsEntry> &tensors,
     const std::map<std::string, std::string> &metadata) {
-  try {
-    absl::StatusOr<std::pair<std::string, uint64_t>> header =
-        buildHeader(path, tensors, metadata);
-    if (!header.ok())
-      return header.status();
-    return sizeof(uint64_t) + header->first.size();
-  } catch (const std::exception &e) {
-    return io::fileError(absl::StatusCode::kInternal, path,
-                         absl::StrCat("cannot write: ", e.what()));
-  }
+  absl::StatusOr<std::pair<std::string, uint64_t>> header =
+      checkedHeader(path, tensors, metadata);
+  if (!header.ok())
+    return header.status();
+  return sizeof(uint64_t) + header->first.size();
 }
 
 absl::Status SafetensorsWriter::write(const void *data, uint64_t bytes) {

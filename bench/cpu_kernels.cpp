@@ -1,12 +1,13 @@
 //===- cpu_kernels.cpp - Layer norm and cast kernels, scalar vs Highway ---===//
 //
 // zero-bench-cpu-kernels: the runtime's train.layer_norm,
-// train.layer_norm_grad and train.cast CPU kernels as bound by
-// bindCpuKernel (Highway loops, runtime/cpu/NormalizationLoops.cpp and
-// CastLoops.cpp) against the scalar code they replaced, kept here verbatim
-// (the row loops with sumFixed/dotFixed, and the element-at-a-time DType.h
-// conversions in 512-element blocks). Each case runs old and new
-// alternately, 9 rounds of about 20 ms each, and prints the median
+// train.layer_norm_grad, train.cast and int4 dist.quantize/dequantize CPU
+// kernels as bound by bindCpuKernel (Highway loops,
+// runtime/cpu/NormalizationLoops.cpp, CastLoops.cpp, QuantizeLoops.cpp)
+// against the scalar code they replaced, kept here verbatim (the row loops
+// with sumFixed/dotFixed, the element-at-a-time DType.h conversions in
+// 512-element blocks, the nibble-at-a-time int4 packing). Each case runs old
+// and new alternately, 9 rounds of about 20 ms each, and prints the median
 // nanoseconds per element and the ratio new / old.
 //
 //   zero-bench-cpu-kernels [--rows R]
@@ -16,6 +17,7 @@
 #include "zero/runtime/CpuKernels.h"
 
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/QuantizeLoops.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -126,6 +128,36 @@ void oldCast(DType from, DType to, int64_t count, const void *in, void *out) {
       for (int64_t i = 0; i < n; ++i)
         static_cast<uint16_t *>(out)[offset + i] =
             to == DType::bf16 ? floatToBf16(y[i]) : floatToF16(y[i]);
+  }
+}
+
+/// The old int4 dist.quantize of one segment (commit 9ad336e): the Highway
+/// block quantizer, then one nibble at a time into zeroed bytes.
+void oldQuantizeInt4(int64_t count, int64_t block, const float *x,
+                     int8_t *codes, uint8_t *bytes, float *scales) {
+  std::memset(bytes, 0, (count + 1) / 2);
+  for (int64_t begin = 0, index = 0; begin < count; begin += block, ++index) {
+    int64_t n = std::min(block, count - begin);
+    scales[index] = cpu::quantizeBlock(n, x + begin, codes, 7.0f);
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t i = begin + k;
+      auto nibble = static_cast<uint8_t>(codes[k] & 0x0f);
+      bytes[i / 2] |= i % 2 ? static_cast<uint8_t>(nibble << 4) : nibble;
+    }
+  }
+}
+
+/// The old int4 dist.dequantize of one segment (commit 9ad336e).
+void oldDequantizeInt4(int64_t count, int64_t block, const uint8_t *bytes,
+                       const float *scales, int8_t *codes, float *x) {
+  for (int64_t begin = 0, index = 0; begin < count; begin += block, ++index) {
+    int64_t n = std::min(block, count - begin);
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t i = begin + k;
+      int nibble = (i % 2 ? bytes[i / 2] >> 4 : bytes[i / 2]) & 0x0f;
+      codes[k] = static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
+    }
+    cpu::dequantizeBlock(n, codes, scales[index], x + begin);
   }
 }
 
@@ -279,5 +311,39 @@ int main(int argc, char **argv) {
                },
                [&] { call(up, {narrow.data()}, {wideOut.data()}); }));
   }
+  // qgZ's int4 codes in ZeRO++'s blocks of 2048.
+  const int64_t block = 2048, blocks = count / block;
+  mlir::DictionaryAttr int4 = builder.getDictionaryAttr(
+      {builder.getNamedAttr("block", builder.getI64IntegerAttr(block)),
+       builder.getNamedAttr("bits", builder.getI64IntegerAttr(4))});
+  TensorSpec values{DType::f32, {count}}, packed{DType::i8, {count / 2}},
+      scaleSpec{DType::f32, {blocks}};
+  KernelFn quantize =
+      bind("dist.quantize", int4, {values}, {packed, scaleSpec});
+  KernelFn dequantize =
+      bind("dist.dequantize", int4, {packed, scaleSpec}, {values});
+  std::vector<uint8_t> bytes(count / 2);
+  std::vector<int8_t> codes(block);
+  std::vector<float> scales(blocks);
+  std::string shape = " int4, blocks of " + std::to_string(block);
+  report("quantize" + shape, count,
+         timeBoth(
+             [&] {
+               oldQuantizeInt4(count, block, wide.data(), codes.data(),
+                               bytes.data(), scales.data());
+             },
+             [&] {
+               call(quantize, {wide.data()}, {bytes.data(), scales.data()});
+             }));
+  report(
+      "dequantize" + shape, count,
+      timeBoth(
+          [&] {
+            oldDequantizeInt4(count, block, bytes.data(), scales.data(),
+                              codes.data(), wideOut.data());
+          },
+          [&] {
+            call(dequantize, {bytes.data(), scales.data()}, {wideOut.data()});
+          }));
   return 0;
 }

@@ -34,24 +34,33 @@ template <typename Fn> void forEachBlock(const QuantizedLayout &layout, Fn fn) {
 float largestCode(int64_t bits) { return bits == 4 ? 7.0f : 127.0f; }
 
 /// Codes [begin, begin + count) of a segment into its int4 bytes, the even
-/// element in the low nibble; the bytes start zeroed.
+/// element in the low nibble. A block that starts or ends inside a byte
+/// shares it with its neighbour, so those nibbles are or-ed into bytes that
+/// start zeroed; the whole bytes between go through the vector loop.
 void packNibbles(const int8_t *codes, int64_t begin, int64_t count,
                  uint8_t *bytes) {
-  for (int64_t k = 0; k < count; ++k) {
-    int64_t index = begin + k;
-    auto nibble = static_cast<uint8_t>(codes[k] & 0x0f);
-    bytes[index / 2] |= index % 2 ? static_cast<uint8_t>(nibble << 4) : nibble;
+  if (count > 0 && begin % 2) {
+    bytes[begin / 2] |= static_cast<uint8_t>(codes[0] << 4);
+    ++codes, ++begin, --count;
   }
+  packNibblePairs(count / 2, codes, bytes + begin / 2);
+  if (count % 2)
+    bytes[(begin + count) / 2] |= static_cast<uint8_t>(codes[count - 1] & 0x0f);
 }
 
 /// The inverse of packNibbles, sign-extending each nibble.
 void unpackNibbles(const uint8_t *bytes, int64_t begin, int64_t count,
                    int8_t *codes) {
-  for (int64_t k = 0; k < count; ++k) {
-    int64_t index = begin + k;
-    int nibble = (index % 2 ? bytes[index / 2] >> 4 : bytes[index / 2]) & 0x0f;
-    codes[k] = static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
+  auto signExtend = [](int nibble) {
+    return static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
+  };
+  if (count > 0 && begin % 2) {
+    codes[0] = signExtend(bytes[begin / 2] >> 4);
+    ++codes, ++begin, --count;
   }
+  unpackNibblePairs(count / 2, bytes + begin / 2, codes);
+  if (count % 2)
+    codes[count - 1] = signExtend(bytes[(begin + count) / 2] & 0x0f);
 }
 
 } // namespace

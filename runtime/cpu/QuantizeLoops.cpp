@@ -96,6 +96,41 @@ void DequantizeBlock(int64_t n, const int8_t *codes, float scale, float *x) {
   }
 }
 
+void PackNibblePairs(int64_t pairs, const int8_t *codes, uint8_t *bytes) {
+  const hn::ScalableTag<uint8_t> d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const auto lowNibble = hn::Set(d, uint8_t{0x0f});
+  const auto *in = reinterpret_cast<const uint8_t *>(codes);
+  int64_t k = 0;
+  for (; k + lanes <= pairs; k += lanes) {
+    hn::Vec<decltype(d)> even, odd;
+    hn::LoadInterleaved2(d, in + 2 * k, even, odd);
+    hn::StoreU(hn::Or(hn::And(even, lowNibble), hn::ShiftLeft<4>(odd)), d,
+               bytes + k);
+  }
+  for (; k < pairs; ++k)
+    bytes[k] = static_cast<uint8_t>((in[2 * k] & 0x0f) | (in[2 * k + 1] << 4));
+}
+
+void UnpackNibblePairs(int64_t pairs, const uint8_t *bytes, int8_t *codes) {
+  const hn::ScalableTag<int8_t> d;
+  const hn::RebindToUnsigned<decltype(d)> du;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t k = 0;
+  // Shifting a signed byte right is arithmetic, so each nibble comes out
+  // sign-extended.
+  for (; k + lanes <= pairs; k += lanes) {
+    const auto packed = hn::BitCast(d, hn::LoadU(du, bytes + k));
+    hn::StoreInterleaved2(hn::ShiftRight<4>(hn::ShiftLeft<4>(packed)),
+                          hn::ShiftRight<4>(packed), d, codes + 2 * k);
+  }
+  for (; k < pairs; ++k) {
+    auto packed = static_cast<int8_t>(bytes[k]);
+    codes[2 * k] = static_cast<int8_t>(static_cast<int8_t>(packed << 4) >> 4);
+    codes[2 * k + 1] = static_cast<int8_t>(packed >> 4);
+  }
+}
+
 } // namespace HWY_NAMESPACE
 } // namespace zero::rt::cpu
 HWY_AFTER_NAMESPACE();
@@ -105,6 +140,8 @@ namespace zero::rt::cpu {
 
 HWY_EXPORT(QuantizeBlock);
 HWY_EXPORT(DequantizeBlock);
+HWY_EXPORT(PackNibblePairs);
+HWY_EXPORT(UnpackNibblePairs);
 
 float quantizeBlock(int64_t n, const float *x, int8_t *codes,
                     float largestCode) {
@@ -113,6 +150,14 @@ float quantizeBlock(int64_t n, const float *x, int8_t *codes,
 
 void dequantizeBlock(int64_t n, const int8_t *codes, float scale, float *x) {
   HWY_DYNAMIC_DISPATCH(DequantizeBlock)(n, codes, scale, x);
+}
+
+void packNibblePairs(int64_t pairs, const int8_t *codes, uint8_t *bytes) {
+  HWY_DYNAMIC_DISPATCH(PackNibblePairs)(pairs, codes, bytes);
+}
+
+void unpackNibblePairs(int64_t pairs, const uint8_t *bytes, int8_t *codes) {
+  HWY_DYNAMIC_DISPATCH(UnpackNibblePairs)(pairs, bytes, codes);
 }
 
 } // namespace zero::rt::cpu

@@ -30,6 +30,13 @@ float quantizeBlock(int64_t n, const float *x, int8_t *codes,
 /// x[i] = codes[i] * scale for i < n.
 void dequantizeBlock(int64_t n, const int8_t *codes, float scale, float *x);
 
+/// bytes[k] = (codes[2k] & 0xf) | codes[2k + 1] << 4 for k < pairs: int4
+/// codes in [-8, 7], the even one in the low nibble.
+void packNibblePairs(int64_t pairs, const int8_t *codes, uint8_t *bytes);
+
+/// The inverse of packNibblePairs, sign-extending each nibble.
+void unpackNibblePairs(int64_t pairs, const uint8_t *bytes, int8_t *codes);
+
 } // namespace zero::rt::cpu
 
 #endif // ZERO_RUNTIME_CPU_QUANTIZELOOPS_H

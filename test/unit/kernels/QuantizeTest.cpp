@@ -41,12 +41,14 @@ mlir::DictionaryAttr params(const Layout &layout) {
 TEST(QuantizeTest, RoundTripIsWithinHalfAScale) {
   // Blocks that divide the segment and blocks that leave a short last one;
   // one segment and several.
-  // Odd segment lengths and odd blocks put int4 blocks across bytes.
+  // Odd segment lengths and odd blocks put int4 blocks across bytes; long
+  // ones (101, 1024) take the vector nibble loops, after an odd start too.
   std::vector<Layout> layouts;
   for (int64_t bits : {8, 4})
     for (Layout layout :
          {Layout{1, 256, 64}, Layout{3, 100, 64}, Layout{4, 7, 3},
-          Layout{2, 2048, 2048}, Layout{3, 9, 5}}) {
+          Layout{2, 2048, 2048}, Layout{3, 9, 5}, Layout{2, 301, 101},
+          Layout{1, 4096, 1024}}) {
       layout.bits = bits;
       layouts.push_back(layout);
     }
@@ -82,13 +84,16 @@ TEST(QuantizeTest, RoundTripIsWithinHalfAScale) {
           double scale = scales.at(scaleIndex);
           EXPECT_EQ(scale, largest / largestCode) << "block " << scaleIndex;
           for (int64_t i = first; i < first + count; ++i) {
-            EXPECT_LE(std::abs(layout.code(codes, segment,
-                                           i - segment * layout.length)),
-                      largestCode);
+            int code = layout.code(codes, segment, i - segment * layout.length);
+            EXPECT_LE(std::abs(code), largestCode);
             // Half a step, plus the rounding of the two products and, for
             // bf16, of the result.
             double bound = 0.5 * scale * (1 + 1e-5) +
                            relativeTolerance(dtype) * std::fabs(x.at(i));
+            // The bytes decoded here, independently of the kernel, hold the
+            // element's code where the format says.
+            EXPECT_LE(std::fabs(code * scale - x.at(i)), bound)
+                << "element " << i << " has code " << code;
             EXPECT_LE(std::fabs(back.at(i) - x.at(i)), bound)
                 << "element " << i << ": " << x.at(i) << " came back as "
                 << back.at(i) << " with scale " << scale;

@@ -40,7 +40,8 @@ float largestCode(int64_t bits) { return bits == 4 ? 7.0f : 127.0f; }
 void packNibbles(const int8_t *codes, int64_t begin, int64_t count,
                  uint8_t *bytes) {
   if (count > 0 && begin % 2) {
-    bytes[begin / 2] |= static_cast<uint8_t>(codes[0] << 4);
+    bytes[begin / 2] |=
+        static_cast<uint8_t>(static_cast<uint8_t>(codes[0]) << 4);
     ++codes, ++begin, --count;
   }
   packNibblePairs(count / 2, codes, bytes + begin / 2);

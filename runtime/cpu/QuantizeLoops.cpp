@@ -124,10 +124,12 @@ void UnpackNibblePairs(int64_t pairs, const uint8_t *bytes, int8_t *codes) {
     hn::StoreInterleaved2(hn::ShiftRight<4>(hn::ShiftLeft<4>(packed)),
                           hn::ShiftRight<4>(packed), d, codes + 2 * k);
   }
+  auto signExtend = [](int nibble) {
+    return static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
+  };
   for (; k < pairs; ++k) {
-    auto packed = static_cast<int8_t>(bytes[k]);
-    codes[2 * k] = static_cast<int8_t>(static_cast<int8_t>(packed << 4) >> 4);
-    codes[2 * k + 1] = static_cast<int8_t>(packed >> 4);
+    codes[2 * k] = signExtend(bytes[k] & 0x0f);
+    codes[2 * k + 1] = signExtend(bytes[k] >> 4);
   }
 }
 

@@ -2,6 +2,7 @@
 """Checks checkpoints end to end (test/e2e/checkpoint*.test).
 
   check_checkpoints.py resume   --src-root SRC --workdir DIR
+  check_checkpoints.py consolidate --src-root SRC --workdir DIR [--reference]
   check_checkpoints.py reshard  --src-root SRC --workdir DIR
   check_checkpoints.py crash    --src-root SRC --workdir DIR
   check_checkpoints.py corrupt  --src-root SRC --workdir DIR
@@ -12,10 +13,12 @@ resume: for each stage 0-3 and N in --ranks, an uninterrupted deterministic
   bitwise equal. The same with f16 and dynamic loss scaling, with the bf16
   GPT-2 (fp32 masters, a frozen parameter) and with gradient accumulation
   (K = 2), and with --checkpoint-async, whose files and manifest are
-  byte-identical to a synchronous save's. Also: `--steps 3` from the step-3
-  checkpoint runs nothing and saves the same state; `zero-ckpt consolidate`
-  equals --save-state, loads with the reference safetensors library (when
-  installed) and with `zero-run --init`.
+  byte-identical to a synchronous save's, and paced, whose files are too.
+  Then what consolidate checks.
+consolidate: `--steps 3` from the step-3 checkpoint runs nothing and saves
+  the same state; `zero-ckpt consolidate` equals --save-state, loads with
+  `zero-run --init` and, with --reference, with the reference safetensors
+  library.
 reshard: a checkpoint saved at (N, stage) is loaded at (N', stage') and
   saved again there; `zero-ckpt consolidate --optimizer` of the two gives
   the same tensors, bit for bit (4 -> 2, 2 -> 3, stage 3 -> 1, 1 -> 3, and
@@ -106,10 +109,24 @@ def same_tensors(a_path, b_path, only=None):
     return problems
 
 
+# (program, ranks, stage, extra, save_extra) -> what `interrupted` returned:
+# a pair already checked is not trained again.
+_interrupted_runs = {}
+
+
 def interrupted(checker, program, work, tag, ranks, stage, extra=(),
                 save_extra=()):
     """The uninterrupted run and the save-and-resume pair; checks them.
     `save_extra` goes to the saving run only."""
+    key = (program, ranks, stage, tuple(extra), tuple(save_extra))
+    if key not in _interrupted_runs:
+        _interrupted_runs[key] = _interrupted(checker, program, work, tag,
+                                              ranks, stage, extra, save_extra)
+    return _interrupted_runs[key]
+
+
+def _interrupted(checker, program, work, tag, ranks, stage, extra,
+                 save_extra):
     full_m, full_s = f"{work}/{tag}-full.json", f"{work}/{tag}-full.st"
     zero_run(program, ranks, stage, STEPS, full_m, full_s, extra)
     ckpt = f"{work}/{tag}-ckpt"
@@ -171,9 +188,9 @@ def check_resume(checker, args):
                  "manifest byte-identical to a synchronous save's")
 
     # A paced save (--checkpoint-write-mibps) writes the same bytes, in
-    # pieces of 64 KiB here, no faster than the rate: each of the two saves
-    # of a rank file of B bytes takes at least (B - 64 KiB) / rate longer
-    # than at the disk's speed.
+    # pieces of 64 KiB here, no faster than the rate: the save (one, at the
+    # last step) of a rank file of B bytes takes at least (B - 64 KiB) / rate
+    # longer than at the disk's speed.
     rate = 0.1
     largest = max(os.path.getsize(os.path.join(sync_ckpt, step, name))
                   for name in names if name.endswith(".safetensors"))
@@ -184,21 +201,27 @@ def check_resume(checker, args):
         shutil.rmtree(ckpt, ignore_errors=True)
         began = time.monotonic()
         zero_run(mlp, 3, 3, SAVE_AT, f"{work}/paced.json",
-                 extra=["--checkpoint-dir", ckpt, "--checkpoint-every", 2,
-                        "--checkpoint-async", "--checkpoint-write-mibps",
-                        pace])
+                 extra=["--checkpoint-dir", ckpt, "--checkpoint-every",
+                        SAVE_AT, "--checkpoint-async",
+                        "--checkpoint-write-mibps", pace])
         seconds[pace] = time.monotonic() - began
     differ = [name for name in names if not filecmp.cmp(
         os.path.join(sync_ckpt, step, name),
         os.path.join(f"{work}/paced-{rate}-ckpt", step, name), shallow=False)]
     checker.check(not differ, f"paced and sync saves differ: {differ}")
     checker.check(seconds[rate] - seconds[0] >= least,
-                  f"paced at {rate} MiB/s, two saves of {largest} B took "
+                  f"paced at {rate} MiB/s, a save of {largest} B took "
                   f"{seconds[rate] - seconds[0]:.2f} s more than unpaced, "
                   f"not {least:.2f}")
     checker.note(f"--checkpoint-write-mibps {rate}: the same bytes, and at "
                  f"least {least:.1f} s more per save of {largest} B")
 
+    check_consolidate(checker, args)
+
+
+def check_consolidate(checker, args):
+    work = args.workdir
+    mlp = lib.mlp_program(args.src_root, 32, work)
     # --steps at the checkpoint's step runs nothing; --save-state then writes
     # the loaded state, which consolidate writes too.
     _, ckpt = interrupted(checker, mlp, work, "mlp-n2-s1", 2, 1)
@@ -447,8 +470,8 @@ def check_full_disk(checker, args):
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("part", choices=["resume", "reshard", "crash", "corrupt",
-                                         "full-disk"])
+    parser.add_argument("part", choices=["resume", "consolidate", "reshard",
+                                         "crash", "corrupt", "full-disk"])
     parser.add_argument("--ranks", default="1,2,3")
     parser.add_argument("--reference", action="store_true",
                         help="also read consolidate's file with the "
@@ -459,7 +482,8 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     checker = lib.Checker(f"checkpoints {args.part}")
     try:
-        {"resume": check_resume, "reshard": check_reshard,
+        {"resume": check_resume, "consolidate": check_consolidate,
+         "reshard": check_reshard,
          "crash": check_crash, "corrupt": check_corrupt,
          "full-disk": check_full_disk}[args.part](checker, args)
     except (lib.RunError, subprocess.CalledProcessError, ValueError) as error:

@@ -28,12 +28,17 @@
 #   ZERO_SANITIZER_STAGE=0  with --all: skips the sanitizer stage (said in the output)
 #   ZERO_BUNDLE_STAGE=0     with --all: skips the release bundle's build and test
 #   FUZZ_SECONDS=N          time per fuzzer (default 60)
+#   ZERO_LIT_JOBS=N         tests lit runs at once in the Release suite
+#                           (default 3: on 2 cores a third keeps them busy
+#                           while the others wait on ranks and files; the
+#                           sanitizer suite, busier, keeps lit's default)
 #   other arguments go to every lit run (e.g. --filter dist)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${ZERO_BUILD_DIR:-$root/build}"
 sanitize_build="${ZERO_SANITIZE_BUILD_DIR:-$root/build-sanitize}"
 lit=/usr/lib/llvm-19/build/utils/lit/lit.py
+lit_jobs="${ZERO_LIT_JOBS:-3}"
 
 all=0
 lit_args=()
@@ -81,7 +86,7 @@ torch_filter=()
 if [ $all = 1 ] && [ "${ZERO_TORCH_STAGE:-1}" != 0 ]; then
   torch_filter=(--filter-out '^ZERO :: torch/')
 fi
-python3 "$lit" "$build/test" --xunit-xml-output "$results" -sv \
+python3 "$lit" "$build/test" -j "$lit_jobs" --xunit-xml-output "$results" -sv \
   ${torch_filter[@]+"${torch_filter[@]}"} ${lit_args[@]+"${lit_args[@]}"} || status=$?
 stage_done
 summary=(--label "tests=$results")

@@ -77,6 +77,17 @@ static DictionaryAttr getReportAttr(ModuleOp module, Builder &builder) {
       builder.getNamedAttr("traffic", trafficAttr(report->traffic))};
   if (!axes.empty())
     fields.push_back(builder.getNamedAttr("axes", builder.getArrayAttr(axes)));
+  // The closed formula of the bytes across nodes (with hpZ), for the
+  // runtime's measurements to be held against.
+  if (report->quantization && report->quantization->acrossNodesBytes >= 0) {
+    fields.push_back(builder.getNamedAttr(
+        "across_nodes_bytes",
+        builder.getI64IntegerAttr(report->quantization->acrossNodesBytes)));
+    fields.push_back(builder.getNamedAttr(
+        "across_nodes_bytes_unquantized",
+        builder.getI64IntegerAttr(
+            report->quantization->acrossNodesBytesUnquantized)));
+  }
   return builder.getDictionaryAttr(fields);
 }
 

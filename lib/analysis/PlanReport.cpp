@@ -7,6 +7,7 @@
 #include "zero/dialects/dist/DistDialect.h"
 #include "zero/dialects/dist/DistOps.h"
 #include "zero/dialects/train/TrainDialect.h"
+#include "zero/support/ShardLayout.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -357,6 +358,39 @@ ZeroFormula computeFormula(ModuleOp module, int64_t stage,
   return formula;
 }
 
+/// QuantizationPlan::acrossNodesBytes and its full-precision twin: the
+/// layouts ShardCut gives the gathers (qwZ) and reductions (qgZ) across
+/// nodes under hpZ, from each sharded parameter's shard: gathered across
+/// nodes once per step (the backward gathers from the secondary shard) and
+/// its gradient reduced once.
+void computeAcrossNodesBytes(ModuleOp module, int64_t nodes,
+                             QuantizationPlan &plan) {
+  int64_t quantized = 0, unquantized = 0;
+  for (auto state : module.getOps<train::ParamOp>()) {
+    train::Role role = state.getRole();
+    if (!state.isSharded() ||
+        (role != train::Role::param && role != train::Role::frozen))
+      continue;
+    int64_t shard = state.getLocalTensorType().getNumElements();
+    int64_t whole = nodes * state.getLocalBytes();
+    // A piece below min_elements crosses in full precision either way.
+    bool coded = shard >= plan.minElements;
+    auto codes = [&](bool quantizes, int64_t bits) {
+      if (!quantizes || !coded)
+        return whole;
+      return nodes * (quantizedSegmentBytes(shard, bits) +
+                      4 * ceilDiv(shard, plan.block));
+    };
+    // Frozen parameters are gathered, never reduced.
+    int64_t reductions = role == train::Role::param ? 1 : 0;
+    quantized += codes(plan.weights, plan.weightBits) +
+                 reductions * codes(plan.gradients, plan.gradientBits);
+    unquantized += (1 + reductions) * whole;
+  }
+  plan.acrossNodesBytes = quantized;
+  plan.acrossNodesBytesUnquantized = unquantized;
+}
+
 } // namespace
 
 std::optional<QuantizationPlan> getQuantizationPlan(ModuleOp module) {
@@ -489,6 +523,13 @@ FailureOr<PlanReport> computePlanReport(ModuleOp module) {
     function.walk([&](Operation *op) { addTraffic(report, op, repeat); });
   }
   report.formula = computeFormula(module, report.stage, report.grid);
+  // With hpZ every sharded parameter crosses nodes in exactly one gather
+  // per step; without it, whether the backward gathers a parameter again
+  // or keeps the forward's copy is zero-schedule's choice, which no
+  // closed formula knows.
+  if (report.quantization && report.stage == 3 && report.grid.size() == 2 &&
+      report.formula.meshScheme == "hpz")
+    computeAcrossNodesBytes(module, report.grid[0], *report.quantization);
   return report;
 }
 

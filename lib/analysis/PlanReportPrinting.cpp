@@ -168,6 +168,17 @@ static void printTrainingPlan(const PlanReport &report, llvm::raw_ostream &os) {
          << (plan->fullPrecision.size() > kShown ? ", ..." : "") << ")";
     }
     os << "\n";
+    if (plan->acrossNodesBytes >= 0)
+      os << llvm::format(
+          "  %-16s %14lld B per step, formula: the sharded state's gathers "
+          "and reductions, codes + 4 B per block where quantized; %lld B in "
+          "full precision: %.2fx\n",
+          cstr("across nodes"), static_cast<long long>(plan->acrossNodesBytes),
+          static_cast<long long>(plan->acrossNodesBytesUnquantized),
+          plan->acrossNodesBytesUnquantized > 0
+              ? static_cast<double>(plan->acrossNodesBytes) /
+                    static_cast<double>(plan->acrossNodesBytesUnquantized)
+              : 0.0);
   }
   // The same collectives by the axis they run over: what each level of
   // the mesh carries.
@@ -243,6 +254,11 @@ static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
                                       {"block", plan->block},
                                       {"min_elements", plan->minElements},
                                       {"full_precision", std::move(names)}};
+    if (plan->acrossNodesBytes >= 0) {
+      quantization["across_nodes_bytes"] = plan->acrossNodesBytes;
+      quantization["across_nodes_bytes_unquantized"] =
+          plan->acrossNodesBytesUnquantized;
+    }
   }
   llvm::json::Object result{
       {"stage", report.stage},

@@ -282,6 +282,18 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
   impl->report = readReport(*impl->program, graph.config.zeroStage(), ranks);
   impl->report.groups = zero::computeOptimizerGroups(*impl->step);
   impl->report.quantization = zero::getQuantizationPlan(*impl->program);
+  // The lowered program keeps the report's closed formula of the bytes
+  // across nodes, not the parameters it is computed from.
+  if (impl->report.quantization)
+    for (auto program : impl->program->getOps<zero::zrt::ProgramOp>())
+      if (auto dict =
+              program->getAttrOfType<mlir::DictionaryAttr>("zrt.report");
+          dict && dict.get("across_nodes_bytes")) {
+        impl->report.quantization->acrossNodesBytes =
+            intField(dict, "across_nodes_bytes");
+        impl->report.quantization->acrossNodesBytesUnquantized =
+            intField(dict, "across_nodes_bytes_unquantized");
+      }
   impl->optimizer = graph.config.optimizerSpec();
   impl->groups = graph.config.parameterGroups();
   return CompiledGraph(std::move(impl));

@@ -241,6 +241,11 @@ py::dict reportDict(const MemoryReport &report) {
     quantization["weight_bits"] = plan->weightBits;
     quantization["gradient_bits"] = plan->gradientBits;
     quantization["full_precision"] = plan->fullPrecision;
+    if (plan->acrossNodesBytes >= 0) {
+      quantization["across_nodes_bytes"] = plan->acrossNodesBytes;
+      quantization["across_nodes_bytes_unquantized"] =
+          plan->acrossNodesBytesUnquantized;
+    }
     dict["quantization"] = quantization;
   }
   if (report.hasMemoryPlan) {

@@ -8,8 +8,10 @@ same mesh in full precision (full 2-D sharding with hpZ): every loss within
 gradient codes (qgZ's default; the block quantizer's error is at most half
 a block's scale per element, 127 levels or 7, and the weights and gradients
 it moves are averaged in full precision). On each axis the measured traffic
-of a step equals the compiler's report for that axis, to the byte, and the
-bytes across nodes fall: int8 codes are a quarter of the f32 values they
+of a step equals the compiler's report for that axis, to the byte, as does
+the report's closed formula of the bytes across nodes (and of the same in
+full precision, against the run without quantization); and the bytes
+across nodes fall: int8 codes are a quarter of the f32 values they
 replace, int4 codes an eighth, plus one f32 scale per block; int4 moves
 fewer than int8.
 
@@ -32,6 +34,13 @@ VARIANTS = {
     "qgz int4": (["--qgz"], True),
     "qwz+qgz int4": (["--qwz", "--qgz"], True),
 }
+
+
+def gathers_and_reductions(axis):
+    """Bytes of a step's gathers, all-to-alls and reduce-scatters on an axis
+    (its all-reduces, of losses and small unsharded tensors, left out)."""
+    return sum(kind["bytes"] for name, kind in axis["traffic"].items()
+               if name != "all_reduce")
 
 
 def across_nodes(metrics):
@@ -83,6 +92,15 @@ def main():
                               f"{where}: axis {axis} measured "
                               f"{seen['traffic_per_step']}, planned "
                               f"{plan['traffic']}")
+            # The report's closed formula counts those bytes from the
+            # parameters' shards alone, quantized and in full precision.
+            formula = (run["report"].get("across_nodes_bytes"),
+                       run["report"].get("across_nodes_bytes_unquantized"))
+            planned = (gathers_and_reductions(run["report"]["axes"][0]),
+                       gathers_and_reductions(reference["report"]["axes"][0]))
+            checker.check(formula == planned,
+                          f"{where}: across-nodes formula {formula} B "
+                          f"(quantized, full precision), planned {planned}")
             quantized = across_nodes(run)
             moved[variant] = quantized
             checker.check(quantized < full_bytes,

@@ -127,6 +127,17 @@ struct QuantizationPlan {
   /// Sharded tensors too small to quantize: they cross nodes in full
   /// precision.
   std::vector<std::string> fullPrecision;
+  /// With hpZ (stage 3), the closed formula of the bytes the sharded
+  /// state's gathers and reductions move across nodes per step (axis 0's
+  /// all-gathers, all-to-alls and reduce-scatters: the report's figures
+  /// without its all-reduces), from the parameters' shards alone: each
+  /// sharded parameter of shard c elements of P bytes on R nodes is
+  /// gathered across nodes once and its gradient reduced once, each
+  /// R (codes(c) + 4 ceil(c / block)) bytes when quantized and R c P
+  /// otherwise. The same in full precision beside it. -1 without hpZ, where
+  /// zero-schedule decides which parameters the backward gathers again.
+  int64_t acrossNodesBytes = -1;
+  int64_t acrossNodesBytesUnquantized = -1;
 };
 
 /// dist.quantization of `module`, if zero-shard quantized anything.

@@ -151,6 +151,15 @@ MemoryReport readReport(mlir::ModuleOp module, int stage, int ranks) {
   report.persistent = intField(dict, "persistent");
   report.peakTransient = intField(dict, "peak_transient");
   report.peakGathered = intField(dict, "peak_gathered");
+  report.quantization = zero::getQuantizationPlan(module);
+  // The lowered program keeps the report's closed formula of the bytes
+  // across nodes, not the parameters it is computed from.
+  if (report.quantization && dict && dict.get("across_nodes_bytes")) {
+    report.quantization->acrossNodesBytes =
+        intField(dict, "across_nodes_bytes");
+    report.quantization->acrossNodesBytesUnquantized =
+        intField(dict, "across_nodes_bytes_unquantized");
+  }
   auto traffic = dict ? dict.getAs<mlir::DictionaryAttr>("traffic") : nullptr;
   for (mlir::NamedAttribute kind :
        traffic ? traffic.getValue() : llvm::ArrayRef<mlir::NamedAttribute>{}) {
@@ -281,19 +290,6 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
     return failure("zero-pipeline");
   impl->report = readReport(*impl->program, graph.config.zeroStage(), ranks);
   impl->report.groups = zero::computeOptimizerGroups(*impl->step);
-  impl->report.quantization = zero::getQuantizationPlan(*impl->program);
-  // The lowered program keeps the report's closed formula of the bytes
-  // across nodes, not the parameters it is computed from.
-  if (impl->report.quantization)
-    for (auto program : impl->program->getOps<zero::zrt::ProgramOp>())
-      if (auto dict =
-              program->getAttrOfType<mlir::DictionaryAttr>("zrt.report");
-          dict && dict.get("across_nodes_bytes")) {
-        impl->report.quantization->acrossNodesBytes =
-            intField(dict, "across_nodes_bytes");
-        impl->report.quantization->acrossNodesBytesUnquantized =
-            intField(dict, "across_nodes_bytes_unquantized");
-      }
   impl->optimizer = graph.config.optimizerSpec();
   impl->groups = graph.config.parameterGroups();
   return CompiledGraph(std::move(impl));

@@ -52,16 +52,13 @@ void packNibbles(const int8_t *codes, int64_t begin, int64_t count,
 /// The inverse of packNibbles, sign-extending each nibble.
 void unpackNibbles(const uint8_t *bytes, int64_t begin, int64_t count,
                    int8_t *codes) {
-  auto signExtend = [](int nibble) {
-    return static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
-  };
   if (count > 0 && begin % 2) {
-    codes[0] = signExtend(bytes[begin / 2] >> 4);
+    codes[0] = signExtendNibble(bytes[begin / 2] >> 4);
     ++codes, ++begin, --count;
   }
   unpackNibblePairs(count / 2, bytes + begin / 2, codes);
   if (count % 2)
-    codes[count - 1] = signExtend(bytes[(begin + count) / 2] & 0x0f);
+    codes[count - 1] = signExtendNibble(bytes[(begin + count) / 2] & 0x0f);
 }
 
 } // namespace

@@ -124,12 +124,9 @@ void UnpackNibblePairs(int64_t pairs, const uint8_t *bytes, int8_t *codes) {
     hn::StoreInterleaved2(hn::ShiftRight<4>(hn::ShiftLeft<4>(packed)),
                           hn::ShiftRight<4>(packed), d, codes + 2 * k);
   }
-  auto signExtend = [](int nibble) {
-    return static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
-  };
   for (; k < pairs; ++k) {
-    codes[2 * k] = signExtend(bytes[k] & 0x0f);
-    codes[2 * k + 1] = signExtend(bytes[k] >> 4);
+    codes[2 * k] = signExtendNibble(bytes[k] & 0x0f);
+    codes[2 * k + 1] = signExtendNibble(bytes[k] >> 4);
   }
 }
 

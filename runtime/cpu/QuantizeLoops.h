@@ -37,6 +37,11 @@ void packNibblePairs(int64_t pairs, const int8_t *codes, uint8_t *bytes);
 /// The inverse of packNibblePairs, sign-extending each nibble.
 void unpackNibblePairs(int64_t pairs, const uint8_t *bytes, int8_t *codes);
 
+/// The int4 code a nibble (0-15, two's complement) holds.
+inline int8_t signExtendNibble(int nibble) {
+  return static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
+}
+
 } // namespace zero::rt::cpu
 
 #endif // ZERO_RUNTIME_CPU_QUANTIZELOOPS_H

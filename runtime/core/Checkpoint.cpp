@@ -522,6 +522,10 @@ zero::rt::AsyncCheckpointSave::begin(Executor &executor,
   // finish() count as training.
   TrafficGuard guard(comm);
   int rank = comm.rank();
+  // A lost state is lost on every rank (the failed load agreed on it), so
+  // every rank refuses here without a collective.
+  if (absl::Status usable = executor.stateUsable(); !usable.ok())
+    return usable;
   absl::Status prepared = absl::OkStatus();
   if (rank == 0)
     prepared = prepareCheckpointDirectory(root, step).status();
@@ -701,47 +705,71 @@ zero::rt::loadCheckpoint(Executor &executor, const std::string &path) {
       !status.ok())
     return status;
 
-  // The checksums are the expensive part: each rank checks every N-th file.
-  std::vector<size_t> mine;
-  for (size_t index = comm.rank(); index < manifest->files.size();
-       index += comm.size())
-    mine.push_back(index);
-  absl::Status verified = verifyCheckpointFiles(*dir, *manifest,
-                                                /*checksums=*/true, mine);
-  if (absl::Status status = agree(comm, verified, "verifying the checkpoint");
+  // Sizes and headers: cheap, every rank checks every file before any
+  // buffer is touched.
+  if (absl::Status status = agree(
+          comm, verifyCheckpointFiles(*dir, *manifest, /*checksums=*/false),
+          "verifying the checkpoint");
       !status.ok())
     return status;
 
+  // One pass over the files: each rank checks the CRC-32 of a contiguous
+  // block of the files while reading its ranges straight into its buffers
+  // (or into host staging for device memory). Shards are contiguous ranks'
+  // ranges, so a block is the files the rank reads anyway: its own at the
+  // same N, both halves' at N / 2; no file is read by one rank only to be
+  // checked by another.
+  std::vector<size_t> mine;
+  size_t files = manifest->files.size();
+  for (size_t index = 0; index < files; ++index)
+    if (static_cast<int64_t>(index * comm.size() / files) == comm.rank())
+      mine.push_back(index);
   const std::vector<BufferDecl> &decls = executor.buffers();
-  absl::Status loaded = absl::OkStatus();
-  // One staging buffer, reused: only what the checkpoint does not fill
-  // (padding, accumulators) is cleared.
-  std::vector<uint8_t> staging;
   bool host = inHostMemory(executor);
-  for (size_t index = 0; index < decls.size() && loaded.ok(); ++index) {
+  std::vector<CheckpointRead> reads;
+  std::vector<std::pair<size_t, std::vector<uint8_t>>> staged;
+  for (size_t index = 0; index < decls.size(); ++index) {
     const BufferDecl &decl = decls[index];
     if (!isSaved(decl.role) && decl.role != BufferRole::grad_accum)
       continue;
     uint8_t *data = static_cast<uint8_t *>(executor.bufferData(index));
     if (!host) {
-      staging.resize(std::max<size_t>(staging.size(), decl.bytes));
-      data = staging.data();
+      staged.emplace_back(index, std::vector<uint8_t>(decl.bytes));
+      data = staged.back().second.data();
     }
     int64_t filled = 0;
     if (isSaved(decl.role)) {
       auto [begin, end] = heldRange(executor, decl, comm.rank());
       if (end > begin)
-        loaded = readCheckpointRange(*dir, *manifest->findTensor(decl.name),
-                                     begin, end, data);
+        reads.push_back({manifest->findTensor(decl.name), begin, end, data});
       filled = (end - begin) * dtypeBytes(decl.spec.dtype);
     }
+    // What the checkpoint does not fill (padding, accumulators) is cleared.
     std::memset(data + filled, 0, decl.bytes - filled);
-    if (loaded.ok() && !host)
-      loaded = executor.writeBuffer(index, data);
   }
-  if (absl::Status status = agree(comm, loaded, "loading the checkpoint");
-      !status.ok())
+  if (absl::Status status =
+          agree(comm, readCheckpoint(*dir, *manifest, reads, mine),
+                "loading the checkpoint");
+      !status.ok()) {
+    // Host buffers were written before the checksums were known, on every
+    // rank, whichever rank's file failed.
+    if (host)
+      executor.setStateLost(status);
     return status;
+  }
+  if (!host) {
+    absl::Status copied = absl::OkStatus();
+    for (auto &[index, bytes] : staged)
+      if (copied.ok())
+        copied = executor.writeBuffer(index, bytes.data());
+    if (absl::Status status =
+            agree(comm, copied, "copying the checkpoint to the device");
+        !status.ok()) {
+      executor.setStateLost(status);
+      return status;
+    }
+  }
+  executor.setStateLost(absl::OkStatus());
   executor.setLearningRateFactor(manifest->learningRateFactor);
   return manifest;
 }

@@ -767,13 +767,28 @@ absl::Status Executor::runStep(int64_t step) {
   return runMicroStep(step);
 }
 
+absl::Status Executor::stateUsable() const {
+  if (stateLost.ok())
+    return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the training state is not usable: a checkpoint load failed after it "
+      "had begun to overwrite it (",
+      stateLost.message(),
+      "); load a good checkpoint before training or "
+      "saving"));
+}
+
 absl::Status Executor::runMicroStep(int64_t step) {
+  if (absl::Status usable = stateUsable(); !usable.ok())
+    return usable;
   KernelContext context{step, comm.rank(), comm.size()};
   context.learningRateFactor = lrFactor;
   return executionBackend->runBody(0, context);
 }
 
 absl::Status Executor::runApply(int64_t step) {
+  if (absl::Status usable = stateUsable(); !usable.ok())
+    return usable;
   if (bodies.size() < 2)
     return absl::OkStatus();
   KernelContext context{step, comm.rank(), comm.size()};

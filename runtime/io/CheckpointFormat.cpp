@@ -27,9 +27,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -318,29 +320,24 @@ readCheckpointManifest(const std::string &dir) {
 // Checking and reading
 //===----------------------------------------------------------------------===//
 
-static constexpr uint64_t kReadPiece = uint64_t{4} << 20;
-
 absl::StatusOr<std::pair<uint32_t, uint64_t>>
 fileChecksum(const std::string &path) {
-  auto file = io::InputFile::open(path);
-  if (!file.ok())
-    return file.status();
-  std::vector<uint8_t> buffer(
-      std::min<uint64_t>(kReadPiece, std::max<uint64_t>(1, (*file)->size())));
-  uint32_t crc = 0;
-  // The next pieces are read ahead while this one is checksummed: the CRC
-  // and the disk overlap instead of taking turns.
-  (*file)->willNeed(0, 2 * kReadPiece);
-  for (uint64_t offset = 0; offset < (*file)->size(); offset += kReadPiece) {
-    (*file)->willNeed(offset + 2 * kReadPiece, kReadPiece);
-    uint64_t length = std::min(kReadPiece, (*file)->size() - offset);
-    if (absl::Status status =
-            (*file)->readAt(offset, length, buffer.data(), "the data");
-        !status.ok())
-      return status;
-    crc = io::crc32(crc, buffer.data(), length);
+  uint64_t size = 0;
+  {
+    auto file = io::InputFile::open(path);
+    if (!file.ok())
+      return file.status();
+    size = (*file)->size();
   }
-  return std::make_pair(crc, (*file)->size());
+  uint32_t crc = 0;
+  absl::Status read = io::readSequentially(
+      path, 0, size, [&](uint64_t, const uint8_t *data, uint64_t length) {
+        crc = io::crc32(crc, data, length);
+        return absl::OkStatus();
+      });
+  if (!read.ok())
+    return read;
+  return std::make_pair(crc, size);
 }
 
 absl::Status verifyCheckpointFiles(const std::string &dir,
@@ -421,6 +418,97 @@ absl::Status readCheckpointRange(const std::string &dir,
     return absl::DataLossError(
         absl::StrCat(dir, ": tensor '", tensor.name, "': elements [", begin,
                      ", ", end, ") are not all in the checkpoint's files"));
+  return absl::OkStatus();
+}
+
+absl::Status readCheckpoint(const std::string &dir,
+                            const CheckpointManifest &manifest,
+                            const std::vector<CheckpointRead> &reads,
+                            const std::vector<size_t> &checked) {
+  // Each wanted range becomes pieces of files: bytes at a file offset that
+  // go to an address.
+  struct Piece {
+    uint64_t offset;
+    uint64_t bytes;
+    uint8_t *out;
+  };
+  std::map<std::string, size_t> fileIndex;
+  for (size_t index = 0; index < manifest.files.size(); ++index)
+    fileIndex[manifest.files[index].name] = index;
+  std::vector<std::vector<Piece>> pieces(manifest.files.size());
+  for (const CheckpointRead &read : reads) {
+    const CheckpointTensor &tensor = *read.tensor;
+    uint64_t elementBytes = dtypeBytes(tensor.dtype);
+    int64_t covered = 0;
+    for (const CheckpointChunk &chunk : tensor.chunks) {
+      int64_t from = std::max(read.begin, chunk.begin);
+      int64_t to = std::min(read.end, chunk.end);
+      if (from >= to)
+        continue;
+      auto it = fileIndex.find(chunk.file);
+      if (it == fileIndex.end())
+        return absl::DataLossError(
+            absl::StrCat(dir, ": tensor '", tensor.name, "' has a chunk in '",
+                         chunk.file, "', which the manifest does not list"));
+      pieces[it->second].push_back(
+          {chunk.offset +
+               static_cast<uint64_t>(from - chunk.begin) * elementBytes,
+           static_cast<uint64_t>(to - from) * elementBytes,
+           static_cast<uint8_t *>(read.out) +
+               static_cast<uint64_t>(from - read.begin) * elementBytes});
+      covered += to - from;
+    }
+    if (covered != read.end - read.begin)
+      return absl::DataLossError(absl::StrCat(
+          dir, ": tensor '", tensor.name, "': elements [", read.begin, ", ",
+          read.end, ") are not all in the checkpoint's files"));
+  }
+
+  for (size_t index = 0; index < manifest.files.size(); ++index) {
+    const CheckpointFile &file = manifest.files[index];
+    std::vector<Piece> &wanted = pieces[index];
+    bool check =
+        std::find(checked.begin(), checked.end(), index) != checked.end();
+    if (wanted.empty() && !check)
+      continue;
+    std::sort(wanted.begin(), wanted.end(), [](const Piece &a, const Piece &b) {
+      return a.offset < b.offset;
+    });
+    uint64_t begin = check ? 0 : wanted.front().offset;
+    uint64_t end = check ? file.bytes : 0;
+    for (const Piece &piece : wanted)
+      end = std::max(end, piece.offset + piece.bytes);
+    std::string path = join(dir, file.name);
+    uint32_t crc = 0;
+    size_t next = 0; // the first piece not yet wholly copied
+    absl::Status read = io::readSequentially(
+        path, begin, end,
+        [&](uint64_t offset, const uint8_t *data, uint64_t length) {
+          if (check)
+            crc = io::crc32(crc, data, length);
+          uint64_t stop = offset + length;
+          while (next < wanted.size() &&
+                 wanted[next].offset + wanted[next].bytes <= offset)
+            ++next;
+          for (size_t k = next; k < wanted.size() && wanted[k].offset < stop;
+               ++k) {
+            const Piece &piece = wanted[k];
+            uint64_t from = std::max(piece.offset, offset);
+            uint64_t to = std::min(piece.offset + piece.bytes, stop);
+            if (from < to)
+              std::memcpy(piece.out + (from - piece.offset),
+                          data + (from - offset), to - from);
+          }
+          return absl::OkStatus();
+        });
+    if (!read.ok())
+      return read;
+    if (check && crc != file.crc32)
+      return absl::DataLossError(
+          absl::StrFormat("%s: CRC-32 %08x, the manifest says %08x (the file "
+                          "is corrupt)",
+                          path, crc, file.crc32));
+  }
   return absl::OkStatus();
 }
 

@@ -71,13 +71,6 @@ InputFile::open(const std::string &path) {
 
 InputFile::~InputFile() { ::close(fd_); }
 
-void InputFile::willNeed(uint64_t offset, uint64_t length) const {
-  if (offset < size_)
-    (void)::posix_fadvise(fd_, static_cast<off_t>(offset),
-                          static_cast<off_t>(std::min(length, size_ - offset)),
-                          POSIX_FADV_WILLNEED);
-}
-
 absl::Status InputFile::readAt(uint64_t offset, uint64_t length, void *out,
                                absl::string_view what) const {
   if (offset > size_ || length > size_ - offset)

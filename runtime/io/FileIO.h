@@ -10,6 +10,7 @@
 #ifndef ZERO_RUNTIME_IO_FILEIO_H
 #define ZERO_RUNTIME_IO_FILEIO_H
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -55,10 +56,6 @@ public:
   /// when the file ends too early.
   absl::Status readAt(uint64_t offset, uint64_t length, void *out,
                       absl::string_view what) const;
-  /// Asks the kernel to read [offset, offset + length) ahead, in the
-  /// background (posix_fadvise WILLNEED): a reader that checksums one piece
-  /// while the next arrives keeps the disk busy. A hint; never fails.
-  void willNeed(uint64_t offset, uint64_t length) const;
 
 private:
   InputFile(std::string path, int fd, uint64_t size)
@@ -67,6 +64,19 @@ private:
   int fd_;
   uint64_t size_;
 };
+
+/// Streams bytes [begin, end) of `path` to `consume` in order, in pieces
+/// of up to 8 MiB (`offset` is each piece's position in the file), reading
+/// the next piece while `consume` works on this one. Where the file system
+/// allows it the reads bypass the page cache (O_DIRECT, as `dd
+/// iflag=direct`): a file read once, to be checked and copied, gains
+/// nothing from the cache and reads at the disk's speed. The first error,
+/// of the reads or of `consume`, ends the pass.
+absl::Status readSequentially(
+    const std::string &path, uint64_t begin, uint64_t end,
+    absl::FunctionRef<absl::Status(uint64_t offset, const uint8_t *data,
+                                   uint64_t length)>
+        consume);
 
 /// Writes to a temporary file beside `path` and renames it over `path` on
 /// commit(); dropping it uncommitted removes the temporary file, so readers

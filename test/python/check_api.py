@@ -15,6 +15,7 @@ Prints one `ok: ...` line per check; the first failure raises.
 
 import os
 import re
+import shutil
 import sys
 
 import numpy as np
@@ -312,8 +313,39 @@ def check_state(directory):
             assert np.array_equal(mine[name], theirs[name]), name
         ok("a 2-rank checkpoint loaded on 1 rank: every tensor equals the "
            "2-rank state it was saved from")
+    if ranks == 1:
+        check_corrupt_load(graph, saved, batches, losses, directory)
     check_load_state_dict(graph, saved_state, after)
     check_evaluate(batches)
+
+
+def check_corrupt_load(graph, saved, batches, losses, directory):
+    """A load reads each file once, into the state, with its CRC-32
+    computed on the way: a corrupt file is found after it has overwritten
+    the state. The trainer then refuses to step or save until a load
+    succeeds."""
+    corrupt = os.path.join(directory, "corrupt")
+    shutil.rmtree(corrupt, ignore_errors=True)
+    shutil.copytree(saved, corrupt)
+    (name,) = [f for f in os.listdir(corrupt) if f.endswith(".safetensors")]
+    with open(os.path.join(corrupt, name), "r+b") as f:
+        f.seek(-4, os.SEEK_END)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0x01]))
+    trainer = zero.Trainer(graph.compile(1), seed=99)
+    msg = expect(RuntimeError, "CRC-32", lambda: trainer.load(corrupt))
+    msg = expect(RuntimeError, "the training state is not usable",
+                 lambda: trainer.step(batches[2]))
+    assert "CRC-32" in msg, msg
+    expect(RuntimeError, "the training state is not usable",
+           lambda: trainer.save(os.path.join(directory, "never")))
+    assert not os.path.exists(os.path.join(directory, "never"))
+    trainer.load(saved)
+    resumed = [trainer.step(batch) for batch in batches[2:]]
+    assert resumed == losses[2:], (resumed, losses[2:])
+    ok("a load that fails its CRC-32 leaves a trainer that refuses to step "
+       "or save, naming the file, until a good load: then bitwise again")
 
 
 def check_load_state_dict(graph, saved_state, other_state):

@@ -135,11 +135,17 @@ private:
 };
 
 /// Loads `path` (a checkpoint, or a directory with `latest`) into the
-/// executor's state. Everything is checked before any buffer is written:
-/// the format version, the model (every tensor's name, role, dtype and
-/// logical shape), the optimizer and its hyper-parameters, and the files
-/// (sizes, CRC-32s, headers). Returns the checkpoint's manifest; its `step`
-/// is the last optimizer step the state includes.
+/// executor's state. Checked before any buffer is written: the format
+/// version, the model (every tensor's name, role, dtype and logical shape),
+/// the optimizer and its hyper-parameters, and the files (sizes, headers).
+/// The CRC-32s are computed as the files are read, in one pass straight
+/// into the buffers (each rank checks every N-th file): a file that fails
+/// its checksum has by then overwritten part of the state, on host
+/// backends, so the executor is marked (Executor::setStateLost) and refuses
+/// to train or save until a load succeeds. Device backends stage the
+/// rank's state in host memory and copy it only once every rank's files
+/// are checked. Returns the checkpoint's manifest; its `step` is the last
+/// optimizer step the state includes.
 absl::StatusOr<CheckpointManifest> loadCheckpoint(Executor &executor,
                                                   const std::string &path);
 

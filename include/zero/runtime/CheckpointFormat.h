@@ -136,6 +136,28 @@ absl::Status readCheckpointRange(const std::string &dir,
                                  const CheckpointTensor &tensor, int64_t begin,
                                  int64_t end, void *out);
 
+/// Where a loading rank wants elements [begin, end) of `tensor`: at `out`,
+/// dtypeBytes each.
+struct CheckpointRead {
+  const CheckpointTensor *tensor = nullptr;
+  int64_t begin = 0;
+  int64_t end = 0;
+  void *out = nullptr;
+};
+
+/// Copies every range of `reads` and checks the CRC-32 of every file whose
+/// index is in `checked`, reading each file once: a checked file whole, any
+/// other from its first to its last wanted byte, sequentially, bypassing
+/// the page cache where the file system allows it. Each range must lie in
+/// the chunks of its tensor, which verifyCheckpointFiles (without
+/// checksums) has matched against the files' headers. A checksum that
+/// differs is a DataLoss naming the file, found after its bytes were
+/// copied: the destinations then hold part of a corrupt checkpoint.
+absl::Status readCheckpoint(const std::string &dir,
+                            const CheckpointManifest &manifest,
+                            const std::vector<CheckpointRead> &reads,
+                            const std::vector<size_t> &checked);
+
 //===----------------------------------------------------------------------===//
 // Writing (the commit protocol of docs/checkpoints.md)
 //===----------------------------------------------------------------------===//

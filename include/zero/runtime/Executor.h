@@ -164,6 +164,14 @@ public:
   void setLearningRateFactor(double factor) { lrFactor = factor; }
   double learningRateFactor() const { return lrFactor; }
 
+  /// Marks the training state as not usable: a checkpoint load failed
+  /// after it had begun to overwrite it (a checksum found wrong once its
+  /// file's bytes were in place, on this rank or another). Steps and saves
+  /// then refuse, saying so, until a load succeeds (OkStatus clears it).
+  void setStateLost(absl::Status why) { stateLost = std::move(why); }
+  /// OkStatus, or why the state may not be trained on or saved.
+  absl::Status stateUsable() const;
+
   const std::vector<BufferDecl> &buffers() const { return decls; }
   /// The buffer in the backend's memory: host memory on the CPU backend,
   /// device memory on the CUDA backends. From the host, go through
@@ -232,6 +240,7 @@ private:
   std::vector<std::unique_ptr<Communicator>> axisCommunicators;
   std::unique_ptr<ExecutionBackend> executionBackend;
   double lrFactor = 1.0;
+  absl::Status stateLost = absl::OkStatus();
   std::vector<int64_t> placementGrid;
   std::vector<BufferDecl> decls;
   /// Owned: released through the backend by the destructor.

@@ -21,6 +21,9 @@
 #include <tuple>
 #include <utility>
 
+#include <sched.h>
+#include <sys/mman.h>
+
 using namespace zero::rt;
 
 namespace {
@@ -491,10 +494,15 @@ takeSnapshotMemory(uint64_t bytes) {
     kept.bytes = 0;
   }
   // Uninitialized: the copy overwrites every byte the file holds.
+  // In 2 MiB pages where the kernel has them: the background write pins
+  // every page of the copy for O_DIRECT, and with 512 times fewer pages to
+  // pin it takes less from the steps it overlaps (docs/benchmarks.md,
+  // "Checkpoint save and load").
+  constexpr size_t kHugePage = size_t{2} << 20;
   void *memory = nullptr;
-  if (::posix_memalign(&memory, kDirectIoAlignment,
-                       std::max<uint64_t>(bytes, 1)) != 0)
+  if (::posix_memalign(&memory, kHugePage, std::max<uint64_t>(bytes, 1)) != 0)
     return {nullptr, 0};
+  (void)::madvise(memory, bytes, MADV_HUGEPAGE); // a hint; 4 KiB pages work
   return {AsyncCheckpointSave::Snapshot(static_cast<uint8_t *>(memory)), bytes};
 }
 
@@ -606,6 +614,12 @@ zero::rt::AsyncCheckpointSave::begin(Executor &executor,
       std::thread([self, path, rank, layout = std::move(layout),
                    offsets = std::move(offsets), writeBytesPerSecond] {
         auto writing = std::chrono::steady_clock::now();
+        // The write yields the cores to the training (SCHED_IDLE, which
+        // the O_DIRECT writer thread it starts inherits): it runs when a
+        // core would idle, and the steps it overlaps keep their speed. A
+        // hint; without it the write runs at normal priority.
+        sched_param idle{};
+        (void)::sched_setscheduler(0, SCHED_IDLE, &idle);
         PieceSource fromCopy =
             [&](size_t piece) -> absl::StatusOr<const uint8_t *> {
           return self->snapshot.get() + offsets[piece];

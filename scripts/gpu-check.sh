@@ -19,24 +19,29 @@
 #   part             limit  min  what
 #   kernel-tests        45   15  every CUDA kernel against its CPU kernel
 #                                (ZeroCudaKernelTests)
-#   e2e-n1              80   30  zero-run --backend cuda against the CPU backend
+#   e2e-n1              70   30  zero-run --backend cuda against the CPU backend
 #                                per step, stages 0-3, N = 1, on GPT-2 tiny and
 #                                mini; memory and traffic against the report
-#   e2e-host-staged     80   30  the same on --backend cuda-host-staged, N = 2
+#   e2e-host-staged     70   30  the same on --backend cuda-host-staged, N = 2
 #                                sharing the GPU; stages 0-3 bitwise equal
 #   e2e-graph           40   15  --cuda-graph against eager, bitwise
 #   bench-adamw         20   10  zero-bench-adamw (fused AdamW GB/s)
-#   gpu-gpt2           120   45  bench/gpu_gpt2.sh, short: GPT-2 124M bf16 stage
+#   gpu-gpt2           105   45  bench/gpu_gpt2.sh, short: GPT-2 124M bf16 stage
 #                                0 eager and --cuda-graph, stage 3 (step time,
 #                                MFU, state and arena against the plan), mini's
 #                                host overhead with and without --cuda-graph
+#   e2e-mesh            40   20  --backend cuda-host-staged, N = 4 sharing the
+#                                GPU on a 2x2 mesh, stage 3: hybrid, and full
+#                                2-D with hpZ, int8 qwZ and int4 qgZ, against
+#                                the CPU backend; per-axis traffic against the
+#                                report (GPT-2 tiny)
 #   e2e-offload         50   20  --offload optimizer[+params] on tiny and mini
 #   sim-tests           30   10  stream/event semantics (ZeroRuntimeSimTests; no
 #                                GPU needed, so it also runs in a dry run; CI
 #                                runs it anyway, hence last)
 #
-# 465 s of limits, plus 5 s of kill grace for each of the 8 parts, 10 s for
-# unpacking and 5 s kept for the summary: 520 s of the 540 s deadline
+# 470 s of limits, plus 5 s of kill grace for each of the 9 parts, 10 s for
+# unpacking and 5 s kept for the summary: 530 s of the 540 s deadline
 # (--budget prints this sum and exits 2 above 540 s, as every run does).
 # Each part gets min(its limit, the time left less its kill grace and the
 # summary's reserve); a part that would get less than its minimum is not
@@ -73,11 +78,12 @@ grace=5
 #      name            limit  minimum  needs
 parts=(
   "kernel-tests        45     15       gpu"
-  "e2e-n1              80     30       gpu"
-  "e2e-host-staged     80     30       gpu"
+  "e2e-n1              70     30       gpu"
+  "e2e-host-staged     70     30       gpu"
   "e2e-graph           40     15       gpu"
   "bench-adamw         20     10       gpu"
-  "gpu-gpt2            120    45       gpu"
+  "gpu-gpt2            105    45       gpu"
+  "e2e-mesh            40     20       gpu"
   "e2e-offload         50     20       gpu"
   "sim-tests           30     10       cpu"
 )
@@ -256,6 +262,8 @@ command_of() {
   e2e-host-staged) command=("${e2e[@]}" --parts host-staged --workdir "$scratch/e2e-host-staged") ;;
   e2e-graph) command=("${e2e[@]}" --parts graph --workdir "$scratch/e2e-graph") ;;
   e2e-offload) command=("${e2e[@]}" --parts offload --workdir "$scratch/e2e-offload") ;;
+  # Four ranks a run: the tiny model only.
+  e2e-mesh) command=("${e2e[@]}" --parts mesh --models gpt2-tiny --workdir "$scratch/e2e-mesh") ;;
   bench-adamw) command=("$tools/zero-bench-adamw") ;;
   # The short benchmark: 124M only (355M and N = 4 are bench/gpu_gpt2.sh's
   # full run), a per-run limit so that one stuck run leaves the others time.

@@ -627,13 +627,16 @@ Executor::create(zrt::ProgramOp program, Communicator &comm,
   llvm::ArrayRef<int64_t> grid = program.getPlacement().getGrid();
   executor->placementGrid.assign(grid.begin(), grid.end());
   if (grid.size() > 1) {
-    if (executor->executionBackend->name() != "cpu")
+    // Host-staged collectives run on the axes' MPI communicators, as the
+    // CPU backend's do; NCCL would need one communicator per axis.
+    std::string backendName = executor->executionBackend->name();
+    if (backendName != "cpu" && backendName != "cuda-host-staged")
       return absl::UnimplementedError(absl::StrCat(
           "program @", program.getSymName().str(), " is placed on a ",
           absl::StrJoin(grid, "x"),
-          " grid; placements of several axes run "
-          "on the CPU backend only (one NCCL communicator per axis is not "
-          "built yet)"));
+          " grid; placements of several axes run on "
+          "the cpu and cuda-host-staged backends, not on ",
+          backendName, " (one NCCL communicator per axis is not built yet)"));
     absl::StatusOr<std::vector<std::unique_ptr<Communicator>>> axes =
         splitPlacementAxes(comm, grid);
     if (!axes.ok())

@@ -1,7 +1,8 @@
 //===- BindQuantize.cpp - Binders of dist.quantize and dist.dequantize ----===//
 //
-// The block layout is checked by the CPU binder (checkWithCpuBinder) and
-// read again here; the device code is Quantize.cu.
+// The block layout (int8 or int4 codes) is checked by the CPU binder
+// (checkWithCpuBinder) and read again here; the device code is
+// Quantize.cu.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,24 +13,10 @@ namespace zero::rt::cuda {
 using Ins = absl::Span<const void *const>;
 using Outs = absl::Span<void *const>;
 
-/// The layout of `floats` (the quantizer's input, the dequantizer's
-/// result); the device kernels read and write one byte per code.
-static absl::StatusOr<cpu::QuantizedLayout>
-int8Layout(const BindRequest &request, const TensorSpec &floats,
-           const TensorSpec &scales) {
-  absl::StatusOr<cpu::QuantizedLayout> layout =
-      cpu::getQuantizedLayout(request, floats, scales);
-  if (layout.ok() && layout->bits != 8)
-    return request.invalid("has int", layout->bits,
-                           " codes, which have no CUDA kernel yet (int8 "
-                           "codes do: qwz-bits=8, qgz-bits=8)");
-  return layout;
-}
-
 absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request,
                                       cudaStream_t stream) {
   absl::StatusOr<cpu::QuantizedLayout> layout =
-      int8Layout(request, request.ins[0], request.outs[1]);
+      cpu::getQuantizedLayout(request, request.ins[0], request.outs[1]);
   if (!layout.ok())
     return layout.status();
   dev::Dt type = dt(request.ins[0].dtype);
@@ -39,6 +26,7 @@ absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request,
     return launched(name,
                     dev::launchQuantize(ins[0], type, layout.segments,
                                         layout.segmentLength, layout.block,
+                                        static_cast<int>(layout.bits),
                                         static_cast<int8_t *>(outs[0]),
                                         static_cast<float *>(outs[1]), stream));
   });
@@ -47,18 +35,19 @@ absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request,
 absl::StatusOr<KernelFn> bindDequantize(const BindRequest &request,
                                         cudaStream_t stream) {
   absl::StatusOr<cpu::QuantizedLayout> layout =
-      int8Layout(request, request.outs[0], request.ins[1]);
+      cpu::getQuantizedLayout(request, request.outs[0], request.ins[1]);
   if (!layout.ok())
     return layout.status();
   dev::Dt type = dt(request.outs[0].dtype);
   std::string name(request.name);
   return KernelFn([=, layout = *layout](Ins ins, Outs outs,
                                         const KernelContext &) {
-    return launched(name,
-                    dev::launchDequantize(static_cast<const int8_t *>(ins[0]),
-                                          static_cast<const float *>(ins[1]),
-                                          layout.segments, layout.segmentLength,
-                                          layout.block, outs[0], type, stream));
+    return launched(
+        name, dev::launchDequantize(static_cast<const int8_t *>(ins[0]),
+                                    static_cast<const float *>(ins[1]),
+                                    layout.segments, layout.segmentLength,
+                                    layout.block, static_cast<int>(layout.bits),
+                                    outs[0], type, stream));
   });
 }
 

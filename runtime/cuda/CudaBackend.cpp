@@ -163,7 +163,8 @@ absl::Status HostStagedCollectives::synchronize(cudaStream_t stream,
 
 absl::Status HostStagedCollectives::enqueue(const StepInstruction &instruction,
                                             cudaStream_t stream) {
-  int ranks = comm.size();
+  // On a placement of several axes the group is the instruction's axis.
+  int ranks = instruction.groupSize(comm);
   int64_t inBytes = instruction.collectiveInputBytes(ranks);
   int64_t outBytes = instruction.collectiveOutputBytes(ranks);
   // The stream's earlier work, and what it waits for, must be done before
@@ -562,10 +563,9 @@ absl::Status CudaBackend::prepare(const std::vector<StepBody> &steps,
       for (const StepInstruction &instruction : body) {
         if (!instruction.isCollective())
           continue;
-        inBytes = std::max(inBytes,
-                           instruction.collectiveInputBytes(hostComm.size()));
-        outBytes = std::max(outBytes,
-                            instruction.collectiveOutputBytes(hostComm.size()));
+        int ranks = instruction.groupSize(hostComm);
+        inBytes = std::max(inBytes, instruction.collectiveInputBytes(ranks));
+        outBytes = std::max(outBytes, instruction.collectiveOutputBytes(ranks));
       }
     if (absl::Status status = staged->reserve(inBytes, outBytes); !status.ok())
       return status;

@@ -204,14 +204,15 @@ cudaError_t launchScaleByNorm(const void *x, void *y, Dt type, int64_t count,
 //===- Quantize.cu --------------------------------------------------------===//
 
 /// dist.quantize: `segments` segments of `segmentLength` elements of `x`,
-/// each in blocks of `block`; one scale per block.
+/// each in blocks of `block`; one scale per block; `bits` 8 (a byte per
+/// code) or 4 (two codes per byte, each segment from a byte).
 cudaError_t launchQuantize(const void *x, Dt type, int64_t segments,
-                           int64_t segmentLength, int64_t block, int8_t *codes,
-                           float *scales, cudaStream_t stream);
+                           int64_t segmentLength, int64_t block, int bits,
+                           int8_t *codes, float *scales, cudaStream_t stream);
 /// dist.dequantize, the same layout.
 cudaError_t launchDequantize(const int8_t *codes, const float *scales,
                              int64_t segments, int64_t segmentLength,
-                             int64_t block, void *y, Dt type,
+                             int64_t block, int bits, void *y, Dt type,
                              cudaStream_t stream);
 
 //===- LossScaling.cu -----------------------------------------------------===//

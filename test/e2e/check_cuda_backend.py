@@ -20,7 +20,14 @@ that --parts names (default all):
    reductions), measured state equal to the report.
 4. nccl: with two or more GPUs, --backend cuda on two ranks, stages 0-3,
    against the CPU backend on two ranks (said and passed over on one GPU).
-5. offload: --backend cuda, one rank, stage 3: --offload optimizer and
+5. mesh: --backend cuda-host-staged on four ranks sharing one GPU, placed
+   on a 2x2 mesh at stage 3 (--deterministic): hybrid sharding, and full
+   2-D sharding with all of ZeRO++ (hpZ, int8 qwZ, int4 qgZ, so the
+   quantizer's CUDA kernels run), each against the CPU backend on the same
+   mesh: losses within the model's tolerance (hybrid) or 5e-3 relative (a
+   code a rounding moves moves by a whole step of its scale), and every
+   axis's measured traffic equal to the report's, to the byte.
+6. offload: --backend cuda, one rank, stage 3: --offload optimizer and
    optimizer+params within the tolerance of the CPU backend (the update
    runs on the host, as a CPU kernel after the transfers), the pinned host
    pool and the device pool as the memory plan says; and with --cuda-graph
@@ -83,7 +90,17 @@ MODELS = {name: lib.MODELS[name] for name in ("mlp", "gpt2", "gpt2-bf16")}
 for _name in GPT2_SIZES:
     MODELS[_name] = (sized_gpt2(_name), 4)
 
-PARTS = ["n1", "graph", "host-staged", "nccl", "offload"]
+PARTS = ["n1", "graph", "host-staged", "nccl", "mesh", "offload"]
+# The flags that put a run on host-staged collectives (a test of this
+# script without a GPU swaps them for the CPU backend's).
+HOST_STAGED = ["--backend", "cuda-host-staged"]
+# Schemes of the mesh part: (name, zero-run flags, relative tolerance or
+# None for the model's).
+MESH_SCHEMES = [
+    ("hybrid", ["--mesh", "2x2", "--mesh-scheme", "hybrid"], None),
+    ("zeropp-int4", ["--mesh", "2x2", "--mesh-scheme", "full", "--hpz",
+                     "--qwz", "--qgz", "--qgz-bits", "4"], 5e-3),
+]
 
 
 def gpu_count():
@@ -202,6 +219,34 @@ def check_two_ranks(checker, model, program, workdir, steps, rtol, modes):
                           f"{model} {name}: stages 0-3 are not bitwise equal")
 
 
+def check_mesh(checker, model, program, workdir, steps, rtol):
+    ranks = 4
+    for name, flags, tolerance in MESH_SCHEMES:
+        tag = f"mesh-{name}"
+        try:
+            cpu, _ = run(program, workdir, f"cpu-{tag}", ranks, 3, steps,
+                         flags + ["--deterministic"])
+            staged, _ = run(program, workdir, f"staged-{tag}", ranks, 3,
+                            steps, flags + HOST_STAGED + ["--deterministic"])
+        except lib.RunError as error:
+            checker.check(False, f"{model} {tag}: zero-run failed: {error}")
+            continue
+        compare_losses(checker, f"{model} {tag}", staged["losses"],
+                       cpu["losses"], tolerance or rtol)
+        axes = staged.get("measured_axes", [])
+        checker.check(len(axes) == 2, f"{model} {tag}: {len(axes)} measured "
+                      "axes, the 2x2 mesh has 2")
+        for axis, (plan, seen) in enumerate(zip(staged["report"]["axes"],
+                                                axes)):
+            checker.check(plan["traffic"] == seen["traffic_per_step"],
+                          f"{model} {tag}: axis {axis} measured "
+                          f"{seen['traffic_per_step']}, planned "
+                          f"{plan['traffic']}")
+        checker.note(f"{model} {tag}: losses {staged['losses'][0]:.6f} -> "
+                     f"{staged['losses'][-1]:.6f} (CPU "
+                     f"{cpu['losses'][-1]:.6f})")
+
+
 def check_model(checker, model, args, gpus):
     make, local = MODELS[model]
     workdir = os.path.join(args.workdir, model)
@@ -221,11 +266,12 @@ def check_model(checker, model, args, gpus):
         check_graph(checker, model, program, workdir, steps)
     if "offload" in parts:
         check_offload(checker, model, program, workdir, steps, rtol, cpu)
+    if "mesh" in parts:
+        check_mesh(checker, model, program, workdir, steps, rtol)
 
     modes = []
     if "host-staged" in parts:
-        modes.append(("cuda-host-staged", ["--backend", "cuda-host-staged",
-                                           "--deterministic"]))
+        modes.append(("cuda-host-staged", HOST_STAGED + ["--deterministic"]))
     if "nccl" in parts:
         if gpus >= 2:
             modes.append(("cuda", ["--backend", "cuda"]))

@@ -47,11 +47,7 @@ absl::Status writeAll(int fd, const uint8_t *data, size_t length,
     size_t chunk = std::min<size_t>(length, size_t{1} << 30);
     ssize_t put = ::pwrite(fd, data, chunk, static_cast<off_t>(offset));
     if (put < 0) {
-      int flags = ::fcntl(fd, F_GETFL);
-      if (errno == EINVAL && flags >= 0 && (flags & O_DIRECT) &&
-          ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) == 0)
-        continue;
-      if (errno == EINTR)
+      if (errno == EINTR || dropDirectIo(fd, errno))
         continue;
       return errnoError(errno, path, "cannot write");
     }

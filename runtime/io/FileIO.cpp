@@ -50,6 +50,12 @@ bool multiplyChecked(int64_t a, int64_t *product) {
   return true;
 }
 
+bool dropDirectIo(int fd, int error) {
+  int flags = ::fcntl(fd, F_GETFL);
+  return error == EINVAL && flags >= 0 && (flags & O_DIRECT) &&
+         ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) == 0;
+}
+
 absl::StatusOr<std::unique_ptr<InputFile>>
 InputFile::open(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -65,6 +65,12 @@ private:
   uint64_t size_;
 };
 
+/// After a read or write on `fd` failed with `error`: true when that was
+/// EINVAL under O_DIRECT (a file system that accepted the flag at open but
+/// not these sizes or addresses) and the descriptor now goes through the
+/// page cache, so that the call can be retried.
+bool dropDirectIo(int fd, int error);
+
 /// Streams bytes [begin, end) of `path` to `consume` in order, in pieces
 /// of up to 8 MiB (`offset` is each piece's position in the file), reading
 /// the next piece while `consume` works on this one. Where the file system

@@ -44,11 +44,7 @@ absl::Status readPiece(int fd, uint8_t *out, uint64_t offset, uint64_t needed,
     ssize_t n = ::pread(fd, out + got, capacity - got,
                         static_cast<off_t>(offset + got));
     if (n < 0) {
-      int flags = ::fcntl(fd, F_GETFL);
-      if (errno == EINVAL && flags >= 0 && (flags & O_DIRECT) &&
-          ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) == 0)
-        continue;
-      if (errno == EINTR)
+      if (errno == EINTR || dropDirectIo(fd, errno))
         continue;
       return errnoError(errno, path, "cannot read");
     }

@@ -13,19 +13,12 @@
 #include <sys/stat.h>
 
 using namespace zero::rt;
+using zero::rt::testing::randomBytes;
 using zero::rt::testing::readBytes;
 using zero::rt::testing::TempDir;
 using zero::rt::testing::writeBytes;
 
 namespace {
-
-std::vector<uint8_t> randomBytes(size_t count, unsigned seed) {
-  std::mt19937 engine(seed);
-  std::vector<uint8_t> bytes(count);
-  for (uint8_t &byte : bytes)
-    byte = static_cast<uint8_t>(engine());
-  return bytes;
-}
 
 /// Writes `bytes` to `path` in pieces of 1 byte to 3 MiB, then commits.
 void writeInPieces(const std::string &path, const std::vector<uint8_t> &bytes) {

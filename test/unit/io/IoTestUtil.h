@@ -53,6 +53,15 @@ private:
   std::string path_;
 };
 
+/// `count` bytes of a fixed seed's pseudo-random stream.
+inline std::vector<uint8_t> randomBytes(size_t count, unsigned seed) {
+  std::mt19937 engine(seed);
+  std::vector<uint8_t> bytes(count);
+  for (uint8_t &byte : bytes)
+    byte = static_cast<uint8_t>(engine());
+  return bytes;
+}
+
 inline std::vector<uint8_t> readBytes(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});

@@ -10,23 +10,15 @@
 #include "FileIO.h"
 #include "IoTestUtil.h"
 
-#include <random>
 #include <sys/stat.h>
 #include <unistd.h>
 
 using namespace zero::rt;
+using zero::rt::testing::randomBytes;
 using zero::rt::testing::TempDir;
 using zero::rt::testing::writeBytes;
 
 namespace {
-
-std::vector<uint8_t> randomBytes(size_t count, unsigned seed) {
-  std::mt19937 engine(seed);
-  std::vector<uint8_t> bytes(count);
-  for (uint8_t &byte : bytes)
-    byte = static_cast<uint8_t>(engine());
-  return bytes;
-}
 
 /// What readSequentially hands over for [begin, end), checked to arrive in
 /// order and without gaps.

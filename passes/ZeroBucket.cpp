@@ -41,27 +41,37 @@ struct Bucket {
   SmallVector<Operation *> members;
 };
 
-/// The all-reduce that carries reduction `op`'s result on to the next
-/// placement axis (on a mesh, dist-data-parallel averages within the node,
-/// then across; hybrid sharding reduce-scatters within the node, then
-/// averages the shard across): `op`'s only user, an all-reduce of the same
-/// kind over another axis and of `op`'s result type. It rides in its
+/// The reduction that carries reduction `op`'s result on to the next
+/// placement axis: `op`'s only user, a reduction of the same kind over
+/// another axis. Either an all-reduce of `op`'s result type (on a mesh,
+/// dist-data-parallel averages within the node, then across; hybrid
+/// sharding reduce-scatters within the node, then averages the shard
+/// across) or a reduce-scatter of it along dim 0 (a full 2-D cut
+/// reduce-scatters within the node, then across). It rides in its
 /// producer's bucket: the bucket's fused reduction is followed by one fused
-/// all-reduce over the next axis, so that a mesh's reductions fuse as a
+/// reduction over the next axis, so that a mesh's reductions fuse as a
 /// one-axis step's do.
-dist::AllReduceOp getRider(Operation *op) {
+Operation *getRider(Operation *op) {
   if (!isa<dist::AllReduceOp, dist::ReduceScatterOp>(op) || !op->hasOneUse())
     return nullptr;
-  auto reduce = dyn_cast<dist::AllReduceOp>(op);
-  auto scatter = dyn_cast<dist::ReduceScatterOp>(op);
-  dist::ReduceKind kind = reduce ? reduce.getReduce() : scatter.getReduce();
-  int64_t axis = reduce ? reduce.getAxis() : scatter.getAxis();
-  auto rider = dyn_cast<dist::AllReduceOp>(*op->user_begin());
-  if (!rider || rider.getReduce() != kind ||
-      static_cast<int64_t>(rider.getAxis()) == axis ||
-      rider.getType() != op->getResult(0).getType())
+  auto reduceKind = [](Operation *reduction) {
+    if (auto reduce = dyn_cast<dist::AllReduceOp>(reduction))
+      return reduce.getReduce();
+    return cast<dist::ReduceScatterOp>(reduction).getReduce();
+  };
+  Operation *user = *op->user_begin();
+  auto reduce = dyn_cast<dist::AllReduceOp>(user);
+  auto scatter = dyn_cast<dist::ReduceScatterOp>(user);
+  if ((!reduce && !scatter) || reduceKind(user) != reduceKind(op) ||
+      cast<dist::CollectiveOpInterface>(user).getPlacementAxis() ==
+          cast<dist::CollectiveOpInterface>(op).getPlacementAxis())
     return nullptr;
-  return rider;
+  if (reduce && reduce.getType() != op->getResult(0).getType())
+    return nullptr;
+  if (scatter && (scatter.getDim() != 0 ||
+                  !cast<RankedTensorType>(scatter.getType()).hasStaticShape()))
+    return nullptr;
+  return user;
 }
 
 /// The bucket kind of a collective that can join a bucket, if any.
@@ -215,7 +225,7 @@ void BucketPlanner::planBlock(Block &block) {
           }
           // A rider moves with its producer's bucket: not a use that must
           // come after the bucket.
-          if (getRider(def).getOperation() == nested)
+          if (getRider(def) == nested)
             continue;
           if (buckets[it->second].kind == BucketKind::AllGather) {
             // A gather of the result over another axis (the next level of
@@ -231,8 +241,8 @@ void BucketPlanner::planBlock(Block &block) {
     });
     Operation *producer =
         op.getNumOperands() == 1 ? op.getOperand(0).getDefiningOp() : nullptr;
-    bool rides = producer && bucketOf.count(producer) &&
-                 getRider(producer).getOperation() == &op;
+    bool rides =
+        producer && bucketOf.count(producer) && getRider(producer) == &op;
     if (rides)
       riderBucket[&op] = bucketOf.lookup(producer);
     else if (std::optional<BucketKind> kind = classify(&op))
@@ -245,36 +255,79 @@ void BucketPlanner::planBlock(Block &block) {
   openBuckets.clear();
 }
 
+/// Elements of each shard of a bucket of `inputs` cut `groupSize` ways
+/// along dim 0 (each input padded to a multiple of `groupSize` rows).
+static int64_t bucketShardElements(ValueRange inputs, int64_t groupSize) {
+  int64_t total = 0;
+  for (Value input : inputs) {
+    auto type = cast<RankedTensorType>(input.getType());
+    total += shardSize(type.getDimSize(0), groupSize) *
+             (type.getNumElements() / std::max<int64_t>(type.getDimSize(0), 1));
+  }
+  return total;
+}
+
 /// The members' results, unpacked from the fused reduction `reduced`. When
-/// every member has a rider over the same axis, one fused all-reduce over
-/// that axis comes first and replaces the riders; a rider left alone is
-/// moved after its member's result, which now comes from the bucket.
+/// every member has a rider of the same kind over the same axis, one fused
+/// reduction over that axis replaces the riders: an all-reduce of the
+/// bucket before it is unpacked, or a reduce-scatter of the unpacked
+/// shards packed again, so that each rank's part holds its part of every
+/// rider's input. A rider left alone is moved after its member's result,
+/// which now comes from the bucket.
 static ValueRange unpackWithRiders(OpBuilder &builder, Location loc,
                                    const Bucket &bucket,
                                    ArrayRef<Type> resultTypes, Value reduced) {
-  SmallVector<dist::AllReduceOp> riders;
+  SmallVector<Operation *> riders;
   for (Operation *member : bucket.members)
     riders.push_back(getRider(member));
+  auto axisOf = [](Operation *rider) {
+    return cast<dist::CollectiveOpInterface>(rider).getPlacementAxis();
+  };
   bool fuseRiders =
-      llvm::all_of(riders, [](dist::AllReduceOp rider) { return !!rider; }) &&
+      llvm::all_of(riders, [](Operation *rider) { return !!rider; }) &&
+      llvm::all_equal(llvm::map_range(riders, axisOf)) &&
       llvm::all_equal(llvm::map_range(
-          riders, [](dist::AllReduceOp r) { return r.getAxis(); }));
-  if (fuseRiders)
-    reduced = builder.create<dist::AllReduceOp>(loc, reduced, bucket.reduce,
-                                                riders.front().getAxis());
-  ValueRange results =
-      builder.create<dist::UnpackOp>(loc, resultTypes, reduced).getResults();
-  if (fuseRiders) {
-    for (auto [rider, result] : llvm::zip(riders, results)) {
-      rider.getResult().replaceAllUsesWith(result);
-      rider.erase();
-    }
-    // The members' results now have no users; the caller erases them.
-  } else {
+          riders, [](Operation *rider) { return rider->getName(); }));
+  if (!fuseRiders) {
+    ValueRange results =
+        builder.create<dist::UnpackOp>(loc, resultTypes, reduced).getResults();
     for (auto [rider, result] : llvm::zip(riders, results))
       if (rider)
         rider->moveAfter(result.getDefiningOp());
+    return results;
   }
+  int64_t axis = axisOf(riders.front());
+  ValueRange results;
+  SmallVector<Value> riderResults;
+  if (isa<dist::AllReduceOp>(riders.front())) {
+    reduced =
+        builder.create<dist::AllReduceOp>(loc, reduced, bucket.reduce, axis);
+    results =
+        builder.create<dist::UnpackOp>(loc, resultTypes, reduced).getResults();
+    riderResults.assign(results.begin(), results.end());
+  } else {
+    results =
+        builder.create<dist::UnpackOp>(loc, resultTypes, reduced).getResults();
+    int64_t groupSize = dist::getGroupSize(riders.front(), axis);
+    int64_t total = bucketShardElements(results, groupSize);
+    auto pack = builder.create<dist::PackOp>(
+        loc, RankedTensorType::get({total * groupSize}, bucket.elementType),
+        results);
+    pack.setShardsAttr(builder.getI64IntegerAttr(groupSize));
+    Value scattered = builder.create<dist::ReduceScatterOp>(
+        loc, RankedTensorType::get({total}, bucket.elementType), pack,
+        bucket.reduce, axis, /*dim=*/0);
+    SmallVector<Type> riderTypes;
+    for (Operation *rider : riders)
+      riderTypes.push_back(rider->getResult(0).getType());
+    auto unpack = builder.create<dist::UnpackOp>(loc, riderTypes, scattered);
+    riderResults.assign(unpack.getResults().begin(), unpack.getResults().end());
+  }
+  for (auto [rider, result] : llvm::zip(riders, riderResults)) {
+    rider->getResult(0).replaceAllUsesWith(result);
+    rider->erase();
+  }
+  // The members' results now have no users; the caller erases them.
   return results;
 }
 
@@ -291,18 +344,12 @@ void BucketPlanner::materialize(Bucket &bucket) {
 
   SmallVector<Value> inputs;
   SmallVector<Type> resultTypes;
-  int64_t total = 0;
   for (Operation *member : bucket.members) {
     inputs.push_back(member->getOperand(0));
     resultTypes.push_back(member->getResult(0).getType());
-    auto input = cast<RankedTensorType>(member->getOperand(0).getType());
-    if (bucket.kind == BucketKind::ReduceScatter)
-      total +=
-          shardSize(input.getDimSize(0), groupSize) *
-          (input.getNumElements() / std::max<int64_t>(input.getDimSize(0), 1));
-    else
-      total += input.getNumElements();
   }
+  int64_t total = bucketShardElements(
+      inputs, bucket.kind == BucketKind::ReduceScatter ? groupSize : 1);
   auto shardBucket = RankedTensorType::get({total}, bucket.elementType);
   auto fullBucket =
       RankedTensorType::get({total * groupSize}, bucket.elementType);

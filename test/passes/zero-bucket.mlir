@@ -274,3 +274,32 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
 // CHECK:         dist.all_reduce sum
 // CHECK-NEXT:    dist.all_reduce sum
 // CHECK-NEXT:    return
+
+// -----
+
+// On a full 2-D cut each gradient is reduce-scattered within the node
+// (axis 1), then its shard across nodes (axis 0). The reductions within the
+// node fuse as one axis's do, and those across nodes ride with them: one
+// reduce-scatter of the unpacked shards packed again, so that each node
+// position's part holds its part of every shard.
+
+module attributes {dist.placement = #dist.placement<cpu, [2, 2]>} {
+  func.func @two_level_reduce_scatter(%a: tensor<8xf32>, %b: tensor<4xf32>)
+      -> (tensor<2xf32>, tensor<1xf32>) attributes {train.step} {
+    %0 = dist.reduce_scatter mean %a axis 1 dim 0 : tensor<8xf32> -> tensor<4xf32>
+    %1 = dist.reduce_scatter mean %0 axis 0 dim 0 : tensor<4xf32> -> tensor<2xf32>
+    %2 = dist.reduce_scatter mean %b axis 1 dim 0 : tensor<4xf32> -> tensor<2xf32>
+    %3 = dist.reduce_scatter mean %2 axis 0 dim 0 : tensor<2xf32> -> tensor<1xf32>
+    return %1, %3 : tensor<2xf32>, tensor<1xf32>
+  }
+}
+
+// CHECK-LABEL: func.func @two_level_reduce_scatter
+// CHECK-SAME:    (%[[A:[a-z0-9]+]]: tensor<8xf32>, %[[B:[a-z0-9]+]]: tensor<4xf32>)
+// CHECK-NEXT:    %[[FULL:.+]] = dist.pack %[[A]], %[[B]] shards 2 : tensor<8xf32>, tensor<4xf32> -> tensor<12xf32>
+// CHECK-NEXT:    %[[NODE:.+]] = dist.reduce_scatter mean %[[FULL]] axis 1 dim 0 : tensor<12xf32> -> tensor<6xf32>
+// CHECK-NEXT:    %[[SHARDS:.+]]:2 = dist.unpack %[[NODE]] : tensor<6xf32> -> tensor<4xf32>, tensor<2xf32>
+// CHECK-NEXT:    %[[AGAIN:.+]] = dist.pack %[[SHARDS]]#0, %[[SHARDS]]#1 shards 2 : tensor<4xf32>, tensor<2xf32> -> tensor<6xf32>
+// CHECK-NEXT:    %[[ACROSS:.+]] = dist.reduce_scatter mean %[[AGAIN]] axis 0 dim 0 : tensor<6xf32> -> tensor<3xf32>
+// CHECK-NEXT:    %[[R:.+]]:2 = dist.unpack %[[ACROSS]] : tensor<3xf32> -> tensor<2xf32>, tensor<1xf32>
+// CHECK-NEXT:    return %[[R]]#0, %[[R]]#1

@@ -256,11 +256,17 @@ void BucketPlanner::planBlock(Block &block) {
 }
 
 /// Elements of each shard of a bucket of `inputs` cut `groupSize` ways
-/// along dim 0 (each input padded to a multiple of `groupSize` rows).
+/// along dim 0 (each input padded to a multiple of `groupSize` rows); all
+/// of them for a `groupSize` of 1 (an all-reduce's or a gather's inputs,
+/// scalars among them).
 static int64_t bucketShardElements(ValueRange inputs, int64_t groupSize) {
   int64_t total = 0;
   for (Value input : inputs) {
     auto type = cast<RankedTensorType>(input.getType());
+    if (groupSize == 1) {
+      total += type.getNumElements();
+      continue;
+    }
     total += shardSize(type.getDimSize(0), groupSize) *
              (type.getNumElements() / std::max<int64_t>(type.getDimSize(0), 1));
   }

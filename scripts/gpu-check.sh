@@ -47,7 +47,7 @@
 # summary's reserve); a part that would get less than its minimum is not
 # started but reported "skipped: out of time" with the seconds left, and a
 # later part with a smaller minimum may still run. Without a GPU (or without
-# CUDA's libraries) the seven GPU parts are reported skipped with the reason:
+# CUDA's libraries) the eight GPU parts are reported skipped with the reason:
 # the dry run CI makes (test/tools/gpu-check-dry.test), where sim-tests runs.
 #
 # ZERO_GPU_CHECK_PARTS="NAME ..." runs only those parts (a rerun).

@@ -320,6 +320,14 @@ readCheckpointManifest(const std::string &dir) {
 // Checking and reading
 //===----------------------------------------------------------------------===//
 
+/// What a file whose CRC-32 is not the manifest's is refused with.
+static absl::Status checksumMismatch(const std::string &path, uint32_t crc,
+                                     uint32_t expected) {
+  return absl::DataLossError(absl::StrFormat(
+      "%s: CRC-32 %08x, the manifest says %08x (the file is corrupt)", path,
+      crc, expected));
+}
+
 absl::StatusOr<std::pair<uint32_t, uint64_t>>
 fileChecksum(const std::string &path) {
   uint64_t size = 0;
@@ -363,9 +371,7 @@ absl::Status verifyCheckpointFiles(const std::string &dir,
       if (!crc.ok())
         return crc.status();
       if (crc->first != file.crc32)
-        return absl::DataLossError(absl::StrFormat(
-            "%s: CRC-32 %08x, the manifest says %08x (the file is corrupt)",
-            path, crc->first, file.crc32));
+        return checksumMismatch(path, crc->first, file.crc32);
     }
     absl::StatusOr<SafetensorsIndex> header = readSafetensorsIndex(path);
     if (!header.ok())
@@ -504,10 +510,7 @@ absl::Status readCheckpoint(const std::string &dir,
     if (!read.ok())
       return read;
     if (check && crc != file.crc32)
-      return absl::DataLossError(
-          absl::StrFormat("%s: CRC-32 %08x, the manifest says %08x (the file "
-                          "is corrupt)",
-                          path, crc, file.crc32));
+      return checksumMismatch(path, crc, file.crc32);
   }
   return absl::OkStatus();
 }

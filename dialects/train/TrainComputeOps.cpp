@@ -134,10 +134,17 @@ LogicalResult LayerNormGradOp::verify() {
 static LogicalResult verifyEmbeddingShapes(Operation *op,
                                            RankedTensorType table,
                                            RankedTensorType ids,
-                                           RankedTensorType rows) {
+                                           RankedTensorType rows,
+                                           std::optional<int64_t> paddingIdx) {
   if (table.getRank() != 2)
     return op->emitOpError()
            << "needs a 2-D [vocabulary, features] table, got " << table;
+  // PyTorch's aten.embedding spells "no padding row" as -1; here it is the
+  // attribute's absence, so a negative index is a mistake, not a choice.
+  if (paddingIdx && (*paddingIdx < 0 || *paddingIdx >= table.getDimSize(0)))
+    return op->emitOpError()
+           << "padding_idx " << *paddingIdx << " is not a row of the "
+           << table.getDimSize(0) << "-row table";
   SmallVector<int64_t> expected(ids.getShape());
   expected.push_back(table.getDimSize(1));
   if (rows.getShape() != ArrayRef<int64_t>(expected))
@@ -150,12 +157,12 @@ static LogicalResult verifyEmbeddingShapes(Operation *op,
 
 LogicalResult EmbeddingOp::verify() {
   return verifyEmbeddingShapes(*this, getTable().getType(), getIds().getType(),
-                               getResult().getType());
+                               getResult().getType(), getPaddingIdx());
 }
 
 LogicalResult EmbeddingGradOp::verify() {
   return verifyEmbeddingShapes(*this, getResult().getType(), getIds().getType(),
-                               getResultGrad().getType());
+                               getResultGrad().getType(), getPaddingIdx());
 }
 
 static LogicalResult verifyLabels(Operation *op, RankedTensorType logits,

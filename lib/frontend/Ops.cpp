@@ -127,7 +127,12 @@ Tensor zero::frontend::rsqrt(const Tensor &x) {
 }
 Tensor zero::frontend::tanh(const Tensor &x) { return unary("train.tanh", x); }
 Tensor zero::frontend::relu(const Tensor &x) { return unary("train.relu", x); }
-Tensor zero::frontend::gelu(const Tensor &x) { return unary("train.gelu", x); }
+Tensor zero::frontend::gelu(const Tensor &x, bool exact) {
+  Tensor result = unary("train.gelu", x);
+  if (exact && result.valid())
+    GraphState::of(result)->nodes.back().unitAttrs.push_back("exact");
+  return result;
+}
 Tensor zero::frontend::sigmoid(const Tensor &x) {
   return unary("train.sigmoid", x);
 }
@@ -220,7 +225,8 @@ Tensor zero::frontend::layerNorm(const Tensor &x, const Tensor &gamma,
   return state->add(std::move(node));
 }
 
-Tensor zero::frontend::embedding(const Tensor &table, const Tensor &ids) {
+Tensor zero::frontend::embedding(const Tensor &table, const Tensor &ids,
+                                 std::optional<int64_t> paddingIdx) {
   GraphState *state = graphOf({&table, &ids}, "embedding");
   if (!state)
     return Tensor();
@@ -228,10 +234,16 @@ Tensor zero::frontend::embedding(const Tensor &table, const Tensor &ids) {
     return state->fail(absl::StrCat(
         "embedding: needs a 2-D float table and integer ids, got table ",
         describe(table), " and ids ", describe(ids)));
+  if (paddingIdx && (*paddingIdx < 0 || *paddingIdx >= table.shape()[0]))
+    return state->fail(absl::StrCat("embedding: padding_idx ", *paddingIdx,
+                                    " is not a row of the table ",
+                                    describe(table)));
   Shape shape = ids.shape();
   shape.push_back(table.shape()[1]);
-  return state->add(
-      opNode("train.embedding", {&table, &ids}, shape, table.dtype()));
+  Node node = opNode("train.embedding", {&table, &ids}, shape, table.dtype());
+  if (paddingIdx)
+    node.i64Attrs.push_back({"padding_idx", *paddingIdx});
+  return state->add(std::move(node));
 }
 
 Tensor zero::frontend::softmaxCrossEntropy(const Tensor &logits,

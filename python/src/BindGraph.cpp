@@ -264,9 +264,11 @@ void bindGraph(py::module_ &m) {
         py::keep_alive<0, 1>(), "Elementwise hyperbolic tangent.");
   m.def("relu", checked(&relu), py::arg("x"), py::keep_alive<0, 1>(),
         "Elementwise rectified linear unit, max(x, 0).");
-  m.def("gelu", checked(&gelu), py::arg("x"), py::keep_alive<0, 1>(),
-        "Elementwise GELU, tanh approximation as in GPT-2: 0.5 x (1 + "
-        "tanh(sqrt(2/pi) (x + 0.044715 x^3))).");
+  m.def("gelu", checked(&gelu), py::arg("x"), py::arg("exact") = false,
+        py::keep_alive<0, 1>(),
+        "Elementwise GELU: the tanh approximation of GPT-2, 0.5 x (1 + "
+        "tanh(sqrt(2/pi) (x + 0.044715 x^3))), or with exact=True 0.5 x (1 + "
+        "erf(x / sqrt(2))), PyTorch's default.");
   m.def("sigmoid", checked(&sigmoid), py::arg("x"), py::keep_alive<0, 1>(),
         "Elementwise logistic function, 1 / (1 + e^-x).");
   m.def(
@@ -302,9 +304,10 @@ void bindGraph(py::module_ &m) {
       "Layer normalization over the last dimension, scaled by `gamma` and "
       "shifted by `beta` (both of its size); `eps` is added to the variance.");
   m.def("embedding", checked(&embedding), py::arg("table"), py::arg("ids"),
-        py::keep_alive<0, 1>(),
+        py::arg("padding_idx") = py::none(), py::keep_alive<0, 1>(),
         "The rows of `table` [V, D] picked by the integer `ids`: a tensor of "
-        "shape ids.shape + [D].");
+        "shape ids.shape + [D]. Row `padding_idx`, where given, gets no "
+        "gradient from the lookup (PyTorch's nn.Embedding(padding_idx=...)).");
   m.def("softmax_cross_entropy", checked(&softmaxCrossEntropy),
         py::arg("logits"), py::arg("labels"), py::keep_alive<0, 1>(),
         "The mean cross-entropy of softmax(logits) against integer `labels` of "

@@ -6,7 +6,9 @@ import operator
 import torch
 
 from zero import _zero
-from zero._torch_ops import DROPPED, HANDLERS, IDENTITY, RESHAPES, UNARY
+from zero._torch_ops import (DROPPED, HANDLERS, HINTS, HONOURS, IDENTITY,
+                             RESHAPES, UNARY)
+from zero._torch_schema import check_arguments
 from zero._torch_values import (DTYPES, UnsupportedModuleError, Live,
                                 Transposed, dtype_name, meta_shape, where)
 
@@ -268,6 +270,15 @@ class Importer:
         target = node.target
         if target is operator.getitem:
             return args[0][args[1]]
+        if target in HONOURS:
+            check_arguments(node, HONOURS[target], HINTS.get(target))
+        elif target in IDENTITY or target in UNARY or target in RESHAPES \
+                or target in HANDLERS:
+            # By construction: a mapping with no declared arguments would
+            # read some and drop the rest unseen.
+            raise UnsupportedModuleError(
+                f"internal: the importer maps {target} but declares none of "
+                "its arguments as honoured (_torch_ops.HONOURS)")
         if target in IDENTITY:
             return self.live(args[0], node)
         if target in UNARY:

@@ -140,9 +140,6 @@ def _gelu_new_input(node):
 
 
 def _div(self, node, args, kwargs):
-    if kwargs.get("rounding_mode") is not None:
-        raise UnsupportedModuleError(
-            f"div with rounding_mode {where(node)}")
     return self.binary(node, args[0], args[1], "div")
 
 
@@ -208,9 +205,6 @@ def _mm(self, node, args, kwargs):
 
 
 def _addmm(self, node, args, kwargs):
-    if kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1:
-        raise UnsupportedModuleError(
-            f"addmm with beta or alpha {where(node)}")
     product = _mm(self, node, [args[1], args[2]], {})
     bias = self.live(args[0], node)
     shape = product.shape
@@ -240,24 +234,68 @@ def _layer_norm(self, node, args, kwargs):
 
 def _embedding(self, node, args, kwargs):
     table, ids = self.live(args[0], node), args[1]
+    padding_idx = args[2] if len(args) > 2 else kwargs.get("padding_idx", -1)
+    # aten's -1 means no padding row (F.embedding has already turned a
+    # negative index into a row); ids are never negative, so neither is a
+    # row that gets no gradient.
+    padding_idx = None if padding_idx < 0 else int(padding_idx)
+    if padding_idx is not None and padding_idx >= table.shape[0]:
+        raise UnsupportedModuleError(
+            f"embedding with padding_idx {padding_idx} of a "
+            f"{table.shape[0]}-row table {where(node)}")
     if isinstance(ids, torch.Tensor):
-        # Position ids: arange(start, start + n) is a narrow of the table.
-        flat = ids.reshape(-1)
-        start = int(flat[0]) if flat.numel() else 0
-        if not torch.equal(flat, torch.arange(start, start + flat.numel(),
-                                              dtype=flat.dtype)):
-            raise UnsupportedModuleError(
-                f"embedding of constant ids other than a range "
-                f"{where(node)}")
-        rows = _zero.narrow(table.tensor, 0, start, flat.numel())
-        return self.reshape(Live(rows, [flat.numel(), table.shape[1]],
-                                 table.dtype), meta_shape(node))
-    return Live(_zero.embedding(table.tensor, ids.tensor), meta_shape(node),
-                table.dtype)
+        return _constant_lookup(self, node, table, ids, padding_idx)
+    return Live(_zero.embedding(table.tensor, ids.tensor, padding_idx),
+                meta_shape(node), table.dtype)
+
+
+def _constant_lookup(self, node, table, ids, padding_idx):
+    """The rows of `table` at constant `ids` (position ids, OPT's learned
+    positions, BERT's token types), made of slices of the table so that
+    the gradient reaches exactly the rows looked up: ids equal along the
+    leading dims are looked up once and expanded, equal ids are one row
+    expanded, and runs of consecutive ids (arange) are one slice each."""
+    vocabulary, features = table.shape
+    shape = list(ids.shape) + [features]
+    flat = ids.reshape(-1)
+    if flat.numel() == 0:
+        raise UnsupportedModuleError(f"embedding of no ids {where(node)}")
+    low, high = int(flat.min()), int(flat.max())
+    if low < 0 or high >= vocabulary:
+        raise UnsupportedModuleError(
+            f"embedding of constant ids in [{low}, {high}] from a "
+            f"{vocabulary}-row table {where(node)}")
+    if padding_idx is not None and bool((flat == padding_idx).any()):
+        # Slices would train the row that PyTorch leaves alone.
+        raise UnsupportedModuleError(
+            f"embedding of constant ids holding its padding_idx "
+            f"{padding_idx} {where(node)}")
+    if flat.numel() > 1 and bool((flat == flat[0]).all()):
+        row = _zero.narrow(table.tensor, 0, int(flat[0]), 1)
+        row = self.reshape(Live(row, [1, features], table.dtype), [features])
+        return self.broadcast(row, shape, node)
+    if ids.dim() >= 2 and ids.shape[0] > 1 and bool((ids == ids[:1]).all()):
+        inner = _constant_lookup(self, node, table, ids[0], padding_idx)
+        return self.broadcast(inner, shape, node)
+    runs = []  # [start, length] of consecutive ids, in order
+    for value in flat.tolist():
+        if runs and value == runs[-1][0] + runs[-1][1]:
+            runs[-1][1] += 1
+        else:
+            runs.append([value, 1])
+    parts = [_zero.narrow(table.tensor, 0, start, length)
+             for start, length in runs]
+    rows = parts[0] if len(parts) == 1 else _zero.concat(parts, 0)
+    return self.reshape(Live(rows, [flat.numel(), features], table.dtype),
+                        shape)
 
 
 def _softmax(self, node, args, kwargs):
     x, dim = self.live(args[0], node), _dim(args[1], len(args[0].shape))
+    # _softmax's half_to_float has no default: honoured where it is False.
+    if node.target is aten._softmax.default and args[2]:
+        raise UnsupportedModuleError(
+            f"_softmax(half_to_float=True) {where(node)}")
     if dim != len(x.shape) - 1:
         raise UnsupportedModuleError(
             f"softmax over dim {dim} of {x.shape} {where(node)}; the "
@@ -267,24 +305,22 @@ def _softmax(self, node, args, kwargs):
 
 def _gelu(self, node, args, kwargs):
     approximate = kwargs.get("approximate", "none")
-    if approximate != "tanh":
+    if approximate not in ("none", "tanh"):
         raise UnsupportedModuleError(
-            f"gelu(approximate='{approximate}') {where(node)}; train.gelu "
-            "is the tanh approximation (GELU(approximate='tanh'), "
-            "Hugging Face's gelu_new)")
+            f"gelu(approximate='{approximate}') {where(node)}")
     x = self.live(args[0], node)
-    return Live(_zero.gelu(x.tensor), x.shape, x.dtype)
+    return Live(_zero.gelu(x.tensor, exact=approximate == "none"), x.shape,
+                x.dtype)
 
 
 def _reduce(self, node, args, kwargs, op):
     x = self.live(args[0], node)
     dims = args[1] if len(args) > 1 else kwargs.get("dim")
     keepdim = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
-    if kwargs.get("dtype") is not None:
-        raise UnsupportedModuleError(f"{node.target} with dtype "
-                                     f"{where(node)}")
     rank = len(x.shape)
-    dims = list(range(rank)) if dims is None else sorted(
+    # An empty dim list reduces every dim, as no list does: `x.sum()`
+    # exports as sum.dim_IntList(x, []).
+    dims = list(range(rank)) if not dims else sorted(
         _dim(d, rank) for d in dims)
     reduced = getattr(_zero, op)(x.tensor, dims)
     kept = [e for d, e in enumerate(x.shape) if d not in dims]
@@ -368,13 +404,6 @@ def _sdpa(self, node, args, kwargs):
     options = dict(zip(names, args[3:]))
     options.update(kwargs)
     mask = options.get("attn_mask")
-    if options.get("dropout_p", 0.0) != 0.0:
-        raise UnsupportedModuleError(
-            f"attention dropout {where(node)}; train has no dropout: build "
-            "the model with attention dropout 0")
-    if options.get("enable_gqa", False):
-        raise UnsupportedModuleError(
-            f"scaled_dot_product_attention(enable_gqa=True) {where(node)}")
     if k.shape != q.shape or v.shape != q.shape:
         raise UnsupportedModuleError(
             f"attention with q {q.shape}, k {k.shape}, v {v.shape} "
@@ -397,25 +426,13 @@ def _sdpa(self, node, args, kwargs):
 
 
 def _cross_entropy(self, node, args, kwargs):
-    names = ["weight", "reduction", "ignore_index", "label_smoothing"]
-    options = dict(zip(names, args[2:]))
-    options.update(kwargs)
     logits, labels = self.live(args[0], node), args[1]
     if not isinstance(labels, Live) or labels.dtype not in ("i32", "i64"):
         raise UnsupportedModuleError(
             f"cross_entropy with targets that are not integer class indices "
             f"{where(node)}")
-    if options.get("weight") is not None:
-        raise UnsupportedModuleError(f"cross_entropy with class weights "
-                                     f"{where(node)}")
-    if options.get("reduction", 1) != 1:
-        raise UnsupportedModuleError(
-            f"cross_entropy with reduction other than 'mean' {where(node)}")
-    if options.get("label_smoothing", 0.0) != 0.0:
-        raise UnsupportedModuleError(
-            f"cross_entropy with label_smoothing {where(node)}")
-    # ignore_index (-100 by default) has no counterpart: every label must be
-    # a class, and the runtime refuses a batch with one that is not.
+    # ignore_index is honoured at its default (-100) only, and only in
+    # that the runtime refuses a batch holding it: every label is a class.
     if len(logits.shape) > 2:
         # PyTorch's classes are dim 1 of [N, C, d1, ...]: move them last.
         rank = len(logits.shape)
@@ -471,4 +488,95 @@ HANDLERS = {
     aten.cat.default: _cat,
     aten._to_copy.default: _to_copy,
     aten.scaled_dot_product_attention.default: _sdpa,
+}
+
+
+# The arguments each mapping honours, by the names of its op's schema.
+# Before a call is lowered, any other argument given a value other than its
+# default is refused (_torch_schema.check_arguments), so a mapping cannot
+# drop an argument unseen. Arguments that say where or how values are
+# stored, not what they are (memory_format, device, layout, pin_memory,
+# non_blocking, an embedding's sparse gradient, expand's implicit), are
+# honoured by every mapping of an op that has them.
+_SELF = ("self",)
+HONOURS = {
+    **{op: _SELF for op in UNARY},
+    aten.clone.default: ("self", "memory_format"),
+    aten.alias.default: _SELF,
+    aten.detach.default: _SELF,
+    aten.lift_fresh_copy.default: _SELF,
+    aten.contiguous.default: ("self", "memory_format"),
+    # Reshapes take the result's shape from the node, whatever spells it.
+    aten.view.default: ("self", "size"),
+    aten._unsafe_view.default: ("self", "size"),
+    aten.reshape.default: ("self", "shape"),
+    aten.unsqueeze.default: ("self", "dim"),
+    aten.squeeze.dim: ("self", "dim"),
+    aten.squeeze.dims: ("self", "dim"),
+    aten.squeeze.default: _SELF,
+    aten.flatten.using_ints: ("self", "start_dim", "end_dim"),
+    aten.add.Tensor: ("self", "other", "alpha"),
+    aten.add.Scalar: ("self", "other", "alpha"),
+    aten.sub.Tensor: ("self", "other", "alpha"),
+    aten.sub.Scalar: ("self", "other", "alpha"),
+    aten.mul.Tensor: ("self", "other"),
+    aten.mul.Scalar: ("self", "other"),
+    aten.div.Tensor: ("self", "other"),
+    aten.div.Scalar: ("self", "other"),
+    aten.pow.Tensor_Scalar: ("self", "exponent"),
+    aten.permute.default: ("self", "dims"),
+    aten.t.default: _SELF,
+    aten.transpose.int: ("self", "dim0", "dim1"),
+    aten.expand.default: ("self", "size", "implicit"),
+    aten.mm.default: ("self", "mat2"),
+    aten.bmm.default: ("self", "mat2"),
+    aten.matmul.default: ("self", "other"),
+    aten.addmm.default: ("self", "mat1", "mat2"),
+    aten.native_layer_norm.default: ("input", "normalized_shape", "weight",
+                                     "bias", "eps"),
+    aten.embedding.default: ("weight", "indices", "padding_idx", "sparse"),
+    aten._softmax.default: ("self", "dim", "half_to_float"),
+    aten.softmax.int: ("self", "dim"),
+    aten.gelu.default: ("self", "approximate"),
+    aten.mean.dim: ("self", "dim", "keepdim"),
+    aten.sum.dim_IntList: ("self", "dim", "keepdim"),
+    aten.mean.default: _SELF,
+    aten.sum.default: _SELF,
+    aten.cross_entropy_loss.default: ("self", "target"),
+    aten.slice.Tensor: ("self", "dim", "start", "end", "step"),
+    aten.split_with_sizes.default: ("self", "split_sizes", "dim"),
+    aten.split.Tensor: ("self", "split_size", "dim"),
+    aten.cat.default: ("tensors", "dim"),
+    aten._to_copy.default: ("self", "dtype", "layout", "device", "pin_memory",
+                            "non_blocking", "memory_format"),
+    aten.scaled_dot_product_attention.default: ("query", "key", "value",
+                                                "attn_mask", "is_causal",
+                                                "scale"),
+}
+
+# What the user can do instead, where an argument is refused.
+HINTS = {
+    aten.embedding.default: {
+        "scale_grad_by_freq":
+        "PyTorch divides each row's gradient by how often its id occurs in "
+        "the batch, and under data parallelism each rank would count only "
+        "its part of the batch: build the embedding with "
+        "scale_grad_by_freq=False",
+    },
+    aten.cross_entropy_loss.default: {
+        "ignore_index":
+        "the importer's loss takes every label as a class (PyTorch's "
+        "default -100 is refused where a batch holds it): leave "
+        "ignore_index at its default and give real classes only",
+        "label_smoothing": "compute the loss without label smoothing",
+        "weight": "compute the loss without class weights",
+        "reduction": "take the mean (reduction='mean')",
+    },
+    aten.scaled_dot_product_attention.default: {
+        "dropout_p":
+        "train has no dropout: build the model with attention dropout 0",
+        "enable_gqa":
+        "repeat the key and value heads to the query's count before "
+        "attention",
+    },
 }

@@ -24,7 +24,7 @@ import tempfile
 import numpy as np
 import torch
 
-from zero import _zero
+from zero import _torch_values, _zero
 from zero._torch_importer import decomposition_table, Importer
 from zero._torch_values import (DTYPES, UnsupportedModuleError, Live,
                                 dtype_name)
@@ -213,7 +213,11 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
 
     importer = Importer(program, graph, wrapper, precision)
     importer.placeholders(inputs)
-    result = importer.run()
+    _torch_values.loss_function = loss_fn  # named by refusals inside it
+    try:
+        result = importer.run()
+    finally:
+        _torch_values.loss_function = None
 
     if loss_fn is None:
         ids = example_args[0]

@@ -14,6 +14,7 @@
 #include "runtime/cpu/ActivationLoops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 HWY_BEFORE_NAMESPACE();
@@ -229,6 +230,28 @@ void geluBlock(int64_t n, const float *x, float *y) {
 
 void geluGradBlock(int64_t n, const float *x, const float *dy, float *dx) {
   HWY_DYNAMIC_DISPATCH(GeluGradBlock)(n, x, dy, dx);
+}
+
+// 1 / sqrt(2) and 1 / sqrt(2 pi), in the order PyTorch's CPU kernel
+// (GeluKernel.cpp) applies them.
+constexpr float kSqrtHalf = 0.70710678118654752440f;
+constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+
+void geluExactBlock(int64_t n, const float *x, float *y) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    y[i] = v * 0.5f * (1.0f + std::erf(v * kSqrtHalf));
+  }
+}
+
+void geluExactGradBlock(int64_t n, const float *x, const float *dy,
+                        float *dx) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    float cdf = 0.5f * (1.0f + std::erf(v * kSqrtHalf));
+    float pdf = std::exp(-0.5f * v * v) * kInvSqrt2Pi;
+    dx[i] = dy[i] * (cdf + v * pdf);
+  }
 }
 
 void sigmoidBlock(int64_t n, const float *x, float *y) {

@@ -34,6 +34,16 @@ void geluBlock(int64_t n, const float *x, float *y);
 /// dx[i] = dy[i] * GELU'(x[i]); dx may be x or dy.
 void geluGradBlock(int64_t n, const float *x, const float *dy, float *dx);
 
+/// y[i] = x[i] Phi(x[i]) = 0.5 x (1 + erf(x / sqrt(2))), the exact GELU;
+/// y may be x. A scalar loop over libm's erff and expf: Highway has no erf,
+/// and one element's result depends only on its value, so runs stay
+/// bitwise equal at any N and stage.
+void geluExactBlock(int64_t n, const float *x, float *y);
+
+/// dx[i] = dy[i] (Phi(x) + x phi(x)) of the exact GELU; dx may be x or dy.
+void geluExactGradBlock(int64_t n, const float *x, const float *dy,
+                        float *dx);
+
 /// y[i] = 1 / (1 + exp(-x[i])); y may be x.
 void sigmoidBlock(int64_t n, const float *x, float *y);
 

@@ -116,10 +116,18 @@ absl::StatusOr<KernelFn> bindUnary(const BindRequest &request) {
     return make([](float x) { return std::tanh(x); });
   if (op == "relu")
     return make([](float x) { return x > 0.0f ? x : 0.0f; });
-  if (op == "gelu")
+  if (op == "gelu") {
+    absl::StatusOr<bool> exact = getFlag(request, "exact");
+    if (!exact.ok())
+      return exact.status();
+    if (*exact)
+      return unaryKernel(
+          dtype, dtype, count,
+          [](const float *x, float *y, int64_t n) { geluExactBlock(n, x, y); });
     return unaryKernel(
         dtype, dtype, count,
         [](const float *x, float *y, int64_t n) { geluBlock(n, x, y); });
+  }
   if (op == "sigmoid")
     return unaryKernel(
         dtype, dtype, count,
@@ -168,10 +176,18 @@ absl::StatusOr<KernelFn> bindActivationGrad(const BindRequest &request) {
   if (op == "relu_grad")
     return elementwiseBinary(
         request, [](float x, float dy) { return x > 0.0f ? dy : 0.0f; });
-  if (op == "gelu_grad")
+  if (op == "gelu_grad") {
+    absl::StatusOr<bool> exact = getFlag(request, "exact");
+    if (!exact.ok())
+      return exact.status();
+    if (*exact)
+      return binaryKernel(request.ins[0].dtype, request.ins[0].numElements(),
+                          [](const float *x, const float *dy, float *dx,
+                             int64_t n) { geluExactGradBlock(n, x, dy, dx); });
     return binaryKernel(request.ins[0].dtype, request.ins[0].numElements(),
                         [](const float *x, const float *dy, float *dx,
                            int64_t n) { geluGradBlock(n, x, dy, dx); });
+  }
   if (op == "tanh_grad")
     return elementwiseBinary(
         request, [](float y, float dy) { return dy * (1.0f - y * y); });

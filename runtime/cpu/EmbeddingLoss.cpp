@@ -120,6 +120,15 @@ absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request) {
     return status;
   int64_t vocabulary = table.shape[0], features = table.shape[1];
   int64_t count = ids.numElements();
+  // -1: every row takes its gradient (the verifier keeps a set index in
+  // range; a hand-written program is checked here as well).
+  absl::StatusOr<int64_t> paddingIdx = getI64Or(request, "padding_idx", -1);
+  if (!paddingIdx.ok())
+    return paddingIdx.status();
+  if (*paddingIdx < -1 || *paddingIdx >= vocabulary)
+    return request.invalid("padding_idx ", *paddingIdx,
+                           " is not a row of the ", vocabulary, "-row table");
+  int64_t padding = *paddingIdx;
   DType idType = ids.dtype, dyType = dy.dtype, tableType = table.dtype;
   std::string name(request.name);
   // Positions grouped by id (a counting sort) let each table row be summed
@@ -151,7 +160,8 @@ absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request) {
     int64_t begin = 0;
     for (int64_t id = 0; id < vocabulary; ++id) {
       int64_t end = ends[id];
-      if (begin == end) {
+      if (begin == end || id == padding) {
+        begin = end;
         fillFloats(outs[0], tableType, id * features, features, 0.0f);
         continue;
       }

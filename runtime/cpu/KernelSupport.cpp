@@ -148,6 +148,13 @@ absl::StatusOr<int64_t> getI64(const BindRequest &request,
   return value.getValue().getSExtValue();
 }
 
+absl::StatusOr<int64_t> getI64Or(const BindRequest &request,
+                                 absl::string_view key, int64_t fallback) {
+  if (!lookup(request, key))
+    return fallback;
+  return getI64(request, key);
+}
+
 absl::StatusOr<bool> getFlag(const BindRequest &request,
                              absl::string_view key) {
   mlir::Attribute attr = lookup(request, key);

@@ -75,6 +75,9 @@ absl::StatusOr<double> getF64(const BindRequest &request,
                               absl::string_view key);
 absl::StatusOr<double> getF64Or(const BindRequest &request,
                                 absl::string_view key, double fallback);
+/// The integer attribute `key`, or `fallback` where the op has none.
+absl::StatusOr<int64_t> getI64Or(const BindRequest &request,
+                                 absl::string_view key, int64_t fallback);
 absl::StatusOr<int64_t> getI64(const BindRequest &request,
                                absl::string_view key);
 /// A UnitAttr (or BoolAttr) flag; absent means false.

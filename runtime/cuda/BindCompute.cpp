@@ -47,6 +47,11 @@ absl::StatusOr<KernelFn> bindUnary(const BindRequest &request,
       {"rsqrt", dev::UnaryOp::rsqrt},     {"tanh", dev::UnaryOp::tanh},
       {"relu", dev::UnaryOp::relu},       {"gelu", dev::UnaryOp::gelu},
       {"sigmoid", dev::UnaryOp::sigmoid}, {"silu", dev::UnaryOp::silu}};
+  absl::StatusOr<bool> exact = cpu::getFlag(request, "exact");
+  if (!exact.ok())
+    return exact.status();
+  if (opName(request) == "gelu" && *exact)
+    return unaryKernel(request, stream, dev::UnaryOp::geluExact, 1.0f);
   for (auto [op, code] : kOps)
     if (opName(request) == op)
       return unaryKernel(request, stream, code, 1.0f);
@@ -97,12 +102,19 @@ absl::StatusOr<KernelFn> bindBinary(const BindRequest &request,
   dev::Dt type = dt(request.ins[0].dtype);
   int64_t count = request.ins[0].numElements();
   std::string name(request.name);
-  for (auto [op, code] : kOps)
-    if (opName(request) == op)
+  absl::StatusOr<bool> exact = cpu::getFlag(request, "exact");
+  if (!exact.ok())
+    return exact.status();
+  for (auto [op, listed] : kOps)
+    if (opName(request) == op) {
+      dev::BinaryOp code = listed == dev::BinaryOp::geluGrad && *exact
+                               ? dev::BinaryOp::geluExactGrad
+                               : listed;
       return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
         return launched(name, dev::launchBinary(code, ins[0], ins[1], outs[0],
                                                 type, count, stream));
       });
+    }
   return absl::UnimplementedError(
       absl::StrCat("no CUDA kernel for '", request.name, "'"));
 }
@@ -261,11 +273,20 @@ absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request,
           count = ids.numElements();
   dev::Dt dyType = dt(dy.dtype), tableType = dt(table.dtype),
           idType = dt(ids.dtype);
+  absl::StatusOr<int64_t> padding =
+      cpu::getI64Or(request, "padding_idx", -1);
+  if (!padding.ok())
+    return padding.status();
+  if (*padding < -1 || *padding >= vocabulary)
+    return request.invalid("padding_idx ", *padding, " is not a row of the ",
+                           vocabulary, "-row table");
   std::string name(request.name);
-  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+  return KernelFn([=, padding = *padding](Ins ins, Outs outs,
+                                          const KernelContext &) {
     return launched(name, dev::launchEmbeddingGrad(
                               ins[0], ins[1], outs[0], dyType, tableType,
-                              idType, count, vocabulary, features, stream));
+                              idType, count, vocabulary, features, padding,
+                              stream));
   });
 }
 

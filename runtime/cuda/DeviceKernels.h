@@ -35,6 +35,7 @@ enum class UnaryOp : int {
   tanh,
   relu,
   gelu,
+  geluExact,
   sigmoid,
   silu,
   scale,
@@ -52,6 +53,7 @@ enum class BinaryOp : int {
   div,
   reluGrad,
   geluGrad,
+  geluExactGrad,
   tanhGrad,
   sigmoidGrad,
   siluGrad
@@ -98,10 +100,12 @@ cudaError_t launchEmbedding(const void *table, const void *ids, void *out,
                             Dt type, Dt idType, int64_t count,
                             int64_t vocabulary, int64_t features,
                             cudaStream_t stream);
+/// `padding`: the row that gets no gradient (padding_idx), or -1.
 cudaError_t launchEmbeddingGrad(const void *dy, const void *ids, void *table,
                                 Dt dyType, Dt tableType, Dt idType,
                                 int64_t count, int64_t vocabulary,
-                                int64_t features, cudaStream_t stream);
+                                int64_t features, int64_t padding,
+                                cudaStream_t stream);
 /// `rowLoss` is scratch of `rows` floats.
 cudaError_t launchCrossEntropy(const void *logits, const void *labels,
                                float *loss, Dt type, Dt labelType, int64_t rows,

@@ -28,6 +28,10 @@ __device__ __forceinline__ float geluSigmoid(float x, float &oneMinus) {
   return s;
 }
 
+// 1 / sqrt(2) and 1 / sqrt(2 pi), as the CPU's exact GELU.
+constexpr float kSqrtHalf = 0.70710678118654752440f;
+constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+
 // As on CPU: the exponent capped at 80 keeps e * s finite where s is tiny.
 __device__ __forceinline__ float logistic(float x, float &oneMinus) {
   float e = expf(fminf(-x, 80.0f));
@@ -55,6 +59,8 @@ __device__ __forceinline__ float unaryOp(UnaryOp op, float factor, float x) {
     return x > 0.0f ? x : 0.0f;
   case UnaryOp::gelu:
     return x * geluSigmoid(x, oneMinus);
+  case UnaryOp::geluExact:
+    return x * 0.5f * (1.0f + erff(x * kSqrtHalf));
   case UnaryOp::sigmoid:
     return logistic(x, oneMinus);
   case UnaryOp::silu:
@@ -85,6 +91,12 @@ __device__ __forceinline__ float binaryOp(BinaryOp op, float a, float b) {
     float s = geluSigmoid(a, oneMinus);
     return b * (s + 2.0f * a * s * oneMinus * kGeluC *
                         (1.0f + 3.0f * kGeluA * a * a));
+  }
+  case BinaryOp::geluExactGrad: {
+    // d/dx [x Phi(x)] = Phi(x) + x phi(x).
+    float cdf = 0.5f * (1.0f + erff(a * kSqrtHalf));
+    float pdf = expf(-0.5f * a * a) * kInvSqrt2Pi;
+    return b * (cdf + a * pdf);
   }
   case BinaryOp::tanhGrad:
     return b * (1.0f - a * a);

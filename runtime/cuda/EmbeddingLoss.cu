@@ -38,10 +38,12 @@ __global__ void embeddingKernel(const void *table, const void *ids, void *out,
 /// row. The sum runs in position order from zero, so it matches the CPU
 /// kernel's bits, with no atomics and no sort. Cost: vocabulary x count id
 /// comparisons, cheap next to the matmuls around it at GPT-2 sizes.
+/// Row `padding` (-1: none) is written 0, as PyTorch's padding_idx.
 __global__ void embeddingGradKernel(const void *dy, const void *ids,
                                     void *table, Dt dyType, Dt tableType,
                                     Dt idType, int64_t count,
-                                    int64_t vocabulary, int64_t features) {
+                                    int64_t vocabulary, int64_t features,
+                                    int64_t padding) {
   __shared__ int64_t staged[kThreads];
   for (int64_t row = blockIdx.x; row < vocabulary; row += gridDim.x)
     for (int64_t j0 = 0; j0 < features; j0 += kThreads) {
@@ -55,7 +57,7 @@ __global__ void embeddingGradKernel(const void *dy, const void *ids,
         int64_t n = count - p0 < kThreads ? count - p0 : kThreads;
         if (j < features)
           for (int64_t p = 0; p < n; ++p)
-            if (staged[p] == row)
+            if (staged[p] == row && row != padding)
               sum += loadF(dy, dyType, (p0 + p) * features + j);
       }
       if (j < features)
@@ -147,11 +149,13 @@ cudaError_t launchEmbedding(const void *table, const void *ids, void *out,
 cudaError_t launchEmbeddingGrad(const void *dy, const void *ids, void *table,
                                 Dt dyType, Dt tableType, Dt idType,
                                 int64_t count, int64_t vocabulary,
-                                int64_t features, cudaStream_t stream) {
+                                int64_t features, int64_t padding,
+                                cudaStream_t stream) {
   if (vocabulary * features == 0)
     return cudaSuccess;
   embeddingGradKernel<<<rowGrid(vocabulary), kThreads, 0, stream>>>(
-      dy, ids, table, dyType, tableType, idType, count, vocabulary, features);
+      dy, ids, table, dyType, tableType, idType, count, vocabulary, features,
+      padding);
   return cudaGetLastError();
 }
 

@@ -273,3 +273,27 @@ module @partial_split {
     return %loss : tensor<f32>
   }
 }
+
+// -----
+
+// What PyTorch's arguments become travels to the gradient: the exact (erf)
+// GELU differentiates as the exact one, and the embedding's padding row
+// (nn.Embedding(padding_idx=0)) gets no gradient from the lookup, so
+// embedding_grad carries padding_idx.
+
+// CHECK-LABEL: module @pytorch_arguments
+// CHECK:         %[[DH:.*]] = train.gelu_grad %[[E:.*]], %{{.*}} exact : tensor<6x4xf32>
+// CHECK-NEXT:    %[[DT:.*]] = train.embedding_grad %[[DH]], %{{.*}} {padding_idx = 0 : i64} : tensor<6x4xf32>, tensor<6xi32> -> tensor<8x4xf32>
+// CHECK-NEXT:    train.apply_gradient %[[DT]] to @table with @sgd : tensor<8x4xf32>
+module @pytorch_arguments {
+  train.param @table param : tensor<8x4xf32> init ones
+  train.optimizer @sgd sgd lr 1.0e-01
+  func.func @step(%ids: tensor<6xi32>) -> tensor<f32> attributes {train.step} {
+    %table = train.load @table : tensor<8x4xf32>
+    %e = train.embedding %table, %ids {padding_idx = 0 : i64} : tensor<8x4xf32>, tensor<6xi32> -> tensor<6x4xf32>
+    %h = train.gelu %e exact : tensor<6x4xf32>
+    %loss = train.reduce_sum %h dims [0, 1] : tensor<6x4xf32> -> tensor<f32>
+    train.minimize %loss : tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

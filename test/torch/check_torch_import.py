@@ -1,36 +1,54 @@
 """zero.from_torch against PyTorch's own training (test/torch/*.test).
 
-  check_torch_import.py MODEL STEPS STAGES...
+  check_torch_import.py [--optimizer adamw|sgd|momentum] MODEL STEPS STAGES...
 
 MODEL is gpt2 (Hugging Face GPT2LMHeadModel, tied embeddings), gpt2-groups
 (the same with parameter groups: no weight decay on biases and norms, half
 the learning rate for the first block's query/key/value weight), llama
-(LlamaForCausalLM, grouped-query attention), llama-untied, or custom (a
-hand-written module trained with its own loss). Each is
-built from a small config with a fixed seed. PyTorch trains a copy with
-AdamW on the same global batches in float32; we import the module and train
-it at each ZeRO stage on this job's ranks. Checked on rank 0:
+(LlamaForCausalLM, grouped-query attention), llama-untied, llama-pad
+(untied, with pad_token_id 1: nn.Embedding(padding_idx=1), and batches
+right-padded with it), custom (a hand-written module trained with its
+own loss), or zoo:NAME (an architecture of test/torch/zoo.py, with a pad
+token in its config and its batches). Each is built from a small config with a fixed seed. PyTorch
+trains a copy with the optimizer (AdamW by default; sgd is plain SGD,
+momentum SGD with momentum 0.9) on the same global batches in float32; we
+import the module and train it at each ZeRO stage on this job's ranks.
+Checked on rank 0:
 
 - every step's loss equals PyTorch's to 1e-5 relative;
 - the final parameters, brought back with graph.state_dict(trainer) and
   loaded by module.load_state_dict, are near a float64 training: within
   10 times PyTorch's float32 error, or 1e-4 (see below for why not held
   to PyTorch's float32 values themselves);
+- with SGD, whose update is proportional to the gradient, the same holds
+  of each parameter's update (final minus initial), so that a gradient
+  wrong by any factor fails (AdamW normalizes the gradient away);
 - the stages' losses and final states are bitwise identical.
+
+ZERO_TEST_SCALE_GRAD=NAME:FACTOR multiplies the gradient of PyTorch's
+parameter NAME by FACTOR before each step: a mutation that the checks must
+catch (test/torch/sgd-mutation.test).
 
 Prints one `ok:` line per check.
 """
 
+import argparse
+import os
+
 import copy
-import sys
 
 import numpy as np
 import torch
 
 import zero
+import zoo
 
 SEQ, VOCAB, LR = 16, 256, 1e-3
 BETAS, EPS, WEIGHT_DECAY = (0.9, 0.999), 1e-8, 0.01
+# SGD's step is lr times the gradient: a larger rate, so that 20 steps
+# move the parameters well past float32's rounding.
+SGD_LR, MOMENTUM = 0.1, 0.9
+PAD = zoo.PAD  # llama-pad's pad token
 
 
 def ok(what):
@@ -46,7 +64,7 @@ def build(kind):
             GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB,
                        n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0,
                        attn_pdrop=0.0, bos_token_id=0, eos_token_id=0))
-    if kind in ("llama", "llama-untied"):
+    if kind in ("llama", "llama-untied", "llama-pad"):
         from transformers import LlamaConfig, LlamaForCausalLM
         return LlamaForCausalLM(
             LlamaConfig(hidden_size=64, intermediate_size=128,
@@ -54,10 +72,23 @@ def build(kind):
                         num_key_value_heads=2, vocab_size=VOCAB,
                         max_position_embeddings=64,
                         tie_word_embeddings=kind == "llama",
-                        bos_token_id=0, eos_token_id=0))
+                        bos_token_id=0, eos_token_id=0,
+                        pad_token_id=PAD if kind == "llama-pad" else None))
     if kind == "custom":
         return Classifier()
+    if kind.startswith("zoo:") and kind[4:] in zoo.ZOO:
+        torch.manual_seed(0)
+        return zoo.ZOO[kind[4:]][0]()
     raise SystemExit(f"unknown model {kind}")
+
+
+def loss_kind(kind):
+    """custom (the Classifier's own loss), all_tokens or causal_lm."""
+    if kind == "custom":
+        return "custom"
+    if kind.startswith("zoo:"):
+        return zoo.ZOO[kind[4:]][1]
+    return "causal_lm"
 
 
 class Classifier(torch.nn.Module):
@@ -93,13 +124,26 @@ def batches(kind, count, ranks):
         return [(torch.randn(rows, 32, generator=generator),
                  torch.randint(0, 10, (rows,), generator=generator))
                 for _ in range(count)]
-    return [(torch.randint(0, VOCAB, (rows, SEQ), generator=generator),)
+    if loss_kind(kind) == "all_tokens":
+        return [(zoo.pad_rows(torch.randint(0, VOCAB, (rows, SEQ),
+                                            generator=generator)),
+                 torch.randint(0, VOCAB, (rows, SEQ), generator=generator))
+                for _ in range(count)]
+    data = [(torch.randint(0, VOCAB, (rows, SEQ), generator=generator),)
             for _ in range(count)]
+    if kind.endswith("-pad") or kind.startswith("zoo:"):
+        # Right padding of varied lengths: the pad row is looked up often,
+        # and PyTorch never trains it (its gradient is zero).
+        for (ids,) in data:
+            zoo.pad_rows(ids)
+    return data
 
 
 def torch_loss(kind, model, batch):
-    if kind == "custom":
+    if loss_kind(kind) == "custom":
         return regularized_cross_entropy(model(batch[0]), batch[1])
+    if loss_kind(kind) == "all_tokens":
+        return all_tokens_loss(model(batch[0]), batch[1])
     logits = model(batch[0], use_cache=False).logits
     return torch.nn.functional.cross_entropy(
         logits[:, :-1].reshape(-1, VOCAB), batch[0][:, 1:].reshape(-1))
@@ -117,7 +161,36 @@ def group_of(name, ndim):
     return None, WEIGHT_DECAY, 1.0
 
 
-def train_torch(kind, model, data, dtype=torch.float32):
+def make_optimizer(name, groups):
+    if name == "adamw":
+        return torch.optim.AdamW(groups, lr=LR, betas=BETAS, eps=EPS,
+                                 weight_decay=WEIGHT_DECAY)
+    return torch.optim.SGD(groups, lr=SGD_LR,
+                           momentum=MOMENTUM if name == "momentum" else 0.0,
+                           weight_decay=WEIGHT_DECAY)
+
+
+def zero_optimizer(name):
+    if name == "adamw":
+        return zero.AdamW(lr=LR, betas=BETAS, eps=EPS,
+                          weight_decay=WEIGHT_DECAY)
+    if name == "momentum":
+        return zero.Momentum(lr=SGD_LR, momentum=MOMENTUM,
+                             weight_decay=WEIGHT_DECAY)
+    return zero.SGD(lr=SGD_LR, weight_decay=WEIGHT_DECAY)
+
+
+def scaled_gradient():
+    """ZERO_TEST_SCALE_GRAD=NAME:FACTOR, the mutation the checks must
+    catch, or None."""
+    spec = os.environ.get("ZERO_TEST_SCALE_GRAD")
+    if not spec:
+        return None
+    name, factor = spec.rsplit(":", 1)
+    return name, float(factor)
+
+
+def train_torch(kind, model, data, optimizer_name, dtype=torch.float32):
     model = copy.deepcopy(model).to(dtype)
     data = [tuple(t.to(dtype) if t.is_floating_point() else t for t in batch)
             for batch in data]
@@ -127,35 +200,47 @@ def train_torch(kind, model, data, dtype=torch.float32):
             group = group_of(name, p.ndim) if kind.endswith("-groups") else (
                 None, WEIGHT_DECAY, 1.0)
             groups.setdefault(group, []).append(p)
-    optimizer = torch.optim.AdamW(
-        [{"params": params, "weight_decay": decay, "lr": LR * scale}
-         for (_, decay, scale), params in groups.items()], lr=LR,
-        betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY)
+    base_lr = LR if optimizer_name == "adamw" else SGD_LR
+    optimizer = make_optimizer(
+        optimizer_name,
+        [{"params": params, "weight_decay": decay, "lr": base_lr * scale}
+         for (_, decay, scale), params in groups.items()])
+    mutation = scaled_gradient()
+    named = dict(model.named_parameters())
+    if mutation and mutation[0] not in named:
+        raise SystemExit(f"ZERO_TEST_SCALE_GRAD: no parameter {mutation[0]}")
     losses = []
     for batch in data:
         optimizer.zero_grad()
         loss = torch_loss(kind, model, batch)
         loss.backward()
+        if mutation:
+            named[mutation[0]].grad.mul_(mutation[1])
         optimizer.step()
         losses.append(loss.item())
     return losses, {name: value.to(torch.float64)
                     for name, value in model.state_dict().items()}
 
 
+def all_tokens_loss(output, labels):
+    """The masked-LM heads' loss here: every position against its label."""
+    return zoo.all_tokens_loss(output.logits, labels)
+
+
 def import_model(kind, model):
     per_rank = [b[:2] for b in batches(kind, 1, 1)[0]]
-    if kind == "custom":
-        return zero.from_torch(model, (per_rank[0],),
-                               loss=regularized_cross_entropy,
+    if loss_kind(kind) != "causal_lm":
+        loss = (regularized_cross_entropy if loss_kind(kind) == "custom" else
+                all_tokens_loss)
+        return zero.from_torch(model, (per_rank[0],), loss=loss,
                                example_targets=(per_rank[1],))
     return zero.from_torch(model, (per_rank[0],))
 
 
-def train_zero(kind, model, data, stage):
+def train_zero(kind, model, data, stage, optimizer_name):
     graph = import_model(kind, model)
-    graph.config.optimizer(
-        zero.AdamW(lr=LR, betas=BETAS, eps=EPS,
-                   weight_decay=WEIGHT_DECAY)).enable_zero(stage > 0, stage)
+    graph.config.optimizer(zero_optimizer(optimizer_name)).enable_zero(
+        stage > 0, stage)
     if kind.endswith("-groups"):
         members = {}
         for name, param in graph.named_parameters():
@@ -177,33 +262,52 @@ def train_zero(kind, model, data, stage):
     losses = []
     for batch in data:
         arrays = [t.numpy() for t in batch]
-        if kind != "custom":
+        if loss_kind(kind) == "causal_lm":
             arrays.append(arrays[0])  # labels: the ids, shifted by the loss
         losses.append(trainer.step(arrays))
     return losses, graph.state_dict(trainer), trainer.state_dict()
 
 
-def main():
-    torch.set_num_threads(1)  # one thread per rank, as ours
-    kind, steps = sys.argv[1], int(sys.argv[2])
-    stages = [int(s) for s in sys.argv[3:]]
-    model = build(kind)
+def relative_error(got, exact, initial, updates):
+    """|got - exact| / |exact| in norm; with `updates`, of the updates
+    (value minus initial) instead of the values."""
+    if updates:
+        got, exact = got - initial, exact - initial
+    return float((got - exact).norm() / exact.norm().clamp_min(1e-12))
+
+
+def check(kind, steps, stages, opt, model=None):
+    """Trains `kind` `steps` steps at each of `stages` with optimizer `opt`
+    here and in PyTorch and holds them together (the module docstring);
+    raises AssertionError at the first failed check. Returns the largest
+    relative loss error and the worst parameter's share of its bound."""
+    model = build(kind) if model is None else model
+    initial = {name: value.to(torch.float64)
+               for name, value in model.state_dict().items()}
     data = batches(kind, steps, zero.world_size())
-    want_losses, torch_state = train_torch(kind, model, data)
+    want_losses, torch_state = train_torch(kind, model, data, opt)
     # The exact answer, as far as float64 gets: both float32 trainings are
-    # held against it.
-    _, exact_state = train_torch(kind, model, data, torch.float64)
+    # held against it. The mutation, if any, is PyTorch's float32 side's.
+    mutation = os.environ.pop("ZERO_TEST_SCALE_GRAD", None)
+    _, exact_state = train_torch(kind, model, data, opt, torch.float64)
+    if mutation:
+        os.environ["ZERO_TEST_SCALE_GRAD"] = mutation
+    # SGD's update is the gradient times lr: held in its updates, a
+    # gradient off by any factor shows.
+    updates = opt != "adamw"
     runs = []
+    loss_error, worst = 0.0, 0.0
     for stage in stages:
-        losses, state, ours = train_zero(kind, model, data, stage)
+        losses, state, ours = train_zero(kind, model, data, stage, opt)
         runs.append((losses, ours))
         for step, (got, want) in enumerate(zip(losses, want_losses), 1):
             if not abs(got - want) <= 1e-5 * abs(want):
                 raise AssertionError(
-                    f"{kind} stage {stage}: step {step} loss {got!r}, "
+                    f"{kind} {opt} stage {stage}: step {step} loss {got!r}, "
                     f"PyTorch {want!r}")
-        ok(f"{kind} stage {stage} N={zero.world_size()}: {steps} losses "
-           "equal PyTorch's to 1e-5")
+            loss_error = max(loss_error, abs(got - want) / abs(want))
+        ok(f"{kind} {opt} stage {stage} N={zero.world_size()}: {steps} "
+           "losses equal PyTorch's to 1e-5")
         reloaded = copy.deepcopy(model)
         reloaded.load_state_dict(state)  # strict: every name, every shape
         # Adam turns a gradient that is rounding noise (GPT-2's key bias,
@@ -215,35 +319,57 @@ def main():
         # within 2 ulp, PyTorch's mostly within 1; over 20 AdamW steps of
         # Llama ours measured up to 5 times PyTorch's error. A wrong
         # gradient is off by 1e-2 or more.)
-        worst, worst_name = 0.0, ""
+        stage_worst, worst_name = 0.0, ""
         for name, exact in exact_state.items():
             got = reloaded.state_dict()[name].to(torch.float64)
-            scale = exact.norm().clamp_min(1e-12)
-            ours = float((got - exact).norm() / scale)
-            floor = float((torch_state[name] - exact).norm() / scale)
+            if updates and torch.equal(exact, initial[name]):
+                # A value no step moves (a frozen constant, PyTorch's pad
+                # row) must not move here either.
+                ours = float((got - exact).abs().max())
+                floor = 0.0
+            else:
+                ours = relative_error(got, exact, initial[name], updates)
+                floor = relative_error(torch_state[name], exact,
+                                       initial[name], updates)
             ratio = ours / max(10 * floor, 1e-4)
-            if ratio > worst:
-                worst, worst_name = ratio, name
+            if ratio > stage_worst:
+                stage_worst, worst_name = ratio, name
             if not ratio <= 1.0:
+                what = "update" if updates else "value"
                 raise AssertionError(
-                    f"{kind} stage {stage}: parameter {name} is {ours:.3g} "
-                    f"from the float64 training (relative, in norm); "
-                    f"PyTorch's float32 training is {floor:.3g}")
+                    f"{kind} {opt} stage {stage}: parameter {name}'s {what} "
+                    f"is {ours:.3g} from the float64 training's (relative, "
+                    f"in norm); PyTorch's float32 training is {floor:.3g}")
+        worst = max(worst, stage_worst)
         if zero.rank() == 0:
-            print(f"{kind} stage {stage}: worst parameter {worst_name} at "
-                  f"{worst:.2f} of its bound", flush=True)
-        ok(f"{kind} stage {stage}: final parameters load into the module, "
-           "near the float64 training")
+            print(f"{kind} {opt} stage {stage}: worst parameter {worst_name} "
+                  f"at {stage_worst:.2f} of its bound", flush=True)
+        ok(f"{kind} {opt} stage {stage}: final parameters load into the "
+           f"module, {'updates' if updates else 'values'} near the float64 "
+           "training")
     losses, state = runs[0]
     for stage, (other_losses, other_state) in zip(stages[1:], runs[1:]):
         same = other_losses == losses and all(
             value.tobytes() == other_state[name].tobytes()
             for name, value in state.items())
         if not same:
-            raise AssertionError(f"{kind}: stage {stage} is not bitwise "
-                                 f"stage {stages[0]}'s")
+            raise AssertionError(f"{kind} {opt}: stage {stage} is not "
+                                 f"bitwise stage {stages[0]}'s")
     if len(stages) > 1:
-        ok(f"{kind}: stages {stages} bitwise identical")
+        ok(f"{kind} {opt}: stages {stages} bitwise identical")
+    return loss_error, worst
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--optimizer", default="adamw",
+                        choices=["adamw", "sgd", "momentum"])
+    parser.add_argument("kind")
+    parser.add_argument("steps", type=int)
+    parser.add_argument("stages", type=int, nargs="+")
+    args = parser.parse_args()
+    torch.set_num_threads(1)  # one thread per rank, as ours
+    check(args.kind, args.steps, args.stages, args.optimizer)
 
 
 if __name__ == "__main__":

@@ -87,7 +87,36 @@ class TwoInputs(torch.nn.Module):
         return (x * self.w - y).mean()
 
 
+class Padded(torch.nn.Module):
+    """nn.Embedding(padding_idx=0) and the exact GELU: the attribute and
+    the flag the IR carries to their gradients."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(16, 4, padding_idx=0)
+
+    def forward(self, ids):
+        return F.gelu(self.emb(ids))
+
+
+class TokenTypes(torch.nn.Module):
+    """BERT's token-type ids of zeros and OPT's positions repeated per row:
+    constant ids, each a slice of its table expanded over the batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.types = torch.nn.Embedding(2, 4)
+        self.positions = torch.nn.Embedding(8, 4)
+
+    def forward(self, x):
+        types = torch.zeros(x.shape[:2], dtype=torch.long)
+        positions = torch.arange(2, 2 + x.shape[1]).expand(x.shape[0], -1)
+        return x + self.types(types) + self.positions(positions)
+
+
 CASES = {
+    "padded": (Padded, lambda: torch.randint(0, 16, (2, 5))),
+    "token-types": (TokenTypes, lambda: torch.randn(2, 5, 4)),
     "linear": (Linear, lambda: torch.randn(2, 3, 8)),
     "broadcast": (Broadcast, lambda: torch.randn(2, 3, 8)),
     "split": (Split, lambda: torch.randn(2, 3, 4)),
@@ -114,10 +143,32 @@ def print_ir(name):
     print(graph.compile(1).ir("forward"))
 
 
-class Erf(torch.nn.Module):
+class FrequencyScaled(torch.nn.Module):
 
-    def forward(self, x):
-        return F.gelu(x)  # erf: train.gelu is the tanh approximation
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(16, 4, scale_grad_by_freq=True)
+
+    def forward(self, ids):
+        return self.emb(ids)
+
+
+class IgnoreIndex(torch.nn.Module):
+
+    def forward(self, x, y):
+        return F.cross_entropy(x, y, ignore_index=0)
+
+
+class Summed(torch.nn.Module):
+
+    def forward(self, x, y):
+        return F.cross_entropy(x, y, reduction="sum")
+
+
+def cumsum_loss(output):
+    """A loss function of the user's that the importer cannot map: its
+    refusal names this function and line, not the package's wrapper."""
+    return output.cumsum(dim=-1).mean()
 
 
 class Cumsum(torch.nn.Module):
@@ -169,7 +220,15 @@ class Mean(torch.nn.Module):
 
 
 REFUSED = {
-    "erf-gelu": (Erf(), (torch.randn(2, 4),), mean_loss, ()),
+    "scale-grad-by-freq": (FrequencyScaled(), (torch.randint(0, 16, (2, 4)),),
+                           mean_loss, ()),
+    "ignore-index": (IgnoreIndex(), (torch.randn(2, 4),), None,
+                     (torch.randint(0, 4, (2,)),)),
+    "reduction": (Summed(), (torch.randn(2, 4),), None,
+                  (torch.randint(0, 4, (2,)),)),
+    "attention-dropout": (Dropout(), (torch.randn(2, 2, 4, 8),), mean_loss,
+                          ()),
+    "in-a-loss-function": (Mean(), (torch.randn(2, 4),), cumsum_loss, ()),
     "cumsum": (Cumsum(), (torch.randn(2, 4),), mean_loss, ()),
     "control-flow": (Branch(), (torch.randn(2, 4),), mean_loss, ()),
     "data-dependent": (DataDependent(), (torch.randn(2, 4),), mean_loss, ()),
@@ -195,7 +254,9 @@ def refusals():
             zero.from_torch(module, args, **kwargs)
         except (TypeError, ValueError) as error:
             message = " ".join(str(error).split())
-            print(f"refused {name}: {type(error).__name__}: {message}")
+            kind = type(error)
+            print(f"refused {name}: {kind.__module__}.{kind.__name__}: "
+                  f"{message}")
         else:
             raise AssertionError(f"{name} was imported")
 

@@ -524,7 +524,9 @@ Tensor sqrt(const Tensor &x);
 Tensor rsqrt(const Tensor &x);
 Tensor tanh(const Tensor &x);
 Tensor relu(const Tensor &x);
-Tensor gelu(const Tensor &x);
+/// GELU: GPT-2's tanh approximation, or with `exact` x Phi(x) by erf
+/// (PyTorch's default gelu).
+Tensor gelu(const Tensor &x, bool exact = false);
 /// 1 / (1 + e^-x).
 Tensor sigmoid(const Tensor &x);
 /// x sigmoid(x), Llama's SwiGLU gate.
@@ -543,8 +545,11 @@ Tensor matmul(const Tensor &lhs, const Tensor &rhs,
 /// Normalizes the last dimension; gamma and beta have its size.
 Tensor layerNorm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
                  double eps = 1e-5);
-/// Rows of `table` [V, D] picked by integer `ids`: ids.shape + [D].
-Tensor embedding(const Tensor &table, const Tensor &ids);
+/// Rows of `table` [V, D] picked by integer `ids`: ids.shape + [D]. With
+/// `paddingIdx`, that row gets no gradient from the lookup (PyTorch's
+/// `nn.Embedding(padding_idx=...)`); it must be a row of the table.
+Tensor embedding(const Tensor &table, const Tensor &ids,
+                 std::optional<int64_t> paddingIdx = std::nullopt);
 /// Mean cross-entropy of softmax(logits) against integer labels of shape
 /// logits.shape[:-1]; a scalar f32. 16-bit logits are cast to f32 first (a
 /// `train.cast`), as the op computes on f32 logits.

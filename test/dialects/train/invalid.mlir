@@ -729,6 +729,24 @@ func.func @f(%table: tensor<256x64xf32>, %ids: tensor<2x16xi32>) {
 
 // -----
 
+// A padding row outside the table: PyTorch's "no padding row" (-1) is the
+// attribute's absence here.
+func.func @f(%table: tensor<256x64xf32>, %ids: tensor<16xi64>) {
+  // expected-error @+1 {{padding_idx 256 is not a row of the 256-row table}}
+  %0 = train.embedding %table, %ids {padding_idx = 256 : i64} : tensor<256x64xf32>, tensor<16xi64> -> tensor<16x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%dy: tensor<16x64xf32>, %ids: tensor<16xi64>) {
+  // expected-error @+1 {{padding_idx -1 is not a row of the 256-row table}}
+  %0 = train.embedding_grad %dy, %ids {padding_idx = -1 : i64} : tensor<16x64xf32>, tensor<16xi64> -> tensor<256x64xf32>
+  return
+}
+
+// -----
+
 // Rows of another element type than the table.
 func.func @f(%table: tensor<256x64xf32>, %ids: tensor<16xi64>) {
   // expected-error @+1 {{the table and rows have element types 'f32' and 'bf16'; insert a train.cast}}

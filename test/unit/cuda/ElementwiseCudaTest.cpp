@@ -51,6 +51,21 @@ TEST(ElementwiseCuda, BinaryOpsAndActivationGradients) {
       }
 }
 
+TEST(ElementwiseCuda, ExactGeluAndGradient) {
+  SKIP_WITHOUT_CUDA_GPU();
+  uint32_t seed = 300;
+  mlir::DictionaryAttr exact = dict({{"exact", unit()}});
+  for (DType dtype : floatTypes())
+    for (const auto &shape : kShapes) {
+      Tensor x = randomTensor(dtype, shape, seed++, -4.0, 4.0);
+      Tensor dy = randomTensor(dtype, shape, seed++, 0.5, 2.0);
+      EXPECT_TRUE(matchesCpu({"train.gelu", exact, {x}, {x}}))
+          << dtypeLabel(dtype);
+      EXPECT_TRUE(matchesCpu({"train.gelu_grad", exact, {x, dy}, {x}}))
+          << dtypeLabel(dtype);
+    }
+}
+
 TEST(ElementwiseCuda, InPlace) {
   SKIP_WITHOUT_CUDA_GPU();
   for (DType dtype : floatTypes()) {

@@ -52,6 +52,12 @@ TEST(EmbeddingLossCuda, EmbeddingGrad) {
                           {},
                           {dy, ids},
                           {Tensor(tableType, {vocabulary, features})}}));
+          // PyTorch's padding_idx: row 0, among the ids, gets no gradient.
+          EXPECT_TRUE(
+              matchesCpu({"train.embedding_grad",
+                          dict({{"padding_idx", i64(0)}}),
+                          {dy, ids},
+                          {Tensor(tableType, {vocabulary, features})}}));
         }
 }
 

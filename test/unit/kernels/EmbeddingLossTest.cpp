@@ -50,6 +50,44 @@ TEST(EmbeddingLossTest, EmbeddingGradScatterAdds) {
     }
 }
 
+TEST(EmbeddingLossTest, EmbeddingGradSkipsThePaddingRow) {
+  // PyTorch's nn.Embedding(padding_idx=2): the row is looked up like any
+  // other but gets no gradient; every other row gets its scatter-add.
+  for (DType dtype : kFloatTypes) {
+    SCOPED_TRACE(dtypeLabel(dtype));
+    const int64_t vocab = 6, features = 3, padding = 2;
+    Tensor ids = fromValues(DType::i64, {8}, {2, 0, 2, 5, 2, 1, 0, 2});
+    Tensor dy = randomTensor(dtype, {8, features}, 58);
+    Tensor table(dtype, {vocab, features});
+    table.poison();
+    ASSERT_TRUE(runKernel("train.embedding_grad",
+                          dict({{"padding_idx", i64(padding)}}), {&dy, &ids},
+                          {&table})
+                    .ok());
+    std::vector<double> want(vocab * features, 0.0);
+    for (int64_t p = 0; p < ids.size(); ++p) {
+      int64_t row = static_cast<int64_t>(ids.at(p));
+      if (row != padding)
+        for (int64_t j = 0; j < features; ++j)
+          want[row * features + j] += dy.at(p * features + j);
+    }
+    EXPECT_TRUE(allClose(table, want, 1e-6, relativeTolerance(dtype)));
+  }
+}
+
+TEST(EmbeddingLossTest, PaddingRowOutsideTheTableIsAnError) {
+  Tensor ids = fromValues(DType::i64, {2}, {0, 1});
+  Tensor dy = randomTensor(DType::f32, {2, 3}, 59);
+  Tensor table(DType::f32, {4, 3});
+  absl::Status status =
+      runKernel("train.embedding_grad", dict({{"padding_idx", i64(4)}}),
+                {&dy, &ids}, {&table});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(status.message()).find("padding_idx 4"),
+            std::string::npos)
+      << status.message();
+}
+
 TEST(EmbeddingLossTest, EmbeddingGradMatchesFiniteDifferences) {
   Tensor table = randomTensor(DType::f32, {7, 4}, 55);
   Tensor ids = fromValues(DType::i64, {6}, {3, 0, 3, 6, 1, 3});

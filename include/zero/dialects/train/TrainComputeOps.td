@@ -53,8 +53,27 @@ def Train_SqrtOp : Train_UnaryOp<"sqrt", "square root">;
 def Train_RsqrtOp : Train_UnaryOp<"rsqrt", "reciprocal square root, 1 / sqrt(x)">;
 def Train_TanhOp : Train_UnaryOp<"tanh", "hyperbolic tangent">;
 def Train_ReluOp : Train_UnaryOp<"relu", "rectified linear unit, max(x, 0)">;
-def Train_GeluOp : Train_UnaryOp<"gelu",
-    "GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as in GPT-2">;
+def Train_GeluOp : Train_ComputeOp<"gelu", "gelu", [SameOperandsAndResultType,
+    Train_Differentiable]> {
+  let summary = "Elementwise GELU, x times the standard normal CDF of x";
+  let description = [{
+    Without `exact`, the tanh approximation
+    `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` of GPT-2 (PyTorch's
+    `gelu(approximate='tanh')`, Hugging Face's `gelu_new`); with `exact`,
+    `0.5 x (1 + erf(x / sqrt(2)))` (PyTorch's default `gelu`, which
+    GPT-NeoX, BERT and most encoders use). The two differ by up to 5e-4:
+    enough to part a training from PyTorch's, so neither stands in for the
+    other.
+
+    ```mlir
+    %y = train.gelu %x : tensor<4x8xf32>
+    %z = train.gelu %x exact : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, UnitAttr:$exact);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$input (`exact` $exact^)? attr-dict `:` type($input)";
+}
 def Train_SigmoidOp : Train_UnaryOp<"sigmoid", "logistic function, 1 / (1 + e^-x)">;
 def Train_SiluOp : Train_UnaryOp<"silu",
     "SiLU (swish), x / (1 + e^-x), the gate of Llama's SwiGLU">;
@@ -210,11 +229,18 @@ def Train_EmbeddingOp : Train_ComputeOp<"embedding", "embedded", [Train_Differen
   let description = [{
     `[V, D]` table, ids of any shape `S` -> `S x D`.
 
+    With `padding_idx = p`, the lookup is unchanged but row `p` of the table
+    gets no gradient from it, as PyTorch's `nn.Embedding(padding_idx=p)`:
+    positions holding the pad id do not train its row.
+
     ```mlir
     %e = train.embedding %wte, %tokens : tensor<256x64xf32>, tensor<2x16xi32> -> tensor<2x16x64xf32>
+    %p = train.embedding %wte, %tokens {padding_idx = 0 : i64}
+        : tensor<256x64xf32>, tensor<2x16xi32> -> tensor<2x16x64xf32>
     ```
   }];
-  let arguments = (ins Train_FloatTensor:$table, Train_IndexTensor:$ids);
+  let arguments = (ins Train_FloatTensor:$table, Train_IndexTensor:$ids,
+                       OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
     $table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)
@@ -405,7 +431,20 @@ class Train_ActivationGradOp<string mnemonic, string forward, string saved>
 }
 
 def Train_ReluGradOp : Train_ActivationGradOp<"relu_grad", "relu", "input">;
-def Train_GeluGradOp : Train_ActivationGradOp<"gelu_grad", "gelu", "input">;
+def Train_GeluGradOp : Train_ComputeOp<"gelu_grad", "grad", [SameOperandsAndResultType]> {
+  let summary = "Gradient of `train.gelu` from its input and the result gradient";
+  let description = [{
+    `exact` as the `train.gelu` it differentiates.
+
+    ```mlir
+    %dx = train.gelu_grad %x, %dy exact : tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$saved, Train_FloatTensor:$result_grad,
+                       UnitAttr:$exact);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$saved `,` $result_grad (`exact` $exact^)? attr-dict `:` type($result)";
+}
 def Train_TanhGradOp : Train_ActivationGradOp<"tanh_grad", "tanh", "result">;
 def Train_SigmoidGradOp : Train_ActivationGradOp<"sigmoid_grad", "sigmoid", "result">;
 def Train_SiluGradOp : Train_ActivationGradOp<"silu_grad", "silu", "input">;
@@ -445,14 +484,15 @@ def Train_EmbeddingGradOp : Train_ComputeOp<"embedding_grad", "table_grad"> {
   let summary = "Gradient of `train.embedding` with respect to the table";
   let description = [{
     Scatter-adds each row of the result gradient into the row its id names;
-    rows no id names get 0.
+    rows no id names get 0, and so does row `padding_idx` where it is set.
 
     ```mlir
     %dwte = train.embedding_grad %de, %tokens
         : tensor<2x16x64xf32>, tensor<2x16xi32> -> tensor<256x64xf32>
     ```
   }];
-  let arguments = (ins Train_FloatTensor:$result_grad, Train_IndexTensor:$ids);
+  let arguments = (ins Train_FloatTensor:$result_grad, Train_IndexTensor:$ids,
+                       OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
     $result_grad `,` $ids attr-dict `:` type($result_grad) `,` type($ids) `->` type($result)

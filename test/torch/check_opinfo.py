@@ -1,0 +1,510 @@
+"""zero.from_torch op by op against PyTorch's own samples (opinfo.test).
+
+  check_opinfo.py [--max-samples N] [--op NAME]... [--markdown] [-v]
+
+For every OpInfo of PyTorch's op_db (torch.testing._internal) whose op is
+one of docs/torch.md's "The ops", each of its float32 sample inputs
+(`sample_inputs("cpu", torch.float32, requires_grad=True)`) is run through
+a one-op module imported with zero.from_torch, and the result is held
+against torch autograd:
+
+- the sample's float tensors become the module's parameters (the importer
+  trains parameters only); its integer and boolean tensors become inputs
+  (integer: embedding ids, cross-entropy targets) or buffers (boolean:
+  attention masks, which the importer takes as constants);
+- the module returns the op's result flattened to [1, n] (several results,
+  as split's, concatenated) times a probe input of ones: exact, and it
+  makes the result a batch-major value computed from an input, which
+  `graph.output` requires, so that `Trainer.evaluate(..., outputs=True)`
+  gives it back element by element: that is the forward checked;
+- the loss is `(out * cotangent).sum()`, the cotangent a random input, so
+  that one SGD step with lr=1 (no weight decay, one rank, stage 0) moves
+  each parameter by minus its vector-Jacobian product: the gradient
+  checked is the parameter before the step minus the parameter after;
+- the reference is torch in float64 on the same values (forward, and
+  torch.autograd.grad with the same cotangent).
+
+Each sample is counted as
+- passed: forward and every parameter's gradient within tolerance;
+- refused: zero.torch.UnsupportedModuleError, from from_torch or from the
+  compile, evaluate or step (a clean refusal);
+- wrong: a result outside tolerance (a silent mismatch: an importer bug);
+- errors: any other exception (an unclean failure: also a bug);
+- skipped: left out by this harness, not by the importer: samples over
+  --max-samples per op (an evenly spaced selection is run).
+
+Prints `op NAME: P passed, R refused, W wrong, E errors, S skipped` per
+OpInfo (variants as NAME.VARIANT) and a final `opinfo: total ...` line;
+exits 1 if any sample is wrong or errs. --markdown prints the table of
+docs/torch.md ("Op by op against PyTorch's samples") instead.
+"""
+
+import argparse
+import collections
+import re
+import sys
+import time
+
+import numpy as np
+import torch
+
+import zero
+import zero.torch as zero_torch
+from zero.torch import UnsupportedModuleError
+
+# Tolerances, against torch in float64. An element passes if it equals
+# torch's own float32 result exactly (inf and nan included: overflow and
+# domain errors as PyTorch has them), or if
+#   |ours - ref64| <= ATOL + RTOL * |ref64| + 10 * e32 (+ SGD slack)
+# where e32 is the largest error of torch's own float32 result over the
+# tensor. RTOL is some 80 float32 ulp for the forward (our exp, rsqrt and
+# reductions are within 2 ulp where PyTorch's are within 1: docs/torch.md,
+# "Accuracy against PyTorch"), and ten times that for the gradient, which
+# compounds a few more roundings; ATOL covers results that round to about
+# zero. e32 measures the sample's conditioning: a sum or a matrix product
+# that cancels loses digits in any float32 order of summation, PyTorch's as
+# ours, so an error ten times PyTorch's is still rounding, while a wrong
+# result is wrong by about its own size.
+FORWARD_RTOL, FORWARD_ATOL = 1e-5, 1e-6
+GRAD_RTOL, GRAD_ATOL = 1e-4, 1e-5
+TORCH_ERROR_FACTOR = 10.0
+# Our gradient is before - after, after = fl(before - grad): the update's
+# rounding, up to one float32 ulp of `after` (the difference is taken in
+# float64, exactly).
+SGD_SLACK = 2.0**-23
+
+DEFAULT_MAX_SAMPLES = 12
+
+# The OpInfos whose op is one of docs/torch.md's "The ops" (OpInfo name,
+# variant), and a few more that are one such op by another name
+# (nn.functional.linear: addmm; true_divide: div; square: pow 2; chunk:
+# split; unflatten, view_as, reshape_as: view; expand_as: expand; mT:
+# transpose). div's rounding-mode variants are left out: div with rounding
+# is refused by design.
+OPS = [
+    ("add", ""), ("sub", ""), ("mul", ""), ("div", "no_rounding_mode"),
+    ("true_divide", ""), ("pow", ""), ("square", ""), ("neg", ""),
+    ("exp", ""), ("log", ""), ("sqrt", ""), ("rsqrt", ""), ("tanh", ""),
+    ("nn.functional.relu", ""), ("sigmoid", ""), ("nn.functional.silu", ""),
+    ("nn.functional.gelu", ""), ("mm", ""), ("bmm", ""), ("matmul", ""),
+    ("addmm", ""), ("addmm", "decomposed"), ("nn.functional.linear", ""),
+    ("permute", ""), ("t", ""), ("transpose", ""), ("mT", ""),
+    ("expand", ""), ("expand_as", ""), ("reshape", ""), ("reshape_as", ""),
+    ("view", ""), ("view_as", ""), ("unsqueeze", ""), ("squeeze", ""),
+    ("squeeze", "multiple"), ("flatten", ""), ("unflatten", ""),
+    ("nn.functional.layer_norm", ""), ("nn.functional.embedding", ""),
+    ("softmax", ""), ("softmax", "with_dtype"), ("mean", ""), ("sum", ""),
+    ("narrow", ""), ("slice", ""), ("split", ""), ("split", "list_args"),
+    ("split_with_sizes", ""), ("chunk", ""), ("cat", ""),
+    ("nn.functional.scaled_dot_product_attention", ""),
+    ("nn.functional.cross_entropy", ""), ("clone", ""), ("contiguous", ""),
+    ("to", ""),
+]
+
+
+def opinfo_name(opinfo):
+    return (f"{opinfo.name}.{opinfo.variant_test_name}"
+            if opinfo.variant_test_name else opinfo.name)
+
+
+# -- The sample as a module ----------------------------------------------------
+
+
+class Slot:
+    """Where a tensor of the sample goes: a parameter, an input or a
+    buffer of the one-op module, by index."""
+
+    def __init__(self, kind, index):
+        self.kind, self.index = kind, index
+
+
+def template(sample):
+    """The sample's (input, args, kwargs) with every tensor replaced by a
+    Slot, and the tensors by kind: float ones (parameters), integer ones
+    (inputs), others (buffers). One tensor used twice is one slot."""
+    tensors = {"param": [], "trained": [], "input": [], "buffer": []}
+    slots = {}
+
+    def visit(value):
+        if isinstance(value, torch.Tensor):
+            if id(value) not in slots:
+                if value.is_floating_point():
+                    kind = "param"
+                elif value.dtype in (torch.int32, torch.int64):
+                    kind = "input"
+                else:
+                    kind = "buffer"
+                slots[id(value)] = Slot(kind, len(tensors[kind]))
+                tensors[kind].append(value.detach())
+                if kind == "param":
+                    tensors["trained"].append(value.requires_grad)
+            return slots[id(value)]
+        if isinstance(value, (list, tuple)):
+            return type(value)(visit(v) for v in value)
+        if isinstance(value, dict):
+            return {k: visit(v) for k, v in value.items()}
+        return value
+
+    shape = visit((sample.input, list(sample.args), dict(sample.kwargs)))
+    return shape, tensors
+
+
+def fill(shape, params, inputs, buffers):
+    """The template with each Slot replaced by its tensor."""
+    if isinstance(shape, Slot):
+        return {"param": params, "input": inputs,
+                "buffer": buffers}[shape.kind][shape.index]
+    if isinstance(shape, (list, tuple)):
+        return type(shape)(fill(v, params, inputs, buffers) for v in shape)
+    if isinstance(shape, dict):
+        return {k: fill(v, params, inputs, buffers) for k, v in shape.items()}
+    return shape
+
+
+def results(value):
+    """The float tensors of an op's result, in order."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in results(v)]
+    return []
+
+
+def flat_result(op, process, call, empty=False):
+    """The op's result as one [1, n] tensor (several results
+    concatenated); an integer result stays integer. An `empty` result (no
+    elements: a graph input or output needs positive extents) becomes its
+    sum, [1, 1]: zero, and a zero gradient for every operand."""
+    parts = results(process(op(call[0], *call[1], **call[2])))
+    if empty:
+        return sum(p.sum() for p in parts).reshape(1, 1)
+    # Empty parts (split's size-0 pieces) have nothing to compare.
+    flats = [p.reshape(1, -1) for p in parts if p.numel()]
+    return flats[0] if len(flats) == 1 else torch.cat(flats, dim=1)
+
+
+class OneOp(torch.nn.Module):
+    """One sample of one op: its float tensors are parameters t0, t1, ...,
+    its boolean ones buffers b0, ...; the forward takes the probe (ones
+    [1, n]) and the integer tensors, and returns the result times the
+    probe."""
+
+    def __init__(self, opinfo, sample, shape, tensors, empty):
+        super().__init__()
+        self.op = opinfo.op
+        self.empty = empty
+        self.process = sample.output_process_fn_grad
+        self.shape = shape
+        self.count = len(tensors["param"])
+        for i, (t, trained) in enumerate(zip(tensors["param"],
+                                             tensors["trained"])):
+            # In the sample's dtype: a float64 operand (to's `other`) is
+            # for the importer to refuse, not for us to round.
+            self.register_parameter(f"t{i}", torch.nn.Parameter(
+                t.clone(), requires_grad=trained))
+        self.buffer_count = len(tensors["buffer"])
+        for i, t in enumerate(tensors["buffer"]):
+            self.register_buffer(f"b{i}", t.clone())
+
+    def forward(self, probe, *args):
+        params = [getattr(self, f"t{i}") for i in range(self.count)]
+        buffers = [getattr(self, f"b{i}") for i in range(self.buffer_count)]
+        call = fill(self.shape, params, list(args), buffers)
+        return flat_result(self.op, self.process, call, self.empty) * probe
+
+
+def dot_loss(out, cotangent):
+    """The loss whose gradient is the vector-Jacobian product."""
+    return (out * cotangent).sum()
+
+
+# -- The reference -----------------------------------------------------------
+
+
+def reference(opinfo, sample, shape, tensors, cotangent, dtype,
+              empty=False):
+    """torch's forward ([1, n]) and the gradient of every parameter for
+    the cotangent, computing in `dtype`."""
+    params = [t.clone().to(dtype).requires_grad_(trained)
+              for t, trained in zip(tensors["param"], tensors["trained"])]
+    call = fill(shape, params, tensors["input"], tensors["buffer"])
+    out = flat_result(opinfo.op, sample.output_process_fn_grad, call, empty)
+    trained = [p for p in params if p.requires_grad]
+    grads = [None] * len(trained)
+    if trained and out.requires_grad:
+        grads = torch.autograd.grad((out * cotangent.to(out.dtype)).sum(),
+                                    trained, allow_unused=True)
+    grads = iter(grads)
+    # A frozen operand's gradient is zero: the step leaves it as it is.
+    return out.detach(), [
+        next(grads) if p.requires_grad else None for p in params
+    ]
+
+
+def mismatch(ours, ref64, ref32, rtol, atol, slack=None):
+    """None when `ours` is within tolerance of the float64 reference (see
+    the tolerances above), else what differs, for the report."""
+    ours = np.asarray(ours, dtype=np.float64).reshape(-1)
+    ref = ref64.double().numpy().reshape(-1)
+    r32 = ref32.double().numpy().reshape(-1)
+    if ours.shape != ref.shape:
+        return f"{ours.size} values, expected {ref.size}"
+    with np.errstate(invalid="ignore", over="ignore"):
+        finite = np.isfinite(ref) & np.isfinite(r32)
+        e32 = float(np.max(np.abs(r32 - ref)[finite], initial=0.0))
+        bound = atol + rtol * np.abs(ref) + TORCH_ERROR_FACTOR * e32
+        if slack is not None:
+            bound = bound + slack
+        same32 = (ours == r32) | (np.isnan(ours) & np.isnan(r32))
+        near = np.abs(ours - ref) <= bound
+        good = same32 | (near & np.isfinite(ours))
+    if good.all():
+        return None
+    bad = np.flatnonzero(~good)
+    worst = bad[np.argmax(np.nan_to_num(np.abs(ours - ref)[bad], nan=np.inf,
+                                        posinf=np.inf))]
+    return (f"{bad.size} of {ref.size} values off; element {worst}: ours "
+            f"{ours[worst]!r}, float64 {ref[worst]!r}, torch float32 "
+            f"{r32[worst]!r} (bound {bound[worst]:.3g})")
+
+
+# -- One sample --------------------------------------------------------------
+
+
+class Recorder(zero_torch.Importer):
+    """The importer, kept after the import: the harness reads the Live
+    value of the module's result from it, to make it a graph output."""
+
+    last = None
+
+    def run(self):
+        Recorder.last = self
+        return super().run()
+
+
+zero_torch.Importer = Recorder
+
+
+def module_output(importer):
+    """The Live value the wrapped module returns: the product with the
+    probe, the exported graph's only mul reading the probe input."""
+    program = importer.program
+    probe = next(node for node in program.graph.nodes
+                 if node.op == "placeholder"
+                 and node.name in program.graph_signature.user_inputs)
+    for node in program.graph.nodes:
+        if node.op == "call_function" and probe in node.args and \
+                node.target in (torch.ops.aten.mul.Tensor,):
+            return importer.values[node]
+    raise RuntimeError("the harness found no product with the probe")
+
+
+def run_sample(opinfo, sample, seed):
+    """('passed' | 'refused' | 'wrong' | 'error', detail)."""
+    shape, tensors = template(sample)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        call = fill(shape, tensors["param"], tensors["input"],
+                    tensors["buffer"])
+        size = flat_result(opinfo.op, sample.output_process_fn_grad,
+                           call).shape
+    empty = size.numel() == 0
+    cotangent = torch.randn((1, 1) if empty else size)
+    ref64, grads64 = reference(opinfo, sample, shape, tensors, cotangent,
+                               torch.float64, empty)
+    ref32, grads32 = reference(opinfo, sample, shape, tensors, cotangent,
+                               torch.float32, empty)
+    module = OneOp(opinfo, sample, shape, tensors, empty)
+    probe = torch.ones(cotangent.shape)
+    try:
+        graph = zero.from_torch(module, (probe, *tensors["input"]),
+                                loss=dot_loss, example_targets=(cotangent,))
+        graph.output("out", module_output(Recorder.last).tensor)
+        graph.config.optimizer(zero.SGD(lr=1.0, weight_decay=0.0))
+        compiled = graph.compile(1)
+        trainer = graph.trainer(compiled)
+        batch = [probe.numpy()] + [t.numpy() for t in tensors["input"]] + \
+            [cotangent.numpy()]
+        _, outputs = trainer.evaluate(batch, outputs=True)
+        trainer.step(batch)
+        after = graph.state_dict(trainer)
+    except UnsupportedModuleError as error:
+        return "refused", str(error)
+    except Exception as error:  # an unclean failure: reported as such
+        return "error", f"{type(error).__name__}: {error}"
+    finally:
+        Recorder.last = None
+    wrong = mismatch(outputs["out"], ref64, ref32, FORWARD_RTOL,
+                     FORWARD_ATOL)
+    if wrong:
+        return "wrong", f"forward: {wrong}"
+    before = dict(module.named_parameters())
+    for i, (g64, g32) in enumerate(zip(grads64, grads32)):
+        name = f"t{i}"
+        old = before[name].detach().double()
+        new = after[name].double()
+        g64 = torch.zeros_like(old) if g64 is None else g64.detach()
+        g32 = torch.zeros_like(old) if g32 is None else g32.detach()
+        wrong = mismatch((old - new).numpy(), g64, g32, GRAD_RTOL, GRAD_ATOL,
+                         SGD_SLACK * np.abs(new.numpy().reshape(-1)))
+        if wrong:
+            return "wrong", f"gradient of {name}: {wrong}"
+    return "passed", ""
+
+
+def describe(value):
+    """A sample's arguments, for reports: tensors as dtype[shape]."""
+    if isinstance(value, torch.Tensor):
+        text = f"{str(value.dtype).replace('torch.', '')}{list(value.shape)}"
+        return text if value.is_contiguous() else text + "(noncontiguous)"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(describe(v) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={describe(v)}"
+                               for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def sample_text(sample):
+    parts = [describe(sample.input)] + [describe(a) for a in sample.args]
+    parts += [f"{k}={describe(v)}" for k, v in sample.kwargs.items()]
+    return ", ".join(parts)
+
+
+# Refusals, grouped under a short reason for the table.
+REASONS = [
+    (r"has shape \(\); the importer takes parameters of rank",
+     "rank-0 tensor operand"),
+    (r"has shape .*positive extents", "empty tensor operand"),
+    (r"input \d+ is a scalar", "rank-0 integer operand"),
+    (r"has dtype torch\.float64", "float64 result"),
+    (r"dtype torch\.(complex|bool|uint8|int8|int16)", "non-float dtype"),
+    (r"cast from", "cast to or from an integer type"),
+    (r"gelu\(approximate='none'\)", "erf gelu"),
+    (r"softmax over dim", "softmax not over the last dim"),
+    (r"layer_norm over", "layer_norm over several dims"),
+    (r"argument '(\w+)'", None),
+    (r"pow with exponent", "pow exponent outside 0.5, -0.5, 1, 2, 3"),
+    (r"a slice with step", "slice with a step"),
+    (r"mask that is not the constant causal mask",
+     "attention mask other than causal"),
+    (r"attention with q", "q, k, v of different shapes"),
+    (r"targets that are not integer", "class-probability targets"),
+    (r"ATen op '([\w.]+)' has no mapping", None),
+    (r"a scalar operand with no tensor beside it", "scalar-only operands"),
+    (r"torch\.export could not export", "torch.export fails"),
+]
+
+
+def reason(message):
+    for pattern, label in REASONS:
+        found = re.search(pattern, message)
+        if found:
+            if label is not None:
+                return label
+            if pattern.startswith("argument"):
+                return f"argument {found.group(1)}"
+            return f"{found.group(1)}"
+    return message.split(";")[0][:70]
+
+
+# -- The run -----------------------------------------------------------------
+
+
+def selected(samples, cap):
+    """At most `cap` samples, evenly spaced over the list."""
+    if cap <= 0 or len(samples) <= cap:
+        return list(range(len(samples)))
+    if cap == 1:
+        return [0]
+    return sorted({round(i * (len(samples) - 1) / (cap - 1))
+                   for i in range(cap)})
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-samples", type=int,
+                        default=DEFAULT_MAX_SAMPLES,
+                        help="samples run per OpInfo, evenly spaced (0: all)")
+    parser.add_argument("--op", action="append", default=[],
+                        help="only this OpInfo (NAME or NAME.VARIANT)")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the table of docs/torch.md")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="a line per sample")
+    options = parser.parse_args()
+
+    from torch.testing._internal.common_methods_invocations import op_db
+    wanted = set(OPS)
+    opinfos = [o for o in op_db if (o.name, o.variant_test_name) in wanted]
+    found = {(o.name, o.variant_test_name) for o in opinfos}
+    missing = sorted(wanted - found)
+    if missing:
+        print(f"opinfo: not in op_db: {missing}", file=sys.stderr)
+        return 2
+    order = {key: i for i, key in enumerate(OPS)}
+    opinfos.sort(key=lambda o: order[(o.name, o.variant_test_name)])
+    if options.op:
+        opinfos = [o for o in opinfos if o.name in options.op
+                   or opinfo_name(o) in options.op]
+
+    start = time.time()
+    rows = []
+    totals = collections.Counter()
+    failures = []
+    for opinfo in opinfos:
+        name = opinfo_name(opinfo)
+        torch.manual_seed(0)
+        samples = list(opinfo.sample_inputs("cpu", torch.float32,
+                                            requires_grad=True))
+        chosen = selected(samples, options.max_samples)
+        counts = collections.Counter(skipped=len(samples) - len(chosen))
+        reasons = collections.Counter()
+        for index in chosen:
+            sample = samples[index]
+            outcome, detail = run_sample(opinfo, sample, seed=index)
+            counts[outcome] += 1
+            if outcome == "refused":
+                reasons[reason(detail)] += 1
+            if outcome in ("wrong", "error"):
+                failures.append(f"{outcome}: {name} sample {index} "
+                                f"({sample_text(sample)}): {detail}")
+            if options.verbose:
+                print(f"  {name} #{index} {outcome}: {sample_text(sample)}"
+                      + (f": {detail}" if detail else ""), flush=True)
+        totals.update(counts)
+        rows.append((name, counts, reasons))
+        if not options.markdown:
+            print(f"op {name}: {line(counts)}", flush=True)
+    elapsed = time.time() - start
+    for failure in failures:
+        print(failure, flush=True)
+    if options.markdown:
+        print_markdown(rows, totals, options)
+    print(f"opinfo: total {len(rows)} ops: {line(totals)} "
+          f"({elapsed:.0f} s)", flush=True)
+    return 1 if totals["wrong"] or totals["error"] else 0
+
+
+def line(counts):
+    return (f"{counts['passed']} passed, {counts['refused']} refused, "
+            f"{counts['wrong']} wrong, {counts['error']} errors, "
+            f"{counts['skipped']} skipped")
+
+
+def print_markdown(rows, totals, options):
+    print("| OpInfo | passed | refused (why) | wrong | errors | skipped |")
+    print("|---|---|---|---|---|---|")
+    for name, counts, reasons in rows:
+        why = ", ".join(f"{label} {n}" for label, n in reasons.most_common())
+        refused = f"{counts['refused']}" + (f" ({why})" if why else "")
+        print(f"| `{name}` | {counts['passed']} | {refused} | "
+              f"{counts['wrong']} | {counts['error']} | "
+              f"{counts['skipped']} |")
+    print(f"| total | {totals['passed']} | {totals['refused']} | "
+          f"{totals['wrong']} | {totals['error']} | {totals['skipped']} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -410,11 +410,14 @@ def _sdpa(self, node, args, kwargs):
             f"{where(node)}; the importer takes one shape for all three")
     causal = bool(options.get("is_causal", False))
     if mask is not None:
-        if isinstance(mask, Live) or not _is_causal_mask(mask):
+        # A constant mask that allows every position (a bidirectional
+        # encoder given no attention_mask: BERT) is no mask at all.
+        if isinstance(mask, Live) or not (_is_causal_mask(mask)
+                                          or _allows_all(mask)):
             raise UnsupportedModuleError(
-                f"attention with a mask that is not the constant causal mask "
-                f"{where(node)}")
-        causal = True
+                f"attention with a mask that is neither the constant causal "
+                f"mask nor one allowing every position {where(node)}")
+        causal = causal or _is_causal_mask(mask)
     scale = options.get("scale")
     scale = 1.0 / float(q.shape[-1])**0.5 if scale is None else float(scale)
     scores = _zero.matmul(q.tensor, k.tensor, transpose_b=True)
@@ -442,6 +445,12 @@ def _cross_entropy(self, node, args, kwargs):
                       logits.dtype)
     return Live(_zero.softmax_cross_entropy(logits.tensor, labels.tensor), [],
                 "f32")
+
+
+def _allows_all(mask):
+    if mask.dtype == torch.bool:
+        return bool(mask.all())
+    return bool((mask == 0).all())
 
 
 def _is_causal_mask(mask):

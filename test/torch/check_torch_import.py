@@ -26,8 +26,9 @@ Checked on rank 0:
 - the stages' losses and final states are bitwise identical.
 
 ZERO_TEST_SCALE_GRAD=NAME:FACTOR multiplies the gradient of PyTorch's
-parameter NAME by FACTOR before each step: a mutation that the checks must
-catch (test/torch/sgd-mutation.test).
+parameter NAME by FACTOR before each step, in both of its trainings (float32
+and float64): a gradient of ours wrong by that factor, as the checks see it,
+which they must catch (test/torch/sgd-mutation.test).
 
 Prints one `ok:` line per check.
 """
@@ -287,11 +288,9 @@ def check(kind, steps, stages, opt, model=None):
     data = batches(kind, steps, zero.world_size())
     want_losses, torch_state = train_torch(kind, model, data, opt)
     # The exact answer, as far as float64 gets: both float32 trainings are
-    # held against it. The mutation, if any, is PyTorch's float32 side's.
-    mutation = os.environ.pop("ZERO_TEST_SCALE_GRAD", None)
+    # held against it. A mutation (ZERO_TEST_SCALE_GRAD) applies to both
+    # PyTorch trainings: the reference's gradient disagrees with ours.
     _, exact_state = train_torch(kind, model, data, opt, torch.float64)
-    if mutation:
-        os.environ["ZERO_TEST_SCALE_GRAD"] = mutation
     # SGD's update is the gradient times lr: held in its updates, a
     # gradient off by any factor shows.
     updates = opt != "adamw"

@@ -4,7 +4,8 @@
 # package is built for). torch 2.15's PyPI wheel brings the CUDA 13 runtime
 # wheels: about 5.6 GB installed, about 4 minutes on the project's 2-core
 # machine, so only `scripts/test.sh --all` (CI) calls this; the default tier
-# shows the torch tests as unsupported.
+# shows the torch tests as unsupported. expecttest: torch's OpInfo samples
+# (torch.testing._internal, test/torch/check_opinfo.py) import it.
 #
 #   ZERO_TORCH_VERSION, ZERO_TRANSFORMERS_VERSION   override the pins
 set -euo pipefail
@@ -14,7 +15,7 @@ transformers_version="${ZERO_TRANSFORMERS_VERSION:-5.24.0}"
 installed() {
   python3 - "$torch_version" "$transformers_version" <<'PY' 2>/dev/null
 import sys
-import safetensors, torch, transformers
+import expecttest, safetensors, torch, transformers
 ok = (torch.__version__.split("+")[0] == sys.argv[1]
       and transformers.__version__ == sys.argv[2])
 sys.exit(0 if ok else 1)
@@ -28,7 +29,8 @@ fi
 echo "setup-torch: installing torch==$torch_version transformers==$transformers_version (about 5.6 GB)"
 start=$SECONDS
 python3 -m pip install --quiet --disable-pip-version-check \
-  "torch==$torch_version" "transformers==$transformers_version" safetensors
+  "torch==$torch_version" "transformers==$transformers_version" safetensors \
+  expecttest
 installed || {
   echo "setup-torch: torch or transformers did not import after the install" >&2
   exit 1

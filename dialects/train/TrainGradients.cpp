@@ -157,8 +157,8 @@ LogicalResult ReluOp::buildGradients(OpBuilder &b, ValueRange dys,
 
 LogicalResult GeluOp::buildGradients(OpBuilder &b, ValueRange dys,
                                      SmallVectorImpl<Value> &grads) {
-  grads.push_back(b.create<GeluGradOp>(getLoc(), getType(), getInput(),
-                                       dys[0], getExactAttr()));
+  grads.push_back(b.create<GeluGradOp>(getLoc(), getType(), getInput(), dys[0],
+                                       getExactAttr()));
   return success();
 }
 
@@ -309,9 +309,8 @@ LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ValueRange dys,
 
 LogicalResult EmbeddingOp::buildGradients(OpBuilder &b, ValueRange dys,
                                           SmallVectorImpl<Value> &grads) {
-  grads.push_back(b.create<EmbeddingGradOp>(getLoc(), getTable().getType(),
-                                            dys[0], getIds(),
-                                            getPaddingIdxAttr()));
+  grads.push_back(b.create<EmbeddingGradOp>(
+      getLoc(), getTable().getType(), dys[0], getIds(), getPaddingIdxAttr()));
   grads.push_back(Value()); // Integer ids have no gradient.
   return success();
 }

@@ -583,7 +583,9 @@ HINTS = {
     },
     aten.scaled_dot_product_attention.default: {
         "dropout_p":
-        "train has no dropout: build the model with attention dropout 0",
+        "train has no dropout yet: build the model with attention dropout "
+        "0 (in a Hugging Face config, attention_dropout=0.0 or "
+        "attn_pdrop=0.0)",
         "enable_gqa":
         "repeat the key and value heads to the query's count before "
         "attention",

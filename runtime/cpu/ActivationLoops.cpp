@@ -244,8 +244,7 @@ void geluExactBlock(int64_t n, const float *x, float *y) {
   }
 }
 
-void geluExactGradBlock(int64_t n, const float *x, const float *dy,
-                        float *dx) {
+void geluExactGradBlock(int64_t n, const float *x, const float *dy, float *dx) {
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i];
     float cdf = 0.5f * (1.0f + std::erf(v * kSqrtHalf));

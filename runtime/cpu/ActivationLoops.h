@@ -41,8 +41,7 @@ void geluGradBlock(int64_t n, const float *x, const float *dy, float *dx);
 void geluExactBlock(int64_t n, const float *x, float *y);
 
 /// dx[i] = dy[i] (Phi(x) + x phi(x)) of the exact GELU; dx may be x or dy.
-void geluExactGradBlock(int64_t n, const float *x, const float *dy,
-                        float *dx);
+void geluExactGradBlock(int64_t n, const float *x, const float *dy, float *dx);
 
 /// y[i] = 1 / (1 + exp(-x[i])); y may be x.
 void sigmoidBlock(int64_t n, const float *x, float *y);

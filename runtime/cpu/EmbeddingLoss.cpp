@@ -126,8 +126,8 @@ absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request) {
   if (!paddingIdx.ok())
     return paddingIdx.status();
   if (*paddingIdx < -1 || *paddingIdx >= vocabulary)
-    return request.invalid("padding_idx ", *paddingIdx,
-                           " is not a row of the ", vocabulary, "-row table");
+    return request.invalid("padding_idx ", *paddingIdx, " is not a row of the ",
+                           vocabulary, "-row table");
   int64_t padding = *paddingIdx;
   DType idType = ids.dtype, dyType = dy.dtype, tableType = table.dtype;
   std::string name(request.name);

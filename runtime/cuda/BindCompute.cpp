@@ -273,8 +273,7 @@ absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request,
           count = ids.numElements();
   dev::Dt dyType = dt(dy.dtype), tableType = dt(table.dtype),
           idType = dt(ids.dtype);
-  absl::StatusOr<int64_t> padding =
-      cpu::getI64Or(request, "padding_idx", -1);
+  absl::StatusOr<int64_t> padding = cpu::getI64Or(request, "padding_idx", -1);
   if (!padding.ok())
     return padding.status();
   if (*padding < -1 || *padding >= vocabulary)
@@ -283,10 +282,10 @@ absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request,
   std::string name(request.name);
   return KernelFn([=, padding = *padding](Ins ins, Outs outs,
                                           const KernelContext &) {
-    return launched(name, dev::launchEmbeddingGrad(
-                              ins[0], ins[1], outs[0], dyType, tableType,
-                              idType, count, vocabulary, features, padding,
-                              stream));
+    return launched(name, dev::launchEmbeddingGrad(ins[0], ins[1], outs[0],
+                                                   dyType, tableType, idType,
+                                                   count, vocabulary, features,
+                                                   padding, stream));
   });
 }
 

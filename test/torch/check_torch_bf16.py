@@ -66,7 +66,7 @@ def main():
     kind, steps = sys.argv[1], int(sys.argv[2])
     model = common.build(kind)
     data = common.batches(kind, steps, zero.world_size())
-    exact, _ = common.train_torch(kind, model, data)
+    exact, _ = common.train_torch(kind, model, data, "adamw")
     peer = autocast_losses(kind, model, data)
     distance = lambda losses: max(
         abs(a - b) / abs(b) for a, b in zip(losses, exact))

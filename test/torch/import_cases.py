@@ -3,6 +3,8 @@
   import_cases.py ir NAME       prints the imported forward IR of case NAME
   import_cases.py refusals      imports each module the importer refuses and
                                 prints `refused NAME: <message>`
+  import_cases.py honours       checks that every mapping declares the
+                                arguments it honours (_torch_ops.HONOURS)
 """
 
 import sys
@@ -261,8 +263,34 @@ def refusals():
             raise AssertionError(f"{name} was imported")
 
 
+def honours():
+    """Every mapped op declares the arguments it honours, by names its
+    schema has, and honours every argument that has no default (which a
+    call always gives)."""
+    from zero import _torch_ops
+    mapped = (set(_torch_ops.HANDLERS) | set(_torch_ops.UNARY)
+              | _torch_ops.IDENTITY | _torch_ops.RESHAPES)
+    undeclared = sorted(str(op) for op in mapped - set(_torch_ops.HONOURS))
+    if undeclared:
+        raise AssertionError(f"mapped without HONOURS: {undeclared}")
+    for op, names in _torch_ops.HONOURS.items():
+        schema = op._schema
+        arguments = {argument.name: argument for argument in
+                     schema.arguments}
+        unknown = set(names) - set(arguments)
+        if unknown:
+            raise AssertionError(f"{op}: {sorted(unknown)} not in {schema}")
+        required = [name for name, argument in arguments.items()
+                    if not argument.has_default_value() and name not in names]
+        if required:
+            raise AssertionError(f"{op}: required {required} not honoured")
+    print(f"honours: {len(_torch_ops.HONOURS)} ops declare their arguments")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "ir":
         print_ir(sys.argv[2])
+    elif sys.argv[1] == "honours":
+        honours()
     else:
         refusals()

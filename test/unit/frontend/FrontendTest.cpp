@@ -323,6 +323,18 @@ TEST(FrontendErrors, FirstErrorWinsAndLaterOpsAreSkipped) {
       << graph.status().message();
 }
 
+TEST(FrontendErrors, PaddingRowOutsideTheTable) {
+  Graph graph("g");
+  Tensor ids = graph.input("ids", {2, 4}, DType::i64);
+  Parameter table = graph.parameter("wte", {16, 8}, Init::zeros());
+  EXPECT_FALSE(embedding(table.value(), ids, 16).valid());
+  EXPECT_NE(std::string(graph.status().message())
+                .find("embedding: padding_idx 16 is not a row of the table "
+                      "[16, 8] f32"),
+            std::string::npos)
+      << graph.status().message();
+}
+
 TEST(FrontendErrors, DuplicateParameterName) {
   Graph graph("g");
   graph.parameter("w", {2, 2}, Init::zeros());

@@ -205,9 +205,20 @@ def _mm(self, node, args, kwargs):
 
 
 def _addmm(self, node, args, kwargs):
+    """beta bias + alpha (mat1 @ mat2); with beta 0 the bias is not read
+    (PyTorch's rule: a NaN in it does not propagate)."""
+    beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
     product = _mm(self, node, [args[1], args[2]], {})
-    bias = self.live(args[0], node)
     shape = product.shape
+    if alpha != 1:
+        product = Live(_zero.scale(product.tensor, float(alpha)), shape,
+                       product.dtype)
+    if beta == 0:
+        return product
+    bias = self.live(args[0], node)
+    if beta != 1:
+        bias = Live(_zero.scale(bias.tensor, float(beta)), bias.shape,
+                    bias.dtype)
     if bias.shape == [shape[-1]]:
         return Live(_zero.bias_add(product.tensor, bias.tensor), shape,
                     product.dtype)
@@ -404,10 +415,16 @@ def _sdpa(self, node, args, kwargs):
     options = dict(zip(names, args[3:]))
     options.update(kwargs)
     mask = options.get("attn_mask")
-    if k.shape != q.shape or v.shape != q.shape:
+    # q [..., L, E], k [..., S, E], v [..., S, Ev] -> [..., L, Ev]: queries
+    # and keys may differ in number, values in width; the leading dims are
+    # one (grouped-query attention arrives with k and v repeated).
+    if not (len(q.shape) == len(k.shape) == len(v.shape) >= 2
+            and q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
+            and k.shape[-1] == q.shape[-1] and v.shape[-2] == k.shape[-2]):
         raise UnsupportedModuleError(
             f"attention with q {q.shape}, k {k.shape}, v {v.shape} "
-            f"{where(node)}; the importer takes one shape for all three")
+            f"{where(node)}; the importer takes q [..., L, E], k [..., S, E] "
+            "and v [..., S, Ev] with the same leading dims")
     causal = bool(options.get("is_causal", False))
     if mask is not None:
         # A constant mask that allows every position (a bidirectional
@@ -425,7 +442,8 @@ def _sdpa(self, node, args, kwargs):
     if causal:
         scores = _zero.causal_mask(scores, float("-inf"))
     probs = _zero.softmax(scores)
-    return Live(_zero.matmul(probs, v.tensor), q.shape, q.dtype)
+    return Live(_zero.matmul(probs, v.tensor), q.shape[:-1] + v.shape[-1:],
+                q.dtype)
 
 
 def _cross_entropy(self, node, args, kwargs):
@@ -540,7 +558,7 @@ HONOURS = {
     aten.mm.default: ("self", "mat2"),
     aten.bmm.default: ("self", "mat2"),
     aten.matmul.default: ("self", "other"),
-    aten.addmm.default: ("self", "mat1", "mat2"),
+    aten.addmm.default: ("self", "mat1", "mat2", "beta", "alpha"),
     aten.native_layer_norm.default: ("input", "normalized_shape", "weight",
                                      "bias", "eps"),
     aten.embedding.default: ("weight", "indices", "padding_idx", "sparse"),

@@ -94,14 +94,24 @@ TEST(ActivationLoopsTest, ExpShiftSubtractsFirst) {
   EXPECT_LE(ulpDistance(y[2], std::exp(-5.0f)), 2);
 }
 
-TEST(ActivationLoopsTest, GeluAndGradientMatchDouble) {
-  std::mt19937 rng(7);
+/// x and dy of 4099 elements (a partial last vector at any width), uniform
+/// in [-8, 8).
+struct ActivationInputs {
+  std::vector<float> x, dy;
+};
+ActivationInputs randomActivationInputs(uint32_t seed) {
+  std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-8.0f, 8.0f);
-  std::vector<float> x(4099), dy(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    x[i] = dist(rng);
-    dy[i] = dist(rng);
+  ActivationInputs inputs{std::vector<float>(4099), std::vector<float>(4099)};
+  for (size_t i = 0; i < inputs.x.size(); ++i) {
+    inputs.x[i] = dist(rng);
+    inputs.dy[i] = dist(rng);
   }
+  return inputs;
+}
+
+TEST(ActivationLoopsTest, GeluAndGradientMatchDouble) {
+  auto [x, dy] = randomActivationInputs(7);
   std::vector<float> y(x.size()), dx(x.size());
   geluBlock(static_cast<int64_t>(x.size()), x.data(), y.data());
   geluGradBlock(static_cast<int64_t>(x.size()), x.data(), dy.data(), dx.data());
@@ -115,13 +125,7 @@ TEST(ActivationLoopsTest, GeluAndGradientMatchDouble) {
 }
 
 TEST(ActivationLoopsTest, ExactGeluAndGradientMatchDouble) {
-  std::mt19937 rng(8);
-  std::uniform_real_distribution<float> dist(-8.0f, 8.0f);
-  std::vector<float> x(4099), dy(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    x[i] = dist(rng);
-    dy[i] = dist(rng);
-  }
+  auto [x, dy] = randomActivationInputs(8);
   std::vector<float> y(x.size()), dx(x.size());
   geluExactBlock(static_cast<int64_t>(x.size()), x.data(), y.data());
   geluExactGradBlock(static_cast<int64_t>(x.size()), x.data(), dy.data(),

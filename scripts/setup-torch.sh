@@ -30,7 +30,7 @@ echo "setup-torch: installing torch==$torch_version transformers==$transformers_
 start=$SECONDS
 python3 -m pip install --quiet --disable-pip-version-check \
   "torch==$torch_version" "transformers==$transformers_version" safetensors \
-  expecttest
+  "expecttest==0.3.0"
 installed || {
   echo "setup-torch: torch or transformers did not import after the install" >&2
   exit 1

@@ -205,16 +205,16 @@ def _mm(self, node, args, kwargs):
 
 
 def _addmm(self, node, args, kwargs):
-    """beta bias + alpha (mat1 @ mat2); with beta 0 the bias is not read
-    (PyTorch's rule: a NaN in it does not propagate)."""
+    """beta bias + alpha (mat1 @ mat2). With beta 0 the bias is still
+    read, times 0: a parameter takes part with a zero gradient, so weight
+    decay still moves it, as in PyTorch (where, unlike here, a NaN in such
+    a bias does not propagate)."""
     beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
     product = _mm(self, node, [args[1], args[2]], {})
     shape = product.shape
     if alpha != 1:
         product = Live(_zero.scale(product.tensor, float(alpha)), shape,
                        product.dtype)
-    if beta == 0:
-        return product
     bias = self.live(args[0], node)
     if beta != 1:
         bias = Live(_zero.scale(bias.tensor, float(beta)), bias.shape,
@@ -428,13 +428,18 @@ def _sdpa(self, node, args, kwargs):
     causal = bool(options.get("is_causal", False))
     if mask is not None:
         # A constant mask that allows every position (a bidirectional
-        # encoder given no attention_mask: BERT) is no mask at all.
-        if isinstance(mask, Live) or not (_is_causal_mask(mask)
-                                          or _allows_all(mask)):
+        # encoder given no attention_mask: BERT) is no mask at all. The
+        # causal test needs the mask's own [L, S]: one broadcast along
+        # either ([1, S], [L, 1]) is not triangular, whatever it holds.
+        full = tuple(mask.shape[-2:]) == (q.shape[-2], k.shape[-2])
+        is_causal = not isinstance(mask, Live) and full and \
+            _is_causal_mask(mask)
+        if not is_causal and (isinstance(mask, Live)
+                              or not _allows_all(mask)):
             raise UnsupportedModuleError(
                 f"attention with a mask that is neither the constant causal "
                 f"mask nor one allowing every position {where(node)}")
-        causal = causal or _is_causal_mask(mask)
+        causal = causal or is_causal
     scale = options.get("scale")
     scale = 1.0 / float(q.shape[-1])**0.5 if scale is None else float(scale)
     scores = _zero.matmul(q.tensor, k.tensor, transpose_b=True)

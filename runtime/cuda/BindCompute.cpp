@@ -273,15 +273,16 @@ absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request,
           count = ids.numElements();
   dev::Dt dyType = dt(dy.dtype), tableType = dt(table.dtype),
           idType = dt(ids.dtype);
-  absl::StatusOr<int64_t> padding = cpu::getI64Or(request, "padding_idx", -1);
-  if (!padding.ok())
-    return padding.status();
-  if (*padding < -1 || *padding >= vocabulary)
-    return request.invalid("padding_idx ", *padding, " is not a row of the ",
+  absl::StatusOr<int64_t> paddingIdx =
+      cpu::getI64Or(request, "padding_idx", -1);
+  if (!paddingIdx.ok())
+    return paddingIdx.status();
+  if (*paddingIdx < -1 || *paddingIdx >= vocabulary)
+    return request.invalid("padding_idx ", *paddingIdx, " is not a row of the ",
                            vocabulary, "-row table");
   std::string name(request.name);
-  return KernelFn([=, padding = *padding](Ins ins, Outs outs,
-                                          const KernelContext &) {
+  return KernelFn([=, padding = *paddingIdx](Ins ins, Outs outs,
+                                             const KernelContext &) {
     return launched(name, dev::launchEmbeddingGrad(ins[0], ins[1], outs[0],
                                                    dyType, tableType, idType,
                                                    count, vocabulary, features,

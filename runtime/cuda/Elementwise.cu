@@ -3,9 +3,9 @@
 // Unary and binary math (sigmoid and SiLU among them), scale, cast, bias_add,
 // causal_mask, the activation gradients and the fills. Each thread reads all of
 // its inputs before it writes its output, so an output may be the buffer of an
-// input. The math is the CPU kernels' (same GELU approximation, 1 / sqrt for
-// rsqrt) so that the two backends differ only by the last bits of the f32
-// library functions.
+// input. The math is the CPU kernels' (the same GELU formulas, tanh and erf;
+// 1 / sqrt for rsqrt) so that the two backends differ only by the last bits
+// of the f32 library functions.
 //
 //===----------------------------------------------------------------------===//
 

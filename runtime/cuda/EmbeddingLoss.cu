@@ -38,7 +38,9 @@ __global__ void embeddingKernel(const void *table, const void *ids, void *out,
 /// row. The sum runs in position order from zero, so it matches the CPU
 /// kernel's bits, with no atomics and no sort. Cost: vocabulary x count id
 /// comparisons, cheap next to the matmuls around it at GPT-2 sizes.
-/// Row `padding` (-1: none) is written 0, as PyTorch's padding_idx.
+/// Row `padding` (-1: none) is written 0 without a scan, as PyTorch's
+/// padding_idx; the row is the block's, so the branch is uniform and its
+/// __syncthreads are reached by every thread or none.
 __global__ void embeddingGradKernel(const void *dy, const void *ids,
                                     void *table, Dt dyType, Dt tableType,
                                     Dt idType, int64_t count,
@@ -49,7 +51,7 @@ __global__ void embeddingGradKernel(const void *dy, const void *ids,
     for (int64_t j0 = 0; j0 < features; j0 += kThreads) {
       int64_t j = j0 + threadIdx.x;
       float sum = 0.0f;
-      for (int64_t p0 = 0; p0 < count; p0 += kThreads) {
+      for (int64_t p0 = 0; row != padding && p0 < count; p0 += kThreads) {
         __syncthreads(); // The previous chunk has been read.
         if (p0 + threadIdx.x < count)
           staged[threadIdx.x] = loadId(ids, idType, p0 + threadIdx.x);
@@ -57,7 +59,7 @@ __global__ void embeddingGradKernel(const void *dy, const void *ids,
         int64_t n = count - p0 < kThreads ? count - p0 : kThreads;
         if (j < features)
           for (int64_t p = 0; p < n; ++p)
-            if (staged[p] == row && row != padding)
+            if (staged[p] == row)
               sum += loadF(dy, dyType, (p0 + p) * features + j);
       }
       if (j < features)

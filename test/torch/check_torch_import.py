@@ -1,6 +1,7 @@
 """zero.from_torch against PyTorch's own training (test/torch/*.test).
 
-  check_torch_import.py [--optimizer adamw|sgd|momentum] MODEL STEPS STAGES...
+  check_torch_import.py [--optimizer adamw|sgd|momentum] MODEL STEPS
+      STAGES...
 
 MODEL is gpt2 (Hugging Face GPT2LMHeadModel, tied embeddings), gpt2-groups
 (the same with parameter groups: no weight decay on biases and norms, half
@@ -34,9 +35,8 @@ Prints one `ok:` line per check.
 """
 
 import argparse
-import os
-
 import copy
+import os
 
 import numpy as np
 import torch
@@ -272,6 +272,30 @@ def train_zero(kind, model, data, stage, optimizer_name):
     return losses, graph.state_dict(trainer), trainer.state_dict()
 
 
+def check_padding_rows(model, initial, exact_state, reloaded, what):
+    """Each nn.Embedding(padding_idx=p) row p that PyTorch's float64
+    training leaves bitwise where it started (its gradient is zero, and
+    weight decay keeps a zero row at zero) is bitwise where it started
+    here too: the row-level check behind test/torch/padding.test, which
+    the norm of a whole table's error could hide."""
+    state = reloaded.state_dict()
+    for path, module in model.named_modules():
+        if not isinstance(module, torch.nn.Embedding) or \
+                module.padding_idx is None:
+            continue
+        name, row = f"{path}.weight", module.padding_idx
+        if not torch.equal(exact_state[name][row], initial[name][row]):
+            continue  # tied to an output layer, say: the row trains
+        if not torch.equal(state[name][row].to(torch.float64),
+                           initial[name][row]):
+            moved = float((state[name][row].to(torch.float64)
+                           - initial[name][row]).abs().max())
+            raise AssertionError(
+                f"{what}: padding row {row} of {name} moved by {moved:.3g}; "
+                "PyTorch leaves it where it started")
+        ok(f"{what}: padding row {row} of {name} untrained, as in PyTorch")
+
+
 def relative_error(got, exact, initial, updates):
     """|got - exact| / |exact| in norm; with `updates`, of the updates
     (value minus initial) instead of the values."""
@@ -325,8 +349,8 @@ def check(kind, steps, stages, opt, model=None):
         for name, exact in exact_state.items():
             got = reloaded.state_dict()[name].to(torch.float64)
             if updates and torch.equal(exact, initial[name]):
-                # A value no step moves (a frozen constant, PyTorch's pad
-                # row) must not move here either.
+                # A value no step moves (a frozen parameter) must not move
+                # here either.
                 ours = float((got - exact).abs().max())
                 floor = 0.0
             else:
@@ -342,6 +366,8 @@ def check(kind, steps, stages, opt, model=None):
                     f"{kind} {opt} stage {stage}: parameter {name}'s {what} "
                     f"is {ours:.3g} from the float64 training's (relative, "
                     f"in norm); PyTorch's float32 training is {floor:.3g}")
+        check_padding_rows(model, initial, exact_state, reloaded,
+                           f"{kind} {opt} stage {stage}")
         worst = max(worst, stage_worst)
         if zero.rank() == 0:
             print(f"{kind} {opt} stage {stage}: worst parameter {worst_name} "

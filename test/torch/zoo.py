@@ -74,8 +74,8 @@ def all_tokens_loss(logits, labels):
 
 
 def pad_rows(ids):
-    """Right padding of varied lengths with PAD: rows end with 0, 2, 4 or 6
-    pad tokens, so the pad row is looked up in most batches."""
+    """Right padding of varied lengths with PAD: rows end with 1, 3, 5 or 7
+    pad tokens, so the pad row is looked up in every batch."""
     rows, seq = ids.shape
     for row in range(rows):
         ids[row, seq - 1 - (row % 4) * 2:] = PAD

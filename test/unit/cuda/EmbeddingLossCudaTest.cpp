@@ -52,7 +52,8 @@ TEST(EmbeddingLossCuda, EmbeddingGrad) {
                           {},
                           {dy, ids},
                           {Tensor(tableType, {vocabulary, features})}}));
-          // PyTorch's padding_idx: row 0, among the ids, gets no gradient.
+          // PyTorch's padding_idx: row 0 (among the ids in most cases)
+          // gets no gradient.
           EXPECT_TRUE(
               matchesCpu({"train.embedding_grad",
                           dict({{"padding_idx", i64(0)}}),

@@ -8,7 +8,7 @@ import torch
 from zero import _zero
 from zero._torch_ops import (DROPPED, HANDLERS, HINTS, HONOURS, IDENTITY,
                              RESHAPES, UNARY)
-from zero._torch_schema import check_arguments
+from zero._torch_schema import check_arguments, normalized
 from zero._torch_values import (DTYPES, UnsupportedModuleError, Live,
                                 Transposed, dtype_name, meta_shape, where)
 
@@ -272,6 +272,7 @@ class Importer:
             return args[0][args[1]]
         if target in HONOURS:
             check_arguments(node, HONOURS[target], HINTS.get(target))
+            args, kwargs = normalized(node, args, kwargs)
         elif target in IDENTITY or target in UNARY or target in RESHAPES \
                 or target in HANDLERS:
             # By construction: a mapping with no declared arguments would

@@ -74,3 +74,24 @@ def check_arguments(node, honoured, hints=None):
             f"{node.target}: argument '{argument.name}' = {_shown(value)}"
             f"{default} is not supported by the importer {where(node)}"
             + (f"; {hint}" if hint else ""))
+
+
+def normalized(node, args, kwargs):
+    """The call's resolved arguments with every argument that may be given
+    by position given by position (from a keyword, else its default), and
+    only keyword-only ones left as keywords: a mapping reads args[i]
+    whichever way the call spelled it."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return args, kwargs
+    args, kwargs = list(args), dict(kwargs)
+    for index, argument in enumerate(schema.arguments):
+        if argument.kwarg_only or index < len(args):
+            continue
+        if argument.name in kwargs:
+            args.append(kwargs.pop(argument.name))
+        elif argument.has_default_value():
+            args.append(argument.default_value)
+        else:
+            break
+    return args, kwargs

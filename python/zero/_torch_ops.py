@@ -245,7 +245,7 @@ def _layer_norm(self, node, args, kwargs):
 
 def _embedding(self, node, args, kwargs):
     table, ids = self.live(args[0], node), args[1]
-    padding_idx = args[2] if len(args) > 2 else kwargs.get("padding_idx", -1)
+    padding_idx = args[2]  # normalized: given, or the schema's -1
     # aten's -1 means no padding row (F.embedding has already turned a
     # negative index into a row); ids are never negative, so neither is a
     # row that gets no gradient.

@@ -162,6 +162,12 @@ if "mpi" in config.available_features and os.path.exists(
 # REQUIRE both and so are reported as unsupported (skipped) elsewhere.
 if config.zero_has_cuda:
     config.available_features.add("cuda")
+    config.substitutions.append(
+        (
+            "%zero_cuda_module",
+            os.path.join(config.zero_obj_root, "lib", "libZeroCudaBackend.so"),
+        )
+    )
     import subprocess
 
     try:

@@ -96,7 +96,7 @@ absl::Status ExecutionBackend::setProfile(StepProfile *) {
 }
 
 absl::StatusOr<KernelFn> ExecutionBackend::bindHostKernel(
-    absl::string_view name, mlir::DictionaryAttr params,
+    absl::string_view name, const KernelParams &params,
     absl::Span<const TensorSpec> ins, absl::Span<const TensorSpec> outs, int) {
   return bindCpuKernel(name, params, ins, outs);
 }
@@ -127,7 +127,7 @@ absl::Status HostExecutionBackend::copyFromHost(void *target, const void *host,
 }
 
 absl::StatusOr<KernelFn> HostExecutionBackend::bindKernel(
-    absl::string_view name, mlir::DictionaryAttr params,
+    absl::string_view name, const KernelParams &params,
     absl::Span<const TensorSpec> ins, absl::Span<const TensorSpec> outs, int) {
   return bindCpuKernel(name, params, ins, outs);
 }

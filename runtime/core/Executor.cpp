@@ -433,15 +433,14 @@ absl::Status Executor::Loader::addInstruction(mlir::Operation *op) {
         launch, launch.getStreamAttr());
     bool onHost = stream && stream.getSpace() == zrt::MemorySpace::host;
     ExecutionBackend &backend = *executor.executionBackend;
+    // Converted here, by the program's MLIR: the backend may be the CUDA
+    // module, whose MLIR cannot read these attributes (KernelParams.h).
+    KernelParams params(launch.getParams().value_or(mlir::DictionaryAttr()));
     absl::StatusOr<KernelFn> kernel =
-        onHost ? backend.bindHostKernel(
-                     launch.getKernel().str(),
-                     launch.getParams().value_or(mlir::DictionaryAttr()),
-                     inSpecs, outSpecs, instruction.stream)
-               : backend.bindKernel(
-                     launch.getKernel().str(),
-                     launch.getParams().value_or(mlir::DictionaryAttr()),
-                     inSpecs, outSpecs, instruction.stream);
+        onHost ? backend.bindHostKernel(launch.getKernel().str(), params,
+                                        inSpecs, outSpecs, instruction.stream)
+               : backend.bindKernel(launch.getKernel().str(), params, inSpecs,
+                                    outSpecs, instruction.stream);
     if (!kernel.ok())
       return error(op, kernel.status().message());
     instruction.kernel = std::move(*kernel);

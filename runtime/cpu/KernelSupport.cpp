@@ -4,8 +4,6 @@
 #include "runtime/cpu/CastLoops.h"
 
 #include "absl/strings/str_join.h"
-#include "mlir/IR/BuiltinTypes.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <limits>
 
@@ -94,38 +92,27 @@ absl::Status checkSpecs(const BindRequest &request) {
   return absl::OkStatus();
 }
 
-static mlir::Attribute lookup(const BindRequest &request,
-                              absl::string_view key) {
-  if (!request.params)
-    return {};
-  return request.params.get(llvm::StringRef(key.data(), key.size()));
+static const KernelParam *lookup(const BindRequest &request,
+                                 absl::string_view key) {
+  return request.params.find(key);
 }
 
-static std::string attrString(mlir::Attribute attr) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  attr.print(os);
-  return os.str();
-}
-
-static std::optional<double> asDouble(mlir::Attribute attr) {
-  if (auto value = mlir::dyn_cast<mlir::FloatAttr>(attr))
-    return value.getValueAsDouble();
-  if (auto value = mlir::dyn_cast<mlir::IntegerAttr>(attr))
-    if (!mlir::isa<mlir::BoolAttr>(attr))
-      return static_cast<double>(value.getValue().getSExtValue());
+static std::optional<double> asDouble(const KernelParam &param) {
+  if (param.kind == KernelParam::Kind::real)
+    return param.real;
+  if (param.kind == KernelParam::Kind::integer)
+    return static_cast<double>(param.integer);
   return std::nullopt;
 }
 
 absl::StatusOr<double> getF64(const BindRequest &request,
                               absl::string_view key) {
-  mlir::Attribute attr = lookup(request, key);
-  if (!attr)
+  const KernelParam *param = lookup(request, key);
+  if (!param)
     return request.invalid("needs a float attribute '", key, "'");
-  std::optional<double> value = asDouble(attr);
+  std::optional<double> value = asDouble(*param);
   if (!value)
-    return request.invalid("needs a float for '", key, "', got ",
-                           attrString(attr));
+    return request.invalid("needs a float for '", key, "', got ", param->text);
   return *value;
 }
 
@@ -138,14 +125,13 @@ absl::StatusOr<double> getF64Or(const BindRequest &request,
 
 absl::StatusOr<int64_t> getI64(const BindRequest &request,
                                absl::string_view key) {
-  mlir::Attribute attr = lookup(request, key);
-  if (!attr)
+  const KernelParam *param = lookup(request, key);
+  if (!param)
     return request.invalid("needs an integer attribute '", key, "'");
-  auto value = mlir::dyn_cast<mlir::IntegerAttr>(attr);
-  if (!value || mlir::isa<mlir::BoolAttr>(attr))
+  if (param->kind != KernelParam::Kind::integer)
     return request.invalid("needs an integer for '", key, "', got ",
-                           attrString(attr));
-  return value.getValue().getSExtValue();
+                           param->text);
+  return param->integer;
 }
 
 absl::StatusOr<int64_t> getI64Or(const BindRequest &request,
@@ -157,38 +143,26 @@ absl::StatusOr<int64_t> getI64Or(const BindRequest &request,
 
 absl::StatusOr<bool> getFlag(const BindRequest &request,
                              absl::string_view key) {
-  mlir::Attribute attr = lookup(request, key);
-  if (!attr)
+  const KernelParam *param = lookup(request, key);
+  if (!param)
     return false;
-  if (mlir::isa<mlir::UnitAttr>(attr))
+  if (param->kind == KernelParam::Kind::unit)
     return true;
-  if (auto flag = mlir::dyn_cast<mlir::BoolAttr>(attr))
-    return flag.getValue();
+  if (param->kind == KernelParam::Kind::boolean)
+    return param->boolean;
   return request.invalid("needs a unit attribute for '", key, "', got ",
-                         attrString(attr));
+                         param->text);
 }
 
 absl::StatusOr<std::vector<int64_t>> getI64Array(const BindRequest &request,
                                                  absl::string_view key) {
-  mlir::Attribute attr = lookup(request, key);
-  if (!attr)
+  const KernelParam *param = lookup(request, key);
+  if (!param)
     return request.invalid("needs an i64 array attribute '", key, "'");
-  if (auto dense = mlir::dyn_cast<mlir::DenseI64ArrayAttr>(attr))
-    return std::vector<int64_t>(dense.asArrayRef().begin(),
-                                dense.asArrayRef().end());
-  if (auto array = mlir::dyn_cast<mlir::ArrayAttr>(attr)) {
-    std::vector<int64_t> values;
-    for (mlir::Attribute element : array) {
-      auto integer = mlir::dyn_cast<mlir::IntegerAttr>(element);
-      if (!integer)
-        return request.invalid("needs integers in '", key, "', got ",
-                               attrString(attr));
-      values.push_back(integer.getValue().getSExtValue());
-    }
-    return values;
-  }
-  return request.invalid("needs an i64 array for '", key, "', got ",
-                         attrString(attr));
+  if (param->kind != KernelParam::Kind::integers)
+    return request.invalid("needs an i64 array for '", key, "', got ",
+                           param->text);
+  return param->integers;
 }
 
 void loadFloats(const void *src, DType dtype, int64_t offset, int64_t count,

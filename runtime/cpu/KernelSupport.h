@@ -27,7 +27,7 @@ namespace zero::rt::cpu {
 /// Everything a binder sees.
 struct BindRequest {
   absl::string_view name;
-  mlir::DictionaryAttr params;
+  const KernelParams &params;
   absl::Span<const TensorSpec> ins;
   absl::Span<const TensorSpec> outs;
 

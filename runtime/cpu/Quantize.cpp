@@ -74,7 +74,7 @@ absl::StatusOr<QuantizedLayout> getQuantizedLayout(const BindRequest &request,
   for (auto [name, field] :
        {std::pair<const char *, int64_t *>{"segments", &layout.segments},
         {"bits", &layout.bits}}) {
-    if (!request.params || !request.params.get(name))
+    if (!request.params.contains(name))
       continue;
     absl::StatusOr<int64_t> value = getI64(request, name);
     if (!value.ok())

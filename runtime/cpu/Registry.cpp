@@ -74,7 +74,7 @@ constexpr std::pair<absl::string_view, Binder> kBinders[] = {
 } // namespace
 
 absl::StatusOr<KernelFn> bindCpuKernel(absl::string_view name,
-                                       mlir::DictionaryAttr params,
+                                       const KernelParams &params,
                                        absl::Span<const TensorSpec> ins,
                                        absl::Span<const TensorSpec> outs) {
   auto *end = std::end(kBinders);

@@ -394,7 +394,7 @@ absl::StatusOr<KernelFn> bindSlice(const BindRequest &request) {
   if (!dim.ok())
     return dim.status();
   int64_t axis = 0;
-  if (request.params && request.params.get("axis")) {
+  if (request.params.contains("axis")) {
     absl::StatusOr<int64_t> value = getI64(request, "axis");
     if (!value.ok())
       return value.status();
@@ -403,21 +403,20 @@ absl::StatusOr<KernelFn> bindSlice(const BindRequest &request) {
   // On a mesh the slice is the rank's coordinate along `axis`: the grid's
   // extents after it make the stride of that coordinate in the rank.
   int64_t stride = 1, extent = 0;
-  if (mlir::Attribute grid =
-          request.params ? request.params.get("grid") : mlir::Attribute()) {
-    auto extents = mlir::dyn_cast<mlir::ArrayAttr>(grid);
-    if (!extents || axis < 0 || axis >= static_cast<int64_t>(extents.size()))
+  if (const KernelParam *grid = request.params.find("grid")) {
+    const std::vector<int64_t> &extents = grid->integers;
+    if (grid->kind != KernelParam::Kind::integers || axis < 0 ||
+        axis >= static_cast<int64_t>(extents.size()))
       return request.invalid("needs 'grid' to be the placement's extents, "
                              "with an entry for axis ",
                              axis);
     for (size_t index = 0; index < extents.size(); ++index) {
-      auto value = mlir::dyn_cast<mlir::IntegerAttr>(extents[index]);
-      if (!value || value.getInt() < 1)
+      if (extents[index] < 1)
         return request.invalid("needs positive integer 'grid' extents");
       if (static_cast<int64_t>(index) > axis)
-        stride *= value.getInt();
+        stride *= extents[index];
       else if (static_cast<int64_t>(index) == axis)
-        extent = value.getInt();
+        extent = extents[index];
     }
   }
   size_t rank = in.shape.size();

@@ -82,27 +82,25 @@ absl::StatusOr<Hyper> readHyper(const BindRequest &request, bool momentum) {
 /// the kernels then use `lr` exactly as given).
 absl::StatusOr<std::optional<LrSchedule>>
 readSchedule(const BindRequest &request) {
-  mlir::Attribute kindAttr =
-      request.params ? request.params.get("schedule") : mlir::Attribute();
-  if (!kindAttr) {
-    for (llvm::StringRef key : {"warmup", "total", "min_lr"})
-      if (request.params && request.params.get(key))
-        return request.invalid("takes '", key.str(),
-                               "' only with a 'schedule'");
+  const KernelParam *kind = request.params.find("schedule");
+  if (!kind) {
+    for (absl::string_view key : {"warmup", "total", "min_lr"})
+      if (request.params.contains(key))
+        return request.invalid("takes '", key, "' only with a 'schedule'");
     return std::optional<LrSchedule>();
   }
-  auto kindName = mlir::dyn_cast<mlir::StringAttr>(kindAttr);
+  bool named = kind->kind == KernelParam::Kind::string;
   LrSchedule schedule;
-  if (kindName && kindName.getValue() == "constant")
+  if (named && kind->string == "constant")
     schedule.kind = LrSchedule::Kind::constant;
-  else if (kindName && kindName.getValue() == "linear")
+  else if (named && kind->string == "linear")
     schedule.kind = LrSchedule::Kind::linear;
-  else if (kindName && kindName.getValue() == "cosine")
+  else if (named && kind->string == "cosine")
     schedule.kind = LrSchedule::Kind::cosine;
   else
     return request.invalid("needs 'schedule' to be \"constant\", \"linear\" "
                            "or \"cosine\"");
-  if (request.params.get("warmup")) {
+  if (request.params.contains("warmup")) {
     absl::StatusOr<int64_t> warmup = getI64(request, "warmup");
     if (!warmup.ok())
       return warmup.status();

@@ -255,7 +255,7 @@ public:
   absl::StatusOr<void *> allocateHost(int64_t bytes) override;
   void releaseHost(void *memory) override { cudaFreeHost(memory); }
   absl::StatusOr<KernelFn> bindHostKernel(absl::string_view name,
-                                          mlir::DictionaryAttr params,
+                                          const KernelParams &params,
                                           absl::Span<const TensorSpec> ins,
                                           absl::Span<const TensorSpec> outs,
                                           int stream) override;
@@ -264,7 +264,7 @@ public:
   absl::Status copyFromHost(void *target, const void *host,
                             int64_t bytes) override;
   absl::StatusOr<KernelFn> bindKernel(absl::string_view name,
-                                      mlir::DictionaryAttr params,
+                                      const KernelParams &params,
                                       absl::Span<const TensorSpec> ins,
                                       absl::Span<const TensorSpec> outs,
                                       int stream) override;
@@ -476,7 +476,7 @@ absl::StatusOr<void *> CudaBackend::allocateHost(int64_t bytes) {
 }
 
 absl::StatusOr<KernelFn>
-CudaBackend::bindHostKernel(absl::string_view name, mlir::DictionaryAttr params,
+CudaBackend::bindHostKernel(absl::string_view name, const KernelParams &params,
                             absl::Span<const TensorSpec> ins,
                             absl::Span<const TensorSpec> outs, int stream) {
   absl::StatusOr<cudaStream_t> cudaStream = getStream(stream);
@@ -529,7 +529,7 @@ absl::Status CudaBackend::copyFromHost(void *target, const void *host,
 }
 
 absl::StatusOr<KernelFn>
-CudaBackend::bindKernel(absl::string_view name, mlir::DictionaryAttr params,
+CudaBackend::bindKernel(absl::string_view name, const KernelParams &params,
                         absl::Span<const TensorSpec> ins,
                         absl::Span<const TensorSpec> outs, int stream) {
   absl::StatusOr<cudaStream_t> cudaStream = getStream(stream);

@@ -37,18 +37,16 @@ absl::StatusOr<StepLr> readStepLr(const BindRequest &request) {
     return lr.status();
   rate.lr = static_cast<float>(*lr);
   rate.exactLr = *lr;
-  mlir::Attribute kind =
-      request.params ? request.params.get("schedule") : mlir::Attribute();
-  auto kindName = mlir::dyn_cast_or_null<mlir::StringAttr>(kind);
-  if (!kindName)
+  const KernelParam *kind = request.params.find("schedule");
+  if (!kind || kind->kind != KernelParam::Kind::string)
     return rate;
   rate.scheduled = true;
   LrSchedule &schedule = rate.schedule;
-  if (kindName.getValue() == "linear")
+  if (kind->string == "linear")
     schedule.kind = LrSchedule::Kind::linear;
-  else if (kindName.getValue() == "cosine")
+  else if (kind->string == "cosine")
     schedule.kind = LrSchedule::Kind::cosine;
-  if (request.params.get("warmup"))
+  if (request.params.contains("warmup"))
     if (absl::StatusOr<int64_t> warmup = cpu::getI64(request, "warmup");
         warmup.ok())
       schedule.warmup = *warmup;

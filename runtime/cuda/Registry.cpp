@@ -75,7 +75,7 @@ constexpr std::pair<absl::string_view, cuda::Binder> kBinders[] = {
 
 /// Runs the CPU binder's checks on the request.
 absl::Status checkWithCpuBinder(absl::string_view name,
-                                mlir::DictionaryAttr params,
+                                const KernelParams &params,
                                 absl::Span<const TensorSpec> ins,
                                 absl::Span<const TensorSpec> outs) {
   if (name == "train.matmul") {
@@ -102,7 +102,7 @@ absl::Status checkWithCpuBinder(absl::string_view name,
 } // namespace
 
 absl::StatusOr<KernelFn> bindCudaKernel(absl::string_view name,
-                                        mlir::DictionaryAttr params,
+                                        const KernelParams &params,
                                         absl::Span<const TensorSpec> ins,
                                         absl::Span<const TensorSpec> outs,
                                         CudaStreamHandle stream) {

@@ -24,12 +24,12 @@
 #define ZERO_RUNTIME_CPUKERNELS_H
 
 #include "zero/runtime/DType.h"
+#include "zero/runtime/KernelParams.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "mlir/IR/BuiltinAttributes.h"
 
 #include <cstdint>
 #include <functional>
@@ -75,7 +75,7 @@ using KernelFn = std::function<absl::Status(absl::Span<const void *const> ins,
 /// shapes, dtypes or attributes give InvalidArgumentError naming the kernel
 /// and what is wrong.
 absl::StatusOr<KernelFn> bindCpuKernel(absl::string_view name,
-                                       mlir::DictionaryAttr params,
+                                       const KernelParams &params,
                                        absl::Span<const TensorSpec> ins,
                                        absl::Span<const TensorSpec> outs);
 

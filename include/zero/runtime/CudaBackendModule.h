@@ -8,6 +8,10 @@
 // runtime/backends loads with dlopen only when a CUDA backend is asked for.
 // The module and the programs are built together from the same headers; the
 // table carries a version so that a stale module is refused, not called.
+// Only plain types cross: the module has its own copies of the static
+// libraries it links, MLIR among them in the release bundle, and an MLIR
+// object made by the program's copy cannot be inspected by the module's
+// (KernelParams.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +33,7 @@ struct CudaBackendModule {
 };
 
 /// Raised whenever CudaBackendModule or the types it passes change layout.
-inline constexpr int kCudaBackendModuleVersion = 1;
+inline constexpr int kCudaBackendModuleVersion = 2;
 
 /// The module's file name, looked for in the program's ../lib directory
 /// (build tree and bundle alike) unless $ZERO_CUDA_BACKEND names the file.

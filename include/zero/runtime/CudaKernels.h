@@ -45,7 +45,7 @@ using CudaStreamHandle = void *;
 /// shapes, dtypes or attributes give the InvalidArgumentError bindCpuKernel
 /// gives; CUDA or cuBLAS failures at bind time give InternalError.
 absl::StatusOr<KernelFn> bindCudaKernel(absl::string_view name,
-                                        mlir::DictionaryAttr params,
+                                        const KernelParams &params,
                                         absl::Span<const TensorSpec> ins,
                                         absl::Span<const TensorSpec> outs,
                                         CudaStreamHandle stream);

@@ -118,7 +118,7 @@ public:
 
   /// Binds kernel `name` to run on zrt stream `stream`.
   virtual absl::StatusOr<KernelFn> bindKernel(absl::string_view name,
-                                              mlir::DictionaryAttr params,
+                                              const KernelParams &params,
                                               absl::Span<const TensorSpec> ins,
                                               absl::Span<const TensorSpec> outs,
                                               int stream) = 0;
@@ -128,7 +128,7 @@ public:
   /// program's events. The default runs it when called, which suits
   /// backends whose host streams run instructions in order themselves.
   virtual absl::StatusOr<KernelFn>
-  bindHostKernel(absl::string_view name, mlir::DictionaryAttr params,
+  bindHostKernel(absl::string_view name, const KernelParams &params,
                  absl::Span<const TensorSpec> ins,
                  absl::Span<const TensorSpec> outs, int stream);
   /// Called once, after every kernel is bound, with the program's step
@@ -166,7 +166,7 @@ public:
   absl::Status copyFromHost(void *target, const void *host,
                             int64_t bytes) override;
   absl::StatusOr<KernelFn> bindKernel(absl::string_view name,
-                                      mlir::DictionaryAttr params,
+                                      const KernelParams &params,
                                       absl::Span<const TensorSpec> ins,
                                       absl::Span<const TensorSpec> outs,
                                       int stream) override;

@@ -446,6 +446,11 @@ void Offloader::rewriteHostLaunch(zrt::LaunchOp launch) {
       launch.getLoc(), launch.getKernelAttr(), host, mapped(launch.getIns()),
       mapped(launch.getOuts()), launch.getParamsAttr());
   if (hoistAfter) {
+    // Transfers already rewritten after the hoist point were placed with no
+    // host work before them, and planStaging may reuse staging this kernel
+    // reads for theirs: they must wait for it.
+    hostUnsynced = true;
+    syncHostToTransfer();
     builder.restoreInsertionPoint(original);
     // The transfers issued between the two points are not ordered before
     // the kernel's host wait.

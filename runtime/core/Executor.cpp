@@ -308,7 +308,9 @@ void Executor::Loader::noteArenaUse(mlir::Value memref) {
                         &figures.arenaHighWater),
         std::make_tuple(static_cast<char *>(executor.hostArena),
                         figures.hostArenaBytes, &figures.hostArenaHighWater)}) {
-    if (!base || address < base || address > base + size)
+    // Half-open: an allocation that starts where the arena ends (cudaMalloc
+    // places them back to back) is not in it.
+    if (!base || address < base || address >= base + size)
       continue;
     *highWater = std::max(*highWater, (address - base) + bytes);
     return;

@@ -50,13 +50,40 @@ public:
     return "host CPU, simulated concurrent streams";
   }
 
-  // Memory and kernels are the CPU backend's (HostExecutionBackend).
+  // Kernels are the CPU backend's (HostExecutionBackend); so is memory,
+  // unless the options ask for adjacent allocations.
+  absl::StatusOr<void *> allocate(int64_t bytes) override {
+    if (!options.adjacentAllocations)
+      return HostExecutionBackend::allocate(bytes);
+    int64_t size = std::max<int64_t>(64, (bytes + 63) / 64 * 64);
+    if (poolUsed + size > kPoolBytes)
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the simulation's pool of ", kPoolBytes,
+                       " bytes cannot hold another ", size));
+    if (!pool)
+      pool = std::make_unique<PoolBlock[]>(kPoolBytes / sizeof(PoolBlock));
+    char *memory = reinterpret_cast<char *>(pool.get()) + poolUsed;
+    poolUsed += size;
+    return memory;
+  }
+  void release(void *memory) override {
+    if (!options.adjacentAllocations)
+      HostExecutionBackend::release(memory);
+  }
 
   absl::Status prepare(const std::vector<StepBody> &bodies, int streams,
                        int events) override;
   absl::Status runBody(size_t body, const KernelContext &context) override;
 
 private:
+  /// The pool's unit: 64-byte aligned, zeroed by make_unique.
+  struct alignas(64) PoolBlock {
+    char bytes[64];
+  };
+  static constexpr int64_t kPoolBytes = int64_t(64) << 20;
+  std::unique_ptr<PoolBlock[]> pool;
+  int64_t poolUsed = 0;
+
   /// Whether instruction `index`, at the head of its stream, may run.
   bool ready(size_t index) const;
   absl::Status execute(size_t index, const KernelContext &context);

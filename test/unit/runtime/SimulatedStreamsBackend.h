@@ -43,6 +43,10 @@ struct SimulationOptions {
   /// Negative tests: drop the first wait on the compute stream whose event
   /// was recorded on another stream, as if the compiler had not emitted it.
   bool dropFirstCrossStreamWait = false;
+  /// Hands out memory back to back from one pool, 64-byte aligned, the way
+  /// cudaMalloc places consecutive allocations: a buffer may start exactly
+  /// where the arena ends.
+  bool adjacentAllocations = false;
 };
 
 /// What the backend saw in the step list (filled by prepare).

@@ -21,14 +21,25 @@ absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request,
     return layout.status();
   dev::Dt type = dt(request.ins[0].dtype);
   std::string name(request.name);
+  int bits = static_cast<int>(layout->bits);
+  std::shared_ptr<DeviceScratch> scratch;
+  if (int64_t floats = dev::quantizeScratchFloats(
+          layout->segments, layout->segmentLength, layout->block, bits);
+      floats > 0) {
+    absl::StatusOr<std::shared_ptr<DeviceScratch>> allocated =
+        DeviceScratch::allocate(name, floats * sizeof(float));
+    if (!allocated.ok())
+      return allocated.status();
+    scratch = std::move(*allocated);
+  }
   return KernelFn([=, layout = *layout](Ins ins, Outs outs,
                                         const KernelContext &) {
-    return launched(name,
-                    dev::launchQuantize(ins[0], type, layout.segments,
-                                        layout.segmentLength, layout.block,
-                                        static_cast<int>(layout.bits),
-                                        static_cast<int8_t *>(outs[0]),
-                                        static_cast<float *>(outs[1]), stream));
+    return launched(
+        name,
+        dev::launchQuantize(ins[0], type, layout.segments, layout.segmentLength,
+                            layout.block, bits, static_cast<int8_t *>(outs[0]),
+                            static_cast<float *>(outs[1]),
+                            scratch ? scratch->as<float>() : nullptr, stream));
   });
 }
 

@@ -210,9 +210,13 @@ cudaError_t launchScaleByNorm(const void *x, void *y, Dt type, int64_t count,
 /// dist.quantize: `segments` segments of `segmentLength` elements of `x`,
 /// each in blocks of `block`; one scale per block; `bits` 8 (a byte per
 /// code) or 4 (two codes per byte, each segment from a byte).
+/// `scratch` holds quantizeScratchFloats(...) floats (none for int8).
 cudaError_t launchQuantize(const void *x, Dt type, int64_t segments,
                            int64_t segmentLength, int64_t block, int bits,
-                           int8_t *codes, float *scales, cudaStream_t stream);
+                           int8_t *codes, float *scales, float *scratch,
+                           cudaStream_t stream);
+int64_t quantizeScratchFloats(int64_t segments, int64_t segmentLength,
+                              int64_t block, int bits);
 /// dist.dequantize, the same layout.
 cudaError_t launchDequantize(const int8_t *codes, const float *scales,
                              int64_t segments, int64_t segmentLength,

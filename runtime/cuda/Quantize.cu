@@ -10,9 +10,13 @@
 //
 // int4 codes are packed two to a byte, the even element in the low nibble,
 // each segment starting on a byte. A quantization block of odd length ends
-// inside a byte that its neighbour's thread block also writes, so the codes
-// are zeroed first and every nibble is or-ed in with an atomic on its
-// 32-bit word: no thread block needs another's scale.
+// inside a byte whose other nibble is its neighbour's, so int4 takes two
+// launches: the first writes each block's scale and inverse (L / largest,
+// 0 for a block of zero codes), the second writes every byte once, from
+// its two elements and their blocks' inverses. No atomics: an atomic on the
+// word around a byte reached past the buffer's end (compute-sanitizer's
+// memcheck, on the first GPU check) and raced with whatever shared that
+// word in the arena.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,21 +32,12 @@ __device__ __forceinline__ int codeOf(float value, float inverse,
       fminf(largestCode, fmaxf(-largestCode, __fmul_rn(value, inverse))));
 }
 
-/// Ors `nibble` (0-15) into the low (even `element`) or high nibble of the
-/// byte holding `element`'s int4 code, through an atomic on its word.
-__device__ __forceinline__ void orNibble(uint8_t *segmentBytes, int64_t element,
-                                         unsigned nibble) {
-  uintptr_t address = reinterpret_cast<uintptr_t>(segmentBytes + element / 2);
-  unsigned shift =
-      8 * static_cast<unsigned>(address % 4) + (element % 2 ? 4u : 0u);
-  atomicOr(reinterpret_cast<unsigned *>(address - address % 4),
-           nibble << shift);
-}
-
+/// One thread block per quantization block: its scale, and either its int8
+/// codes or (int4) its inverse for packInt4Kernel.
 __global__ void quantizeKernel(const void *x, Dt type, int64_t segmentLength,
-                               int64_t segmentBytes, int64_t block,
-                               int64_t blocksPerSegment, int bits,
-                               int8_t *codes, float *scales) {
+                               int64_t block, int64_t blocksPerSegment,
+                               int bits, int8_t *codes, float *scales,
+                               float *inverses) {
   __shared__ float shared[kThreads / 32];
   float largestCode = bits == 4 ? 7.0f : 127.0f;
   int64_t index = blockIdx.x;
@@ -65,20 +60,39 @@ __global__ void quantizeKernel(const void *x, Dt type, int64_t segmentLength,
     scales[index] = scale;
   bool zero = !isfinite(scale) || largest == 0.0f;
   float inverse = zero ? 0.0f : largestCode / largest;
-  if (bits == 8) {
-    for (int64_t i = threadIdx.x; i < count; i += kThreads)
-      codes[begin + i] =
-          zero ? 0
-               : static_cast<int8_t>(
-                     codeOf(loadF(x, type, begin + i), inverse, largestCode));
+  if (bits == 4) {
+    if (threadIdx.x == 0)
+      inverses[index] = inverse;
     return;
   }
-  if (zero) // the bytes are zeroed already
-    return;
-  auto *bytes = reinterpret_cast<uint8_t *>(codes) + segment * segmentBytes;
-  for (int64_t i = threadIdx.x; i < count; i += kThreads) {
-    int code = codeOf(loadF(x, type, begin + i), inverse, largestCode);
-    orNibble(bytes, first + i, static_cast<unsigned>(code) & 0xfu);
+  for (int64_t i = threadIdx.x; i < count; i += kThreads)
+    codes[begin + i] =
+        zero ? 0
+             : static_cast<int8_t>(
+                   codeOf(loadF(x, type, begin + i), inverse, largestCode));
+}
+
+/// Every byte of the int4 codes, once: its even element in the low nibble,
+/// the odd one (where the segment has it) in the high nibble.
+__global__ void packInt4Kernel(const void *x, Dt type, int64_t segmentLength,
+                               int64_t segmentBytes, int64_t block,
+                               int64_t blocksPerSegment, const float *inverses,
+                               int64_t bytes, uint8_t *codes) {
+  for (int64_t b = globalThread(); b < bytes; b += globalStride()) {
+    int64_t segment = b / segmentBytes;
+    unsigned packed = 0;
+    for (int64_t half = 0; half < 2; ++half) {
+      int64_t element = 2 * (b % segmentBytes) + half;
+      if (element >= segmentLength)
+        break;
+      float inverse = inverses[segment * blocksPerSegment + element / block];
+      int code = inverse == 0.0f
+                     ? 0
+                     : codeOf(loadF(x, type, segment * segmentLength + element),
+                              inverse, 7.0f);
+      packed |= (static_cast<unsigned>(code) & 0xfu) << (4 * half);
+    }
+    codes[b] = static_cast<uint8_t>(packed);
   }
 }
 
@@ -103,22 +117,31 @@ __global__ void dequantizeKernel(const int8_t *codes, const float *scales,
 
 } // namespace
 
+int64_t quantizeScratchFloats(int64_t segments, int64_t segmentLength,
+                              int64_t block, int bits) {
+  return bits == 4 ? segments * ((segmentLength + block - 1) / block) : 0;
+}
+
 cudaError_t launchQuantize(const void *x, Dt type, int64_t segments,
                            int64_t segmentLength, int64_t block, int bits,
-                           int8_t *codes, float *scales, cudaStream_t stream) {
+                           int8_t *codes, float *scales, float *scratch,
+                           cudaStream_t stream) {
   int64_t blocksPerSegment = (segmentLength + block - 1) / block;
   int64_t blocks = segments * blocksPerSegment;
   if (blocks == 0)
     return cudaSuccess;
-  int64_t segmentBytes = (segmentLength * bits + 7) / 8;
-  if (bits == 4)
-    if (cudaError_t error = cudaMemsetAsync(
-            codes, 0, static_cast<size_t>(segments * segmentBytes), stream);
-        error != cudaSuccess)
-      return error;
   quantizeKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      x, type, segmentLength, segmentBytes, block, blocksPerSegment, bits,
-      codes, scales);
+      x, type, segmentLength, block, blocksPerSegment, bits, codes, scales,
+      scratch);
+  if (bits != 4)
+    return cudaGetLastError();
+  if (cudaError_t error = cudaGetLastError(); error != cudaSuccess)
+    return error;
+  int64_t segmentBytes = (segmentLength + 1) / 2;
+  int64_t bytes = segments * segmentBytes;
+  packInt4Kernel<<<gridFor(bytes), kThreads, 0, stream>>>(
+      x, type, segmentLength, segmentBytes, block, blocksPerSegment, scratch,
+      bytes, reinterpret_cast<uint8_t *>(codes));
   return cudaGetLastError();
 }
 

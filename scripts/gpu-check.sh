@@ -19,10 +19,13 @@
 #   part             limit  min  what
 #   kernel-tests        45   15  every CUDA kernel against its CPU kernel
 #                                (ZeroCudaKernelTests)
-#   e2e-n1              70   30  zero-run --backend cuda against the CPU backend
+#   kernel-memcheck     40   20  the same under compute-sanitizer's memcheck:
+#                                an access outside an allocation fails it,
+#                                even one whose result was right
+#   e2e-n1              45   20  zero-run --backend cuda against the CPU backend
 #                                per step, stages 0-3, N = 1, on GPT-2 tiny and
 #                                mini; memory and traffic against the report
-#   e2e-host-staged     70   30  the same on --backend cuda-host-staged, N = 2
+#   e2e-host-staged     45   20  the same on --backend cuda-host-staged, N = 2
 #                                sharing the GPU; stages 0-3 bitwise equal
 #   e2e-graph           40   15  --cuda-graph against eager, bitwise
 #   bench-adamw         20   10  zero-bench-adamw (fused AdamW GB/s)
@@ -35,19 +38,19 @@
 #                                2-D with hpZ, int8 qwZ and int4 qgZ, against
 #                                the CPU backend; per-axis traffic against the
 #                                report (GPT-2 tiny)
-#   e2e-offload         50   20  --offload optimizer[+params] on tiny and mini
+#   e2e-offload         35   15  --offload optimizer[+params] on tiny and mini
 #   sim-tests           30   10  stream/event semantics (ZeroRuntimeSimTests; no
 #                                GPU needed, so it also runs in a dry run; CI
 #                                runs it anyway, hence last)
 #
-# 470 s of limits, plus 5 s of kill grace for each of the 9 parts, 10 s for
-# unpacking and 5 s kept for the summary: 530 s of the 540 s deadline
+# 445 s of limits, plus 5 s of kill grace for each of the 10 parts, 10 s for
+# unpacking and 5 s kept for the summary: 510 s of the 540 s deadline
 # (--budget prints this sum and exits 2 above 540 s, as every run does).
 # Each part gets min(its limit, the time left less its kill grace and the
 # summary's reserve); a part that would get less than its minimum is not
 # started but reported "skipped: out of time" with the seconds left, and a
 # later part with a smaller minimum may still run. Without a GPU (or without
-# CUDA's libraries) the eight GPU parts are reported skipped with the reason:
+# CUDA's libraries) the nine GPU parts are reported skipped with the reason:
 # the dry run CI makes (test/tools/gpu-check-dry.test), where sim-tests runs.
 #
 # ZERO_GPU_CHECK_PARTS="NAME ..." runs only those parts (a rerun).
@@ -55,20 +58,19 @@
 # Writes to $OUT (default ./gpu-check-out), at most 8 files: summary.md (the
 # parts and the benchmark tables, rewritten after every part, so that it
 # holds what finished even if the check is killed from outside) and one log
-# per part, the e2e parts sharing e2e.log. Exits 1 when a part failed or was
+# per part, the e2e parts sharing e2e.log and the kernel parts
+# kernel-tests.log. Exits 1 when a part failed or was
 # cut off, 2 when it could not start, 0 otherwise (skips included).
 set -uo pipefail
 
 # --- The budget -----------------------------------------------------------------
-# The limits are estimates until a GPU has run this (the CUDA backend has not
-# run on one yet): on 2 CPU cores the e2e parts' zero-run work takes 3-7 s
-# per part (10 zero-run calls for e2e-n1, host-staged and offload, 4 for
-# graph); on the GPU each call adds CUDA's context, cuBLAS and NCCL set-up,
-# guessed at 2-4 s, so about 40 s for e2e-n1 and 50 s for e2e-host-staged
-# (two ranks per call): the limits leave about twice that. gpu-gpt2 is five
-# gpt2_train runs (124M compiles in 0.2 s; its steps are the unknown), each
-# held to 60 s; the simulated streams take 5 s on 2 busy cores. A part that
-# overruns is cut off, and the time left goes to the parts after it.
+# Measured on the first GPU checks (one H200, 2026-11-27; docs/benchmarks.md):
+# kernel-tests 5-6 s, under memcheck about 15 s; e2e-n1 11-16 s,
+# e2e-host-staged 13-19 s, e2e-graph 3-7 s, bench-adamw 1 s, gpu-gpt2 62-74 s,
+# e2e-mesh 4-5 s, e2e-offload 6-14 s, sim-tests 9-10 s (the whole check
+# 134-145 s). The limits leave two to three times that, so that a slower
+# machine still finishes; a part that overruns is cut off, and the time left
+# goes to the parts after it.
 designed_deadline=540
 deadline="${ZERO_GPU_CHECK_SECONDS:-$designed_deadline}"
 unpack_allowance=10
@@ -78,13 +80,14 @@ grace=5
 #      name            limit  minimum  needs
 parts=(
   "kernel-tests        45     15       gpu"
-  "e2e-n1              70     30       gpu"
-  "e2e-host-staged     70     30       gpu"
+  "kernel-memcheck     40     20       gpu"
+  "e2e-n1              45     20       gpu"
+  "e2e-host-staged     45     20       gpu"
   "e2e-graph           40     15       gpu"
   "bench-adamw         20     10       gpu"
   "gpu-gpt2            105    45       gpu"
   "e2e-mesh            40     20       gpu"
-  "e2e-offload         50     20       gpu"
+  "e2e-offload         35     15       gpu"
   "sim-tests           30     10       cpu"
 )
 if ! [[ $deadline =~ ^[0-9]+$ ]]; then
@@ -184,6 +187,8 @@ fi
 # The e2e checks need only Python's standard library; the GPU machines'
 # python3 is PyTorch's venv, which need not be on PATH.
 python=$(command -v python3 || command -v /opt/torch/.venv/bin/python3 || echo python3)
+# CUDA's memory checker, where the toolkit is installed (kernel-memcheck).
+sanitizer=$(command -v compute-sanitizer || ls "${CUDA_HOME:-/nonexistent}/bin/compute-sanitizer" /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
 
 # --- What this machine has ---------------------------------------------------
 head_md="$scratch/head.md"
@@ -258,6 +263,12 @@ command_of() {
   log="$out/$1.log"
   case $1 in
   kernel-tests) command=("$kernel_tests" --gtest_brief=1) ;;
+  # --error-exitcode: memcheck's findings fail the part even where the
+  # kernel's results were right.
+  kernel-memcheck)
+    command=("$sanitizer" --tool memcheck --error-exitcode 1 --target-processes all
+      "$kernel_tests" --gtest_brief=1)
+    ;;
   e2e-n1) command=("${e2e[@]}" --parts n1 --workdir "$scratch/e2e-n1") ;;
   e2e-host-staged) command=("${e2e[@]}" --parts host-staged --workdir "$scratch/e2e-host-staged") ;;
   e2e-graph) command=("${e2e[@]}" --parts graph --workdir "$scratch/e2e-graph") ;;
@@ -277,7 +288,10 @@ command_of() {
     exit 2
     ;;
   esac
-  case $1 in e2e-*) log="$out/e2e.log" ;; esac
+  case $1 in
+  e2e-*) log="$out/e2e.log" ;;
+  kernel-*) log="$out/kernel-tests.log" ;;
+  esac
 }
 
 # run_part NAME LIMIT MINIMUM NEEDS: runs the part under `timeout`, given
@@ -293,6 +307,8 @@ run_part() {
     reason="not in ZERO_GPU_CHECK_PARTS"
   elif [ "$needs" = gpu ] && [ -n "$skip_reason" ]; then
     reason="$skip_reason"
+  elif [ "$name" = kernel-memcheck ] && [ -z "$sanitizer" ]; then
+    reason="compute-sanitizer not found (on PATH, in \$CUDA_HOME/bin or /usr/local/cuda/bin)"
   elif [ "$available" -lt "$minimum" ]; then
     reason="out of time ($((left > 0 ? left : 0)) s left of the $deadline s deadline; it needs $((minimum + grace + reserve)) s)"
   fi

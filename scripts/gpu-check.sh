@@ -63,6 +63,25 @@
 # cut off, 2 when it could not start, 0 otherwise (skips included).
 set -uo pipefail
 
+usage="usage: gpu-check.sh [ARCHIVE | BUNDLE_DIR] | --build-tree DIR | --budget"
+case "${1:-}" in
+-h | --help)
+  echo "$usage"
+  exit 0
+  ;;
+--build-tree) max_args=2 ;;
+--budget | "") max_args=1 ;;
+-*)
+  echo "gpu-check: unknown option '$1'; $usage" >&2
+  exit 2
+  ;;
+*) max_args=1 ;;
+esac
+if [ $# -gt "$max_args" ]; then
+  echo "gpu-check: unexpected argument '${*:$((max_args + 1)):1}'; $usage" >&2
+  exit 2
+fi
+
 # --- The budget -----------------------------------------------------------------
 # Measured on the first GPU checks (one H200, 2026-11-27; docs/benchmarks.md):
 # kernel-tests 5-6 s, under memcheck about 15 s; e2e-n1 11-16 s,

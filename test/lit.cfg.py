@@ -20,6 +20,18 @@ sys.path.insert(0, os.path.join(config.zero_src_root, "test"))
 import lit_common
 
 lit_common.configure(config, llvm_config)
+# %timed SECONDS -- CMD: CMD's exit status and whether it ended within the
+# bound, as two lines to match (test/tools/run_timed.py).
+config.substitutions.append(
+    (
+        "%timed",
+        "%s %s"
+        % (
+            lit_common.resolved_python(),
+            os.path.join(config.zero_src_root, "test", "tools", "run_timed.py"),
+        ),
+    )
+)
 
 tool_dirs = [config.zero_tools_dir, config.llvm_tools_dir]
 tools = [ToolSubst("zero-opt", unresolved="fatal"),

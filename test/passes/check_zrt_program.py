@@ -5,8 +5,9 @@ to replay, independently of the pass.
 Reads the printed program (generic MLIR text from zero-opt) on stdin, runs
 its step symbolically over byte ranges, and checks:
 
-  * arena views lie inside the arena at multiples of `align`, and the arena
-    is at least `zrt.live_bytes`;
+  * arena views lie inside their arena (the device arena, or the host arena
+    of offloaded work: `in host`) at multiples of `align`, and the device
+    arena is at least `zrt.live_bytes`;
   * no use of a transient value's bytes is clobbered: between the first and
     the last instruction that touch an arena value (through any view), no
     other arena value that shares a byte with it is touched;
@@ -49,10 +50,12 @@ def fail(message):
 def main():
     text = sys.stdin.read()
     header = re.search(
-        r"zrt\.program @\S+ placement .*? arena (\d+) align (\d+)", text)
+        r"zrt\.program @\S+ placement .*? arena (\d+)(?: host_arena (\d+))?"
+        r" align (\d+)", text)
     if not header:
         fail("no zrt.program")
-    arena, align = int(header.group(1)), int(header.group(2))
+    arena, align = int(header.group(1)), int(header.group(3))
+    host_arena = int(header.group(2) or 0)
     live = re.search(r"zrt\.live_bytes = (\d+)", text)
     if not live:
         fail("no zrt.live_bytes")
@@ -69,16 +72,18 @@ def main():
     kinds = Counter()
     for line in step.splitlines()[1:]:
         line = line.strip()
-        if not line or line == "}":
+        if not line or line == "}" or line.startswith("//"):
             continue
-        if m := re.fullmatch(r"(%\S+) = zrt\.arena_view \[(\d+)\] : (.*)", line):
+        if m := re.fullmatch(
+                r"(%\S+) = zrt\.arena_view \[(\d+)\]( in host)? : (.*)", line):
             offset = int(m.group(2))
-            count, element = memref_bytes(m.group(3))
+            count, element = memref_bytes(m.group(4))
+            kind, size = ("host-arena", host_arena) if m.group(3) else ("arena", arena)
             if offset % align:
                 fail(f"{line}: offset not a multiple of {align}")
-            if offset + count * element > arena:
-                fail(f"{line}: past the end of the {arena}-byte arena")
-            values[m.group(1)] = (("arena", m.group(1)), offset, count * element,
+            if offset + count * element > size:
+                fail(f"{line}: past the end of the {size}-byte {kind}")
+            values[m.group(1)] = ((kind, m.group(1)), offset, count * element,
                                   element)
             continue
         if m := re.fullmatch(r"(%\S+) = zrt\.buffer_ref (@\S+) : (.*)", line):
@@ -152,7 +157,7 @@ def main():
     def touch(index, stream, seq, value, write):
         memory, first, size, _ = values[value]
         end = first + size
-        if memory[0] == "arena":
+        if memory[0] in ("arena", "host-arena"):
             root = memory[1]
             begin, _ = interval.get(root, (index, index))
             interval[root] = (begin, index)
@@ -163,7 +168,7 @@ def main():
                          f"{root} (through {value}) before it is written")
             else:
                 written[root] = add_range(written[root], first, end)
-            key = "arena"
+            key = memory[0]
         else:
             key = memory
         for (a_first, a_end, a_stream, a_seq, a_write, a_value, a_index) in accesses[key]:
@@ -190,16 +195,18 @@ def main():
         for value in writes:
             touch(index, stream, seq, value, True)
 
-    # Arena values whose program-order lifetimes overlap must not share
-    # bytes (values on other streams are covered by the race check).
+    # Values of one arena whose program-order lifetimes overlap must not
+    # share bytes (values on other streams are covered by the race check).
     roots = sorted(interval)
     for i, a in enumerate(roots):
         for b in roots[i + 1:]:
             (a_begin, a_end), (b_begin, b_end) = interval[a], interval[b]
             if a_begin > b_end or b_begin > a_end:
                 continue
-            _, a_first, a_size, _ = values[a]
-            _, b_first, b_size, _ = values[b]
+            a_memory, a_first, a_size, _ = values[a]
+            b_memory, b_first, b_size, _ = values[b]
+            if a_memory[0] != b_memory[0]:
+                continue
             if a_first < b_first + b_size and b_first < a_first + a_size:
                 fail(f"{a} [{a_first}, {a_first + a_size}) live over "
                      f"instructions [{a_begin}, {a_end}] and {b} "

@@ -62,7 +62,29 @@ def main():
     if arena < int(live.group(1)):
         fail(f"arena {arena} below zrt.live_bytes {live.group(1)}")
 
-    step = text[text.index("zrt.step {"):]
+    # Each step body (the plain step; or the micro-step and the apply step
+    # of gradient accumulation) is replayed on its own: a body starts with
+    # every stream forked from compute and ends with all of them joined.
+    bodies = [m.start() for m in re.finditer(r"zrt\.step(?: \w+)? \{", text)]
+    if not bodies:
+        fail("no zrt.step")
+    total = 0
+    streams_seen = set()
+    kinds_seen = Counter()
+    for at, next_at in zip(bodies, bodies[1:] + [len(text)]):
+        count, streams, kinds = check_body(text[at:next_at], arena, align,
+                                           host_arena)
+        total += count
+        streams_seen.update(streams)
+        kinds_seen.update(kinds)
+    summary = " ".join(f"{kind}={kinds_seen[kind]}" for kind in sorted(kinds_seen))
+    print(f"OK: {total} instructions, streams "
+          f"{','.join(sorted(streams_seen))}, {summary}")
+
+
+def check_body(step, arena, align, host_arena):
+    """Replays one step body; fails at the first violation, else returns
+    its instruction count, streams and instruction kinds."""
     # value -> (memory, first byte, byte count, element bytes); memory is
     # ("arena", root value) or ("buffer", symbol).
     values = {}
@@ -219,9 +241,7 @@ def main():
                 fail(f"the step ends with work on {s} the compute stream "
                      "has not waited for")
 
-    summary = " ".join(f"{kind}={kinds[kind]}" for kind in sorted(kinds))
-    print(f"OK: {len(instructions)} instructions, streams "
-          f"{','.join(streams)}, {summary}")
+    return len(instructions), streams, kinds
 
 
 if __name__ == "__main__":

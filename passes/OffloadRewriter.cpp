@@ -149,6 +149,8 @@ private:
   /// Work ops a rewrite removed before their turn came.
   DenseSet<Operation *> erased;
   int64_t hostArena = 0, deviceArena = 0;
+  /// The staging's bytes live at once (the most over the bodies), by arena.
+  int64_t hostStagingLive = 0, deviceStagingLive = 0;
 };
 
 std::optional<Region> Offloader::getDeviceRegion(Value memref) {
@@ -630,9 +632,9 @@ void Offloader::planStaging(zrt::StepOp step) {
     return ArenaRequest{view.getSizeInBytes(), begin, std::max(begin, end)};
   };
   int64_t alignment = static_cast<int64_t>(program.getAlignment());
-  for (auto [views, arenaBytes, base] :
-       {std::make_tuple(&hostStaging, &hostArena, int64_t{0}),
-        std::make_tuple(&deviceStaging, &deviceArena,
+  for (auto [views, arenaBytes, live, base] :
+       {std::make_tuple(&hostStaging, &hostArena, &hostStagingLive, int64_t{0}),
+        std::make_tuple(&deviceStaging, &deviceArena, &deviceStagingLive,
                         alignTo(static_cast<int64_t>(program.getArenaBytes()),
                                 alignment))}) {
     SmallVector<ArenaRequest> requests;
@@ -641,8 +643,10 @@ void Offloader::planStaging(zrt::StepOp step) {
     ArenaPlan plan = planArena(requests, alignment);
     for (auto [view, offset] : llvm::zip(*views, plan.offsets))
       view.setOffsetAttr(builder.getI64IntegerAttr(base + offset));
-    if (!views->empty())
+    if (!views->empty()) {
       *arenaBytes = std::max(*arenaBytes, base + plan.arenaBytes);
+      *live = std::max(*live, plan.liveBytesLowerBound);
+    }
     views->clear();
   }
 }
@@ -672,6 +676,19 @@ LogicalResult Offloader::run(const llvm::StringSet<> &hostBuffers) {
   program->setAttr(
       "zrt.planned_host_arena",
       builder.getI64IntegerAttr(program.getArenaBytes(MemorySpace::host)));
+  // The liveness figures zero-run --check-memory holds the writes against,
+  // apart from the placement: the device staging sits above the arena
+  // zero-lower-to-runtime planned, so its peak adds to that arena's.
+  if (deviceStagingLive > 0) {
+    int64_t live = 0;
+    if (auto earlier = program->getAttrOfType<IntegerAttr>("zrt.live_bytes"))
+      live = earlier.getInt();
+    program->setAttr("zrt.live_bytes",
+                     builder.getI64IntegerAttr(live + deviceStagingLive));
+  }
+  if (hostStagingLive > 0)
+    program->setAttr("zrt.live_host_bytes",
+                     builder.getI64IntegerAttr(hostStagingLive));
   return success();
 }
 

@@ -646,8 +646,8 @@ Executor::create(zrt::ProgramOp program, Communicator &comm,
   }
   Loader loader(*executor, program);
   executor->figures.arenaBytes = program.getArenaBytes();
-  absl::StatusOr<void *> arena =
-      executor->executionBackend->allocate(executor->figures.arenaBytes);
+  absl::StatusOr<void *> arena = executor->executionBackend->allocate(
+      executor->figures.arenaBytes + kArenaGuardBytes);
   if (!arena.ok())
     return absl::ResourceExhaustedError(
         absl::StrCat("the arena: ", arena.status().message()));
@@ -656,7 +656,7 @@ Executor::create(zrt::ProgramOp program, Communicator &comm,
       program.getArenaBytes(zrt::MemorySpace::host);
   if (executor->figures.hostArenaBytes > 0) {
     absl::StatusOr<void *> hostArena = executor->executionBackend->allocateHost(
-        executor->figures.hostArenaBytes);
+        executor->figures.hostArenaBytes + kArenaGuardBytes);
     if (!hostArena.ok())
       return absl::Status(
           hostArena.status().code(),
@@ -728,9 +728,10 @@ absl::Status Executor::startWriteCheck() {
   // Every instruction writes before it reads (a read of an unwritten byte
   // would train on garbage), so the canary changes no result.
   if (arena)
-    std::memset(arena, kArenaCanary, figures.arenaBytes);
+    std::memset(arena, kArenaCanary, figures.arenaBytes + kArenaGuardBytes);
   if (hostArena)
-    std::memset(hostArena, kArenaCanary, figures.hostArenaBytes);
+    std::memset(hostArena, kArenaCanary,
+                figures.hostArenaBytes + kArenaGuardBytes);
   writeCheck = true;
   return absl::OkStatus();
 }
@@ -744,6 +745,10 @@ static ArenaWrites scanForWrites(const void *arena, int64_t size) {
     writes.highWater = offset + 1;
     ++writes.bytes;
   }
+  for (int64_t offset = size;
+       arena && offset < size + Executor::kArenaGuardBytes; ++offset)
+    if (bytes[offset] != Executor::kArenaCanary)
+      ++writes.guardBytes;
   return writes;
 }
 

@@ -9,6 +9,14 @@ results: only `zero-run --check-memory`, which measures the bytes the
 instructions write, can tell (test/e2e/check-memory.test).
 
   grow_arena.py IN.mlir OUT.mlir [--pool device|host]
+
+--waste PERCENT edits it instead the way a planner that wastes memory
+would, consistently: every device view moves up by a gap per distinct
+offset below it (so that no two views come to overlap), the gaps adding up
+to PERCENT of the arena, and the header and `zrt.planned_arena` grow by as
+much. Held against its own plan the program is fine; held against the
+bytes live at once (`zrt.live_bytes`, which the edit leaves alone) it is
+not.
 """
 
 import argparse
@@ -21,8 +29,12 @@ def main():
     parser.add_argument("source")
     parser.add_argument("target")
     parser.add_argument("--pool", choices=["device", "host"], default="device")
+    parser.add_argument("--waste", type=float, metavar="PERCENT")
     args = parser.parse_args()
     text = open(args.source).read()
+    if args.waste is not None:
+        waste(text, args.waste, args.target)
+        return
     header = re.compile(r" arena (\d+)" if args.pool == "device"
                         else r" host_arena (\d+)")
     found = header.search(text)
@@ -40,6 +52,31 @@ def main():
     open(args.target, "w").write(text)
     print(f"grow_arena.py: {args.pool} arena {planned} -> {2 * planned} "
           f"bytes, one view moved to offset {offset}")
+
+
+def waste(text, percent, target):
+    header = re.search(r" arena (\d+)", text)
+    planned = re.search(r"zrt\.planned_arena = (\d+)", text)
+    if not header or not planned:
+        sys.exit("grow_arena.py: no device arena or zrt.planned_arena")
+    arena = int(header.group(1))
+    view = re.compile(r"zrt\.arena_view \[(\d+)\](?! in host)")
+    offsets = sorted({int(m.group(1)) for m in view.finditer(text)})
+    if not offsets:
+        sys.exit("grow_arena.py: no device arena view")
+    gap = -(-int(arena * percent / 100) // len(offsets))
+    gap = -(-gap // 64) * 64
+    rank = {offset: index for index, offset in enumerate(offsets)}
+    text = view.sub(lambda m: "zrt.arena_view [%d]" % (
+        int(m.group(1)) + (rank[int(m.group(1))] + 1) * gap), text)
+    grown = arena + len(offsets) * gap
+    text = re.sub(r" arena \d+", f" arena {grown}", text, count=1)
+    text = re.sub(r"zrt\.planned_arena = \d+",
+                  f"zrt.planned_arena = {grown}", text, count=1)
+    open(target, "w").write(text)
+    print(f"grow_arena.py: device arena {arena} -> {grown} bytes "
+          f"({100 * (grown - arena) / arena:.1f} % more), "
+          f"{len(offsets)} offsets moved")
 
 
 if __name__ == "__main__":

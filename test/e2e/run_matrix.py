@@ -73,6 +73,22 @@ def check_measured(checker, where, metrics, ranks, require_written=False):
                 f"{written['host_arena_high_water']}, beyond the "
                 f"{report['host_arena_bytes']} planned",
             )
+            # And against what no placement decided: the bytes live at
+            # once, times zero-run's fragmentation bound (RunMetrics.h).
+            live = report.get("live_bytes_lower_bound", 0)
+            checker.check(
+                live > 0 and written["arena_high_water"] <= live * 1.12,
+                f"{at}: wrote the arena up to byte "
+                f"{written['arena_high_water']}, beyond 1.12 x the {live} "
+                f"bytes live at once",
+            )
+            checker.check(
+                written.get("guard_bytes", 0) == 0
+                and written.get("host_guard_bytes", 0) == 0,
+                f"{at}: wrote {written.get('guard_bytes')} and "
+                f"{written.get('host_guard_bytes')} bytes into the guard "
+                f"bands past the arenas",
+            )
             checker.check(
                 entry["peak_written"] <= report["peak"],
                 f"{at}: measured peak {entry['peak_written']} > report peak "

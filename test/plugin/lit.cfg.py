@@ -13,7 +13,7 @@ from lit.llvm.subst import ToolSubst
 config.name = "ZERO-PLUGIN"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["lit.local.cfg"]
+config.excludes = ["lit.local.cfg", "inputs"]
 
 config.test_source_root = os.path.join(config.zero_src_root, "test", "passes")
 config.test_exec_root = os.path.join(config.zero_obj_root, "test", "plugin")

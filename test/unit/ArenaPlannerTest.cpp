@@ -213,16 +213,19 @@ TEST(ArenaPlanner, BestFitSkipsGapsTooSmall) {
   EXPECT_EQ(result.liveBytesLowerBound, 549);
 }
 
-TEST(ArenaPlanner, NoGapFitsSoTheBufferGoesOnTop) {
-  // Without Y and W3 the only gap is the 50-byte one: the buffer goes on top
-  // of the highest conflicting buffer, W2.
+TEST(ArenaPlanner, AnotherOrderClosesTheHoleLargestFirstLeaves) {
+  // Without Y and W3, largest first finds only the 50-byte gap for the new
+  // buffer and puts it on top of W2 (420 bytes, a 50-byte hole). The
+  // planner then tries other orders (the busiest instruction's buffers
+  // first, by start, by lifetime, by bytes x lifetime, by end), and one of
+  // them reaches the lower bound: W2 and the new buffer at the bottom, W1
+  // above, X above W2 while it lives.
   ArenaPlan result =
       plan({{200, 0, 0}, {150, 1, 9}, {120, 0, 9}, {100, 5, 6}}, 1);
-  EXPECT_EQ(result.offsets, (llvm::SmallVector<int64_t>{0, 0, 200, 320}));
-  EXPECT_EQ(result.arenaBytes, 420);
-  // W1 + W2 + the new buffer at instruction 5; the plan loses the 50-byte
-  // hole.
+  EXPECT_EQ(result.arenaBytes, 370);
+  // W1 + W2 + the new buffer at instruction 5.
   EXPECT_EQ(result.liveBytesLowerBound, 370);
+  EXPECT_EQ(result.offsets, (llvm::SmallVector<int64_t>{120, 120, 0, 270}));
 }
 
 TEST(ArenaPlanner, SizesRoundUpToTheAlignment) {

@@ -11,6 +11,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -59,6 +60,9 @@ RunMetrics::RunMetrics(Executor &executor, zrt::ProgramOp program)
   }
   if (auto value = program->getAttrOfType<mlir::IntegerAttr>("zrt.live_bytes"))
     liveBytes = value.getInt();
+  if (auto value =
+          program->getAttrOfType<mlir::IntegerAttr>("zrt.live_host_bytes"))
+    liveHostBytes = value.getInt();
   plannedArenaBytes = program.getArenaBytes(zrt::MemorySpace::device);
   plannedHostArenaBytes = program.getArenaBytes(zrt::MemorySpace::host);
   if (auto value =
@@ -106,12 +110,14 @@ std::vector<int64_t> RunMetrics::localFields() const {
                  memory.hostArenaHighWater, memory.hostLinkBytesPerStep,
                  memory.gatheredPeak});
   fields.push_back(executor.backend().overheadBytes());
-  // The measured writes last: checked (0 or 1), then the device arena's
-  // high water and bytes, then the host arena's.
+  // The measured writes last (kWriteFields): checked (0 or 1), then the
+  // device arena's high water and bytes, the host arena's, and the bytes
+  // written in each one's guard band.
   fields.push_back(writes ? 1 : 0);
-  for (const ArenaWrites &arena : {writes ? writes->first : ArenaWrites(),
-                                   writes ? writes->second : ArenaWrites()})
-    fields.insert(fields.end(), {arena.highWater, arena.bytes});
+  ArenaWrites device = writes ? writes->first : ArenaWrites();
+  ArenaWrites host = writes ? writes->second : ArenaWrites();
+  fields.insert(fields.end(), {device.highWater, device.bytes, host.highWater,
+                               host.bytes, device.guardBytes, host.guardBytes});
   return fields;
 }
 
@@ -147,7 +153,7 @@ RunMetrics::rankJson(const std::vector<int64_t> &fields) const {
   // The two pools: what zero-offload placed in host memory, and the rest.
   // From the end: 5 fields of measured writes, the backend's overhead, and
   // the 5 host and gathered figures before it.
-  size_t written = fields.size() - 5;
+  size_t written = fields.size() - kWriteFields;
   size_t host = written - 6;
   int64_t hostPersistent = fields[host], hostArena = fields[host + 1];
   int64_t devicePersistent = state + fields[4] - hostPersistent;
@@ -178,7 +184,9 @@ RunMetrics::rankJson(const std::vector<int64_t> &fields) const {
         llvm::json::Object{{"arena_high_water", fields[written + 1]},
                            {"arena_bytes", fields[written + 2]},
                            {"host_arena_high_water", fields[written + 3]},
-                           {"host_arena_bytes", fields[written + 4]}};
+                           {"host_arena_bytes", fields[written + 4]},
+                           {"guard_bytes", fields[written + 5]},
+                           {"host_guard_bytes", fields[written + 6]}};
     object["peak_written"] = state + fields[written + 1];
   }
   return object;
@@ -188,17 +196,39 @@ std::vector<std::string> RunMetrics::writesBeyondPlan() const {
   std::vector<std::string> problems;
   for (size_t rank = 0; rank < perRank.size(); ++rank) {
     const std::vector<int64_t> &fields = perRank[rank];
-    size_t written = fields.size() - 5;
+    size_t written = fields.size() - kWriteFields;
     if (fields[written] == 0)
       continue;
-    for (auto [highWater, planned, arena] :
-         {std::make_tuple(fields[written + 1], plannedArenaBytes, "arena"),
+    for (auto [highWater, planned, guard, arena] :
+         {std::make_tuple(fields[written + 1], plannedArenaBytes,
+                          fields[written + 5], "arena"),
           std::make_tuple(fields[written + 3], plannedHostArenaBytes,
-                          "host arena")})
+                          fields[written + 6], "host arena")}) {
+      if (guard > 0)
+        problems.push_back(absl::StrCat(
+            "rank ", rank, " wrote ", guard, " bytes past the end of its ",
+            arena, " (its guard band): an instruction wrote beyond its view"));
       if (highWater > planned)
         problems.push_back(absl::StrCat(
             "rank ", rank, " wrote its ", arena, " up to byte ", highWater,
             ", beyond the ", planned, " bytes the compiler planned"));
+    }
+    // Against a prediction the placement did not make: the liveness
+    // analysis's peak of bytes live at once, which no placement can go
+    // below, times the fragmentation a sound placement stays within.
+    for (auto [highWater, live, arena, attribute] :
+         {std::make_tuple(fields[written + 1], liveBytes, "arena",
+                          "zrt.live_bytes"),
+          std::make_tuple(fields[written + 3], liveHostBytes, "host arena",
+                          "zrt.live_host_bytes")}) {
+      int64_t predicted = static_cast<int64_t>(
+          std::ceil(static_cast<double>(live) * kArenaFragmentationBound));
+      if (live > 0 && highWater > predicted)
+        problems.push_back(absl::StrCat(
+            "rank ", rank, " wrote its ", arena, " up to byte ", highWater,
+            ", beyond ", predicted, " = ", kArenaFragmentationBound, " x the ",
+            live, " bytes live at once (", attribute, ")"));
+    }
   }
   return problems;
 }

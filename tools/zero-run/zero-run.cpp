@@ -199,8 +199,10 @@ static cl::opt<bool> quietFlag("quiet", cl::desc("No progress lines"),
 static cl::opt<bool> checkMemoryFlag(
     "check-memory",
     cl::desc("Measure which arena bytes the instructions really write (the "
-             "arenas are filled with a canary first; CPU backend) and fail "
-             "when a rank writes beyond the arenas the compiler planned"),
+             "arenas and a guard band past each are filled with a canary "
+             "first; CPU backend) and fail when a rank writes beyond the "
+             "arenas the compiler planned, beyond 1.12 x the bytes live at "
+             "once, or into a guard band"),
     cl::init(false), cl::cat(runCategory));
 static cl::opt<std::string> backendFlag(
     "backend",
@@ -588,6 +590,14 @@ int main(int argc, char **argv) {
       fail(comm, status);
 
   RunMetrics metrics(**executor, *program);
+  // The check holds the writes against the liveness analysis's figure; a
+  // program without it would be held against its own header only.
+  if (checkMemoryFlag && metrics.liveBytesLowerBound() <= 0)
+    fail(comm, absl::FailedPreconditionError(
+                   "--check-memory needs the program's zrt.live_bytes, the "
+                   "bytes live at once by the compiler's liveness analysis; "
+                   "this program has none (compile it with zero-opt's "
+                   "zero-lower-to-runtime, or run without --check-memory)"));
   metrics.steps = stepsFlag;
   metrics.firstStep = firstStep;
   metrics.globalBatch = (*batches)->globalBatch();

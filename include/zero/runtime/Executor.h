@@ -112,6 +112,9 @@ struct ArenaWrites {
   int64_t highWater = 0;
   /// Bytes written at least once.
   int64_t bytes = 0;
+  /// Bytes of the guard band past the arena's end written at least once:
+  /// an instruction that wrote beyond its view and the arena.
+  int64_t guardBytes = 0;
 };
 
 /// What a checkpoint records about the program it was taken from.
@@ -200,6 +203,11 @@ public:
   absl::StatusOr<std::pair<ArenaWrites, ArenaWrites>>
   measureArenaWrites() const;
   static constexpr uint8_t kArenaCanary = 0xA5;
+  /// Every arena is allocated this much longer than the program's header
+  /// says: the guard band startWriteCheck() fills with the canary too, so
+  /// that a write past the arena's end is seen rather than landing in
+  /// whatever the allocator put after it.
+  static constexpr int64_t kArenaGuardBytes = 4096;
   const ProgramInfo &program() const { return info; }
   size_t numInstructions() const;
   /// The job's host communicator.

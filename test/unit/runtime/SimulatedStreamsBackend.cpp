@@ -71,6 +71,28 @@ public:
       HostExecutionBackend::release(memory);
   }
 
+  absl::StatusOr<KernelFn> bindKernel(absl::string_view name,
+                                      const KernelParams &params,
+                                      absl::Span<const TensorSpec> ins,
+                                      absl::Span<const TensorSpec> outs,
+                                      int stream) override {
+    absl::StatusOr<KernelFn> kernel =
+        HostExecutionBackend::bindKernel(name, params, ins, outs, stream);
+    if (!kernel.ok() || !options.overrunResults || outs.empty())
+      return kernel;
+    int64_t bytes = outs[0].numElements() * dtypeBytes(outs[0].dtype);
+    return KernelFn([inner = std::move(*kernel),
+                     bytes](absl::Span<const void *const> in,
+                            absl::Span<void *const> out,
+                            const KernelContext &context) -> absl::Status {
+      absl::Status status = inner(in, out, context);
+      float past = 1.0f;
+      std::memcpy(static_cast<char *>(out[0]) + (bytes + 63) / 64 * 64, &past,
+                  sizeof(past));
+      return status;
+    });
+  }
+
   absl::Status prepare(const std::vector<StepBody> &bodies, int streams,
                        int events) override;
   absl::Status runBody(size_t body, const KernelContext &context) override;

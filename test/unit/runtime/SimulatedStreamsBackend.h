@@ -47,6 +47,11 @@ struct SimulationOptions {
   /// cudaMalloc places consecutive allocations: a buffer may start exactly
   /// where the arena ends.
   bool adjacentAllocations = false;
+  /// Negative tests of zero-run --check-memory: every kernel also writes
+  /// one f32 past its first result, at the next 64-byte boundary (where the
+  /// planner may place the next view), as a kernel with an off-by-one
+  /// would.
+  bool overrunResults = false;
 };
 
 /// What the backend saw in the step list (filled by prepare).

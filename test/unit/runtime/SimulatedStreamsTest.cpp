@@ -359,6 +359,37 @@ TEST(SimulatedStreamsMemory, BufferAfterTheArenaIsNotInIt) {
   }
 }
 
+// zero-run --check-memory's guard band: a kernel that writes past its
+// result, at the arena's end, writes into the band and is seen, where
+// before the write landed in whatever the allocator put after the arena.
+TEST(SimulatedStreamsMemory, WritePastTheArenaIsSeen) {
+  // The MLP's loss, a scalar, is the arena's last view: the overrun of the
+  // kernel that writes it lands in the band.
+  std::unique_ptr<Compiled> compiled = compile("mlp.mlir", 0, -1);
+  ASSERT_TRUE(compiled);
+  for (bool overrun : {false, true}) {
+    SimulationOptions options;
+    options.overrunResults = overrun;
+    auto executor =
+        rt::Executor::create(compiled->program, *theComm,
+                             createSimulatedStreamsBackend(*theComm, options));
+    ASSERT_TRUE(executor.ok()) << executor.status().message();
+    rt::Executor &run = **executor;
+    ASSERT_TRUE(run.startWriteCheck().ok());
+    ASSERT_TRUE(rt::initializeState(run, kStateSeed, "").ok());
+    auto batches = rt::createSyntheticBatches(run, kStateSeed);
+    ASSERT_TRUE(batches.ok()) << batches.status().message();
+    ASSERT_TRUE((*batches)->fill(1, 0).ok());
+    ASSERT_TRUE(run.runStep(1).ok());
+    auto writes = run.measureArenaWrites();
+    ASSERT_TRUE(writes.ok()) << writes.status().message();
+    if (overrun)
+      EXPECT_GT(writes->first.guardBytes, 0);
+    else
+      EXPECT_EQ(writes->first.guardBytes, 0);
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {

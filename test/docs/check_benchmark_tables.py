@@ -11,7 +11,10 @@ exists: a file of the repository (`python3 bench/x.py ...`,
 of some CMakeLists.txt). The same paragraph names the commit the figures
 came from, `commit 1a2b3c4`, or says `not run yet` for a table of targets
 that no run has filled. Where the checkout is a full git clone, each commit
-named must be one of its commits.
+named must be one of its commits. Where the program is a Python script of
+the repository, every `--flag` the command gives must be one its `--help`
+lists, so that a command with a made-up or renamed flag fails here rather
+than for the reader who reruns it.
 
 A figure whose program was renamed or deleted, or whose command line was
 never written down, cannot be reproduced, and a benchmark page full of such
@@ -139,11 +142,43 @@ def check_program(program, root, targets):
     return None
 
 
+FLAG = re.compile(r"^--[A-Za-z0-9][A-Za-z0-9-]*")
+
+
+def unknown_flags(command, program, root, helps):
+    """The --flags of `command` that `program` (a Python script of the
+    repository) does not list in its --help; helps caches the texts."""
+    if not program.endswith(".py"):
+        return []
+    if program not in helps:
+        try:
+            run = subprocess.run([sys.executable, os.path.join(root, program),
+                                  "--help"], capture_output=True, text=True,
+                                 timeout=120)
+            helps[program] = run.stdout if run.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired):
+            helps[program] = None
+    text = helps[program]
+    if text is None:
+        return ["(its --help failed)"]
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    flags = []
+    for word in words:
+        match = FLAG.match(word)
+        if match and not re.search(re.escape(match.group(0)) + r"\b", text):
+            flags.append(match.group(0))
+    return flags
+
+
 def check(path, root):
     with open(path, encoding="utf-8") as f:
         lines = f.read().splitlines()
     targets = build_targets(root)
     is_commit = known_commits(root)
+    helps = {}
     problems, tables = [], 0
     parsed = blocks(lines)
     # A command belongs to the next table only: one above an earlier table
@@ -183,6 +218,10 @@ def check(path, root):
                    else "an empty command")
             if why:
                 problems.append(f"{where}: command `{command}`: {why}")
+            elif program:
+                for flag in unknown_flags(command, program, root, helps):
+                    problems.append(f"{where}: command `{command}`: {flag} is "
+                                    f"not an option of {program} (its --help)")
         commits = COMMIT.findall(text)
         if not commits and not NOT_RUN.search(text):
             problems.append(f"{where}: the paragraph at line {p_first + 1} names "

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace zero::rt::testing {
 
@@ -47,11 +48,12 @@ struct SimulationOptions {
   /// cudaMalloc places consecutive allocations: a buffer may start exactly
   /// where the arena ends.
   bool adjacentAllocations = false;
-  /// Negative tests of zero-run --check-memory: every kernel also writes
-  /// one f32 past its first result, at the next 64-byte boundary (where the
-  /// planner may place the next view), as a kernel with an off-by-one
-  /// would.
-  bool overrunResults = false;
+  /// Negative tests of zero-run --check-memory: the kernel of this name
+  /// also writes one f32 past its first result, at the next 64-byte
+  /// boundary (where the planner may place the next view), as a kernel
+  /// with an off-by-one would. Name one whose result is in the arena: past
+  /// a persistent buffer the write would leave its allocation.
+  std::string overrunKernel;
 };
 
 /// What the backend saw in the step list (filled by prepare).

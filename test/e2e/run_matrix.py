@@ -76,10 +76,11 @@ def check_measured(checker, where, metrics, ranks, require_written=False):
             # And against what no placement decided: the bytes live at
             # once, times zero-run's fragmentation bound (RunMetrics.h).
             live = report.get("live_bytes_lower_bound", 0)
+            bound = report.get("arena_fragmentation_bound", 0)
             checker.check(
-                live > 0 and written["arena_high_water"] <= live * 1.12,
+                live > 0 and written["arena_high_water"] <= live * bound,
                 f"{at}: wrote the arena up to byte "
-                f"{written['arena_high_water']}, beyond 1.12 x the {live} "
+                f"{written['arena_high_water']}, beyond {bound} x the {live} "
                 f"bytes live at once",
             )
             checker.check(

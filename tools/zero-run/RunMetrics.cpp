@@ -240,6 +240,8 @@ llvm::json::Object RunMetrics::reportJson() const {
   object["arena_bytes"] = plannedArenaBytes;
   object["host_arena_bytes"] = plannedHostArenaBytes;
   object["live_bytes_lower_bound"] = liveBytes;
+  // What --check-memory holds the written high water to, times the above.
+  object["arena_fragmentation_bound"] = kArenaFragmentationBound;
   if (const llvm::json::Value *persistent = object.get("persistent"))
     if (std::optional<int64_t> bytes = persistent->getAsInteger())
       object["peak"] = *bytes + plannedArenaBytes;

@@ -3,7 +3,9 @@
 // The single-device step becomes the step every rank runs on its own slice of
 // the batch. Gradients are averaged right after they are produced (so the
 // runtime can overlap the all-reduce with the rest of the backward), and the
-// loss the step returns is the mean over ranks.
+// loss the step returns is the mean over ranks. A count of labels a loss
+// divides by (`train.count_labels`) is averaged too, so that such a loss is
+// the mean over the global batch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -172,6 +174,18 @@ void DistDataParallelPass::runOnOperation() {
         mean = averageAfterDefinition(operand->get(), axes);
       operand->set(mean);
     }
+
+    // A loss that ignores labels divides by the labels it keeps over the
+    // whole batch: every rank divides by the average count, so that the
+    // mean over ranks of its loss (and gradient) is the global batch's
+    // mean over its real tokens, whatever each rank holds.
+    function.walk([&](train::CountLabelsOp count) {
+      SmallVector<OpOperand *> uses = llvm::to_vector(llvm::map_range(
+          count->getUses(), [](OpOperand &use) { return &use; }));
+      Value global = averageAfterDefinition(count.getResult(), axes);
+      for (OpOperand *use : uses)
+        use->set(global);
+    });
 
     function.walk([&](func::ReturnOp ret) {
       OpBuilder builder(ret);

@@ -80,22 +80,26 @@ void StepLowering::declareState() {
 }
 
 /// What an integer input indexes, when an op of the step says so: rows of an
-/// embedding table or classes of a loss, and how many, so that the runtime
-/// can draw valid synthetic ids.
-static std::optional<std::pair<StringRef, int64_t>> getIndexUse(Value input) {
+/// embedding table or classes of a loss, how many, and the label a loss
+/// ignores, so that the runtime can draw valid synthetic ids and check a
+/// file's.
+struct IndexUse {
+  StringRef kind;
+  int64_t bound;
+  std::optional<int64_t> ignored;
+};
+
+static std::optional<IndexUse> getIndexUse(Value input) {
   for (Operation *user : input.getUsers()) {
     if (auto embedding = dyn_cast<train::EmbeddingOp>(user))
-      return std::make_pair(
-          StringRef("embedding"),
-          cast<RankedTensorType>(embedding->getOperand(0).getType())
-              .getDimSize(0));
-    if (isa<train::SoftmaxCrossEntropyOp, train::SoftmaxCrossEntropyGradOp>(
-            user))
-      return std::make_pair(
-          StringRef("labels"),
-          cast<RankedTensorType>(user->getOperand(0).getType())
-              .getShape()
-              .back());
+      return IndexUse{"embedding", embedding.getTable().getType().getDimSize(0),
+                      std::nullopt};
+    if (auto loss = dyn_cast<train::SoftmaxCrossEntropyOp>(user))
+      return IndexUse{"labels", loss.getLogits().getType().getShape().back(),
+                      loss.getIgnoreIndex()};
+    if (auto grad = dyn_cast<train::SoftmaxCrossEntropyGradOp>(user))
+      return IndexUse{"labels", grad.getLogits().getType().getShape().back(),
+                      grad.getIgnoreIndex()};
   }
   return std::nullopt;
 }
@@ -107,10 +111,12 @@ void StepLowering::declareInterface() {
                                argument.getType());
     if (auto sbp = step.getArgAttr(index, "dist.sbp"))
       buffer->setAttr("zrt.sbp", sbp);
-    if (auto use = getIndexUse(argument)) {
-      buffer->setAttr("zrt.index_of", builder.getStringAttr(use->first));
-      buffer->setAttr("zrt.index_bound",
-                      builder.getI64IntegerAttr(use->second));
+    if (std::optional<IndexUse> use = getIndexUse(argument)) {
+      buffer->setAttr("zrt.index_of", builder.getStringAttr(use->kind));
+      buffer->setAttr("zrt.index_bound", builder.getI64IntegerAttr(use->bound));
+      if (use->ignored)
+        buffer->setAttr("zrt.index_ignored",
+                        builder.getI64IntegerAttr(*use->ignored));
     }
   }
   for (auto [index, type] : llvm::enumerate(step.getResultTypes()))

@@ -448,6 +448,23 @@ LogicalResult Materializer::run() {
       }
     }
     if (accumulateSteps > 1) {
+      // Each micro-step would divide by its own count, and the micro-steps
+      // are averaged with equal weight: not the mean over the real tokens
+      // of the whole batch that PyTorch takes. Refused until the count of
+      // every micro-batch is known before the first (issue 43).
+      WalkResult counted = function.walk([&](train::CountLabelsOp count) {
+        count.emitOpError()
+            << "is the denominator of a loss that ignores labels, and "
+               "accumulate-steps="
+            << accumulateSteps
+            << " would weigh each micro-batch equally instead of by its "
+               "real tokens; accumulate with labels that are never "
+               "ignored, or train with accumulate-steps=1 and a larger "
+               "batch";
+        return WalkResult::interrupt();
+      });
+      if (counted.wasInterrupted())
+        return failure();
       if (function->hasAttr(train::TrainDialect::getAccumulateStepsAttrName()))
         return function.emitOpError() << "already accumulates gradients; run "
                                          "train-materialize-optimizer once";

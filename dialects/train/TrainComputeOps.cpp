@@ -172,12 +172,33 @@ static LogicalResult verifyLabels(Operation *op, RankedTensorType logits,
   return verifyRowShape(op, logits, labels, "labels");
 }
 
+/// `ignore_index` and `count` come together: a loss that ignores labels
+/// must be told how many are not ignored over the whole batch, which one
+/// rank cannot count alone.
+static LogicalResult verifyIgnoredLabels(Operation *op, Value count,
+                                         std::optional<int64_t> ignoreIndex) {
+  if (ignoreIndex && !count)
+    return op->emitOpError()
+           << "ignores label " << *ignoreIndex
+           << " but has no 'count' of the labels not ignored "
+              "(train.count_labels)";
+  if (count && !ignoreIndex)
+    return op->emitOpError()
+           << "has a 'count' but no 'ignore_index': without ignored labels "
+              "the mean is over every position";
+  return success();
+}
+
 LogicalResult SoftmaxCrossEntropyOp::verify() {
-  return verifyLabels(*this, getLogits().getType(), getLabels().getType());
+  if (failed(verifyLabels(*this, getLogits().getType(), getLabels().getType())))
+    return failure();
+  return verifyIgnoredLabels(*this, getCount(), getIgnoreIndex());
 }
 
 LogicalResult SoftmaxCrossEntropyGradOp::verify() {
-  return verifyLabels(*this, getLogits().getType(), getLabels().getType());
+  if (failed(verifyLabels(*this, getLogits().getType(), getLabels().getType())))
+    return failure();
+  return verifyIgnoredLabels(*this, getCount(), getIgnoreIndex());
 }
 
 //===----------------------------------------------------------------------===//

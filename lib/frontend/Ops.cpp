@@ -247,7 +247,8 @@ Tensor zero::frontend::embedding(const Tensor &table, const Tensor &ids,
 }
 
 Tensor zero::frontend::softmaxCrossEntropy(const Tensor &logits,
-                                           const Tensor &labels) {
+                                           const Tensor &labels,
+                                           std::optional<int64_t> ignoreIndex) {
   GraphState *state = graphOf({&logits, &labels}, "softmaxCrossEntropy");
   if (!state)
     return Tensor();
@@ -264,8 +265,19 @@ Tensor zero::frontend::softmaxCrossEntropy(const Tensor &logits,
   // `%logits.f32`), and its gradient is cast back by train-autodiff.
   Tensor wide =
       logits.dtype() == DType::f32 ? logits : cast(logits, DType::f32);
-  return state->add(
-      opNode("train.softmax_cross_entropy", {&wide, &labels}, {}, DType::f32));
+  if (!ignoreIndex)
+    return state->add(opNode("train.softmax_cross_entropy", {&wide, &labels},
+                             {}, DType::f32));
+  // The count is its own op so that dist-data-parallel can average it over
+  // the ranks: the loss is then the global batch's mean over its real
+  // labels.
+  Node countNode = opNode("train.count_labels", {&labels}, {}, DType::f32);
+  countNode.i64Attrs.push_back({"ignore_index", *ignoreIndex});
+  Tensor count = state->add(std::move(countNode));
+  Node node = opNode("train.softmax_cross_entropy", {&wide, &labels, &count},
+                     {}, DType::f32);
+  node.i64Attrs.push_back({"ignore_index", *ignoreIndex});
+  return state->add(std::move(node));
 }
 
 Tensor zero::frontend::reduceSum(const Tensor &x,

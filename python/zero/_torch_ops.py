@@ -457,8 +457,10 @@ def _cross_entropy(self, node, args, kwargs):
         raise UnsupportedModuleError(
             f"cross_entropy with targets that are not integer class indices "
             f"{where(node)}")
-    # ignore_index is honoured at its default (-100) only, and only in
-    # that the runtime refuses a batch holding it: every label is a class.
+    # Normalized: given, or the schema's -100. Positions labelled so take no
+    # part, and the mean is over the others of the global batch (the count
+    # is averaged over the ranks), as one process training on it.
+    ignore_index = int(args[4])
     if len(logits.shape) > 2:
         # PyTorch's classes are dim 1 of [N, C, d1, ...]: move them last.
         rank = len(logits.shape)
@@ -466,8 +468,9 @@ def _cross_entropy(self, node, args, kwargs):
         shape = [logits.shape[d] for d in perm]
         logits = Live(_zero.transpose(logits.tensor, perm), shape,
                       logits.dtype)
-    return Live(_zero.softmax_cross_entropy(logits.tensor, labels.tensor), [],
-                "f32")
+    return Live(
+        _zero.softmax_cross_entropy(logits.tensor, labels.tensor,
+                                    ignore_index=ignore_index), [], "f32")
 
 
 def _allows_all(mask):
@@ -574,7 +577,7 @@ HONOURS = {
     aten.sum.dim_IntList: ("self", "dim", "keepdim"),
     aten.mean.default: _SELF,
     aten.sum.default: _SELF,
-    aten.cross_entropy_loss.default: ("self", "target"),
+    aten.cross_entropy_loss.default: ("self", "target", "ignore_index"),
     aten.slice.Tensor: ("self", "dim", "start", "end", "step"),
     aten.split_with_sizes.default: ("self", "split_sizes", "dim"),
     aten.split.Tensor: ("self", "split_size", "dim"),
@@ -596,10 +599,6 @@ HINTS = {
         "scale_grad_by_freq=False",
     },
     aten.cross_entropy_loss.default: {
-        "ignore_index":
-        "the importer's loss takes every label as a class (PyTorch's "
-        "default -100 is refused where a batch holds it): leave "
-        "ignore_index at its default and give real classes only",
         "label_smoothing": "compute the loss without label smoothing",
         "weight": "compute the loss without class weights",
         "reduction": "take the mean (reduction='mean')",

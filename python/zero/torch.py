@@ -126,9 +126,10 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
         step's inputs.
     loss: "causal_lm" (the default: the mean cross-entropy of the
         module's logits[:, :-1] against labels[:, 1:], `labels` an extra
-        input shaped like the first argument; every label must be a class
-        index, so Hugging Face's ignore_index -100 is refused when a batch
-        holds it), or a function `loss(output, *targets)` returning the
+        input shaped like the first argument; labels of -100, Hugging
+        Face's ignore_index for the prompt and the padding, take no part,
+        and the mean is over the global batch's other labels), or a
+        function `loss(output, *targets)` returning the
         scalar loss, exported with the module (`example_targets` gives
         example targets).
     forward_kwargs: keyword arguments for every call of the module (for a
@@ -232,7 +233,10 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
         seq = result.shape[1]
         logits = _zero.narrow(result.tensor, 1, 0, seq - 1)
         targets = _zero.narrow(labels, 1, 1, seq - 1)
-        graph.minimize(_zero.softmax_cross_entropy(logits, targets))
+        # Hugging Face's causal-LM loss: labels of -100 (the prompt, the
+        # padding) take no part.
+        graph.minimize(
+            _zero.softmax_cross_entropy(logits, targets, ignore_index=-100))
     else:
         if result.shape != [] or result.dtype != "f32":
             raise UnsupportedModuleError(

@@ -361,11 +361,14 @@ zero::rt::createArrayBatches(Executor &executor, TensorMap arrays,
     if (decl.indexBound > 0 && !isFloat(array.dtype))
       for (int64_t index = 0; index < array.numElements(); ++index) {
         int64_t id = loadIndex(array.data.data(), array.dtype, index);
-        if (id < 0 || id >= decl.indexBound)
+        if ((id < 0 || id >= decl.indexBound) && id != decl.indexIgnored)
           return absl::InvalidArgumentError(absl::StrCat(
               what, ": array '", decl.name, "' holds ", id, " at element ",
               index, "; the program accepts ids in [0, ", decl.indexBound,
-              ")"));
+              ")",
+              decl.indexIgnored
+                  ? absl::StrCat(" and ", *decl.indexIgnored, " (ignored)")
+                  : ""));
       }
   }
   return std::make_unique<FileBatches>(executor, what, std::move(arrays),

@@ -258,6 +258,9 @@ absl::Status Executor::Loader::declareBuffer(zrt::BufferOp buffer) {
     decl.indexBound = bound.getInt();
   if (auto use = buffer->getAttrOfType<mlir::StringAttr>("zrt.index_of"))
     decl.indexOf = use.str();
+  if (auto ignored =
+          buffer->getAttrOfType<mlir::IntegerAttr>("zrt.index_ignored"))
+    decl.indexIgnored = ignored.getInt();
 
   decl.host = buffer.getSpace() == zrt::MemorySpace::host;
   absl::StatusOr<void *> memory =

@@ -178,8 +178,62 @@ absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request) {
   });
 }
 
+namespace {
+
+/// A loss's `ignore_index`, when it has one; it then takes the count of the
+/// labels not ignored as a third operand (after the loss gradient, for the
+/// gradient).
+absl::StatusOr<std::optional<int64_t>>
+getIgnoredLabel(const BindRequest &request, size_t operands) {
+  if (!request.params.contains("ignore_index"))
+    return std::optional<int64_t>();
+  absl::StatusOr<int64_t> ignored = getI64(request, "ignore_index");
+  if (!ignored.ok())
+    return ignored.status();
+  if (request.ins.size() != operands + 1)
+    return request.invalid("ignores label ", *ignored,
+                           " but is not given the count of the labels not "
+                           "ignored");
+  if (absl::Status status =
+          checkScalarF32(request, request.ins[operands], "count");
+      !status.ok())
+    return status;
+  return std::optional<int64_t>(*ignored);
+}
+
+} // namespace
+
+absl::StatusOr<KernelFn> bindCountLabels(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
+    return status;
+  const TensorSpec &labels = request.ins[0];
+  if (absl::Status status = checkIndex(request, labels, "labels"); !status.ok())
+    return status;
+  if (absl::Status status = checkScalarF32(request, request.outs[0], "count");
+      !status.ok())
+    return status;
+  absl::StatusOr<int64_t> ignored = getI64(request, "ignore_index");
+  if (!ignored.ok())
+    return ignored.status();
+  int64_t count = labels.numElements();
+  DType labelType = labels.dtype;
+  return KernelFn([=, ignored = *ignored](absl::Span<const void *const> ins,
+                                          absl::Span<void *const> outs,
+                                          const KernelContext &) {
+    int64_t kept = 0;
+    for (int64_t r = 0; r < count; ++r)
+      kept += loadIndex(ins[0], labelType, r) != ignored;
+    *static_cast<float *>(outs[0]) = static_cast<float>(kept);
+    return absl::OkStatus();
+  });
+}
+
 absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
+  absl::StatusOr<std::optional<int64_t>> ignored = getIgnoredLabel(request, 2);
+  if (!ignored.ok())
+    return ignored.status();
+  if (absl::Status status = checkArity(request, *ignored ? 3 : 2, 1);
+      !status.ok())
     return status;
   const TensorSpec &logits = request.ins[0], &labels = request.ins[1];
   absl::StatusOr<int64_t> rows = checkLabels(request, logits, labels);
@@ -191,31 +245,40 @@ absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request) {
   int64_t count = *rows, classes = logits.shape.back();
   DType dtype = logits.dtype, labelType = labels.dtype;
   std::string name(request.name);
-  return KernelFn([=, row = std::vector<float>(classes)](
+  return KernelFn([=, ignored = *ignored, row = std::vector<float>(classes)](
                       absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &) mutable -> absl::Status {
-    if (absl::Status status =
-            checkIds(name, ins[1], labelType, count, classes, "label");
+    if (absl::Status status = checkIds(name, ins[1], labelType, count, classes,
+                                       "label", ignored);
         !status.ok())
       return status;
     // Row terms in f32; their mean in double, so that a large batch does
     // not lose the small per-row differences.
     double total = 0.0;
     for (int64_t r = 0; r < count; ++r) {
+      int64_t label = loadIndex(ins[1], labelType, r);
+      if (label == ignored)
+        continue;
       loadFloats(ins[0], dtype, r * classes, classes, row.data());
-      float target = row[loadIndex(ins[1], labelType, r)];
+      float target = row[label];
       float logSum = expShifted(row.data(), classes);
       total += static_cast<double>(logSum - target);
     }
-    *static_cast<float *>(outs[0]) =
-        static_cast<float>(total / static_cast<double>(count));
+    // With ignored labels, 0 / 0 is PyTorch's NaN for a batch of none.
+    double divisor = ignored ? *static_cast<const float *>(ins[2])
+                             : static_cast<double>(count);
+    *static_cast<float *>(outs[0]) = static_cast<float>(total / divisor);
     return absl::OkStatus();
   });
 }
 
 absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 3, 1); !status.ok())
+  absl::StatusOr<std::optional<int64_t>> ignored = getIgnoredLabel(request, 3);
+  if (!ignored.ok())
+    return ignored.status();
+  if (absl::Status status = checkArity(request, *ignored ? 4 : 3, 1);
+      !status.ok())
     return status;
   const TensorSpec &logits = request.ins[0], &labels = request.ins[1];
   absl::StatusOr<int64_t> rows = checkLabels(request, logits, labels);
@@ -232,25 +295,32 @@ absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &request) {
   int64_t count = *rows, classes = logits.shape.back();
   DType dtype = logits.dtype, labelType = labels.dtype;
   std::string name(request.name);
-  return KernelFn([=, row = std::vector<float>(classes)](
+  return KernelFn([=, ignored = *ignored, row = std::vector<float>(classes)](
                       absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &) mutable -> absl::Status {
-    if (absl::Status status =
-            checkIds(name, ins[1], labelType, count, classes, "label");
+    if (absl::Status status = checkIds(name, ins[1], labelType, count, classes,
+                                       "label", ignored);
         !status.ok())
       return status;
-    float scale =
-        *static_cast<const float *>(ins[2]) / static_cast<float>(count);
+    float divisor = ignored ? *static_cast<const float *>(ins[3])
+                            : static_cast<float>(count);
+    float scale = *static_cast<const float *>(ins[2]) / divisor;
     float *x = row.data();
     for (int64_t r = 0; r < count; ++r) {
+      int64_t label = loadIndex(ins[1], labelType, r);
+      // An ignored row has no gradient, even where the count is 0.
+      if (label == ignored) {
+        fillFloats(outs[0], dtype, r * classes, classes, 0.0f);
+        continue;
+      }
       loadFloats(ins[0], dtype, r * classes, classes, x);
       float max = maxOf(x, classes);
       expShiftedBlock(classes, x, max, x);
       float inverse = 1.0f / sumFixed(x, classes);
       for (int64_t j = 0; j < classes; ++j)
         x[j] *= inverse;
-      x[loadIndex(ins[1], labelType, r)] -= 1.0f;
+      x[label] -= 1.0f;
       for (int64_t j = 0; j < classes; ++j)
         x[j] *= scale;
       storeFloats(outs[0], dtype, r * classes, classes, x);

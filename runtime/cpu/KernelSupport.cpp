@@ -225,10 +225,11 @@ void fillFloats(void *dst, DType dtype, int64_t offset, int64_t count,
 }
 
 absl::Status checkIds(absl::string_view kernel, const void *ids, DType dtype,
-                      int64_t count, int64_t limit, absl::string_view what) {
+                      int64_t count, int64_t limit, absl::string_view what,
+                      std::optional<int64_t> ignored) {
   for (int64_t position = 0; position < count; ++position) {
     int64_t id = loadIndex(ids, dtype, position);
-    if (id < 0 || id >= limit)
+    if ((id < 0 || id >= limit) && id != ignored)
       return absl::InvalidArgumentError(
           absl::StrCat(kernel, ": ", what, " ", id, " at position ", position,
                        " is out of range [0, ", limit, ")"));

@@ -153,9 +153,11 @@ inline int64_t loadIndex(const void *data, DType dtype, int64_t position) {
   return static_cast<const int64_t *>(data)[position];
 }
 
-/// Checks that every id lies in [0, limit) before a kernel uses any.
+/// Checks that every id lies in [0, limit), or equals `ignored` where one is
+/// given, before a kernel uses any.
 absl::Status checkIds(absl::string_view kernel, const void *ids, DType dtype,
-                      int64_t count, int64_t limit, absl::string_view what);
+                      int64_t count, int64_t limit, absl::string_view what,
+                      std::optional<int64_t> ignored = std::nullopt);
 
 /// Copies raw elements; a no-op when source and destination coincide, so
 /// that in-place moves are free.
@@ -184,6 +186,7 @@ absl::StatusOr<KernelFn> bindLayerNormGrad(const BindRequest &request);
 
 absl::StatusOr<KernelFn> bindEmbedding(const BindRequest &request);
 absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request);
+absl::StatusOr<KernelFn> bindCountLabels(const BindRequest &request);
 absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request);
 absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &request);
 

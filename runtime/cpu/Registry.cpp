@@ -26,6 +26,7 @@ constexpr std::pair<absl::string_view, Binder> kBinders[] = {
     {"train.cast", cpu::bindCast},
     {"train.causal_mask", cpu::bindCausalMask},
     {"train.concat", cpu::bindConcat},
+    {"train.count_labels", cpu::bindCountLabels},
     {"train.div", cpu::bindBinary},
     {"train.embedding", cpu::bindEmbedding},
     {"train.embedding_grad", cpu::bindEmbeddingGrad},

@@ -290,10 +290,37 @@ absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request,
   });
 }
 
+namespace {
+
+/// A loss's ignore_index; the CPU bind, which runs first, has checked it and
+/// the count operand that comes with it.
+std::optional<int64_t> ignoredLabel(const BindRequest &request) {
+  const KernelParam *ignored = request.params.find("ignore_index");
+  if (!ignored)
+    return std::nullopt;
+  return ignored->integer;
+}
+
+} // namespace
+
+absl::StatusOr<KernelFn> bindCountLabels(const BindRequest &request,
+                                         cudaStream_t stream) {
+  int64_t count = request.ins[0].numElements();
+  dev::Dt labelType = dt(request.ins[0].dtype);
+  int64_t ignored = ignoredLabel(request).value_or(0);
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+    return launched(name, dev::launchCountLabels(
+                              ins[0], labelType, count, ignored,
+                              static_cast<float *>(outs[0]), stream));
+  });
+}
+
 absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request,
                                           cudaStream_t stream) {
   auto [rows, classes] = rowsAndCols(request.ins[0]);
   dev::Dt type = dt(request.ins[0].dtype), labelType = dt(request.ins[1].dtype);
+  std::optional<int64_t> ignored = ignoredLabel(request);
   std::string name(request.name);
   absl::StatusOr<std::shared_ptr<DeviceScratch>> rowLoss =
       DeviceScratch::allocate(name, rows * sizeof(float));
@@ -301,9 +328,12 @@ absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request,
     return rowLoss.status();
   return KernelFn([=, rowLoss = *std::move(rowLoss)](Ins ins, Outs outs,
                                                      const KernelContext &) {
+    const float *divisor =
+        ignored ? static_cast<const float *>(ins[2]) : nullptr;
     return launched(name, dev::launchCrossEntropy(
-                              ins[0], ins[1], static_cast<float *>(outs[0]),
-                              type, labelType, rows, classes,
+                              ins[0], ins[1], divisor,
+                              static_cast<float *>(outs[0]), type, labelType,
+                              rows, classes, ignored.value_or(0),
                               rowLoss->as<float>(), stream));
   });
 }
@@ -312,12 +342,15 @@ absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &request,
                                               cudaStream_t stream) {
   auto [rows, classes] = rowsAndCols(request.ins[0]);
   dev::Dt type = dt(request.ins[0].dtype), labelType = dt(request.ins[1].dtype);
+  std::optional<int64_t> ignored = ignoredLabel(request);
   std::string name(request.name);
   return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
-    return launched(name,
-                    dev::launchCrossEntropyGrad(
-                        ins[0], ins[1], static_cast<const float *>(ins[2]),
-                        outs[0], type, labelType, rows, classes, stream));
+    const float *divisor =
+        ignored ? static_cast<const float *>(ins[3]) : nullptr;
+    return launched(name, dev::launchCrossEntropyGrad(
+                              ins[0], ins[1], static_cast<const float *>(ins[2]),
+                              divisor, outs[0], type, labelType, rows, classes,
+                              ignored.value_or(0), stream));
   });
 }
 

@@ -134,6 +134,7 @@ absl::StatusOr<KernelFn> bindLayerNorm(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindLayerNormGrad(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindEmbedding(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindCountLabels(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &,
                                               cudaStream_t);

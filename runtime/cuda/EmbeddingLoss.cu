@@ -67,9 +67,11 @@ __global__ void embeddingGradKernel(const void *dy, const void *ids,
     }
 }
 
+/// `ignored` is the ignore_index where `ignoring`.
 __global__ void crossEntropyRows(const void *logits, const void *labels,
                                  Dt type, Dt labelType, int64_t rows,
-                                 int64_t classes, float *rowLoss) {
+                                 int64_t classes, bool ignoring,
+                                 int64_t ignored, float *rowLoss) {
   __shared__ float shared[kThreads / 32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * classes;
@@ -83,16 +85,19 @@ __global__ void crossEntropyRows(const void *logits, const void *labels,
     float logSum = logf(blockSum(sum, shared)) + max;
     if (threadIdx.x == 0) {
       int64_t label = loadId(labels, labelType, r);
-      rowLoss[r] = label < 0 || label >= classes
-                       ? NAN
-                       : logSum - loadF(logits, type, base + label);
+      rowLoss[r] = ignoring && label == ignored       ? 0.0f
+                   : label < 0 || label >= classes ? NAN
+                                                   : logSum - loadF(logits, type,
+                                                                    base + label);
     }
   }
 }
 
 /// The mean of the row terms in double, as on CPU, by one block in a fixed
-/// order.
-__global__ void meanInDouble(const float *values, int64_t count, float *mean) {
+/// order; divided by `*divisor` where a loss ignores labels (0 / 0 is NaN,
+/// as PyTorch's).
+__global__ void meanInDouble(const float *values, int64_t count,
+                             const float *divisor, float *mean) {
   __shared__ double partial[kThreads];
   double sum = 0.0;
   for (int64_t i = threadIdx.x; i < count; i += kThreads)
@@ -105,17 +110,47 @@ __global__ void meanInDouble(const float *values, int64_t count, float *mean) {
     __syncthreads();
   }
   if (threadIdx.x == 0)
-    *mean = static_cast<float>(partial[0] / static_cast<double>(count));
+    *mean = static_cast<float>(
+        partial[0] / (divisor ? static_cast<double>(*divisor)
+                              : static_cast<double>(count)));
+}
+
+/// The labels other than `ignored`, counted by one block, as f32.
+__global__ void countLabelsKernel(const void *labels, Dt labelType,
+                                  int64_t count, int64_t ignored,
+                                  float *result) {
+  __shared__ int64_t partial[kThreads];
+  int64_t kept = 0;
+  for (int64_t i = threadIdx.x; i < count; i += kThreads)
+    kept += loadId(labels, labelType, i) != ignored;
+  partial[threadIdx.x] = kept;
+  __syncthreads();
+  for (int width = kThreads / 2; width > 0; width /= 2) {
+    if (threadIdx.x < width)
+      partial[threadIdx.x] += partial[threadIdx.x + width];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    *result = static_cast<float>(partial[0]);
 }
 
 __global__ void crossEntropyGradKernel(const void *logits, const void *labels,
-                                       const float *lossGrad, void *dx, Dt type,
+                                       const float *lossGrad,
+                                       const float *divisor, void *dx, Dt type,
                                        Dt labelType, int64_t rows,
-                                       int64_t classes) {
+                                       int64_t classes, int64_t ignored) {
   __shared__ float shared[kThreads / 32];
-  float scale = *lossGrad / static_cast<float>(rows);
+  float scale =
+      *lossGrad / (divisor ? *divisor : static_cast<float>(rows));
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * classes;
+    // An ignored row has no gradient, even where the count is 0. The
+    // branch is uniform over the block.
+    if (divisor && loadId(labels, labelType, r) == ignored) {
+      for (int64_t j = threadIdx.x; j < classes; j += kThreads)
+        storeF(dx, type, base + j, 0.0f);
+      continue;
+    }
     float max = -INFINITY;
     for (int64_t j = threadIdx.x; j < classes; j += kThreads)
       max = fmaxf(max, loadF(logits, type, base + j));
@@ -161,24 +196,36 @@ cudaError_t launchEmbeddingGrad(const void *dy, const void *ids, void *table,
   return cudaGetLastError();
 }
 
+cudaError_t launchCountLabels(const void *labels, Dt labelType, int64_t count,
+                              int64_t ignored, float *result,
+                              cudaStream_t stream) {
+  countLabelsKernel<<<1, kThreads, 0, stream>>>(labels, labelType, count,
+                                                ignored, result);
+  return cudaGetLastError();
+}
+
 cudaError_t launchCrossEntropy(const void *logits, const void *labels,
-                               float *loss, Dt type, Dt labelType, int64_t rows,
-                               int64_t classes, float *rowLoss,
+                               const float *divisor, float *loss, Dt type,
+                               Dt labelType, int64_t rows, int64_t classes,
+                               int64_t ignored, float *rowLoss,
                                cudaStream_t stream) {
   crossEntropyRows<<<rowGrid(rows), kThreads, 0, stream>>>(
-      logits, labels, type, labelType, rows, classes, rowLoss);
+      logits, labels, type, labelType, rows, classes, divisor != nullptr,
+      ignored, rowLoss);
   if (cudaError_t error = cudaGetLastError(); error != cudaSuccess)
     return error;
-  meanInDouble<<<1, kThreads, 0, stream>>>(rowLoss, rows, loss);
+  meanInDouble<<<1, kThreads, 0, stream>>>(rowLoss, rows, divisor, loss);
   return cudaGetLastError();
 }
 
 cudaError_t launchCrossEntropyGrad(const void *logits, const void *labels,
-                                   const float *lossGrad, void *dx, Dt type,
-                                   Dt labelType, int64_t rows, int64_t classes,
-                                   cudaStream_t stream) {
+                                   const float *lossGrad, const float *divisor,
+                                   void *dx, Dt type, Dt labelType,
+                                   int64_t rows, int64_t classes,
+                                   int64_t ignored, cudaStream_t stream) {
   crossEntropyGradKernel<<<rowGrid(rows), kThreads, 0, stream>>>(
-      logits, labels, lossGrad, dx, type, labelType, rows, classes);
+      logits, labels, lossGrad, divisor, dx, type, labelType, rows, classes,
+      ignored);
   return cudaGetLastError();
 }
 

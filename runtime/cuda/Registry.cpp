@@ -28,6 +28,7 @@ constexpr std::pair<absl::string_view, cuda::Binder> kBinders[] = {
     {"train.cast", cuda::bindCast},
     {"train.causal_mask", cuda::bindCausalMask},
     {"train.concat", cuda::bindConcat},
+    {"train.count_labels", cuda::bindCountLabels},
     {"train.div", cuda::bindBinary},
     {"train.embedding", cuda::bindEmbedding},
     {"train.embedding_grad", cuda::bindEmbeddingGrad},

@@ -258,3 +258,37 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
     return %loss, %y : tensor<f32>, tensor<8x4xf32>
   }
 }
+
+// -----
+
+// A loss that ignores labels (PyTorch's ignore_index, e.g. -100 on the
+// prompt and the padding) divides by the count of the labels it keeps. The
+// count is averaged over the ranks right where it is computed, before the
+// loss and its gradient use it: each rank's loss is then its own sum over
+// the global batch's mean count, and the mean over ranks is the global
+// batch's mean over its real labels. A rank holding fewer real labels
+// weighs less, as in one process training on the whole batch.
+
+module @ignored_labels attributes {dist.placement = #dist.placement<cpu, [2]>} {
+  train.param @w param : tensor<6x3xf32> init normal(0.0, 0.02)
+  train.optimizer @sgd sgd lr 1.0e-01
+  // CHECK-LABEL: func.func @step(
+  // CHECK-SAME:      %[[X:[a-z0-9]+]]: tensor<4x6xf32> {dist.sbp = #dist.sbp<[S(0)]>},
+  // CHECK-SAME:      %[[LABELS:[a-z0-9]+]]: tensor<4xi32> {dist.sbp = #dist.sbp<[S(0)]>})
+  // CHECK:         %[[COUNT:.*]] = train.count_labels %[[LABELS]] {ignore_index = -100 : i64}
+  // CHECK-NEXT:    %[[MEAN_COUNT:.*]] = dist.all_reduce mean %[[COUNT]] axis 0 : tensor<f32>
+  // CHECK:         train.softmax_cross_entropy %{{.*}}, %[[LABELS]] count %[[MEAN_COUNT]] {ignore_index = -100 : i64}
+  // CHECK:         train.softmax_cross_entropy_grad %{{.*}}, %[[LABELS]], %{{.*}} count %[[MEAN_COUNT]] {ignore_index = -100 : i64}
+  func.func @step(%x: tensor<4x6xf32>, %labels: tensor<4xi32>) -> tensor<f32>
+      attributes {train.step} {
+    %count = train.count_labels %labels {ignore_index = -100 : i64} : tensor<4xi32> -> tensor<f32>
+    %w = train.load @w : tensor<6x3xf32>
+    %logits = train.matmul %x, %w : tensor<4x6xf32>, tensor<6x3xf32> -> tensor<4x3xf32>
+    %loss = train.softmax_cross_entropy %logits, %labels count %count {ignore_index = -100 : i64} : tensor<4x3xf32>, tensor<4xi32> -> tensor<f32>
+    %one = arith.constant dense<1.0> : tensor<f32>
+    %dlogits = train.softmax_cross_entropy_grad %logits, %labels, %one count %count {ignore_index = -100 : i64} : tensor<4x3xf32>, tensor<4xi32>
+    %dw = train.matmul %x, %dlogits transpose_a : tensor<4x6xf32>, tensor<4x3xf32> -> tensor<6x3xf32>
+    train.apply_gradient %dw to @w with @sgd : tensor<6x3xf32>
+    return %loss : tensor<f32>
+  }
+}

@@ -552,8 +552,11 @@ Tensor embedding(const Tensor &table, const Tensor &ids,
                  std::optional<int64_t> paddingIdx = std::nullopt);
 /// Mean cross-entropy of softmax(logits) against integer labels of shape
 /// logits.shape[:-1]; a scalar f32. 16-bit logits are cast to f32 first (a
-/// `train.cast`), as the op computes on f32 logits.
-Tensor softmaxCrossEntropy(const Tensor &logits, const Tensor &labels);
+/// `train.cast`), as the op computes on f32 logits. With `ignoreIndex`,
+/// labels equal to it take no part, and the mean is over the others of the
+/// global batch (PyTorch's `ignore_index`; NaN where every label is).
+Tensor softmaxCrossEntropy(const Tensor &logits, const Tensor &labels,
+                           std::optional<int64_t> ignoreIndex = std::nullopt);
 Tensor reduceSum(const Tensor &x, const std::vector<int64_t> &dims);
 Tensor reduceMean(const Tensor &x, const std::vector<int64_t> &dims);
 Tensor reshape(const Tensor &x, const Shape &shape);

@@ -68,6 +68,8 @@ struct BufferDecl {
   int64_t indexBound = 0;
   /// "embedding" or "labels" for integer inputs whose use the compiler saw.
   std::string indexOf;
+  /// Labels a loss ignores (its ignore_index), accepted besides the bound.
+  std::optional<int64_t> indexIgnored;
   /// In host memory (zero-offload), not in the backend's device memory.
   bool host = false;
 };

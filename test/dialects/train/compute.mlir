@@ -217,6 +217,20 @@ func.func @softmax_cross_entropy(%logits: tensor<32x10xf32>, %labels: tensor<32x
   return
 }
 
+// A loss that ignores labels (PyTorch's ignore_index) divides by the count
+// of the others, an operand that dist-data-parallel can average over ranks.
+// CHECK-LABEL: func.func @ignored_labels
+// CHECK-SAME:    (%[[L:.*]]: tensor<2x16x256xf32>, %[[Y:.*]]: tensor<2x16xi64>, %[[ONE:.*]]: tensor<f32>)
+// CHECK-NEXT:    %count = train.count_labels %[[Y]] {ignore_index = -100 : i64} : tensor<2x16xi64> -> tensor<f32>
+// CHECK-NEXT:    %loss = train.softmax_cross_entropy %[[L]], %[[Y]] count %count {ignore_index = -100 : i64} : tensor<2x16x256xf32>, tensor<2x16xi64> -> tensor<f32>
+// CHECK-NEXT:    %logits_grad = train.softmax_cross_entropy_grad %[[L]], %[[Y]], %[[ONE]] count %count {ignore_index = -100 : i64} : tensor<2x16x256xf32>, tensor<2x16xi64>
+func.func @ignored_labels(%logits: tensor<2x16x256xf32>, %labels: tensor<2x16xi64>, %one: tensor<f32>) {
+  %count = train.count_labels %labels {ignore_index = -100 : i64} : tensor<2x16xi64> -> tensor<f32>
+  %0 = train.softmax_cross_entropy %logits, %labels count %count {ignore_index = -100 : i64} : tensor<2x16x256xf32>, tensor<2x16xi64> -> tensor<f32>
+  %1 = train.softmax_cross_entropy_grad %logits, %labels, %one count %count {ignore_index = -100 : i64} : tensor<2x16x256xf32>, tensor<2x16xi64>
+  return
+}
+
 // Sum and mean over ascending dims, dropping them, down to a scalar.
 // CHECK-LABEL: func.func @reductions
 // CHECK-SAME:    (%[[X:.*]]: tensor<32x128xf32>, %[[Y:.*]]: tensor<2x16x64xbf16>)

@@ -783,6 +783,25 @@ func.func @f(%logits: tensor<f32>, %labels: tensor<i32>) {
 
 // -----
 
+// A loss that ignores labels without the count of the others: on several
+// ranks it could only take each rank's own mean.
+func.func @f(%logits: tensor<32x10xf32>, %labels: tensor<32xi32>) {
+  // expected-error @+1 {{ignores label -100 but has no 'count' of the labels not ignored (train.count_labels)}}
+  %0 = train.softmax_cross_entropy %logits, %labels {ignore_index = -100 : i64} : tensor<32x10xf32>, tensor<32xi32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// A count without ignored labels.
+func.func @f(%logits: tensor<32x10xf32>, %labels: tensor<32xi32>, %one: tensor<f32>) {
+  // expected-error @+1 {{has a 'count' but no 'ignore_index': without ignored labels the mean is over every position}}
+  %0 = train.softmax_cross_entropy_grad %logits, %labels, %one count %one : tensor<32x10xf32>, tensor<32xi32>
+  return
+}
+
+// -----
+
 // Labels that do not match the rows of the logits.
 func.func @f(%logits: tensor<32x10xf32>, %labels: tensor<10xi32>) {
   // expected-error @+1 {{needs labels of shape 'tensor<32xi32>' (one per row of 'tensor<32x10xf32>'), got 'tensor<10xi32>'}}

@@ -258,13 +258,53 @@ def Train_SoftmaxCrossEntropyOp : Train_ComputeOp<"softmax_cross_entropy", "loss
     %loss = train.softmax_cross_entropy %logits, %labels
         : tensor<32x10xf32>, tensor<32xi32> -> tensor<f32>
     ```
+
+    With `ignore_index`, positions labelled so take no part (PyTorch's
+    `ignore_index`), and the row terms of the others are summed and divided
+    by `count`, the number of labels not ignored (`train.count_labels`).
+    The count is an operand, not computed here, because under data
+    parallelism the mean is over the global batch: `dist-data-parallel`
+    averages the count over the ranks, so a rank with fewer real tokens
+    weighs less, as in one process training on the whole batch. A count of
+    0 (every label ignored) gives a NaN loss and a zero gradient, as PyTorch.
+
+    ```mlir
+    %count = train.count_labels %labels {ignore_index = -100 : i64}
+        : tensor<32xi32> -> tensor<f32>
+    %loss = train.softmax_cross_entropy %logits, %labels count %count
+        {ignore_index = -100 : i64} : tensor<32x10xf32>, tensor<32xi32> -> tensor<f32>
+    ```
   }];
-  let arguments = (ins Train_FloatTensor:$logits, Train_IndexTensor:$labels);
+  let arguments = (ins Train_FloatTensor:$logits, Train_IndexTensor:$labels,
+                       Optional<Train_ScalarF32>:$count,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Train_ScalarF32:$loss);
   let assemblyFormat = [{
-    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($loss)
+    $logits `,` $labels (`count` $count^)? attr-dict `:` type($logits) `,`
+        type($labels) `->` type($loss)
   }];
   let hasVerifier = 1;
+}
+
+def Train_CountLabelsOp : Train_ComputeOp<"count_labels", "count"> {
+  let summary = "The number of labels other than `ignore_index`, as f32";
+  let description = [{
+    The denominator of a loss that ignores labels. `dist-data-parallel`
+    averages it over the ranks right after it is computed, so every rank
+    divides by the global batch's count (over N): see
+    `train.softmax_cross_entropy`. Counts are exact in f32 up to 2^24
+    labels a rank.
+
+    ```mlir
+    %count = train.count_labels %labels {ignore_index = -100 : i64}
+        : tensor<4x31xi32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Train_IndexTensor:$labels, I64Attr:$ignore_index);
+  let results = (outs Train_ScalarF32:$count);
+  let assemblyFormat = [{
+    $labels attr-dict `:` type($labels) `->` type($count)
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -506,7 +546,8 @@ def Train_SoftmaxCrossEntropyGradOp
   let summary = "Gradient of `train.softmax_cross_entropy` with respect to the logits";
   let description = [{
     `(softmax(logits) - onehot(labels)) * loss_grad / count`, where `count`
-    is the number of label positions.
+    is the number of label positions, or the `count` operand with
+    `ignore_index`; rows labelled `ignore_index` are zero.
 
     ```mlir
     %dlogits = train.softmax_cross_entropy_grad %logits, %labels, %one
@@ -514,10 +555,13 @@ def Train_SoftmaxCrossEntropyGradOp
     ```
   }];
   let arguments = (ins Train_FloatTensor:$logits, Train_IndexTensor:$labels,
-                       Train_ScalarF32:$loss_grad);
+                       Train_ScalarF32:$loss_grad,
+                       Optional<Train_ScalarF32>:$count,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
-    $logits `,` $labels `,` $loss_grad attr-dict `:` type($logits) `,` type($labels)
+    $logits `,` $labels `,` $loss_grad (`count` $count^)? attr-dict `:`
+        type($logits) `,` type($labels)
   }];
   let hasVerifier = 1;
 }

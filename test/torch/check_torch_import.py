@@ -8,7 +8,11 @@ MODEL is gpt2 (Hugging Face GPT2LMHeadModel, tied embeddings), gpt2-groups
 the learning rate for the first block's query/key/value weight), llama
 (LlamaForCausalLM, grouped-query attention), llama-untied, llama-pad
 (untied, with pad_token_id 1: nn.Embedding(padding_idx=1), and batches
-right-padded with it), custom (a hand-written module trained with its
+right-padded with it), gpt2-sft (GPT-2 fine-tuned as users do: labels
+-100 on a prompt and on the right padding, rows of different real
+lengths, so each rank holds a different number of real labels, and one
+step whose whole batch is ignored: PyTorch's loss is NaN and its gradient
+zero), custom (a hand-written module trained with its
 own loss), or zoo:NAME (an architecture of test/torch/zoo.py, with a pad
 token in its config and its batches). Each is built from a small config with a fixed seed. PyTorch
 trains a copy with the optimizer (AdamW by default; sgd is plain SGD,
@@ -16,7 +20,8 @@ momentum SGD with momentum 0.9) on the same global batches in float32; we
 import the module and train it at each ZeRO stage on this job's ranks.
 Checked on rank 0:
 
-- every step's loss equals PyTorch's to 1e-5 relative;
+- every step's loss equals PyTorch's to 1e-5 relative (NaN where
+  PyTorch's is);
 - the final parameters, brought back with graph.state_dict(trainer) and
   loaded by module.load_state_dict, are near a float64 training: within
   10 times PyTorch's float32 error, or 1e-4 (see below for why not held
@@ -62,7 +67,7 @@ def ok(what):
 
 def build(kind):
     torch.manual_seed(0)
-    if kind in ("gpt2", "gpt2-groups"):
+    if kind in ("gpt2", "gpt2-groups", "gpt2-sft"):
         from transformers import GPT2Config, GPT2LMHeadModel
         return GPT2LMHeadModel(
             GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB,
@@ -87,7 +92,7 @@ def build(kind):
 
 
 def loss_kind(kind):
-    """custom (the Classifier's own loss), all_tokens or causal_lm."""
+    """custom (the Classifier's own loss), masked_lm or causal_lm."""
     if kind == "custom":
         return "custom"
     if kind.startswith("zoo:"):
@@ -128,11 +133,16 @@ def batches(kind, count, ranks):
         return [(torch.randn(rows, 32, generator=generator),
                  torch.randint(0, 10, (rows,), generator=generator))
                 for _ in range(count)]
-    if loss_kind(kind) == "all_tokens":
+    if loss_kind(kind) == "masked_lm":
         return [(zoo.pad_rows(torch.randint(0, VOCAB, (rows, SEQ),
                                             generator=generator)),
-                 torch.randint(0, VOCAB, (rows, SEQ), generator=generator))
+                 zoo.mask_labels(torch.randint(0, VOCAB, (rows, SEQ),
+                                               generator=generator),
+                                 generator))
                 for _ in range(count)]
+    if kind == "gpt2-sft":
+        return [sft_batch(rows, generator, ignore_all=step == IGNORED_STEP)
+                for step in range(count)]
     data = [(torch.randint(0, VOCAB, (rows, SEQ), generator=generator),)
             for _ in range(count)]
     if kind.endswith("-pad") or kind.startswith("zoo:"):
@@ -146,11 +156,34 @@ def batches(kind, count, ranks):
 def torch_loss(kind, model, batch):
     if loss_kind(kind) == "custom":
         return regularized_cross_entropy(model(batch[0]), batch[1])
-    if loss_kind(kind) == "all_tokens":
-        return all_tokens_loss(model(batch[0]), batch[1])
+    if loss_kind(kind) == "masked_lm":
+        return masked_lm_loss(model(batch[0]), batch[1])
     logits = model(batch[0], use_cache=False).logits
+    labels = batch[-1]  # the ids themselves, or gpt2-sft's labels
     return torch.nn.functional.cross_entropy(
-        logits[:, :-1].reshape(-1, VOCAB), batch[0][:, 1:].reshape(-1))
+        logits[:, :-1].reshape(-1, VOCAB), labels[:, 1:].reshape(-1))
+
+
+# gpt2-sft's step (0-based) whose global batch is ignored entirely.
+IGNORED_STEP = 4
+
+
+def sft_batch(rows, generator, ignore_all):
+    """Instruction-style rows: a prompt of 2-7 tokens and a response, then
+    right padding (pad id 0); labels are the ids with -100 on the prompt
+    and the padding (Hugging Face's convention). Row lengths differ, so the
+    ranks hold different numbers of real labels."""
+    ids = torch.randint(2, VOCAB, (rows, SEQ), generator=generator)
+    labels = ids.clone()
+    for row in range(rows):
+        prompt = int(torch.randint(2, 8, (), generator=generator))
+        end = int(torch.randint(prompt + 1, SEQ + 1, (), generator=generator))
+        ids[row, end:] = 0
+        labels[row, :prompt] = -100
+        labels[row, end:] = -100
+    if ignore_all:
+        labels[:] = -100
+    return ids, labels
 
 
 SLOW = "transformer.h.0.attn.c_attn.weight"
@@ -226,16 +259,17 @@ def train_torch(kind, model, data, optimizer_name, dtype=torch.float32):
                     for name, value in model.state_dict().items()}
 
 
-def all_tokens_loss(output, labels):
-    """The masked-LM heads' loss here: every position against its label."""
-    return zoo.all_tokens_loss(output.logits, labels)
+def masked_lm_loss(output, labels):
+    """The masked-LM heads' loss: every position against its label, -100
+    ignored."""
+    return zoo.masked_lm_loss(output.logits, labels)
 
 
 def import_model(kind, model):
     per_rank = [b[:2] for b in batches(kind, 1, 1)[0]]
     if loss_kind(kind) != "causal_lm":
         loss = (regularized_cross_entropy if loss_kind(kind) == "custom" else
-                all_tokens_loss)
+                masked_lm_loss)
         return zero.from_torch(model, (per_rank[0],), loss=loss,
                                example_targets=(per_rank[1],))
     return zero.from_torch(model, (per_rank[0],))
@@ -266,7 +300,7 @@ def train_zero(kind, model, data, stage, optimizer_name):
     losses = []
     for batch in data:
         arrays = [t.numpy() for t in batch]
-        if loss_kind(kind) == "causal_lm":
+        if loss_kind(kind) == "causal_lm" and len(arrays) == 1:
             arrays.append(arrays[0])  # labels: the ids, shifted by the loss
         losses.append(trainer.step(arrays))
     return losses, graph.state_dict(trainer), trainer.state_dict()
@@ -313,6 +347,16 @@ def check(kind, steps, stages, opt, model=None):
     initial = {name: value.to(torch.float64)
                for name, value in model.state_dict().items()}
     data = batches(kind, steps, zero.world_size())
+    if kind == "gpt2-sft":
+        # What the global mean guards against: ranks whose real labels
+        # differ in number.
+        ranks = zero.world_size()
+        counts = [int((labels != -100).sum())
+                  for labels in data[0][1][:, 1:].chunk(ranks)]
+        if ranks > 1 and len(set(counts)) == 1:
+            raise AssertionError(f"gpt2-sft: every rank holds {counts[0]} "
+                                 "real labels; the batches test nothing")
+        ok(f"gpt2-sft: real labels per rank in step 1: {counts}")
     want_losses, torch_state = train_torch(kind, model, data, opt)
     # The exact answer, as far as float64 gets: both float32 trainings are
     # held against it. A mutation (ZERO_TEST_SCALE_GRAD) applies to both
@@ -326,7 +370,11 @@ def check(kind, steps, stages, opt, model=None):
     for stage in stages:
         losses, state, ours = train_zero(kind, model, data, stage, opt)
         runs.append((losses, ours))
+        ignored_steps = []
         for step, (got, want) in enumerate(zip(losses, want_losses), 1):
+            if np.isnan(want) and np.isnan(got):
+                ignored_steps.append(step)  # every label ignored: 0 / 0
+                continue
             if not abs(got - want) <= 1e-5 * abs(want):
                 raise AssertionError(
                     f"{kind} {opt} stage {stage}: step {step} loss {got!r}, "
@@ -334,6 +382,9 @@ def check(kind, steps, stages, opt, model=None):
             loss_error = max(loss_error, abs(got - want) / abs(want))
         ok(f"{kind} {opt} stage {stage} N={zero.world_size()}: {steps} "
            "losses equal PyTorch's to 1e-5")
+        if ignored_steps:
+            ok(f"{kind} {opt} stage {stage}: step(s) {ignored_steps} ignore "
+               "every label: the loss is NaN, as PyTorch's")
         reloaded = copy.deepcopy(model)
         reloaded.load_state_dict(state)  # strict: every name, every shape
         # Adam turns a gradient that is rounding noise (GPT-2's key bias,
@@ -377,7 +428,7 @@ def check(kind, steps, stages, opt, model=None):
            "training")
     losses, state = runs[0]
     for stage, (other_losses, other_state) in zip(stages[1:], runs[1:]):
-        same = other_losses == losses and all(
+        same = np.array_equal(other_losses, losses, equal_nan=True) and all(
             value.tobytes() == other_state[name].tobytes()
             for name, value in state.items())
         if not same:

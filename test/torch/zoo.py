@@ -4,9 +4,10 @@ a pad token set (PAD, id 1) that the batches hold, and every dropout 0
 (PyTorch trains in training mode; the importer exports in eval mode).
 
 ZOO maps a name to (a function making the model, the loss): "causal_lm"
-models train on the importer's causal-LM loss, "all_tokens" ones (the
-masked-LM heads) on the cross-entropy of every position against given
-labels.
+models train on the importer's causal-LM loss, "masked_lm" ones on the
+cross-entropy of every position against given labels, -100 (PyTorch's
+ignore_index) where a position is not masked, as Hugging Face's
+DataCollatorForLanguageModeling labels them.
 """
 
 import torch
@@ -63,14 +64,22 @@ ZOO = {
     "opt": (_decoder("OPTConfig", "OPTForCausalLM", ffn_dim=2 * WIDTH,
                      word_embed_proj_dim=WIDTH), "causal_lm"),
     # Token-type ids of zeros (constant rows), exact GELU, a masked-LM head.
-    "bert": (_decoder("BertConfig", "BertForMaskedLM"), "all_tokens"),
+    "bert": (_decoder("BertConfig", "BertForMaskedLM"), "masked_lm"),
 }
 
 
-def all_tokens_loss(logits, labels):
-    """The cross-entropy of every position's logits against its label."""
+def masked_lm_loss(logits, labels):
+    """The cross-entropy of every position's logits against its label,
+    positions labelled -100 ignored (cross_entropy's default)."""
     return torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB),
                                              labels.reshape(-1))
+
+
+def mask_labels(labels, generator, rate=0.15):
+    """Labels -100 except at about `rate` of the positions, drawn per
+    position: the ranks hold different numbers of real labels."""
+    keep = torch.rand(labels.shape, generator=generator) < rate
+    return torch.where(keep, labels, torch.full_like(labels, -100))
 
 
 def pad_rows(ids):

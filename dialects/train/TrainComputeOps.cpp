@@ -178,10 +178,9 @@ static LogicalResult verifyLabels(Operation *op, RankedTensorType logits,
 static LogicalResult verifyIgnoredLabels(Operation *op, Value count,
                                          std::optional<int64_t> ignoreIndex) {
   if (ignoreIndex && !count)
-    return op->emitOpError()
-           << "ignores label " << *ignoreIndex
-           << " but has no 'count' of the labels not ignored "
-              "(train.count_labels)";
+    return op->emitOpError() << "ignores label " << *ignoreIndex
+                             << " but has no 'count' of the labels not ignored "
+                                "(train.count_labels)";
   if (count && !ignoreIndex)
     return op->emitOpError()
            << "has a 'count' but no 'ignore_index': without ignored labels "

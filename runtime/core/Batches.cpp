@@ -364,8 +364,7 @@ zero::rt::createArrayBatches(Executor &executor, TensorMap arrays,
         if ((id < 0 || id >= decl.indexBound) && id != decl.indexIgnored)
           return absl::InvalidArgumentError(absl::StrCat(
               what, ": array '", decl.name, "' holds ", id, " at element ",
-              index, "; the program accepts ids in [0, ", decl.indexBound,
-              ")",
+              index, "; the program accepts ids in [0, ", decl.indexBound, ")",
               decl.indexIgnored
                   ? absl::StrCat(" and ", *decl.indexIgnored, " (ignored)")
                   : ""));

@@ -249,8 +249,8 @@ absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request) {
                       absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &) mutable -> absl::Status {
-    if (absl::Status status = checkIds(name, ins[1], labelType, count, classes,
-                                       "label", ignored);
+    if (absl::Status status =
+            checkIds(name, ins[1], labelType, count, classes, "label", ignored);
         !status.ok())
       return status;
     // Row terms in f32; their mean in double, so that a large batch does
@@ -299,8 +299,8 @@ absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &request) {
                       absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &) mutable -> absl::Status {
-    if (absl::Status status = checkIds(name, ins[1], labelType, count, classes,
-                                       "label", ignored);
+    if (absl::Status status =
+            checkIds(name, ins[1], labelType, count, classes, "label", ignored);
         !status.ok())
       return status;
     float divisor = ignored ? *static_cast<const float *>(ins[3])

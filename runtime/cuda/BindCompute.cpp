@@ -310,9 +310,9 @@ absl::StatusOr<KernelFn> bindCountLabels(const BindRequest &request,
   int64_t ignored = ignoredLabel(request).value_or(0);
   std::string name(request.name);
   return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
-    return launched(name, dev::launchCountLabels(
-                              ins[0], labelType, count, ignored,
-                              static_cast<float *>(outs[0]), stream));
+    return launched(
+        name, dev::launchCountLabels(ins[0], labelType, count, ignored,
+                                     static_cast<float *>(outs[0]), stream));
   });
 }
 
@@ -330,11 +330,11 @@ absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request,
                                                      const KernelContext &) {
     const float *divisor =
         ignored ? static_cast<const float *>(ins[2]) : nullptr;
-    return launched(name, dev::launchCrossEntropy(
-                              ins[0], ins[1], divisor,
-                              static_cast<float *>(outs[0]), type, labelType,
-                              rows, classes, ignored.value_or(0),
-                              rowLoss->as<float>(), stream));
+    return launched(name,
+                    dev::launchCrossEntropy(
+                        ins[0], ins[1], divisor, static_cast<float *>(outs[0]),
+                        type, labelType, rows, classes, ignored.value_or(0),
+                        rowLoss->as<float>(), stream));
   });
 }
 
@@ -347,10 +347,11 @@ absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &request,
   return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
     const float *divisor =
         ignored ? static_cast<const float *>(ins[3]) : nullptr;
-    return launched(name, dev::launchCrossEntropyGrad(
-                              ins[0], ins[1], static_cast<const float *>(ins[2]),
-                              divisor, outs[0], type, labelType, rows, classes,
-                              ignored.value_or(0), stream));
+    return launched(name,
+                    dev::launchCrossEntropyGrad(
+                        ins[0], ins[1], static_cast<const float *>(ins[2]),
+                        divisor, outs[0], type, labelType, rows, classes,
+                        ignored.value_or(0), stream));
   });
 }
 

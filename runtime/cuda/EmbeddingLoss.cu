@@ -85,10 +85,10 @@ __global__ void crossEntropyRows(const void *logits, const void *labels,
     float logSum = logf(blockSum(sum, shared)) + max;
     if (threadIdx.x == 0) {
       int64_t label = loadId(labels, labelType, r);
-      rowLoss[r] = ignoring && label == ignored       ? 0.0f
-                   : label < 0 || label >= classes ? NAN
-                                                   : logSum - loadF(logits, type,
-                                                                    base + label);
+      rowLoss[r] = ignoring && label == ignored ? 0.0f
+                   : label < 0 || label >= classes
+                       ? NAN
+                       : logSum - loadF(logits, type, base + label);
     }
   }
 }
@@ -110,9 +110,9 @@ __global__ void meanInDouble(const float *values, int64_t count,
     __syncthreads();
   }
   if (threadIdx.x == 0)
-    *mean = static_cast<float>(
-        partial[0] / (divisor ? static_cast<double>(*divisor)
-                              : static_cast<double>(count)));
+    *mean =
+        static_cast<float>(partial[0] / (divisor ? static_cast<double>(*divisor)
+                                                 : static_cast<double>(count)));
 }
 
 /// The labels other than `ignored`, counted by one block, as f32.
@@ -140,8 +140,7 @@ __global__ void crossEntropyGradKernel(const void *logits, const void *labels,
                                        Dt labelType, int64_t rows,
                                        int64_t classes, int64_t ignored) {
   __shared__ float shared[kThreads / 32];
-  float scale =
-      *lossGrad / (divisor ? *divisor : static_cast<float>(rows));
+  float scale = *lossGrad / (divisor ? *divisor : static_cast<float>(rows));
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * classes;
     // An ignored row has no gradient, even where the count is 0. The

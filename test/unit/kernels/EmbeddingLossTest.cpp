@@ -210,6 +210,93 @@ TEST(EmbeddingLossTest, CrossEntropyGradMatchesReferenceAndFiniteDifferences) {
   EXPECT_TRUE(checkGradient(logits, loss, grad.values(), 1e-2, 1e-3, 1e-2));
 }
 
+/// PyTorch's ignore_index: the labels equal to it take no part, and the
+/// others' terms are divided by the count given (on one rank, their own
+/// number). Rows 1 and 4 of six are ignored.
+TEST(EmbeddingLossTest, IgnoredLabelsTakeNoPart) {
+  for (DType idType : kIndexTypes) {
+    SCOPED_TRACE("labels " + dtypeLabel(idType));
+    Tensor logits = randomTensor(DType::f32, {6, 7}, 64, -3, 3);
+    Tensor labels = fromValues(idType, {6}, {3, -100, 0, 6, -100, 2});
+    mlir::DictionaryAttr ignore = dict({{"ignore_index", i64(-100)}});
+    Tensor count(DType::f32, {});
+    ASSERT_TRUE(
+        runKernel("train.count_labels", ignore, {&labels}, {&count}).ok());
+    EXPECT_EQ(count.at(0), 4.0);
+
+    // The reference: the four kept rows alone, without ignore_index.
+    Tensor keptLogits(DType::f32, {4, 7});
+    Tensor keptLabels = fromValues(idType, {4}, {3, 0, 6, 2});
+    int64_t kept = 0;
+    for (int64_t r : {0, 2, 3, 5}) {
+      for (int64_t j = 0; j < 7; ++j)
+        keptLogits.set(kept * 7 + j, logits.at(r * 7 + j));
+      ++kept;
+    }
+    Tensor loss(DType::f32, {}), want(DType::f32, {});
+    ASSERT_TRUE(runKernel("train.softmax_cross_entropy", ignore,
+                          {&logits, &labels, &count}, {&loss})
+                    .ok());
+    ASSERT_TRUE(runKernel("train.softmax_cross_entropy", {},
+                          {&keptLogits, &keptLabels}, {&want})
+                    .ok());
+    EXPECT_EQ(loss.at(0), want.at(0));
+
+    Tensor seed = fromValues(DType::f32, {}, {1.5});
+    Tensor grad(DType::f32, {6, 7}), wantGrad(DType::f32, {4, 7});
+    ASSERT_TRUE(runKernel("train.softmax_cross_entropy_grad", ignore,
+                          {&logits, &labels, &seed, &count}, {&grad})
+                    .ok());
+    ASSERT_TRUE(runKernel("train.softmax_cross_entropy_grad", {},
+                          {&keptLogits, &keptLabels, &seed}, {&wantGrad})
+                    .ok());
+    kept = 0;
+    for (int64_t r = 0; r < 6; ++r) {
+      bool ignored = r == 1 || r == 4;
+      for (int64_t j = 0; j < 7; ++j)
+        EXPECT_EQ(grad.at(r * 7 + j), ignored ? 0.0 : wantGrad.at(kept * 7 + j))
+            << "row " << r << " class " << j;
+      kept += !ignored;
+    }
+
+    // A count from elsewhere (the ranks' average) divides instead.
+    Tensor global = fromValues(DType::f32, {}, {8.0});
+    ASSERT_TRUE(runKernel("train.softmax_cross_entropy", ignore,
+                          {&logits, &labels, &global}, {&loss})
+                    .ok());
+    EXPECT_FLOAT_EQ(loss.at(0), want.at(0) / 2);
+
+    // A label neither a class nor ignored is still an error.
+    Tensor bad = fromValues(idType, {6}, {3, -100, 0, 7, -100, 2});
+    EXPECT_EQ(runKernel("train.softmax_cross_entropy", ignore,
+                        {&logits, &bad, &count}, {&loss})
+                  .code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+}
+
+/// Every label ignored: PyTorch's NaN loss (0 / 0) and zero gradient.
+TEST(EmbeddingLossTest, EveryLabelIgnoredIsNanLossAndZeroGradient) {
+  mlir::DictionaryAttr ignore = dict({{"ignore_index", i64(-1)}});
+  Tensor logits = randomTensor(DType::bf16, {3, 5}, 65, -3, 3);
+  Tensor labels = fromValues(DType::i32, {3}, {-1, -1, -1});
+  Tensor count(DType::f32, {}), loss(DType::f32, {});
+  ASSERT_TRUE(
+      runKernel("train.count_labels", ignore, {&labels}, {&count}).ok());
+  EXPECT_EQ(count.at(0), 0.0);
+  ASSERT_TRUE(runKernel("train.softmax_cross_entropy", ignore,
+                        {&logits, &labels, &count}, {&loss})
+                  .ok());
+  EXPECT_TRUE(std::isnan(loss.at(0)));
+  Tensor seed = fromValues(DType::f32, {}, {1.0});
+  Tensor grad = randomTensor(DType::bf16, {3, 5}, 66, 1, 2);
+  ASSERT_TRUE(runKernel("train.softmax_cross_entropy_grad", ignore,
+                        {&logits, &labels, &seed, &count}, {&grad})
+                  .ok());
+  for (int64_t i = 0; i < 15; ++i)
+    EXPECT_EQ(grad.at(i), 0.0) << i;
+}
+
 TEST(EmbeddingLossTest, RejectsBadSpecs) {
   Tensor table(DType::f32, {11, 6}), ids(DType::i32, {4});
   Tensor out(DType::f32, {4, 6});
@@ -233,6 +320,19 @@ TEST(EmbeddingLossTest, RejectsBadSpecs) {
   Tensor goodLabels(DType::i64, {4});
   EXPECT_FALSE(bindKernel("train.softmax_cross_entropy", {},
                           {&logits, &goodLabels}, {&vectorLoss})
+                   .ok());
+  // ignore_index comes with the count of the labels kept.
+  mlir::DictionaryAttr ignore = dict({{"ignore_index", i64(-100)}});
+  absl::Status noCount = bindKernel("train.softmax_cross_entropy", ignore,
+                                    {&logits, &goodLabels}, {&loss})
+                             .status();
+  EXPECT_EQ(noCount.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(noCount.message()).find("not given the count"),
+            std::string::npos)
+      << noCount;
+  Tensor vectorCount(DType::f32, {1});
+  EXPECT_FALSE(bindKernel("train.softmax_cross_entropy", ignore,
+                          {&logits, &goodLabels, &vectorCount}, {&loss})
                    .ok());
 }
 

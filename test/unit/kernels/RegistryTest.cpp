@@ -72,6 +72,9 @@ constexpr const char *kModule = R"mlir(
         : tensor<4x8xf32>, tensor<8xf32>, tensor<4xf32>
     %32 = train.embedding_grad %x, %ids : tensor<4x8xf32>, tensor<4xi32> -> tensor<10x8xf32>
     %33 = train.softmax_cross_entropy_grad %x, %lab, %s : tensor<4x8xf32>, tensor<4xi64>
+    %count = train.count_labels %lab {ignore_index = -100 : i64} : tensor<4xi64> -> tensor<f32>
+    %kept_loss = train.softmax_cross_entropy %x, %lab count %count {ignore_index = -100 : i64} : tensor<4x8xf32>, tensor<4xi64> -> tensor<f32>
+    %kept_grad = train.softmax_cross_entropy_grad %x, %lab, %s count %count {ignore_index = -100 : i64} : tensor<4x8xf32>, tensor<4xi64>
     %34 = train.sigmoid %x : tensor<4x8xf32>
     %35 = train.silu %xb : tensor<4x8xbf16>
     %36 = train.sigmoid_grad %x, %y : tensor<4x8xf32>

@@ -83,12 +83,32 @@ def build(kind):
                         tie_word_embeddings=kind == "llama",
                         bos_token_id=0, eos_token_id=0,
                         pad_token_id=PAD if kind == "llama-pad" else None))
+    if kind == "llama-lora":
+        return lora_llama()
     if kind == "custom":
         return Classifier()
     if kind.startswith("zoo:") and kind[4:] in zoo.ZOO:
         torch.manual_seed(0)
         return zoo.ZOO[kind[4:]][0]()
     raise SystemExit(f"unknown model {kind}")
+
+
+def lora_llama():
+    """PEFT's LoRA on the query and value projections of an untied Llama
+    (rank 4, alpha 8): the base frozen (requires_grad=False), the adapters
+    trained. lora_B starts at zero (PEFT's default), so the first step's
+    gradient reaches lora_A only through B's update: both must train."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig, LlamaForCausalLM
+    base = LlamaForCausalLM(
+        LlamaConfig(hidden_size=64, intermediate_size=128,
+                    num_hidden_layers=2, num_attention_heads=4,
+                    num_key_value_heads=2, vocab_size=VOCAB,
+                    max_position_embeddings=64, tie_word_embeddings=False,
+                    bos_token_id=0, eos_token_id=0))
+    return get_peft_model(
+        base, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0,
+                         target_modules=["q_proj", "v_proj"]))
 
 
 def loss_kind(kind):
@@ -303,7 +323,64 @@ def train_zero(kind, model, data, stage, optimizer_name):
         if loss_kind(kind) == "causal_lm" and len(arrays) == 1:
             arrays.append(arrays[0])  # labels: the ids, shifted by the loss
         losses.append(trainer.step(arrays))
-    return losses, graph.state_dict(trainer), trainer.state_dict()
+    return (losses, graph.state_dict(trainer), trainer.state_dict(),
+            compiled.report)
+
+
+def check_lora(model, state, report, stage, opt):
+    """llama-lora: the report counts the frozen base as parameters only (no
+    gradient, no optimizer state; at stage 3 sharded over the ranks), and
+    the adapters we trained save through PEFT alone and load back."""
+    import tempfile
+
+    import safetensors.torch
+    from peft import PeftModel
+    ranks = zero.world_size()
+    shards = ranks if stage == 3 else 1
+    params = list(model.parameters())
+    every = sum(p.numel() for p in params)
+    trained = [p.numel() for p in params if p.requires_grad]
+    # Each tensor's shard is padded to a multiple of the ranks at most; the
+    # parameters also hold the export's constants (rotary tables: 512
+    # elements here), within 1%.
+    def within(got, elements, tensors, per_rank, constants=0.0):
+        low = elements * 4 // per_rank
+        return low <= got <= low * (1 + constants) + tensors * 4
+    slots = {"adamw": 2, "sgd": 0, "momentum": 1}[opt]
+    grad_ranks = 1 if stage < 2 else ranks
+    slot_ranks = 1 if stage < 1 else ranks
+    figures = (report["parameters"], report["gradients"],
+               report["optimizer_slots"])
+    if not (within(report["parameters"], every, len(params), shards, 0.01)
+            and within(report["gradients"], sum(trained), len(trained),
+                       grad_ranks)
+            and within(report["optimizer_slots"], slots * sum(trained),
+                       slots * len(trained), slot_ranks)):
+        raise AssertionError(
+            f"llama-lora stage {stage}: report parameters/gradients/slots "
+            f"{figures} bytes a rank; {every} elements, {sum(trained)} "
+            "of them trained")
+    ok(f"llama-lora {opt} stage {stage}: the report holds the frozen base as "
+       f"parameters only ({every - sum(trained)} elements), gradients and "
+       f"optimizer state for the {sum(trained)} trained")
+    tuned = copy.deepcopy(model)
+    tuned.load_state_dict(state)
+    with tempfile.TemporaryDirectory() as folder:
+        if zero.rank() == 0:
+            tuned.save_pretrained(folder)
+            saved = safetensors.torch.load_file(
+                os.path.join(folder, "adapter_model.safetensors"))
+            if not saved or any("lora_" not in name for name in saved):
+                raise AssertionError(f"PEFT saved {sorted(saved)}")
+            fresh = copy.deepcopy(model.get_base_model())
+            loaded = PeftModel.from_pretrained(fresh, folder)
+            ours = dict(tuned.named_parameters())
+            for name, value in loaded.named_parameters():
+                if "lora_" in name and not torch.equal(value, ours[name]):
+                    raise AssertionError(f"{name} did not load back")
+        ok(f"llama-lora {opt} stage {stage}: the adapters save alone with "
+           "PEFT's save_pretrained and load back with "
+           "PeftModel.from_pretrained")
 
 
 def check_padding_rows(model, initial, exact_state, reloaded, what):
@@ -368,8 +445,11 @@ def check(kind, steps, stages, opt, model=None):
     runs = []
     loss_error, worst = 0.0, 0.0
     for stage in stages:
-        losses, state, ours = train_zero(kind, model, data, stage, opt)
+        losses, state, ours, report = train_zero(kind, model, data, stage,
+                                                 opt)
         runs.append((losses, ours))
+        if kind == "llama-lora":
+            check_lora(model, state, report, stage, opt)
         ignored_steps = []
         for step, (got, want) in enumerate(zip(losses, want_losses), 1):
             if np.isnan(want) and np.isnan(got):

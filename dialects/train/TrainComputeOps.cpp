@@ -176,7 +176,13 @@ static LogicalResult verifyLabels(Operation *op, RankedTensorType logits,
 /// must be told how many are not ignored over the whole batch, which one
 /// rank cannot count alone.
 static LogicalResult verifyIgnoredLabels(Operation *op, Value count,
-                                         std::optional<int64_t> ignoreIndex) {
+                                         std::optional<int64_t> ignoreIndex,
+                                         FloatAttr smoothing) {
+  if (smoothing && !(smoothing.getValueAsDouble() >= 0.0 &&
+                     smoothing.getValueAsDouble() <= 1.0))
+    return op->emitOpError()
+           << "needs a label_smoothing in [0, 1] (PyTorch's), got "
+           << smoothing.getValueAsDouble();
   if (ignoreIndex && !count)
     return op->emitOpError() << "ignores label " << *ignoreIndex
                              << " but has no 'count' of the labels not ignored "
@@ -191,13 +197,15 @@ static LogicalResult verifyIgnoredLabels(Operation *op, Value count,
 LogicalResult SoftmaxCrossEntropyOp::verify() {
   if (failed(verifyLabels(*this, getLogits().getType(), getLabels().getType())))
     return failure();
-  return verifyIgnoredLabels(*this, getCount(), getIgnoreIndex());
+  return verifyIgnoredLabels(*this, getCount(), getIgnoreIndex(),
+                             getLabelSmoothingAttr());
 }
 
 LogicalResult SoftmaxCrossEntropyGradOp::verify() {
   if (failed(verifyLabels(*this, getLogits().getType(), getLabels().getType())))
     return failure();
-  return verifyIgnoredLabels(*this, getCount(), getIgnoreIndex());
+  return verifyIgnoredLabels(*this, getCount(), getIgnoreIndex(),
+                             getLabelSmoothingAttr());
 }
 
 //===----------------------------------------------------------------------===//

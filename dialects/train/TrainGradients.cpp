@@ -320,7 +320,7 @@ SoftmaxCrossEntropyOp::buildGradients(OpBuilder &b, ValueRange dys,
                                       SmallVectorImpl<Value> &grads) {
   grads.push_back(b.create<SoftmaxCrossEntropyGradOp>(
       getLoc(), getLogits().getType(), getLogits(), getLabels(), dys[0],
-      getCount(), getIgnoreIndexAttr()));
+      getCount(), getIgnoreIndexAttr(), getLabelSmoothingAttr()));
   grads.push_back(Value()); // Integer labels have no gradient.
   if (getCount())
     grads.push_back(Value()); // The count is a constant of the batch.

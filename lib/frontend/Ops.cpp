@@ -248,7 +248,8 @@ Tensor zero::frontend::embedding(const Tensor &table, const Tensor &ids,
 
 Tensor zero::frontend::softmaxCrossEntropy(const Tensor &logits,
                                            const Tensor &labels,
-                                           std::optional<int64_t> ignoreIndex) {
+                                           std::optional<int64_t> ignoreIndex,
+                                           double labelSmoothing) {
   GraphState *state = graphOf({&logits, &labels}, "softmaxCrossEntropy");
   if (!state)
     return Tensor();
@@ -261,13 +262,22 @@ Tensor zero::frontend::softmaxCrossEntropy(const Tensor &logits,
         "labels of the logits' shape without the class dimension, got "
         "logits ",
         describe(logits), " and labels ", describe(labels)));
+  if (!(labelSmoothing >= 0.0 && labelSmoothing <= 1.0))
+    return state->fail(absl::StrCat(
+        "softmaxCrossEntropy: label_smoothing must be in [0, 1] (PyTorch's), "
+        "got ",
+        labelSmoothing));
   // The op takes f32 logits: 16-bit ones are cast first (gen_gpt2.py's
   // `%logits.f32`), and its gradient is cast back by train-autodiff.
   Tensor wide =
       logits.dtype() == DType::f32 ? logits : cast(logits, DType::f32);
-  if (!ignoreIndex)
-    return state->add(opNode("train.softmax_cross_entropy", {&wide, &labels},
-                             {}, DType::f32));
+  if (!ignoreIndex) {
+    Node node =
+        opNode("train.softmax_cross_entropy", {&wide, &labels}, {}, DType::f32);
+    if (labelSmoothing != 0.0)
+      node.f64Attrs.push_back({"label_smoothing", labelSmoothing});
+    return state->add(std::move(node));
+  }
   // The count is its own op so that dist-data-parallel can average it over
   // the ranks: the loss is then the global batch's mean over its real
   // labels.
@@ -277,6 +287,8 @@ Tensor zero::frontend::softmaxCrossEntropy(const Tensor &logits,
   Node node = opNode("train.softmax_cross_entropy", {&wide, &labels, &count},
                      {}, DType::f32);
   node.i64Attrs.push_back({"ignore_index", *ignoreIndex});
+  if (labelSmoothing != 0.0)
+    node.f64Attrs.push_back({"label_smoothing", labelSmoothing});
   return state->add(std::move(node));
 }
 

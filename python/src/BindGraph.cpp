@@ -310,13 +310,15 @@ void bindGraph(py::module_ &m) {
         "gradient from the lookup (PyTorch's nn.Embedding(padding_idx=...)).");
   m.def("softmax_cross_entropy", checked(&softmaxCrossEntropy),
         py::arg("logits"), py::arg("labels"),
-        py::arg("ignore_index") = py::none(), py::keep_alive<0, 1>(),
+        py::arg("ignore_index") = py::none(), py::arg("label_smoothing") = 0.0,
+        py::keep_alive<0, 1>(),
         "The mean cross-entropy of softmax(logits) against integer `labels` of "
         "shape logits.shape[:-1]: a scalar f32 (16-bit logits are cast to f32 "
         "first). Labels equal to `ignore_index`, where given, take no part: "
         "the mean is over the other labels of the global batch, as PyTorch's "
         "cross_entropy(ignore_index=...) on one process (NaN where every "
-        "label is ignored).");
+        "label is ignored). `label_smoothing` e in [0, 1] is PyTorch's: the "
+        "target is 1 - e on the label and e / C on every class.");
   m.def("reduce_sum", checked(&reduceSum), py::arg("x"), py::arg("dims"),
         py::keep_alive<0, 1>(),
         "The sum over the dimensions `dims`, which the result drops.");

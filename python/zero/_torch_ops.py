@@ -461,6 +461,7 @@ def _cross_entropy(self, node, args, kwargs):
     # part, and the mean is over the others of the global batch (the count
     # is averaged over the ranks), as one process training on it.
     ignore_index = int(args[4])
+    label_smoothing = float(args[5])  # PyTorch's, as the op takes it
     if len(logits.shape) > 2:
         # PyTorch's classes are dim 1 of [N, C, d1, ...]: move them last.
         rank = len(logits.shape)
@@ -470,7 +471,9 @@ def _cross_entropy(self, node, args, kwargs):
                       logits.dtype)
     return Live(
         _zero.softmax_cross_entropy(logits.tensor, labels.tensor,
-                                    ignore_index=ignore_index), [], "f32")
+                                    ignore_index=ignore_index,
+                                    label_smoothing=label_smoothing), [],
+        "f32")
 
 
 def _allows_all(mask):
@@ -577,7 +580,8 @@ HONOURS = {
     aten.sum.dim_IntList: ("self", "dim", "keepdim"),
     aten.mean.default: _SELF,
     aten.sum.default: _SELF,
-    aten.cross_entropy_loss.default: ("self", "target", "ignore_index"),
+    aten.cross_entropy_loss.default: ("self", "target", "ignore_index",
+                                      "label_smoothing"),
     aten.slice.Tensor: ("self", "dim", "start", "end", "step"),
     aten.split_with_sizes.default: ("self", "split_sizes", "dim"),
     aten.split.Tensor: ("self", "split_size", "dim"),
@@ -599,7 +603,6 @@ HINTS = {
         "scale_grad_by_freq=False",
     },
     aten.cross_entropy_loss.default: {
-        "label_smoothing": "compute the loss without label smoothing",
         "weight": "compute the loss without class weights",
         "reduction": "take the mean (reduction='mean')",
     },

@@ -203,6 +203,17 @@ getIgnoredLabel(const BindRequest &request, size_t operands) {
 
 } // namespace
 
+/// A loss's label_smoothing (PyTorch's), 0 where it has none.
+static absl::StatusOr<float> getLabelSmoothing(const BindRequest &request) {
+  absl::StatusOr<double> smoothing = getF64Or(request, "label_smoothing", 0.0);
+  if (!smoothing.ok())
+    return smoothing.status();
+  if (!(*smoothing >= 0.0 && *smoothing <= 1.0))
+    return request.invalid("needs a label_smoothing in [0, 1], got ",
+                           *smoothing);
+  return static_cast<float>(*smoothing);
+}
+
 absl::StatusOr<KernelFn> bindCountLabels(const BindRequest &request) {
   if (absl::Status status = checkArity(request, 1, 1); !status.ok())
     return status;
@@ -242,10 +253,14 @@ absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request) {
   if (absl::Status status = checkScalarF32(request, request.outs[0], "loss");
       !status.ok())
     return status;
+  absl::StatusOr<float> smoothing = getLabelSmoothing(request);
+  if (!smoothing.ok())
+    return smoothing.status();
   int64_t count = *rows, classes = logits.shape.back();
   DType dtype = logits.dtype, labelType = labels.dtype;
   std::string name(request.name);
-  return KernelFn([=, ignored = *ignored, row = std::vector<float>(classes)](
+  return KernelFn([=, ignored = *ignored, smoothing = *smoothing,
+                   row = std::vector<float>(classes)](
                       absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &) mutable -> absl::Status {
@@ -262,6 +277,10 @@ absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request) {
         continue;
       loadFloats(ins[0], dtype, r * classes, classes, row.data());
       float target = row[label];
+      if (smoothing != 0.0f)
+        target = (1.0f - smoothing) * target +
+                 smoothing * (sumFixed(row.data(), classes) /
+                              static_cast<float>(classes));
       float logSum = expShifted(row.data(), classes);
       total += static_cast<double>(logSum - target);
     }
@@ -292,9 +311,15 @@ absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &request) {
           checkSameSpec(request, logits, "logits", request.outs[0], "result");
       !status.ok())
     return status;
+  absl::StatusOr<float> smoothing = getLabelSmoothing(request);
+  if (!smoothing.ok())
+    return smoothing.status();
   int64_t count = *rows, classes = logits.shape.back();
   DType dtype = logits.dtype, labelType = labels.dtype;
   std::string name(request.name);
+  // The target: 1 - e on the label, e / C on every class.
+  float onLabel = 1.0f - *smoothing,
+        onEvery = *smoothing / static_cast<float>(classes);
   return KernelFn([=, ignored = *ignored, row = std::vector<float>(classes)](
                       absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
@@ -320,7 +345,13 @@ absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &request) {
       float inverse = 1.0f / sumFixed(x, classes);
       for (int64_t j = 0; j < classes; ++j)
         x[j] *= inverse;
-      x[label] -= 1.0f;
+      if (onEvery != 0.0f) {
+        for (int64_t j = 0; j < classes; ++j)
+          x[j] -= onEvery;
+        x[label] -= onLabel;
+      } else {
+        x[label] -= 1.0f;
+      }
       for (int64_t j = 0; j < classes; ++j)
         x[j] *= scale;
       storeFloats(outs[0], dtype, r * classes, classes, x);

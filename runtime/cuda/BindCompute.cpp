@@ -301,6 +301,12 @@ std::optional<int64_t> ignoredLabel(const BindRequest &request) {
   return ignored->integer;
 }
 
+/// A loss's label_smoothing, 0 where it has none (checked by the CPU bind).
+float labelSmoothing(const BindRequest &request) {
+  const KernelParam *smoothing = request.params.find("label_smoothing");
+  return smoothing ? static_cast<float>(smoothing->real) : 0.0f;
+}
+
 } // namespace
 
 absl::StatusOr<KernelFn> bindCountLabels(const BindRequest &request,
@@ -321,6 +327,7 @@ absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request,
   auto [rows, classes] = rowsAndCols(request.ins[0]);
   dev::Dt type = dt(request.ins[0].dtype), labelType = dt(request.ins[1].dtype);
   std::optional<int64_t> ignored = ignoredLabel(request);
+  float smoothing = labelSmoothing(request);
   std::string name(request.name);
   absl::StatusOr<std::shared_ptr<DeviceScratch>> rowLoss =
       DeviceScratch::allocate(name, rows * sizeof(float));
@@ -334,7 +341,7 @@ absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request,
                     dev::launchCrossEntropy(
                         ins[0], ins[1], divisor, static_cast<float *>(outs[0]),
                         type, labelType, rows, classes, ignored.value_or(0),
-                        rowLoss->as<float>(), stream));
+                        smoothing, rowLoss->as<float>(), stream));
   });
 }
 
@@ -343,6 +350,7 @@ absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &request,
   auto [rows, classes] = rowsAndCols(request.ins[0]);
   dev::Dt type = dt(request.ins[0].dtype), labelType = dt(request.ins[1].dtype);
   std::optional<int64_t> ignored = ignoredLabel(request);
+  float smoothing = labelSmoothing(request);
   std::string name(request.name);
   return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
     const float *divisor =
@@ -351,7 +359,7 @@ absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &request,
                     dev::launchCrossEntropyGrad(
                         ins[0], ins[1], static_cast<const float *>(ins[2]),
                         divisor, outs[0], type, labelType, rows, classes,
-                        ignored.value_or(0), stream));
+                        ignored.value_or(0), smoothing, stream));
   });
 }
 

@@ -109,20 +109,21 @@ cudaError_t launchEmbeddingGrad(const void *dy, const void *ids, void *table,
 /// `rowLoss` is scratch of `rows` floats.
 /// `divisor` is the count of the labels not ignored, on the device, for a
 /// loss that ignores label `ignored`; null (and `ignored` unread) for one
-/// that takes every label.
+/// that takes every label. `smoothing` is the label_smoothing (0: none).
 cudaError_t launchCountLabels(const void *labels, Dt labelType, int64_t count,
                               int64_t ignored, float *result,
                               cudaStream_t stream);
 cudaError_t launchCrossEntropy(const void *logits, const void *labels,
                                const float *divisor, float *loss, Dt type,
                                Dt labelType, int64_t rows, int64_t classes,
-                               int64_t ignored, float *rowLoss,
+                               int64_t ignored, float smoothing, float *rowLoss,
                                cudaStream_t stream);
 cudaError_t launchCrossEntropyGrad(const void *logits, const void *labels,
                                    const float *lossGrad, const float *divisor,
                                    void *dx, Dt type, Dt labelType,
                                    int64_t rows, int64_t classes,
-                                   int64_t ignored, cudaStream_t stream);
+                                   int64_t ignored, float smoothing,
+                                   cudaStream_t stream);
 
 //===- Shape.cu -----------------------------------------------------------===//
 

@@ -68,10 +68,13 @@ __global__ void embeddingGradKernel(const void *dy, const void *ids,
 }
 
 /// `ignored` is the ignore_index where `ignoring`.
+/// `smoothing` is PyTorch's label_smoothing e: the target is 1 - e on the
+/// label and e / C on every class.
 __global__ void crossEntropyRows(const void *logits, const void *labels,
                                  Dt type, Dt labelType, int64_t rows,
                                  int64_t classes, bool ignoring,
-                                 int64_t ignored, float *rowLoss) {
+                                 int64_t ignored, float smoothing,
+                                 float *rowLoss) {
   __shared__ float shared[kThreads / 32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * classes;
@@ -83,12 +86,21 @@ __global__ void crossEntropyRows(const void *logits, const void *labels,
     for (int64_t j = threadIdx.x; j < classes; j += kThreads)
       sum += expf(loadF(logits, type, base + j) - max);
     float logSum = logf(blockSum(sum, shared)) + max;
+    float mean = 0.0f;
+    if (smoothing != 0.0f) {
+      float total = 0.0f;
+      for (int64_t j = threadIdx.x; j < classes; j += kThreads)
+        total += loadF(logits, type, base + j);
+      mean = blockSum(total, shared) / static_cast<float>(classes);
+    }
     if (threadIdx.x == 0) {
       int64_t label = loadId(labels, labelType, r);
-      rowLoss[r] = ignoring && label == ignored ? 0.0f
-                   : label < 0 || label >= classes
-                       ? NAN
-                       : logSum - loadF(logits, type, base + label);
+      float target = label < 0 || label >= classes
+                         ? NAN
+                         : loadF(logits, type, base + label);
+      if (smoothing != 0.0f)
+        target = (1.0f - smoothing) * target + smoothing * mean;
+      rowLoss[r] = ignoring && label == ignored ? 0.0f : logSum - target;
     }
   }
 }
@@ -138,7 +150,8 @@ __global__ void crossEntropyGradKernel(const void *logits, const void *labels,
                                        const float *lossGrad,
                                        const float *divisor, void *dx, Dt type,
                                        Dt labelType, int64_t rows,
-                                       int64_t classes, int64_t ignored) {
+                                       int64_t classes, int64_t ignored,
+                                       float smoothing) {
   __shared__ float shared[kThreads / 32];
   float scale = *lossGrad / (divisor ? *divisor : static_cast<float>(rows));
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -162,8 +175,9 @@ __global__ void crossEntropyGradKernel(const void *logits, const void *labels,
     bool bad = label < 0 || label >= classes;
     for (int64_t j = threadIdx.x; j < classes; j += kThreads) {
       float p = expf(loadF(logits, type, base + j) - max) * inverse;
+      p -= smoothing / static_cast<float>(classes);
       if (j == label)
-        p -= 1.0f;
+        p -= 1.0f - smoothing;
       storeF(dx, type, base + j, bad ? NAN : p * scale);
     }
   }
@@ -206,11 +220,11 @@ cudaError_t launchCountLabels(const void *labels, Dt labelType, int64_t count,
 cudaError_t launchCrossEntropy(const void *logits, const void *labels,
                                const float *divisor, float *loss, Dt type,
                                Dt labelType, int64_t rows, int64_t classes,
-                               int64_t ignored, float *rowLoss,
+                               int64_t ignored, float smoothing, float *rowLoss,
                                cudaStream_t stream) {
   crossEntropyRows<<<rowGrid(rows), kThreads, 0, stream>>>(
       logits, labels, type, labelType, rows, classes, divisor != nullptr,
-      ignored, rowLoss);
+      ignored, smoothing, rowLoss);
   if (cudaError_t error = cudaGetLastError(); error != cudaSuccess)
     return error;
   meanInDouble<<<1, kThreads, 0, stream>>>(rowLoss, rows, divisor, loss);
@@ -221,10 +235,11 @@ cudaError_t launchCrossEntropyGrad(const void *logits, const void *labels,
                                    const float *lossGrad, const float *divisor,
                                    void *dx, Dt type, Dt labelType,
                                    int64_t rows, int64_t classes,
-                                   int64_t ignored, cudaStream_t stream) {
+                                   int64_t ignored, float smoothing,
+                                   cudaStream_t stream) {
   crossEntropyGradKernel<<<rowGrid(rows), kThreads, 0, stream>>>(
       logits, labels, lossGrad, divisor, dx, type, labelType, rows, classes,
-      ignored);
+      ignored, smoothing);
   return cudaGetLastError();
 }
 

@@ -12,7 +12,8 @@ right-padded with it), gpt2-sft (GPT-2 fine-tuned as users do: labels
 -100 on a prompt and on the right padding, rows of different real
 lengths, so each rank holds a different number of real labels, and one
 step whose whole batch is ignored: PyTorch's loss is NaN and its gradient
-zero), custom (a hand-written module trained with its
+zero), gpt2-smooth (the same batches on a loss function of the user's:
+cross_entropy with label_smoothing=0.1), custom (a hand-written module trained with its
 own loss), or zoo:NAME (an architecture of test/torch/zoo.py, with a pad
 token in its config and its batches). Each is built from a small config with a fixed seed. PyTorch
 trains a copy with the optimizer (AdamW by default; sgd is plain SGD,
@@ -67,7 +68,7 @@ def ok(what):
 
 def build(kind):
     torch.manual_seed(0)
-    if kind in ("gpt2", "gpt2-groups", "gpt2-sft"):
+    if kind in ("gpt2", "gpt2-groups", "gpt2-sft", "gpt2-smooth"):
         from transformers import GPT2Config, GPT2LMHeadModel
         return GPT2LMHeadModel(
             GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB,
@@ -112,9 +113,12 @@ def lora_llama():
 
 
 def loss_kind(kind):
-    """custom (the Classifier's own loss), masked_lm or causal_lm."""
+    """custom (the Classifier's own loss), smoothed, masked_lm or
+    causal_lm."""
     if kind == "custom":
         return "custom"
+    if kind == "gpt2-smooth":
+        return "smoothed"
     if kind.startswith("zoo:"):
         return zoo.ZOO[kind[4:]][1]
     return "causal_lm"
@@ -160,7 +164,7 @@ def batches(kind, count, ranks):
                                                generator=generator),
                                  generator))
                 for _ in range(count)]
-    if kind == "gpt2-sft":
+    if kind in ("gpt2-sft", "gpt2-smooth"):
         return [sft_batch(rows, generator, ignore_all=step == IGNORED_STEP)
                 for step in range(count)]
     data = [(torch.randint(0, VOCAB, (rows, SEQ), generator=generator),)
@@ -178,6 +182,8 @@ def torch_loss(kind, model, batch):
         return regularized_cross_entropy(model(batch[0]), batch[1])
     if loss_kind(kind) == "masked_lm":
         return masked_lm_loss(model(batch[0]), batch[1])
+    if loss_kind(kind) == "smoothed":
+        return smoothed_loss(model(batch[0], use_cache=False), batch[1])
     logits = model(batch[0], use_cache=False).logits
     labels = batch[-1]  # the ids themselves, or gpt2-sft's labels
     return torch.nn.functional.cross_entropy(
@@ -279,6 +285,14 @@ def train_torch(kind, model, data, optimizer_name, dtype=torch.float32):
                     for name, value in model.state_dict().items()}
 
 
+def smoothed_loss(output, labels):
+    """gpt2-smooth's loss, the user's own: the causal-LM cross-entropy
+    with label smoothing 0.1, -100 ignored."""
+    logits = output.logits[:, :-1].reshape(-1, VOCAB)
+    return torch.nn.functional.cross_entropy(
+        logits, labels[:, 1:].reshape(-1), label_smoothing=0.1)
+
+
 def masked_lm_loss(output, labels):
     """The masked-LM heads' loss: every position against its label, -100
     ignored."""
@@ -288,8 +302,9 @@ def masked_lm_loss(output, labels):
 def import_model(kind, model):
     per_rank = [b[:2] for b in batches(kind, 1, 1)[0]]
     if loss_kind(kind) != "causal_lm":
-        loss = (regularized_cross_entropy if loss_kind(kind) == "custom" else
-                masked_lm_loss)
+        loss = {"custom": regularized_cross_entropy,
+                "smoothed": smoothed_loss,
+                "masked_lm": masked_lm_loss}[loss_kind(kind)]
         return zero.from_torch(model, (per_rank[0],), loss=loss,
                                example_targets=(per_rank[1],))
     return zero.from_torch(model, (per_rank[0],))
@@ -424,16 +439,16 @@ def check(kind, steps, stages, opt, model=None):
     initial = {name: value.to(torch.float64)
                for name, value in model.state_dict().items()}
     data = batches(kind, steps, zero.world_size())
-    if kind == "gpt2-sft":
+    if kind in ("gpt2-sft", "gpt2-smooth"):
         # What the global mean guards against: ranks whose real labels
         # differ in number.
         ranks = zero.world_size()
         counts = [int((labels != -100).sum())
                   for labels in data[0][1][:, 1:].chunk(ranks)]
         if ranks > 1 and len(set(counts)) == 1:
-            raise AssertionError(f"gpt2-sft: every rank holds {counts[0]} "
+            raise AssertionError(f"{kind}: every rank holds {counts[0]} "
                                  "real labels; the batches test nothing")
-        ok(f"gpt2-sft: real labels per rank in step 1: {counts}")
+        ok(f"{kind}: real labels per rank in step 1: {counts}")
     want_losses, torch_state = train_torch(kind, model, data, opt)
     # The exact answer, as far as float64 gets: both float32 trainings are
     # held against it. A mutation (ZERO_TEST_SCALE_GRAD) applies to both

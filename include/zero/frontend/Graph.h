@@ -555,8 +555,11 @@ Tensor embedding(const Tensor &table, const Tensor &ids,
 /// `train.cast`), as the op computes on f32 logits. With `ignoreIndex`,
 /// labels equal to it take no part, and the mean is over the others of the
 /// global batch (PyTorch's `ignore_index`; NaN where every label is).
+/// `labelSmoothing` e in [0, 1] is PyTorch's: the target is 1 - e on the
+/// label and e / C on every class.
 Tensor softmaxCrossEntropy(const Tensor &logits, const Tensor &labels,
-                           std::optional<int64_t> ignoreIndex = std::nullopt);
+                           std::optional<int64_t> ignoreIndex = std::nullopt,
+                           double labelSmoothing = 0.0);
 Tensor reduceSum(const Tensor &x, const std::vector<int64_t> &dims);
 Tensor reduceMean(const Tensor &x, const std::vector<int64_t> &dims);
 Tensor reshape(const Tensor &x, const Shape &shape);

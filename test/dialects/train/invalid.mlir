@@ -793,6 +793,15 @@ func.func @f(%logits: tensor<32x10xf32>, %labels: tensor<32xi32>) {
 
 // -----
 
+// Label smoothing outside PyTorch's [0, 1].
+func.func @f(%logits: tensor<32x10xf32>, %labels: tensor<32xi32>) {
+  // expected-error @+1 {{needs a label_smoothing in [0, 1] (PyTorch's), got 1.5}}
+  %0 = train.softmax_cross_entropy %logits, %labels {label_smoothing = 1.5 : f64} : tensor<32x10xf32>, tensor<32xi32> -> tensor<f32>
+  return
+}
+
+// -----
+
 // A count without ignored labels.
 func.func @f(%logits: tensor<32x10xf32>, %labels: tensor<32xi32>, %one: tensor<f32>) {
   // expected-error @+1 {{has a 'count' but no 'ignore_index': without ignored labels the mean is over every position}}

@@ -275,6 +275,53 @@ TEST(EmbeddingLossTest, IgnoredLabelsTakeNoPart) {
   }
 }
 
+/// PyTorch's label_smoothing e: the target is 1 - e on the label and e / C
+/// on every class; the gradient holds against finite differences.
+TEST(EmbeddingLossTest, LabelSmoothingIsPyTorchs) {
+  const double e = 0.2;
+  mlir::DictionaryAttr smooth = dict({{"label_smoothing", f64(e)}});
+  Tensor logits = randomTensor(DType::f32, {3, 6}, 67, -3, 3);
+  Tensor labels = randomIds(DType::i64, {3}, 68, 6);
+  double want = 0.0;
+  for (int64_t r = 0; r < 3; ++r) {
+    double max = -INFINITY, sum = 0.0, mean = 0.0;
+    for (int64_t j = 0; j < 6; ++j)
+      max = std::max(max, logits.at(r * 6 + j));
+    for (int64_t j = 0; j < 6; ++j) {
+      sum += std::exp(logits.at(r * 6 + j) - max);
+      mean += logits.at(r * 6 + j) / 6;
+    }
+    double label = logits.at(r * 6 + static_cast<int64_t>(labels.at(r)));
+    want += std::log(sum) + max - (1 - e) * label - e * mean;
+  }
+  Tensor loss(DType::f32, {});
+  ASSERT_TRUE(runKernel("train.softmax_cross_entropy", smooth,
+                        {&logits, &labels}, {&loss})
+                  .ok());
+  EXPECT_TRUE(allClose(loss, {want / 3}, 1e-6, 1e-5));
+
+  Tensor seed = fromValues(DType::f32, {}, {1.0});
+  Tensor grad(DType::f32, {3, 6});
+  ASSERT_TRUE(runKernel("train.softmax_cross_entropy_grad", smooth,
+                        {&logits, &labels, &seed}, {&grad})
+                  .ok());
+  auto lossOf = [&](const Tensor &t) {
+    Tensor out(DType::f32, {});
+    EXPECT_TRUE(
+        runKernel("train.softmax_cross_entropy", smooth, {&t, &labels}, {&out})
+            .ok());
+    return out.at(0);
+  };
+  EXPECT_TRUE(checkGradient(logits, lossOf, grad.values(), 1e-2, 1e-3, 1e-2));
+
+  EXPECT_EQ(bindKernel("train.softmax_cross_entropy",
+                       dict({{"label_smoothing", f64(1.5)}}),
+                       {&logits, &labels}, {&loss})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 /// Every label ignored: PyTorch's NaN loss (0 / 0) and zero gradient.
 TEST(EmbeddingLossTest, EveryLabelIgnoredIsNanLossAndZeroGradient) {
   mlir::DictionaryAttr ignore = dict({{"ignore_index", i64(-1)}});

@@ -268,6 +268,10 @@ def Train_SoftmaxCrossEntropyOp : Train_ComputeOp<"softmax_cross_entropy", "loss
     weighs less, as in one process training on the whole batch. A count of
     0 (every label ignored) gives a NaN loss and a zero gradient, as PyTorch.
 
+    With `label_smoothing` e in [0, 1] (PyTorch's), each row's target is
+    (1 - e) on its label plus e / C on every class: the row's term is
+    `logsumexp(x) - (1 - e) x[label] - e mean(x)`.
+
     ```mlir
     %count = train.count_labels %labels {ignore_index = -100 : i64}
         : tensor<32xi32> -> tensor<f32>
@@ -277,7 +281,8 @@ def Train_SoftmaxCrossEntropyOp : Train_ComputeOp<"softmax_cross_entropy", "loss
   }];
   let arguments = (ins Train_FloatTensor:$logits, Train_IndexTensor:$labels,
                        Optional<Train_ScalarF32>:$count,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<F64Attr>:$label_smoothing);
   let results = (outs Train_ScalarF32:$loss);
   let assemblyFormat = [{
     $logits `,` $labels (`count` $count^)? attr-dict `:` type($logits) `,`
@@ -545,9 +550,11 @@ def Train_SoftmaxCrossEntropyGradOp
         AllTypesMatch<["logits", "result"]>]> {
   let summary = "Gradient of `train.softmax_cross_entropy` with respect to the logits";
   let description = [{
-    `(softmax(logits) - onehot(labels)) * loss_grad / count`, where `count`
-    is the number of label positions, or the `count` operand with
-    `ignore_index`; rows labelled `ignore_index` are zero.
+    `(softmax(logits) - target) * loss_grad / count`, where `target` is
+    `onehot(labels)`, or `(1 - e) onehot(labels) + e / C` with
+    `label_smoothing` e, and `count` is the number of label positions, or
+    the `count` operand with `ignore_index`; rows labelled `ignore_index`
+    are zero.
 
     ```mlir
     %dlogits = train.softmax_cross_entropy_grad %logits, %labels, %one
@@ -557,7 +564,8 @@ def Train_SoftmaxCrossEntropyGradOp
   let arguments = (ins Train_FloatTensor:$logits, Train_IndexTensor:$labels,
                        Train_ScalarF32:$loss_grad,
                        Optional<Train_ScalarF32>:$count,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<F64Attr>:$label_smoothing);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels `,` $loss_grad (`count` $count^)? attr-dict `:`

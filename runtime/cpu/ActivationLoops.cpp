@@ -156,8 +156,10 @@ void GeluGradBlock(int64_t n, const float *x, const float *dy, float *dx) {
 FloatVec Logistic(FloatTag d, FloatVec x, FloatVec &oneMinus) {
   const FloatVec e = Exp(d, hn::Min(hn::Neg(x), hn::Set(d, 80.0f)));
   const FloatVec s = hn::Div(hn::Set(d, 1.0f), hn::Add(hn::Set(d, 1.0f), e));
-  oneMinus = hn::Mul(e, s);
-  return s;
+  // The clamp's Min drops a NaN; PyTorch's sigmoid(NaN) is NaN.
+  const auto isNan = hn::IsNaN(x);
+  oneMinus = hn::IfThenElse(isNan, x, hn::Mul(e, s));
+  return hn::IfThenElse(isNan, x, s);
 }
 
 void SigmoidBlock(int64_t n, const float *x, float *y) {

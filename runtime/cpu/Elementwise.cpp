@@ -114,8 +114,9 @@ absl::StatusOr<KernelFn> bindUnary(const BindRequest &request) {
     return make([](float x) { return 1.0f / std::sqrt(x); });
   if (op == "tanh")
     return make([](float x) { return std::tanh(x); });
+  // NaN passes, as in PyTorch: a NaN batch must not look finite.
   if (op == "relu")
-    return make([](float x) { return x > 0.0f ? x : 0.0f; });
+    return make([](float x) { return x > 0.0f || x != x ? x : 0.0f; });
   if (op == "gelu") {
     absl::StatusOr<bool> exact = getFlag(request, "exact");
     if (!exact.ok())

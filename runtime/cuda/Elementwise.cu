@@ -33,11 +33,13 @@ constexpr float kSqrtHalf = 0.70710678118654752440f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
 
 // As on CPU: the exponent capped at 80 keeps e * s finite where s is tiny.
+// fminf drops a NaN, so it is passed on by hand: PyTorch's sigmoid(NaN) is
+// NaN.
 __device__ __forceinline__ float logistic(float x, float &oneMinus) {
   float e = expf(fminf(-x, 80.0f));
   float s = 1.0f / (1.0f + e);
-  oneMinus = e * s;
-  return s;
+  oneMinus = isnan(x) ? x : e * s;
+  return isnan(x) ? x : s;
 }
 
 __device__ __forceinline__ float unaryOp(UnaryOp op, float factor, float x) {
@@ -55,8 +57,8 @@ __device__ __forceinline__ float unaryOp(UnaryOp op, float factor, float x) {
     return 1.0f / sqrtf(x);
   case UnaryOp::tanh:
     return tanhf(x);
-  case UnaryOp::relu:
-    return x > 0.0f ? x : 0.0f;
+  case UnaryOp::relu: // NaN passes, as in PyTorch.
+    return x > 0.0f || isnan(x) ? x : 0.0f;
   case UnaryOp::gelu:
     return x * geluSigmoid(x, oneMinus);
   case UnaryOp::geluExact:

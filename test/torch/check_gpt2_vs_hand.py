@@ -113,7 +113,10 @@ def build_pair(module, batch, stage, ranks):
     configure(hand, stage)
     model = zero.nn.GPT2(hand, config.n_layer, config.vocab_size, seq,
                          config.n_embd, config.n_head)
-    hand.minimize(model.loss(tokens, positions, targets))
+    # The user's cross_entropy ignores -100 (its default), so the imported
+    # loss counts the labels it keeps; the hand-built one does the same.
+    hand.minimize(zero.softmax_cross_entropy(
+        model.logits(tokens, positions), targets, ignore_index=-100))
     return imported, imported_compiled, hand, hand.compile(ranks)
 
 

@@ -61,6 +61,25 @@ TEST(ElementwiseTest, UnaryOpsMatchDoubleReference) {
     }
 }
 
+/// NaN and infinities pass through each activation as through PyTorch's:
+/// relu(NaN) is NaN (a max that dropped it would make a NaN batch's loss
+/// look finite while the weights turn NaN), relu(-inf) is 0.
+TEST(ElementwiseTest, ActivationsPropagateNanAsPyTorch) {
+  for (const UnaryCase &c : unaryCases())
+    for (DType dtype : kFloatTypes) {
+      SCOPED_TRACE(std::string(c.op) + " " + dtypeLabel(dtype));
+      Tensor x = fromValues(dtype, {3}, {NAN, INFINITY, -INFINITY});
+      Tensor y(dtype, {3});
+      ASSERT_TRUE(runKernel(std::string("train.") + c.op, {}, {&x}, {&y}).ok());
+      EXPECT_TRUE(std::isnan(y.at(0))) << y.at(0);
+    }
+  Tensor x = fromValues(DType::f32, {3}, {NAN, INFINITY, -INFINITY});
+  Tensor y(DType::f32, {3});
+  ASSERT_TRUE(runKernel("train.relu", {}, {&x}, {&y}).ok());
+  EXPECT_EQ(y.at(1), INFINITY);
+  EXPECT_EQ(y.at(2), 0.0);
+}
+
 TEST(ElementwiseTest, BinaryOpsMatchDoubleReference) {
   struct Case {
     const char *op;

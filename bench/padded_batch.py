@@ -24,9 +24,6 @@ import statistics
 import time
 
 import numpy as np
-import torch
-
-import zero
 
 
 def main():
@@ -44,13 +41,16 @@ def main():
                         help="rows of the global batch")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    import torch
     from transformers import GPT2Config, GPT2LMHeadModel
+
+    import zero
+    torch.set_num_threads(1)
     torch.manual_seed(0)
     module = GPT2LMHeadModel(GPT2Config(
         n_embd=args.dim, n_layer=args.layers, n_head=args.heads,
         vocab_size=args.vocab, n_positions=args.seq, resid_pdrop=0.0,
-        embd_pdrop=0.0, attn_pdrop=0.0))
+        embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0))
     ranks = zero.world_size()
     rng = np.random.default_rng(7)
     ids = rng.integers(1, args.vocab, (args.batch, args.seq))

@@ -119,10 +119,15 @@ def program_of(command):
         words = shlex.split(command)
     except ValueError:
         words = command.split()
-    for word in words:
+    index = 0
+    while index < len(words):
+        word = words[index]
         if ENV_ASSIGNMENT.match(word) or word in LAUNCHERS:
-            continue
-        return word
+            index += 1
+        elif words[index:index + 3] == ["-m", "zero.run", "-n"]:
+            index += 4  # our launcher and its rank count: the script follows
+        else:
+            return word
     return None
 
 

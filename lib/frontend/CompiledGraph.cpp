@@ -48,6 +48,8 @@ struct CompiledGraph::Impl {
   /// also returned; null when the graph declares none (then `forward`).
   mlir::OwningOpRef<mlir::ModuleOp> evalSource;
   std::vector<std::string> outputNames;
+  /// The graph's inputs, in declaration order: the order of a batch.
+  std::vector<std::string> inputNames;
   /// The forward-only program, compiled on first use.
   mlir::OwningOpRef<mlir::ModuleOp> eval;
   absl::Status evalStatus;
@@ -258,6 +260,8 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
     for (const auto &output : graph.outputs)
       impl->outputNames.push_back(output.first);
   }
+  for (const detail::InputDecl &input : graph.inputs)
+    impl->inputNames.push_back(input.name);
   impl->step = (*impl->forward).clone();
   mlir::PassManager autodiff(impl->context.get());
   zero::TrainAutodiffOptions autodiffOptions;
@@ -310,6 +314,10 @@ const std::string &CompiledGraph::reportText() const {
 
 const std::vector<std::string> &CompiledGraph::outputNames() const {
   return impl->outputNames;
+}
+
+const std::vector<std::string> &CompiledGraph::inputNames() const {
+  return impl->inputNames;
 }
 
 const OptimizerSpec &CompiledGraph::optimizer() const {

@@ -373,6 +373,9 @@ void bindTraining(py::module_ &m) {
       .def_property_readonly("stage", &CompiledGraph::stage,
                              "The ZeRO stage it was compiled at (0: plain "
                              "data parallelism).")
+      .def_property_readonly("input_names", &CompiledGraph::inputNames,
+                             "The graph's inputs, in declaration order: the "
+                             "order of a batch's arrays.")
       .def(
           "report_text",
           [](const CompiledGraph &compiled) { return compiled.reportText(); },

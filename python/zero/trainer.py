@@ -13,14 +13,25 @@ class Trainer:
     a batch trains on synthetic data drawn from the seed; `step(batch)`
     takes the global batch of one optimizer step as numpy arrays, one per
     input in declaration order (or a dict by input name), every rank
-    passing the same arrays: each rank uses its rows.
+    passing the same arrays: each rank uses its rows. `input_names`, where
+    given, must be the graph's input names in declaration order
+    (compiled.input_names): names in another order are refused, as they
+    would feed one input another's data.
     """
 
     def __init__(self, compiled, seed=1, init="", input_names=None):
         if not isinstance(compiled, _zero.CompiledGraph):
             raise TypeError("Trainer takes a CompiledGraph (graph.compile), "
                             f"not {type(compiled).__name__}")
-        self.input_names = list(input_names or [])
+        declared = list(compiled.input_names)
+        if input_names is not None and list(input_names) != declared:
+            # Names in another order would label (and, given by name, feed)
+            # one input with another's data: refused, not reordered.
+            raise ValueError(
+                f"input_names {list(input_names)} are not the graph's inputs "
+                f"in declaration order, {declared}: a batch's arrays come in "
+                "that order; give the names in it (or leave input_names out)")
+        self.input_names = declared
         self._trainer = _zero.Trainer(compiled, seed, init, self.input_names)
 
     def step(self, batch=None):
@@ -51,10 +62,6 @@ class Trainer:
                             "by input name), not one array: "
                             f"{method}([x, labels])")
         if isinstance(batch, dict):
-            if not self.input_names:
-                raise ValueError("a batch given by name needs the input names: "
-                                 "Trainer(compiled, input_names=[...]), or a "
-                                 "zero.nn.Graph")
             unknown = set(batch) - set(self.input_names)
             missing = [n for n in self.input_names if n not in batch]
             if unknown or missing:

@@ -178,6 +178,10 @@ def check_errors():
     msg = expect(ValueError, "compiled for 2 ranks but this job has 1",
                  lambda: zero.Trainer(graph.compile(2)))
     ok(f"ranks mismatch: {msg}")
+    msg = expect(ValueError, "not the graph's inputs in declaration order",
+                 lambda: zero.Trainer(graph.compile(1),
+                                      input_names=["labels", "x"]))
+    ok(f"input_names in another order: {msg}")
     trainer = zero.Trainer(graph.compile(1), input_names=["x", "labels"])
     labels = np.zeros(8, np.int32)
     msg = expect(ValueError, "expected f32[8, 16]", lambda: trainer.step(

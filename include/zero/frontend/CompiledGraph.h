@@ -114,6 +114,9 @@ public:
   /// Graph::output's names: what evalProgram returns after the loss
   /// (its output1, output2, ...).
   const std::vector<std::string> &outputNames() const;
+  /// Graph::input's names, in declaration order: the order a batch's
+  /// arrays come in.
+  const std::vector<std::string> &inputNames() const;
   /// The optimizer and parameter groups the graph was configured with.
   const OptimizerSpec &optimizer() const;
   const std::vector<GraphConfig::ParameterGroup> &parameterGroups() const;

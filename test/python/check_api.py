@@ -187,6 +187,10 @@ def check_errors():
     msg = expect(ValueError, "expected f32[8, 16]", lambda: trainer.step(
         [np.zeros((4, 16), np.float32), labels]))
     ok(f"batch of the wrong shape: {msg}")
+    msg = expect(ValueError, "step takes one global batch", lambda:
+                 trainer.step([np.zeros((16, 16), np.float32),
+                               np.zeros(16, np.int32)]))
+    ok(f"two global batches at once: {msg}")
     msg = expect(TypeError, "not accepted", lambda: trainer.step(
         [np.zeros((8, 16), np.float64), labels]))
     ok(f"batch of float64: {msg}")

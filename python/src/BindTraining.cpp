@@ -503,19 +503,9 @@ void bindTraining(py::module_ &m) {
             requireMpi("Trainer.step");
             agreeOnCall(self, Call::step);
             if (!batch.empty()) {
-              rt::TensorMap arrays = batchArrays(self, batch);
-              std::vector<std::pair<std::string, int64_t>> rows;
-              for (size_t i = 0; i < batch.size(); ++i) {
-                std::string slot = "input" + std::to_string(i);
-                auto array = arrays.find(slot);
-                if (array != arrays.end() && !array->second.shape.empty())
-                  rows.emplace_back(
-                      i < self.inputNames.size() ? self.inputNames[i] : slot,
-                      array->second.shape[0]);
-              }
               absl::StatusOr<std::unique_ptr<rt::BatchSource>> batches =
                   rt::createArrayBatches(self.trainer->executor(),
-                                         std::move(arrays), "the batch");
+                                         batchArrays(self, batch), "the batch");
               if (!batches.ok())
                 raise(absl::Status(
                     batches.status().code(),
@@ -523,13 +513,11 @@ void bindTraining(py::module_ &m) {
               // Several global batches at once would train on one of them
               // per call, the next on the next call: not what step(batch)
               // says. (zero-run's --data files hold one per step, in turn.)
-              int64_t global = (*batches)->globalBatch();
-              for (const auto &[name, count] : rows)
-                if (count != global)
-                  raise(absl::InvalidArgumentError(absl::StrCat(
-                      "step takes one global batch: '", name, "' has ", count,
-                      " rows, ", count / global, " global batches of ", global,
-                      "; call step once per batch")));
+              if (int64_t held = (*batches)->batchesHeld(); held != 1)
+                raise(absl::InvalidArgumentError(
+                    absl::StrCat("step takes one global batch, and the arrays "
+                                 "hold ",
+                                 held, "; call step once per batch")));
               self.trainer->useBatches(*std::move(batches));
               self.callerBatches = true;
             } else if (self.callerBatches) {

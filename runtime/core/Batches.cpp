@@ -213,6 +213,7 @@ public:
     }
     return absl::OkStatus();
   }
+  int64_t batchesHeld() const override { return batches; }
   int64_t globalBatch() const override {
     return getGlobalBatch(slots) * executor.accumulateSteps();
   }

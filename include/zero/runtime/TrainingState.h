@@ -60,6 +60,9 @@ public:
   /// Samples (rows along dimension 0) of the global batch per optimizer
   /// step, all micro-batches together.
   virtual int64_t globalBatch() const = 0;
+  /// How many global batches the source holds before it repeats (1 for
+  /// synthetic data, drawn afresh per step).
+  virtual int64_t batchesHeld() const { return 1; }
   virtual std::string describe() const = 0;
 };
 

@@ -89,6 +89,37 @@ TEST(EmbeddingLossCuda, CrossEntropyAndGradient) {
       }
 }
 
+/// PyTorch's ignore_index (with the count of labels kept) and
+/// label_smoothing, against the CPU kernels.
+TEST(EmbeddingLossCuda, IgnoredLabelsAndSmoothing) {
+  SKIP_WITHOUT_CUDA_GPU();
+  uint32_t seed = 300;
+  for (DType dtype : floatTypes())
+    for (DType labelType : {DType::i32, DType::i64})
+      for (double smoothing : {0.0, 0.1}) {
+        Tensor logits = randomTensor(dtype, {6, 300}, seed++, -6.0, 6.0);
+        Tensor labels =
+            fromValues(labelType, {6}, {3, -100, 0, 299, -100, 17});
+        mlir::DictionaryAttr ignore =
+            dict({{"ignore_index", i64(-100)},
+                  {"label_smoothing", f64(smoothing)}});
+        Tensor count = fromValues(DType::f32, {}, {4.0});
+        EXPECT_TRUE(matchesCpu({"train.count_labels",
+                                dict({{"ignore_index", i64(-100)}}),
+                                {labels},
+                                {Tensor(DType::f32, {})}}));
+        EXPECT_TRUE(matchesCpu({"train.softmax_cross_entropy",
+                                ignore,
+                                {logits, labels, count},
+                                {Tensor(DType::f32, {})}}));
+        Tensor lossGrad = fromValues(DType::f32, {}, {0.75});
+        EXPECT_TRUE(matchesCpu({"train.softmax_cross_entropy_grad",
+                                ignore,
+                                {logits, labels, lossGrad, count},
+                                {logits}}));
+      }
+}
+
 TEST(EmbeddingLossCuda, IdsOutOfRangeGiveNaN) {
   SKIP_WITHOUT_CUDA_GPU();
   Tensor table = randomTensor(DType::f32, {4, 3}, 1);

@@ -98,11 +98,9 @@ TEST(EmbeddingLossCuda, IgnoredLabelsAndSmoothing) {
     for (DType labelType : {DType::i32, DType::i64})
       for (double smoothing : {0.0, 0.1}) {
         Tensor logits = randomTensor(dtype, {6, 300}, seed++, -6.0, 6.0);
-        Tensor labels =
-            fromValues(labelType, {6}, {3, -100, 0, 299, -100, 17});
-        mlir::DictionaryAttr ignore =
-            dict({{"ignore_index", i64(-100)},
-                  {"label_smoothing", f64(smoothing)}});
+        Tensor labels = fromValues(labelType, {6}, {3, -100, 0, 299, -100, 17});
+        mlir::DictionaryAttr ignore = dict(
+            {{"ignore_index", i64(-100)}, {"label_smoothing", f64(smoothing)}});
         Tensor count = fromValues(DType::f32, {}, {4.0});
         EXPECT_TRUE(matchesCpu({"train.count_labels",
                                 dict({{"ignore_index", i64(-100)}}),

@@ -60,6 +60,20 @@ LogicalResult CausalMaskOp::verify() {
   return success();
 }
 
+LogicalResult KeyMaskOp::verify() {
+  RankedTensorType type = getInput().getType(), keep = getKeep().getType();
+  if (type.getRank() < 2)
+    return emitOpError() << "masks keys along the last dimension of a batch, "
+                            "but "
+                         << type << " has rank " << type.getRank();
+  if (keep.getRank() != 2 || keep.getDimSize(0) != type.getDimSize(0) ||
+      keep.getDimSize(1) != type.getShape().back())
+    return emitOpError() << "needs keep of shape [batch, keys] = ["
+                         << type.getDimSize(0) << ", " << type.getShape().back()
+                         << "] for " << type << ", got " << keep;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // MatmulOp
 //===----------------------------------------------------------------------===//

@@ -230,6 +230,15 @@ LogicalResult CausalMaskOp::buildGradients(OpBuilder &b, ValueRange dys,
   return success();
 }
 
+LogicalResult KeyMaskOp::buildGradients(OpBuilder &b, ValueRange dys,
+                                        SmallVectorImpl<Value> &grads) {
+  // Masked positions are constants: their gradient is 0.
+  grads.push_back(b.create<KeyMaskOp>(getLoc(), getType(), dys[0], getKeep(),
+                                      b.getF64FloatAttr(0.0)));
+  grads.push_back(Value()); // The integer mask has no gradient.
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Matmul, normalization, softmax
 //===----------------------------------------------------------------------===//

@@ -137,8 +137,11 @@ Tensor zero::frontend::sigmoid(const Tensor &x) {
   return unary("train.sigmoid", x);
 }
 Tensor zero::frontend::silu(const Tensor &x) { return unary("train.silu", x); }
-Tensor zero::frontend::softmax(const Tensor &x) {
-  return unary("train.softmax", x);
+Tensor zero::frontend::softmax(const Tensor &x, bool safe) {
+  Tensor result = unary("train.softmax", x);
+  if (safe && result.valid())
+    GraphState::of(result)->nodes.back().unitAttrs.push_back("safe");
+  return result;
 }
 
 Tensor zero::frontend::scale(const Tensor &x, double factor) {
@@ -150,6 +153,23 @@ Tensor zero::frontend::causalMask(const Tensor &x, double fill) {
     return GraphState::of(x)->fail(absl::StrCat(
         "causalMask: needs at least two dimensions, got ", describe(x)));
   return withF64("train.causal_mask", x, "fill", fill);
+}
+
+Tensor zero::frontend::keyMask(const Tensor &x, const Tensor &keep,
+                               double fill) {
+  GraphState *state = graphOf({&x, &keep}, "keyMask");
+  if (!state)
+    return Tensor();
+  if (x.rank() < 2 || !isFloat(x.dtype()) || !isIndex(keep.dtype()) ||
+      keep.rank() != 2 || keep.shape()[0] != x.shape()[0] ||
+      keep.shape()[1] != x.shape().back())
+    return state->fail(absl::StrCat(
+        "keyMask: needs float x [batch, ..., keys] and an integer keep "
+        "[batch, keys], got x ",
+        describe(x), " and keep ", describe(keep)));
+  Node node = opNode("train.key_mask", {&x, &keep}, x.shape(), x.dtype());
+  node.f64Attrs.push_back({"fill", fill});
+  return state->add(std::move(node));
 }
 
 Tensor zero::frontend::biasAdd(const Tensor &x, const Tensor &bias) {

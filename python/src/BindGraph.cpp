@@ -274,14 +274,22 @@ void bindGraph(py::module_ &m) {
   m.def(
       "silu", checked(&silu), py::arg("x"), py::keep_alive<0, 1>(),
       "Elementwise SiLU (swish), x / (1 + e^-x), the gate of Llama's SwiGLU.");
-  m.def("softmax", checked(&softmax), py::arg("x"), py::keep_alive<0, 1>(),
-        "Softmax over the last dimension.");
+  m.def("softmax", checked(&softmax), py::arg("x"), py::arg("safe") = false,
+        py::keep_alive<0, 1>(),
+        "Softmax over the last dimension; with safe=True a row of only -inf "
+        "gives zeros (PyTorch's scaled_dot_product_attention) instead of "
+        "NaN (torch.softmax).");
   m.def("scale", checked(&scale), py::arg("x"), py::arg("factor"),
         py::keep_alive<0, 1>(), "Every element times the constant `factor`.");
   m.def("causal_mask", checked(&causalMask), py::arg("x"), py::arg("fill"),
         py::keep_alive<0, 1>(),
         "x with element [..., i, j], j > i, of the last two dimensions set to "
         "`fill` (e.g. -inf before a softmax over attention scores).");
+  m.def("key_mask", checked(&keyMask), py::arg("x"), py::arg("keep"),
+        py::arg("fill"), py::keep_alive<0, 1>(), py::keep_alive<0, 2>(),
+        "x with element [b, ..., j] set to `fill` where the integer "
+        "keep[b, j] is 0: a tokenizer's attention_mask [batch, keys] on "
+        "attention scores [batch, ..., queries, keys].");
   m.def("bias_add", checked(&biasAdd), py::arg("x"), py::arg("bias"),
         py::keep_alive<0, 1>(),
         "x + bias, the 1-D `bias` broadcast along the last dimension of x.");

@@ -5,7 +5,7 @@ import operator
 
 import torch
 
-from zero import _zero
+from zero import _torch_masks, _zero
 from zero._torch_ops import (DROPPED, HANDLERS, HINTS, HONOURS, IDENTITY,
                              RESHAPES, UNARY)
 from zero._torch_schema import check_arguments, normalized
@@ -57,7 +57,7 @@ class Importer:
         return value
 
     def is_constant(self, value):
-        if isinstance(value, (Live, Transposed)):
+        if isinstance(value, (Live, Transposed, _torch_masks.KeyMask)):
             return False
         if isinstance(value, list):
             return all(self.is_constant(v) for v in value)
@@ -270,8 +270,9 @@ class Importer:
         target = node.target
         if target is operator.getitem:
             return args[0][args[1]]
-        if target in HONOURS:
-            check_arguments(node, HONOURS[target], HINTS.get(target))
+        honours = HONOURS.get(target) or _torch_masks.HONOURS.get(target)
+        if honours is not None:
+            check_arguments(node, honours, HINTS.get(target))
             args, kwargs = normalized(node, args, kwargs)
         elif target in IDENTITY or target in UNARY or target in RESHAPES \
                 or target in HANDLERS:
@@ -280,6 +281,9 @@ class Importer:
             raise UnsupportedModuleError(
                 f"internal: the importer maps {target} but declares none of "
                 "its arguments as honoured (_torch_ops.HONOURS)")
+        if target is not aten.scaled_dot_product_attention.default and \
+                _torch_masks.holds_mask(args + list(kwargs.values())):
+            return _torch_masks.lower(self, node, args, kwargs)
         if target in IDENTITY:
             return self.live(args[0], node)
         if target in UNARY:

@@ -4,7 +4,7 @@ values, constant tensors, numbers) and returns the op's value."""
 
 import torch
 
-from zero import _zero
+from zero import _torch_masks, _zero
 from zero._torch_values import (UnsupportedModuleError, Live, Transposed,
                                 dtype_name, meta_shape, where)
 
@@ -399,6 +399,8 @@ def _to_copy(self, node, args, kwargs):
     dtype = kwargs.get("dtype")
     if dtype is None:
         return x
+    if dtype == torch.bool:
+        return _torch_masks.from_input(x, node)
     target = dtype_name(dtype, "a cast")
     if target == x.dtype:
         return x
@@ -426,6 +428,18 @@ def _sdpa(self, node, args, kwargs):
             f"{where(node)}; the importer takes q [..., L, E], k [..., S, E] "
             "and v [..., S, Ev] with the same leading dims")
     causal = bool(options.get("is_causal", False))
+    scale = options.get("scale")
+    scale = 1.0 / float(q.shape[-1])**0.5 if scale is None else float(scale)
+    if isinstance(mask, _torch_masks.KeyMask):
+        # A tokenizer's attention_mask: a query whose keys are all padding
+        # (left padding) attends to nothing and gets zeros, as in PyTorch.
+        scores = _zero.scale(
+            _zero.matmul(q.tensor, k.tensor, transpose_b=True), scale)
+        scores = Live(scores, q.shape[:-1] + k.shape[-2:-1], q.dtype)
+        masked = _torch_masks.attention_scores(scores, mask, causal, node)
+        probs = _zero.softmax(masked.tensor, safe=True)
+        return Live(_zero.matmul(probs, v.tensor),
+                    q.shape[:-1] + v.shape[-1:], q.dtype)
     if mask is not None:
         # A constant mask that allows every position (a bidirectional
         # encoder given no attention_mask: BERT) is no mask at all. The
@@ -440,8 +454,6 @@ def _sdpa(self, node, args, kwargs):
                 f"attention with a mask that is neither the constant causal "
                 f"mask nor one allowing every position {where(node)}")
         causal = causal or is_causal
-    scale = options.get("scale")
-    scale = 1.0 / float(q.shape[-1])**0.5 if scale is None else float(scale)
     scores = _zero.matmul(q.tensor, k.tensor, transpose_b=True)
     scores = _zero.scale(scores, scale)
     if causal:

@@ -17,6 +17,7 @@ position ids, rotary tables) are evaluated once here with torch.
 """
 
 import atexit
+import collections.abc
 import inspect
 import os
 import tempfile
@@ -35,15 +36,23 @@ __all__ = ["TorchGraph", "UnsupportedModuleError", "from_torch"]
 class _Wrapper(torch.nn.Module):
     """The user's module, returning one tensor: logits, or the loss."""
 
-    def __init__(self, module, forward_kwargs, loss_fn, num_args):
+    def __init__(self, module, forward_kwargs, loss_fn, num_args,
+                 keywords=None):
         super().__init__()
         self.m = module
         self.forward_kwargs = dict(forward_kwargs)
         self.loss_fn = loss_fn
         self.num_args = num_args
+        # The names the inputs are passed by, when given as a mapping.
+        self.keywords = keywords
 
     def forward(self, *args):
-        out = self.m(*args[:self.num_args], **self.forward_kwargs)
+        inputs = args[:self.num_args]
+        if self.keywords:
+            out = self.m(**dict(zip(self.keywords, inputs)),
+                         **self.forward_kwargs)
+        else:
+            out = self.m(*inputs, **self.forward_kwargs)
         if self.loss_fn is not None:
             return self.loss_fn(out, *args[self.num_args:])
         return _pick_logits(out)
@@ -122,8 +131,11 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
     """Imports `module` as a training step of our builder.
 
     example_args: a tuple of example inputs (token ids, ...) with the
-        per-rank batch as dimension 0; their shapes and dtypes are the
-        step's inputs.
+        per-rank batch as dimension 0, passed to the module by position,
+        or a mapping of its keyword arguments to them (a tokenizer's
+        output: {"input_ids": ..., "attention_mask": ...}); their shapes
+        and dtypes are the step's inputs, named by the module's argument
+        names or the mapping's keys.
     loss: "causal_lm" (the default: the mean cross-entropy of the
         module's logits[:, :-1] against labels[:, 1:], `labels` an extra
         input shaped like the first argument; labels of -100, Hugging
@@ -146,12 +158,21 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
                         f"{type(module).__name__}")
     if isinstance(example_args, torch.Tensor):
         example_args = (example_args,)
+    keywords = None
+    kwargs = dict(forward_kwargs or {})
+    if isinstance(example_args, collections.abc.Mapping):
+        keywords = [str(key) for key in example_args]
+        both = sorted(set(keywords) & set(kwargs))
+        if both:
+            raise ValueError(f"{both} given both as example inputs and in "
+                             "forward_kwargs")
+        example_args = tuple(example_args.values())
     example_args = tuple(example_args)
     example_targets = tuple(example_targets)
     if not example_args or not all(
             isinstance(a, torch.Tensor) for a in example_args):
-        raise TypeError("example_args must be a tuple of tensors")
-    kwargs = dict(forward_kwargs or {})
+        raise TypeError("example_args must be a tuple of tensors or a "
+                        "mapping of argument names to tensors")
     if hasattr(module, "config") and "use_cache" not in kwargs:
         kwargs["use_cache"] = False
     loss_fn = None
@@ -175,7 +196,8 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
         seen.add(address)
     example_args = tuple(unaliased[:len(example_args)])
     example_targets = tuple(unaliased[len(example_args):])
-    wrapper = _Wrapper(module, kwargs, loss_fn, len(example_args))
+    wrapper = _Wrapper(module, kwargs, loss_fn, len(example_args),
+                       keywords)
     was_training = module.training
     # Dropout and other training-mode randomness have no place in a
     # deterministic step: export in eval mode.
@@ -199,7 +221,7 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
     graph.config.precision(precision)
     inputs = []
     input_names = []
-    arg_names = _argument_names(module, len(example_args))
+    arg_names = keywords or _argument_names(module, len(example_args))
     for index, example in enumerate(example_args + example_targets):
         if example.dim() == 0:
             raise UnsupportedModuleError(

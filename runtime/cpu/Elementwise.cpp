@@ -341,6 +341,52 @@ absl::StatusOr<KernelFn> bindCausalMask(const BindRequest &request) {
   });
 }
 
+absl::StatusOr<KernelFn> bindKeyMask(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
+    return status;
+  const TensorSpec &in = request.ins[0], &keep = request.ins[1];
+  if (absl::Status status = checkFloat(request, in, "input"); !status.ok())
+    return status;
+  if (absl::Status status = checkIndex(request, keep, "keep"); !status.ok())
+    return status;
+  if (absl::Status status =
+          checkSameSpec(request, in, "input", request.outs[0], "result");
+      !status.ok())
+    return status;
+  if (in.shape.size() < 2)
+    return request.invalid("masks keys along the last dimension of a batch, "
+                           "but ",
+                           specString(in), " has rank ", in.shape.size());
+  if (absl::Status status = checkShape(
+          request, keep, {in.shape.front(), in.shape.back()}, "keep");
+      !status.ok())
+    return status;
+  absl::StatusOr<double> fill = getF64(request, "fill");
+  if (!fill.ok())
+    return fill.status();
+  int64_t batch = in.shape.front(), keys = in.shape.back();
+  int64_t rowsPerBatch =
+      batch * keys == 0 ? 0 : in.numElements() / (batch * keys);
+  DType dtype = in.dtype, keepType = keep.dtype;
+  int64_t rowBytes = keys * dtypeBytes(dtype);
+  float value = static_cast<float>(*fill);
+  return KernelFn([=](absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) -> absl::Status {
+    const char *src = static_cast<const char *>(ins[0]);
+    char *dst = static_cast<char *>(outs[0]);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < rowsPerBatch; ++i) {
+        int64_t row = b * rowsPerBatch + i;
+        copyBytes(dst + row * rowBytes, src + row * rowBytes, rowBytes);
+        for (int64_t j = 0; j < keys; ++j)
+          if (loadIndex(ins[1], keepType, b * keys + j) == 0)
+            fillFloats(dst, dtype, row * keys + j, 1, value);
+      }
+    return absl::OkStatus();
+  });
+}
+
 absl::StatusOr<KernelFn> bindFill(const BindRequest &request) {
   if (absl::Status status = checkArity(request, 0, 1); !status.ok())
     return status;

@@ -172,6 +172,7 @@ absl::StatusOr<KernelFn> bindBinary(const BindRequest &request);
 absl::StatusOr<KernelFn> bindScale(const BindRequest &request);
 absl::StatusOr<KernelFn> bindBiasAdd(const BindRequest &request);
 absl::StatusOr<KernelFn> bindCausalMask(const BindRequest &request);
+absl::StatusOr<KernelFn> bindKeyMask(const BindRequest &request);
 absl::StatusOr<KernelFn> bindCast(const BindRequest &request);
 absl::StatusOr<KernelFn> bindActivationGrad(const BindRequest &request);
 absl::StatusOr<KernelFn> bindFill(const BindRequest &request);

@@ -74,9 +74,12 @@ absl::StatusOr<KernelFn> bindSoftmax(const BindRequest &request) {
           checkSameSpec(request, in, "input", request.outs[0], "result");
       !status.ok())
     return status;
+  absl::StatusOr<bool> safe = getFlag(request, "safe");
+  if (!safe.ok())
+    return safe.status();
   RowShape shape = rowShape(in);
   DType dtype = in.dtype;
-  return KernelFn([=, row = std::vector<float>(shape.cols)](
+  return KernelFn([=, safe = *safe, row = std::vector<float>(shape.cols)](
                       absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &) mutable -> absl::Status {
@@ -85,6 +88,13 @@ absl::StatusOr<KernelFn> bindSoftmax(const BindRequest &request) {
     for (int64_t r = 0; r < shape.rows; ++r) {
       loadFloats(ins[0], dtype, r * cols, cols, x);
       float max = maxOf(x, cols);
+      // A query whose every key is masked attends to nothing: zeros, as
+      // PyTorch's attention gives (its _safe_softmax); plain softmax gives
+      // NaN there, as torch.softmax does.
+      if (safe && max == -INFINITY) {
+        fillFloats(outs[0], dtype, r * cols, cols, 0.0f);
+        continue;
+      }
       expShiftedBlock(cols, x, max, x);
       float inverse = 1.0f / sumFixed(x, cols);
       for (int64_t j = 0; j < cols; ++j)

@@ -34,6 +34,7 @@ constexpr std::pair<absl::string_view, Binder> kBinders[] = {
     {"train.expand", cpu::bindExpand},
     {"train.gelu", cpu::bindUnary},
     {"train.gelu_grad", cpu::bindActivationGrad},
+    {"train.key_mask", cpu::bindKeyMask},
     {"train.layer_norm", cpu::bindLayerNorm},
     {"train.layer_norm_grad", cpu::bindLayerNormGrad},
     {"train.log", cpu::bindUnary},

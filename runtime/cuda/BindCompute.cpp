@@ -147,6 +147,24 @@ absl::StatusOr<KernelFn> bindCausalMask(const BindRequest &request,
   });
 }
 
+absl::StatusOr<KernelFn> bindKeyMask(const BindRequest &request,
+                                     cudaStream_t stream) {
+  const TensorSpec &in = request.ins[0];
+  absl::StatusOr<double> fill = cpu::getF64(request, "fill");
+  if (!fill.ok())
+    return fill.status();
+  int64_t batch = in.shape.front(), keys = in.shape.back();
+  int64_t perBatch = batch == 0 ? 0 : in.numElements() / batch;
+  dev::Dt type = dt(in.dtype), keepType = dt(request.ins[1].dtype);
+  float value = static_cast<float>(*fill);
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+    return launched(name,
+                    dev::launchKeyMask(ins[0], ins[1], outs[0], type, keepType,
+                                       batch, perBatch, keys, value, stream));
+  });
+}
+
 absl::StatusOr<KernelFn> bindFill(const BindRequest &request,
                                   cudaStream_t stream) {
   absl::StatusOr<double> value = cpu::getF64(request, "value");
@@ -190,11 +208,14 @@ absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &request,
 absl::StatusOr<KernelFn> bindSoftmax(const BindRequest &request,
                                      cudaStream_t stream) {
   auto [rows, cols] = rowsAndCols(request.ins[0]);
+  absl::StatusOr<bool> safe = cpu::getFlag(request, "safe");
+  if (!safe.ok())
+    return safe.status();
   dev::Dt type = dt(request.ins[0].dtype);
   std::string name(request.name);
-  return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
-    return launched(
-        name, dev::launchSoftmax(ins[0], outs[0], type, rows, cols, stream));
+  return KernelFn([=, safe = *safe](Ins ins, Outs outs, const KernelContext &) {
+    return launched(name, dev::launchSoftmax(ins[0], outs[0], type, rows, cols,
+                                             safe, stream));
   });
 }
 

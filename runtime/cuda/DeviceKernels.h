@@ -67,6 +67,10 @@ cudaError_t launchBiasAdd(const void *x, const void *bias, void *y, Dt type,
 cudaError_t launchCausalMask(const void *x, void *y, Dt type, int64_t matrices,
                              int64_t rows, int64_t cols, float fill,
                              cudaStream_t stream);
+/// `perBatch` elements of x per row of `keep` [batch, keys].
+cudaError_t launchKeyMask(const void *x, const void *keep, void *y, Dt type,
+                          Dt keepType, int64_t batch, int64_t perBatch,
+                          int64_t keys, float fill, cudaStream_t stream);
 cudaError_t launchFillFloat(void *y, Dt type, int64_t count, float value,
                             cudaStream_t stream);
 /// i32 or i64 `y`; also writes train.step_index's scalar.
@@ -75,8 +79,9 @@ cudaError_t launchFillInt(void *y, Dt type, int64_t count, int64_t value,
 
 //===- Normalization.cu ---------------------------------------------------===//
 
+/// With `safe`, a row of only -inf gives zeros, not NaN.
 cudaError_t launchSoftmax(const void *x, void *y, Dt type, int64_t rows,
-                          int64_t cols, cudaStream_t stream);
+                          int64_t cols, bool safe, cudaStream_t stream);
 cudaError_t launchSoftmaxGrad(const void *y, const void *dy, void *dx, Dt type,
                               int64_t rows, int64_t cols, cudaStream_t stream);
 cudaError_t launchLayerNorm(const void *x, const void *gamma, const void *beta,

@@ -1,11 +1,11 @@
 //===- Elementwise.cu - Elementwise CUDA kernels --------------------------===//
 //
 // Unary and binary math (sigmoid and SiLU among them), scale, cast, bias_add,
-// causal_mask, the activation gradients and the fills. Each thread reads all of
-// its inputs before it writes its output, so an output may be the buffer of an
-// input. The math is the CPU kernels' (the same GELU formulas, tanh and erf;
-// 1 / sqrt for rsqrt) so that the two backends differ only by the last bits
-// of the f32 library functions.
+// causal_mask, key_mask, the activation gradients and the fills. Each thread
+// reads all of its inputs before it writes its output, so an output may be the
+// buffer of an input. The math is the CPU kernels' (the same GELU formulas,
+// tanh and erf; 1 / sqrt for rsqrt) so that the two backends differ only by the
+// last bits of the f32 library functions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,6 +140,16 @@ __global__ void causalMaskKernel(const void *x, void *y, Dt type, int64_t count,
   }
 }
 
+__global__ void keyMaskKernel(const void *x, const void *keep, void *y, Dt type,
+                              Dt keepType, int64_t count, int64_t perBatch,
+                              int64_t keys, float fill) {
+  for (int64_t i = globalThread(); i < count; i += globalStride()) {
+    int64_t batch = i / perBatch, key = i % keys;
+    bool kept = loadId(keep, keepType, batch * keys + key) != 0;
+    storeF(y, type, i, kept ? loadF(x, type, i) : fill);
+  }
+}
+
 __global__ void fillFloatKernel(void *y, Dt type, int64_t count, float value) {
   for (int64_t i = globalThread(); i < count; i += globalStride())
     storeF(y, type, i, value);
@@ -194,6 +204,17 @@ cudaError_t launchCausalMask(const void *x, void *y, Dt type, int64_t matrices,
     return cudaSuccess;
   causalMaskKernel<<<gridFor(count), kThreads, 0, stream>>>(x, y, type, count,
                                                             rows, cols, fill);
+  return cudaGetLastError();
+}
+
+cudaError_t launchKeyMask(const void *x, const void *keep, void *y, Dt type,
+                          Dt keepType, int64_t batch, int64_t perBatch,
+                          int64_t keys, float fill, cudaStream_t stream) {
+  int64_t count = batch * perBatch;
+  if (count == 0)
+    return cudaSuccess;
+  keyMaskKernel<<<gridFor(count), kThreads, 0, stream>>>(
+      x, keep, y, type, keepType, count, perBatch, keys, fill);
   return cudaGetLastError();
 }
 

@@ -19,7 +19,7 @@ namespace zero::cuda::dev {
 namespace {
 
 __global__ void softmaxKernel(const void *x, void *y, Dt type, int64_t rows,
-                              int64_t cols) {
+                              int64_t cols, bool safe) {
   __shared__ float shared[kThreads / 32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * cols;
@@ -27,6 +27,12 @@ __global__ void softmaxKernel(const void *x, void *y, Dt type, int64_t rows,
     for (int64_t j = threadIdx.x; j < cols; j += kThreads)
       max = fmaxf(max, loadF(x, type, base + j));
     max = blockMax(max, shared);
+    // A query with every key masked: zeros, as PyTorch's attention gives.
+    if (safe && max == -INFINITY) {
+      for (int64_t j = threadIdx.x; j < cols; j += kThreads)
+        storeF(y, type, base + j, 0.0f);
+      continue;
+    }
     float sum = 0.0f;
     for (int64_t j = threadIdx.x; j < cols; j += kThreads)
       sum += expf(loadF(x, type, base + j) - max);
@@ -146,10 +152,11 @@ __global__ void layerNormGradFinish(const float *partials, int64_t blocks,
 } // namespace
 
 cudaError_t launchSoftmax(const void *x, void *y, Dt type, int64_t rows,
-                          int64_t cols, cudaStream_t stream) {
+                          int64_t cols, bool safe, cudaStream_t stream) {
   if (rows == 0 || cols == 0)
     return cudaSuccess;
-  softmaxKernel<<<rowGrid(rows), kThreads, 0, stream>>>(x, y, type, rows, cols);
+  softmaxKernel<<<rowGrid(rows), kThreads, 0, stream>>>(x, y, type, rows, cols,
+                                                        safe);
   return cudaGetLastError();
 }
 

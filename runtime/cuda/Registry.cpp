@@ -36,6 +36,7 @@ constexpr std::pair<absl::string_view, cuda::Binder> kBinders[] = {
     {"train.expand", cuda::bindExpand},
     {"train.gelu", cuda::bindUnary},
     {"train.gelu_grad", cuda::bindBinary},
+    {"train.key_mask", cuda::bindKeyMask},
     {"train.layer_norm", cuda::bindLayerNorm},
     {"train.layer_norm_grad", cuda::bindLayerNormGrad},
     {"train.log", cuda::bindUnary},

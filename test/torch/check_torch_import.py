@@ -8,7 +8,9 @@ MODEL is gpt2 (Hugging Face GPT2LMHeadModel, tied embeddings), gpt2-groups
 the learning rate for the first block's query/key/value weight), llama
 (LlamaForCausalLM, grouped-query attention), llama-untied, llama-pad
 (untied, with pad_token_id 1: nn.Embedding(padding_idx=1), and batches
-right-padded with it), gpt2-sft (GPT-2 fine-tuned as users do: labels
+right-padded with it), gpt2-mask and llama-mask (batches padded to rows of
+different real lengths, on the right and on the left, with the tokenizer's
+attention_mask as the step's second input and -100 labels on the padding), gpt2-sft (GPT-2 fine-tuned as users do: labels
 -100 on a prompt and on the right padding, rows of different real
 lengths, so each rank holds a different number of real labels, and one
 step whose whole batch is ignored: PyTorch's loss is NaN and its gradient
@@ -68,13 +70,14 @@ def ok(what):
 
 def build(kind):
     torch.manual_seed(0)
-    if kind in ("gpt2", "gpt2-groups", "gpt2-sft", "gpt2-smooth"):
+    if kind in ("gpt2", "gpt2-groups", "gpt2-sft", "gpt2-smooth",
+                "gpt2-mask"):
         from transformers import GPT2Config, GPT2LMHeadModel
         return GPT2LMHeadModel(
             GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=VOCAB,
                        n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0,
                        attn_pdrop=0.0, bos_token_id=0, eos_token_id=0))
-    if kind in ("llama", "llama-untied", "llama-pad"):
+    if kind in ("llama", "llama-untied", "llama-pad", "llama-mask"):
         from transformers import LlamaConfig, LlamaForCausalLM
         return LlamaForCausalLM(
             LlamaConfig(hidden_size=64, intermediate_size=128,
@@ -167,6 +170,9 @@ def batches(kind, count, ranks):
     if kind in ("gpt2-sft", "gpt2-smooth"):
         return [sft_batch(rows, generator, ignore_all=step == IGNORED_STEP)
                 for step in range(count)]
+    if kind.endswith("-mask"):
+        return [padded_batch(rows, generator, left=kind == "llama-mask")
+                for _ in range(count)]
     data = [(torch.randint(0, VOCAB, (rows, SEQ), generator=generator),)
             for _ in range(count)]
     if kind.endswith("-pad") or kind.startswith("zoo:"):
@@ -184,7 +190,11 @@ def torch_loss(kind, model, batch):
         return masked_lm_loss(model(batch[0]), batch[1])
     if loss_kind(kind) == "smoothed":
         return smoothed_loss(model(batch[0], use_cache=False), batch[1])
-    logits = model(batch[0], use_cache=False).logits
+    if kind.endswith("-mask"):
+        logits = model(batch[0], attention_mask=batch[1],
+                       use_cache=False).logits
+    else:
+        logits = model(batch[0], use_cache=False).logits
     labels = batch[-1]  # the ids themselves, or gpt2-sft's labels
     return torch.nn.functional.cross_entropy(
         logits[:, :-1].reshape(-1, VOCAB), labels[:, 1:].reshape(-1))
@@ -210,6 +220,22 @@ def sft_batch(rows, generator, ignore_all):
     if ignore_all:
         labels[:] = -100
     return ids, labels
+
+
+def padded_batch(rows, generator, left):
+    """Rows of 3 to SEQ real tokens padded (pad id 0) on the right, or on
+    the left as generation-style batches are, with the tokenizer's
+    attention_mask (1 real, 0 padding) and labels -100 on the padding.
+    With left padding the padded queries attend to no key at all."""
+    ids = torch.randint(2, VOCAB, (rows, SEQ), generator=generator)
+    mask = torch.ones(rows, SEQ, dtype=torch.int64)
+    for row in range(rows):
+        real = int(torch.randint(3, SEQ + 1, (), generator=generator))
+        padding = slice(0, SEQ - real) if left else slice(real, SEQ)
+        ids[row, padding] = 0
+        mask[row, padding] = 0
+    labels = torch.where(mask == 1, ids, torch.full_like(ids, -100))
+    return ids, mask, labels
 
 
 SLOW = "transformer.h.0.attn.c_attn.weight"
@@ -301,6 +327,9 @@ def masked_lm_loss(output, labels):
 
 def import_model(kind, model):
     per_rank = [b[:2] for b in batches(kind, 1, 1)[0]]
+    if kind.endswith("-mask"):
+        return zero.from_torch(model, {"input_ids": per_rank[0],
+                                       "attention_mask": per_rank[1]})
     if loss_kind(kind) != "causal_lm":
         loss = {"custom": regularized_cross_entropy,
                 "smoothed": smoothed_loss,

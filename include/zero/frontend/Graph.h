@@ -531,11 +531,16 @@ Tensor gelu(const Tensor &x, bool exact = false);
 Tensor sigmoid(const Tensor &x);
 /// x sigmoid(x), Llama's SwiGLU gate.
 Tensor silu(const Tensor &x);
-Tensor softmax(const Tensor &x);
+/// With `safe`, a row of only -inf gives zeros (PyTorch's attention), not
+/// NaN (torch.softmax).
+Tensor softmax(const Tensor &x, bool safe = false);
 
 Tensor scale(const Tensor &x, double factor);
 /// Sets the entries above the diagonal of the last two dimensions to `fill`.
 Tensor causalMask(const Tensor &x, double fill);
+/// Sets x[b, ..., j] to `fill` where keep[b, j] is 0: a tokenizer's
+/// attention_mask [batch, keys] applied to attention scores.
+Tensor keyMask(const Tensor &x, const Tensor &keep, double fill);
 /// x + bias broadcast along the last dimension.
 Tensor biasAdd(const Tensor &x, const Tensor &bias);
 /// [..., M, K] x [..., K, N] after the requested transposes of the last two

@@ -110,6 +110,21 @@ func.func @causal_mask(%scores: tensor<2x4x16x16xf32>, %h: tensor<16x16xf16>) {
   return
 }
 
+// A tokenizer's attention_mask [batch, keys] on attention scores: padding
+// keys filled with -inf before a safe softmax (a query with no key left gets
+// zeros), and with 0 for the gradient.
+// CHECK-LABEL: func.func @key_mask
+// CHECK-SAME:    (%[[S:.*]]: tensor<2x4x16x16xf32>, %[[K:.*]]: tensor<2x16xi64>)
+// CHECK-NEXT:    %masked = train.key_mask %[[S]], %[[K]] fill 0xFFF0000000000000 : tensor<2x4x16x16xf32>, tensor<2x16xi64>
+// CHECK-NEXT:    %softmax = train.softmax %masked safe : tensor<2x4x16x16xf32>
+// CHECK-NEXT:    %{{.*}} = train.key_mask %softmax, %[[K]] fill 0.000000e+00 : tensor<2x4x16x16xf32>, tensor<2x16xi64>
+func.func @key_mask(%scores: tensor<2x4x16x16xf32>, %keep: tensor<2x16xi64>) {
+  %0 = train.key_mask %scores, %keep fill 0xFFF0000000000000 : tensor<2x4x16x16xf32>, tensor<2x16xi64>
+  %1 = train.softmax %0 safe : tensor<2x4x16x16xf32>
+  %2 = train.key_mask %1, %keep fill 0.0 : tensor<2x4x16x16xf32>, tensor<2x16xi64>
+  return
+}
+
 // 2-D matmul: [M, K] x [K, N] -> [M, N].
 // CHECK-LABEL: func.func @matmul
 // CHECK-SAME:    (%[[X:.*]]: tensor<32x784xf32>, %[[W:.*]]: tensor<784x128xf32>)

@@ -571,6 +571,24 @@ func.func @f(%x: tensor<16xf32>) {
   return
 }
 
+// -----
+
+// A padding mask whose keys are not the scores' last dimension.
+func.func @f(%x: tensor<2x4x16x16xf32>, %keep: tensor<2x8xi64>) {
+  // expected-error @+1 {{needs keep of shape [batch, keys] = [2, 16] for 'tensor<2x4x16x16xf32>', got 'tensor<2x8xi64>'}}
+  %0 = train.key_mask %x, %keep fill 0.0 : tensor<2x4x16x16xf32>, tensor<2x8xi64>
+  return
+}
+
+// -----
+
+// A padding mask given as floats (an additive mask) rather than integers.
+func.func @f(%x: tensor<2x16xf32>, %keep: tensor<2x16xf32>) {
+  // expected-error @+1 {{operand #1 must be}}
+  %0 = train.key_mask %x, %keep fill 0.0 : tensor<2x16xf32>, tensor<2x16xf32>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // train.matmul
 //===----------------------------------------------------------------------===//

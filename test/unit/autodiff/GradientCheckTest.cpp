@@ -553,6 +553,24 @@ std::vector<Case> allCases() {
                        "    %y = train.softmax %m : tensor<2x3x4xf32>\n",
                        "y",
                        {2, 3, 4}});
+  // A padding mask with a finite fill, and with -inf before a safe softmax:
+  // keep ids in [0, 2) leave some keys, and perhaps whole rows, masked.
+  cases.push_back(Case{"key_mask",
+                       {param("x", {2, 3, 4})},
+                       {Tensor{"keep", {2, 4}, Dist::ids, "i32", 2}},
+                       "    %y = train.key_mask %x, %keep fill -2.0 : "
+                       "tensor<2x3x4xf32>, tensor<2x4xi32>\n",
+                       "y",
+                       {2, 3, 4}});
+  cases.push_back(Case{"key_mask_safe_softmax",
+                       {param("x", {2, 3, 4})},
+                       {Tensor{"keep", {2, 4}, Dist::ids, "i32", 2}},
+                       "    %m = train.key_mask %x, %keep fill "
+                       "0xFFF0000000000000 : tensor<2x3x4xf32>, "
+                       "tensor<2x4xi32>\n"
+                       "    %y = train.softmax %m safe : tensor<2x3x4xf32>\n",
+                       "y",
+                       {2, 3, 4}});
   // Matmul: every transpose flag, batched, and a 2-D weight shared by
   // batches.
   cases.push_back(matmul("matmul", {3, 4}, {4, 2}, "", {3, 2}));

@@ -111,6 +111,21 @@ TEST(ElementwiseCuda, BiasAdd) {
       }
 }
 
+TEST(ElementwiseCuda, KeyMask) {
+  SKIP_WITHOUT_CUDA_GPU();
+  for (DType dtype : floatTypes())
+    for (DType keepType : {DType::i32, DType::i64})
+      for (const std::vector<int64_t> &shape :
+           {std::vector<int64_t>{3, 7}, {2, 3, 9, 9}, {5, 2, 33}}) {
+        Tensor x = randomTensor(dtype, shape, 15);
+        Tensor keep = randomIds(keepType, {shape.front(), shape.back()}, 16, 2);
+        EXPECT_TRUE(matchesCpu({"train.key_mask",
+                                dict({{"fill", f64(-INFINITY)}}),
+                                {x, keep},
+                                {x}}));
+      }
+}
+
 TEST(ElementwiseCuda, CausalMask) {
   SKIP_WITHOUT_CUDA_GPU();
   for (DType dtype : floatTypes())

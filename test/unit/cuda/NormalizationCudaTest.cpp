@@ -30,6 +30,17 @@ TEST(NormalizationCuda, Softmax) {
     }
 }
 
+TEST(NormalizationCuda, SafeSoftmaxOfFullyMaskedRows) {
+  SKIP_WITHOUT_CUDA_GPU();
+  for (DType dtype : floatTypes()) {
+    Tensor x = randomTensor(dtype, {4, 37}, 40);
+    for (int64_t j = 0; j < 37; ++j)
+      x.set(37 + j, -INFINITY);
+    EXPECT_TRUE(
+        matchesCpu({"train.softmax", dict({{"safe", unit()}}), {x}, {x}}));
+  }
+}
+
 TEST(NormalizationCuda, SoftmaxGrad) {
   SKIP_WITHOUT_CUDA_GPU();
   uint32_t seed = 50;

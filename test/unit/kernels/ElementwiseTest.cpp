@@ -161,6 +161,40 @@ TEST(ElementwiseTest, BiasAddBroadcastsAlongLastDim) {
     }
 }
 
+TEST(ElementwiseTest, KeyMaskFillsPaddingKeysOfEachBatch) {
+  for (DType dtype : kFloatTypes)
+    for (DType keepType : {DType::i32, DType::i64})
+      for (std::vector<int64_t> shape :
+           {std::vector<int64_t>{2, 3, 5, 5}, std::vector<int64_t>{3, 7}}) {
+        int64_t batch = shape.front(), keys = shape.back();
+        Tensor x = randomTensor(dtype, shape, 10);
+        // Values other than 0 and 1 keep a key too, as PyTorch's bool cast.
+        Tensor keep = randomIds(keepType, {batch, keys}, 11, 3);
+        Tensor y(dtype, shape);
+        y.poison();
+        ASSERT_TRUE(runKernel("train.key_mask", dict({{"fill", f64(-7.0)}}),
+                              {&x, &keep}, {&y})
+                        .ok());
+        int64_t perBatch = x.size() / batch;
+        std::vector<double> want;
+        for (int64_t i = 0; i < x.size(); ++i)
+          want.push_back(
+              keep.at(i / perBatch * keys + i % keys) == 0 ? -7.0 : x.at(i));
+        EXPECT_TRUE(allClose(y, want, 0.0, 0.0));
+      }
+}
+
+TEST(ElementwiseTest, KeyMaskRefusesKeepOfAnotherShape) {
+  Tensor x = randomTensor(DType::f32, {2, 4, 6}, 12);
+  Tensor keep = randomIds(DType::i64, {2, 4}, 13, 2);
+  Tensor y(DType::f32, {2, 4, 6});
+  absl::Status status = runKernel("train.key_mask", dict({{"fill", f64(0.0)}}),
+                                  {&x, &keep}, {&y});
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(std::string(status.message()).find("keep"), std::string::npos)
+      << status;
+}
+
 TEST(ElementwiseTest, CausalMaskFillsAboveDiagonal) {
   for (DType dtype : kFloatTypes)
     for (std::vector<int64_t> shape :

@@ -55,6 +55,27 @@ TEST(NormalizationTest, SoftmaxOfMaskedScoresIgnoresMaskedEntries) {
   EXPECT_EQ(y.at(1), 0.0);
 }
 
+// PyTorch's attention gives a query with every key masked zeros (its
+// _safe_softmax); torch.softmax gives NaN. `safe` picks the first, and
+// leaves every other row as the plain softmax has it, bit for bit.
+TEST(NormalizationTest, SafeSoftmaxGivesZerosWhereEveryEntryIsMasked) {
+  Tensor x = randomTensor(DType::f32, {3, 5}, 35);
+  for (int64_t j = 0; j < 5; ++j)
+    x.set(5 + j, -INFINITY);
+  Tensor safe(DType::f32, {3, 5}), plain(DType::f32, {3, 5});
+  ASSERT_TRUE(
+      runKernel("train.softmax", dict({{"safe", unit()}}), {&x}, {&safe}).ok());
+  ASSERT_TRUE(runKernel("train.softmax", {}, {&x}, {&plain}).ok());
+  for (int64_t i = 0; i < 15; ++i) {
+    if (i / 5 == 1) {
+      EXPECT_EQ(safe.at(i), 0.0) << i;
+      EXPECT_TRUE(std::isnan(plain.at(i))) << i;
+    } else {
+      EXPECT_EQ(safe.at(i), plain.at(i)) << i;
+    }
+  }
+}
+
 TEST(NormalizationTest, SoftmaxGradMatchesReferenceAndFiniteDifferences) {
   const std::vector<int64_t> shape = {3, 7};
   for (DType dtype : kFloatTypes) {

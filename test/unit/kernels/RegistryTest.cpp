@@ -33,7 +33,8 @@ constexpr const char *kModule = R"mlir(
   func.func @f(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %b: tensor<8xf32>,
                %w: tensor<8x6xf32>, %ids: tensor<4xi32>, %tab: tensor<10x8xf32>,
                %s: tensor<f32>, %xb: tensor<4x8xbf16>, %h: tensor<2x4x8xf32>,
-               %lab: tensor<4xi64>, %step: tensor<i64>) {
+               %lab: tensor<4xi64>, %step: tensor<i64>,
+               %keep: tensor<2x8xi64>) {
     %0 = train.neg %x : tensor<4x8xf32>
     %1 = train.exp %x : tensor<4x8xf32>
     %2 = train.log %x : tensor<4x8xf32>
@@ -83,6 +84,8 @@ constexpr const char *kModule = R"mlir(
     %39 = train.pad %38 dim 2 offset 2 : tensor<2x4x3xf32> -> tensor<2x4x8xf32>
     %40 = train.concat %x, %y dim 0 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
     %41 = train.slice %lab dim 0 offset 1 : tensor<4xi64> -> tensor<3xi64>
+    %42 = train.key_mask %h, %keep fill 0xFFF0000000000000 : tensor<2x4x8xf32>, tensor<2x8xi64>
+    %43 = train.softmax %42 safe : tensor<2x4x8xf32>
     %t = train.step_index : tensor<i64>
     %p1 = train.sgd %x, %y with @sgd : tensor<4x8xf32>, tensor<4x8xf32>
     %p2, %b2 = train.sgd_momentum %x, %y, %x with @mom

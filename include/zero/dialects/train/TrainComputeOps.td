@@ -145,6 +145,31 @@ def Train_CausalMaskOp : Train_ComputeOp<"causal_mask", "masked", [
   let hasVerifier = 1;
 }
 
+def Train_KeyMaskOp : Train_ComputeOp<"key_mask", "masked", [
+    AllTypesMatch<["input", "result"]>, Train_Differentiable]> {
+  let summary = "Fills the positions of padding keys along the last dimension";
+  let description = [{
+    The padding mask of a tokenizer's `attention_mask`: `keep` is
+    `[batch, keys]`, nonzero where the key is a real token. Element
+    `[b, ..., j]` of the input, whose first dimension is the batch and
+    last the keys, becomes `fill` where `keep[b, j]` is 0: `-inf` before a
+    softmax over attention scores (with `train.softmax safe`, so that a
+    query with no key left gets zeros, as PyTorch's attention does), 0 for
+    the gradient, which is the same op.
+
+    ```mlir
+    %m = train.key_mask %scores, %keep fill 0xFFF0000000000000 : tensor<2x4x16x16xf32>, tensor<2x16xi64>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, Train_IndexTensor:$keep,
+                       F64Attr:$fill);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $keep `fill` $fill attr-dict `:` type($input) `,` type($keep)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Matmul, normalization, softmax
 //===----------------------------------------------------------------------===//
@@ -176,13 +201,19 @@ def Train_SoftmaxOp : Train_ComputeOp<"softmax", "softmax", [
     SameOperandsAndResultType, Train_Differentiable]> {
   let summary = "Softmax over the last dimension";
   let description = [{
+    With `safe`, a row whose every element is `-inf` (an attention query
+    whose keys are all masked) gives zeros, as PyTorch's
+    `scaled_dot_product_attention` does; without, NaN, as `torch.softmax`
+    does.
+
     ```mlir
     %p = train.softmax %scores : tensor<2x4x16x16xf32>
+    %q = train.softmax %masked safe : tensor<2x4x16x16xf32>
     ```
   }];
-  let arguments = (ins Train_FloatTensor:$input);
+  let arguments = (ins Train_FloatTensor:$input, UnitAttr:$safe);
   let results = (outs Train_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = "$input (`safe` $safe^)? attr-dict `:` type($input)";
 }
 
 // MLIR 19's format type inference mixes up AllTypesMatch groups that hold two

@@ -115,6 +115,14 @@ def lora_llama():
                          target_modules=["q_proj", "v_proj"]))
 
 
+def has_mask(kind):
+    """Batches with the tokenizer's attention_mask, the step's second
+    input: gpt2-mask, llama-mask and the zoo but for its exceptions."""
+    if kind.startswith("zoo:"):
+        return kind[4:] not in zoo.NO_ATTENTION_MASK
+    return kind.endswith("-mask")
+
+
 def loss_kind(kind):
     """custom (the Classifier's own loss), smoothed, masked_lm or
     causal_lm."""
@@ -160,6 +168,18 @@ def batches(kind, count, ranks):
         return [(torch.randn(rows, 32, generator=generator),
                  torch.randint(0, 10, (rows,), generator=generator))
                 for _ in range(count)]
+    if kind.startswith("zoo:") and has_mask(kind):
+        data = []
+        for _ in range(count):
+            ids = torch.randint(2, VOCAB, (rows, SEQ), generator=generator)
+            labels = ids.clone()
+            if loss_kind(kind) == "masked_lm":
+                labels = zoo.mask_labels(
+                    torch.randint(0, VOCAB, (rows, SEQ),
+                                  generator=generator), generator)
+            mask = zoo.left_pad(ids, labels)
+            data.append((ids, mask, labels))
+        return data
     if loss_kind(kind) == "masked_lm":
         return [(zoo.pad_rows(torch.randint(0, VOCAB, (rows, SEQ),
                                             generator=generator)),
@@ -187,10 +207,13 @@ def torch_loss(kind, model, batch):
     if loss_kind(kind) == "custom":
         return regularized_cross_entropy(model(batch[0]), batch[1])
     if loss_kind(kind) == "masked_lm":
+        if has_mask(kind):
+            return masked_lm_loss(model(batch[0], attention_mask=batch[1]),
+                                  batch[2])
         return masked_lm_loss(model(batch[0]), batch[1])
     if loss_kind(kind) == "smoothed":
         return smoothed_loss(model(batch[0], use_cache=False), batch[1])
-    if kind.endswith("-mask"):
+    if has_mask(kind):
         logits = model(batch[0], attention_mask=batch[1],
                        use_cache=False).logits
     else:
@@ -327,9 +350,12 @@ def masked_lm_loss(output, labels):
 
 def import_model(kind, model):
     per_rank = [b[:2] for b in batches(kind, 1, 1)[0]]
-    if kind.endswith("-mask"):
-        return zero.from_torch(model, {"input_ids": per_rank[0],
-                                       "attention_mask": per_rank[1]})
+    if has_mask(kind):
+        inputs = {"input_ids": per_rank[0], "attention_mask": per_rank[1]}
+        if loss_kind(kind) == "masked_lm":
+            return zero.from_torch(model, inputs, loss=masked_lm_loss,
+                                   example_targets=(per_rank[2],))
+        return zero.from_torch(model, inputs)
     if loss_kind(kind) != "causal_lm":
         loss = {"custom": regularized_cross_entropy,
                 "smoothed": smoothed_loss,

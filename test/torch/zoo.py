@@ -1,6 +1,7 @@
 """The architecture zoo of test/torch/zoo.test: Hugging Face models built
 from small configs (2 layers, width 64, 4 heads, vocabulary 256), each with
-a pad token set (PAD, id 1) that the batches hold, and every dropout 0
+a pad token set (PAD, id 1) that the batches hold, left padding with the
+tokenizer's attention_mask (but for NO_ATTENTION_MASK), and every dropout 0
 (PyTorch trains in training mode; the importer exports in eval mode).
 
 ZOO maps a name to (a function making the model, the loss): "causal_lm"
@@ -66,6 +67,30 @@ ZOO = {
     # Token-type ids of zeros (constant rows), exact GELU, a masked-LM head.
     "bert": (_decoder("BertConfig", "BertForMaskedLM"), "masked_lm"),
 }
+
+
+# Architectures trained without the attention_mask input, and why.
+NO_ATTENTION_MASK = {
+    # Its learned positions are the attention mask's cumulative sum: with
+    # the mask an input, position ids computed from an input, which the
+    # importer refuses (aten.cumsum).
+    "opt": "positions from the mask's cumulative sum",
+}
+
+
+def left_pad(ids, labels):
+    """Left padding of varied lengths with PAD, as batches for generation
+    are padded: rows start with 1, 3, 5 or 7 pad tokens, so a padded query
+    attends to no key at all. Returns the tokenizer's attention_mask (1
+    real, 0 padding); the labels of the padding become -100."""
+    rows = ids.shape[0]
+    mask = torch.ones_like(ids)
+    for row in range(rows):
+        padding = 1 + (row % 4) * 2
+        ids[row, :padding] = PAD
+        mask[row, :padding] = 0
+        labels[row, :padding] = -100
+    return mask
 
 
 def masked_lm_loss(logits, labels):

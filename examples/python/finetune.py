@@ -12,9 +12,10 @@ The model is a Llama built from a small config (nothing is downloaded);
 the tokens are bytes (vocabulary 256, pad id 0). The pairs come from the
 shipped play (examples/gpt2/data/coriolanus.txt): each speech is a prompt
 and the next speech its response, "Q: <speech>\\nA: <reply>". Rows are
-right-padded to --seq; labels are the ids with -100 on the prompt and the
-padding, so the loss is the mean over the response tokens of the whole
-global batch (docs/torch.md, "Fine-tuning"). Dropout stays 0 in the config:
+right-padded to --seq, with the tokenizer's attention_mask (1 on the real
+tokens, 0 on the padding) as the step's second input; labels are the ids
+with -100 on the prompt and the padding, so the loss is the mean over the
+response tokens of the whole global batch (docs/torch.md, "Fine-tuning"). Dropout stays 0 in the config:
 the importer refuses dropout for now. With --lora, PEFT's LoRA (rank 8 on
 q_proj and v_proj) trains and the base is frozen: no gradient, no optimizer
 state. At the end the trained weights are written with PEFT's
@@ -50,8 +51,9 @@ def speeches(path):
 
 
 def examples(path, seq):
-    """(ids, labels) for every pair of consecutive speeches that fits in
-    `seq` tokens with at least one response token; right-padded."""
+    """(ids, attention_mask, labels) for every pair of consecutive speeches
+    that fits in `seq` tokens with at least one response token;
+    right-padded."""
     said = speeches(path)
     pairs = []
     for prompt, reply in zip(said, said[1:]):
@@ -61,18 +63,20 @@ def examples(path, seq):
             continue
         tokens = np.frombuffer(prompt + reply, dtype=np.uint8).astype(np.int64)
         ids = np.full(seq, PAD, dtype=np.int64)
+        mask = np.zeros(seq, dtype=np.int64)
         labels = np.full(seq, IGNORE, dtype=np.int64)
         ids[:len(tokens)] = tokens
+        mask[:len(tokens)] = 1
         labels[len(prompt):len(tokens)] = tokens[len(prompt):]
-        pairs.append((ids, labels))
+        pairs.append((ids, mask, labels))
     return pairs
 
 
 def batch(pairs, first, rows):
-    """`rows` pairs from `first` on (wrapping): the global batch."""
+    """`rows` pairs from `first` on (wrapping): the global batch, as
+    [ids, attention_mask, labels]."""
     chosen = [pairs[(first + row) % len(pairs)] for row in range(rows)]
-    return [np.stack([ids for ids, _ in chosen]),
-            np.stack([labels for _, labels in chosen])]
+    return [np.stack(column) for column in zip(*chosen)]
 
 
 def build_model(lora):
@@ -127,8 +131,12 @@ def main():
 
     module = build_model(args.lora)
     per_rank = args.batch // ranks
-    example = torch.from_numpy(batch(train_pairs, 0, per_rank)[0])
-    graph = zero.from_torch(module, (example,))
+    ids, mask, _ = (torch.from_numpy(a)
+                    for a in batch(train_pairs, 0, per_rank))
+    # By keyword, as a tokenizer's output: the step's inputs are input_ids,
+    # attention_mask and (the causal-LM loss's) labels.
+    graph = zero.from_torch(module, {"input_ids": ids,
+                                     "attention_mask": mask})
     graph.config.optimizer(zero.AdamW(lr=args.lr, weight_decay=0.0))
     graph.config.enable_zero(args.stage > 0, args.stage)
     compiled = graph.compile(ranks)
@@ -144,8 +152,8 @@ def main():
 
     validation = batch(val_pairs, 0, args.batch)
     for step in range(trainer.steps_done + 1, args.steps + 1):
-        ids, labels = batch(train_pairs, (step - 1) * args.batch, args.batch)
-        loss = trainer.step([ids, labels])
+        loss = trainer.step(
+            batch(train_pairs, (step - 1) * args.batch, args.batch))
         log(f"step {step:4d}/{args.steps}  train loss {loss:.6f}")
         if step % args.eval_every == 0 or step == args.steps:
             log(f"step {step:4d}/{args.steps}  validation loss "

@@ -213,6 +213,14 @@ class Pow(torch.nn.Module):
         return x.pow(4)
 
 
+class MaskOutsideAttention(torch.nn.Module):
+    """An attention_mask used to zero the padding's features: the importer
+    takes the mask only into attention."""
+
+    def forward(self, x, attention_mask):
+        return x * attention_mask.bool().unsqueeze(-1)
+
+
 class Mean(torch.nn.Module):
 
     def forward(self, x):
@@ -236,6 +244,16 @@ REFUSED = {
     "not-a-module": (lambda x: x, (torch.randn(2, 4),), mean_loss, ()),
     "not-logits": (Mean(), (torch.randn(2, 4),), "causal_lm", ()),
     "pow": (Pow(), (torch.randn(2, 4),), mean_loss, ()),
+    "mask-outside-attention": (
+        MaskOutsideAttention(),
+        {"x": torch.randn(2, 4, 3),
+         "attention_mask": torch.ones(2, 4, dtype=torch.int64)}, mean_loss,
+        ()),
+    "input-given-twice": (
+        MaskOutsideAttention(),
+        {"x": torch.randn(2, 4, 3),
+         "attention_mask": torch.ones(2, 4, dtype=torch.int64)},
+        "forward-kwargs", ()),
 }
 
 
@@ -246,6 +264,9 @@ def refusals():
             # The module computes its own loss from (x, y).
             kwargs = {"loss": lambda out: out, "example_targets": ()}
             args = args + targets
+        elif loss == "forward-kwargs":
+            kwargs = {"loss": mean_loss,
+                      "forward_kwargs": {"attention_mask": None}}
         else:
             kwargs = {"loss": loss}
         try:

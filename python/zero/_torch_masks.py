@@ -133,7 +133,9 @@ def lower(self, node, args, kwargs):
         raise UnsupportedModuleError(
             f"the attention mask reaches {node.target} {where(node)}; the "
             "importer takes it, as Hugging Face's masking_utils builds it, "
-            "only into scaled_dot_product_attention")
+            "only into scaled_dot_product_attention (a model with "
+            "attn_implementation='eager' adds it as a float mask: use "
+            "'sdpa', the default)")
     return handler(self, node, args, kwargs)
 
 

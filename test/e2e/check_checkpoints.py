@@ -4,7 +4,7 @@
   check_checkpoints.py resume   --src-root SRC --workdir DIR
   check_checkpoints.py consolidate --src-root SRC --workdir DIR [--reference]
   check_checkpoints.py reshard  --src-root SRC --workdir DIR
-  check_checkpoints.py crash    --src-root SRC --workdir DIR
+  check_checkpoints.py crash    --src-root SRC --workdir DIR [--points T,T]
   check_checkpoints.py corrupt  --src-root SRC --workdir DIR
 
 resume: for each stage 0-3 and N in --ranks, an uninterrupted deterministic
@@ -303,6 +303,8 @@ def check_crash(checker, args):
     zero_run(mlp, 2, 2, STEPS, full_m, full_s)
     for point, published, asynchronous in CRASH_POINTS:
         tag = point.replace(":", "-rank") + ("-async" if asynchronous else "")
+        if args.points and tag not in args.points.split(","):
+            continue
         ckpt = f"{work}/{tag}"
         shutil.rmtree(ckpt, ignore_errors=True)
         mode = ["--checkpoint-async"] if asynchronous else []
@@ -475,6 +477,9 @@ def main():
     parser.add_argument("part", choices=["resume", "consolidate", "reshard",
                                          "crash", "corrupt", "full-disk"])
     parser.add_argument("--ranks", default="1,2,3")
+    parser.add_argument("--points", default="",
+                        help="crash: only these kill points, by tag "
+                        "(after-rank-file-rank0, before-latest-async, ...)")
     parser.add_argument("--reference", action="store_true",
                         help="also read consolidate's file with the "
                              "safetensors library")

@@ -12,6 +12,7 @@
 #include "zero/frontend/Graph.h"
 #include "zero/frontend/Layers.h"
 #include "zero/runtime/Communicator.h"
+#include "zero/runtime/TensorFile.h"
 #include "zero/support/ByteSize.h"
 
 #include "absl/strings/str_cat.h"
@@ -296,7 +297,14 @@ rt::TensorMap batchArrays(const PyTrainer &self,
 }
 
 /// The collective Trainer methods, for agreeOnCall.
-enum class Call : int64_t { step = 1, stateDict, save, load, evaluate };
+enum class Call : int64_t {
+  step = 1,
+  stateDict,
+  save,
+  load,
+  evaluate,
+  loadStateDict
+};
 
 std::string describeCall(int64_t call, int64_t step) {
   switch (static_cast<Call>(call)) {
@@ -310,6 +318,8 @@ std::string describeCall(int64_t call, int64_t step) {
     return "Trainer.load (after step " + std::to_string(step) + ")";
   case Call::evaluate:
     return "Trainer.evaluate (after step " + std::to_string(step) + ")";
+  case Call::loadStateDict:
+    return "Trainer.load_state_dict (after step " + std::to_string(step) + ")";
   }
   return "call " + std::to_string(call);
 }
@@ -318,8 +328,10 @@ std::string describeCall(int64_t call, int64_t step) {
 /// one at the same step: ranks that call different methods (`if rank == 0:
 /// save(...)`, one extra step) would otherwise feed one method's
 /// collectives with another's data, or wait until the timeout. A mismatch
-/// raises on every rank, naming what each rank was doing.
-void agreeOnCall(PyTrainer &self, Call call) {
+/// raises on every rank, naming what each rank was doing. `argument` is a
+/// digest of what the call must be given alike on every rank (the state of
+/// load_state_dict), 0 where nothing is compared.
+void agreeOnCall(PyTrainer &self, Call call, int64_t argument = 0) {
   rt::Communicator &comm = communicator();
   if (comm.size() < 2)
     return;
@@ -328,16 +340,29 @@ void agreeOnCall(PyTrainer &self, Call call) {
   double rate = self.trainer->learningRate();
   int64_t rateBits;
   std::memcpy(&rateBits, &rate, sizeof(rate));
-  constexpr int kWords = 3;
+  constexpr int kWords = 4;
   int64_t mine[kWords] = {static_cast<int64_t>(call), self.trainer->stepsDone(),
-                          rateBits};
+                          rateBits, argument};
   std::vector<int64_t> all(kWords * static_cast<size_t>(comm.size()));
   check(comm.allGather(mine, all.data(), kWords, rt::DType::i64));
-  bool sameCall = true, sameRate = true;
+  bool sameCall = true, sameRate = true, sameArgument = true;
   for (int rank = 1; rank < comm.size(); ++rank) {
     const int64_t *theirs = &all[kWords * rank];
     sameCall &= theirs[0] == all[0] && theirs[1] == all[1];
     sameRate &= theirs[2] == all[2];
+    sameArgument &= theirs[3] == all[3];
+  }
+  if (sameCall && !sameArgument) {
+    // Each rank takes its shard of what it is given: different states
+    // would assemble a model that is none of them.
+    std::string message = describeCall(all[0], all[1]) +
+                          ": the ranks were given different states (CRC-32";
+    for (int rank = 0; rank < comm.size(); ++rank)
+      message += absl::StrCat(rank ? "," : "", " rank ", rank, " ",
+                              absl::Hex(all[kWords * rank + 3]));
+    throw std::runtime_error(
+        message + "); give every rank the same whole state (as state_dict "
+                  "returns it): each rank takes its own shard of it");
   }
   if (sameCall && sameRate)
     return;
@@ -356,8 +381,9 @@ void agreeOnCall(PyTrainer &self, Call call) {
                  ? "; set trainer.learning_rate to the same value on every "
                    "rank"
                  : "; every rank must make the same Trainer calls in the "
-                   "same order (step, state_dict, save and load are "
-                   "collective: call them on every rank, not only on rank 0)";
+                   "same order (step, evaluate, state_dict, load_state_dict, "
+                   "save and load are collective: call them on every rank, "
+                   "not only on rank 0)";
   throw std::runtime_error(message);
 }
 
@@ -593,6 +619,11 @@ void bindTraining(py::module_ &m) {
                   "state_dict gives) or the path of a .safetensors file, not " +
                   std::string(py::str(source.get_type().attr("__name__"))));
             }
+            // The ranks compare what they were given: one rank loading
+            // alone would leave the others' shards as they were.
+            agreeOnCall(self, Call::loadStateDict,
+                        communicator().size() > 1 ? rt::stateChecksum(state)
+                                                  : 0);
             check(self.trainer->loadStateDict(state, what));
           },
           py::arg("state"))

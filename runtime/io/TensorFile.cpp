@@ -2,6 +2,7 @@
 
 #include "zero/runtime/TensorFile.h"
 
+#include "Crc32.h"
 #include "FileIO.h"
 
 #include "absl/strings/str_join.h"
@@ -42,6 +43,21 @@ absl::StatusOr<const HostTensor *> findTensor(const TensorMap &tensors,
   return io::fileError(absl::StatusCode::kNotFound, path,
                        absl::StrCat("no tensor '", name, "' (the file has ",
                                     io::listNames(names), ")"));
+}
+
+uint32_t stateChecksum(const TensorMap &tensors) {
+  uint32_t crc = 0;
+  for (const auto &[name, tensor] : tensors) {
+    // The name's terminating NUL keeps "ab" + "c" apart from "a" + "bc".
+    crc = io::crc32(crc, name.c_str(), name.size() + 1);
+    int64_t header[2] = {static_cast<int64_t>(tensor.dtype),
+                         static_cast<int64_t>(tensor.shape.size())};
+    crc = io::crc32(crc, header, sizeof(header));
+    crc = io::crc32(crc, tensor.shape.data(),
+                    tensor.shape.size() * sizeof(int64_t));
+    crc = io::crc32(crc, tensor.data.data(), tensor.data.size());
+  }
+  return crc;
 }
 
 } // namespace zero::rt

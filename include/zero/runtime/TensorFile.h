@@ -44,6 +44,10 @@ struct HostTensor {
 
 using TensorMap = std::map<std::string, HostTensor>;
 
+/// The CRC-32 of every tensor's name, type, shape and bytes, in name order:
+/// what ranks compare to check that they were given the same state.
+uint32_t stateChecksum(const TensorMap &tensors);
+
 /// Checks that `tensor.data` has the size its shape and dtype call for and
 /// that no dimension is negative; `what` names it in the message.
 absl::Status checkTensor(const HostTensor &tensor, absl::string_view what);

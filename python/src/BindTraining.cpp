@@ -22,6 +22,7 @@
 
 #include <cctype>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <stdexcept>
 
@@ -281,6 +282,10 @@ struct PyTrainer {
   /// Whether the last step ran on arrays the caller passed, so that a step
   /// without a batch must switch back to the seed's synthetic batches.
   bool callerBatches = false;
+  /// The collective call that raised on this rank part-way, after the ranks
+  /// agreed to make it ("" while none did): the other ranks went on with
+  /// its collectives, so no later collective call can line up with theirs.
+  std::string abandoned;
 };
 
 /// A batch given as numpy arrays in input order, as the program names its
@@ -335,6 +340,14 @@ void agreeOnCall(PyTrainer &self, Call call, int64_t argument = 0) {
   rt::Communicator &comm = communicator();
   if (comm.size() < 2)
     return;
+  if (!self.abandoned.empty())
+    throw std::runtime_error(
+        describeCall(static_cast<int64_t>(call), self.trainer->stepsDone()) +
+        " refused: " + self.abandoned +
+        " raised on this rank part-way, after every rank had begun it, and "
+        "the other ranks went on with its collectives; no later collective "
+        "call of this trainer can line up with theirs. Let the error end "
+        "the job and resume from a checkpoint");
   // The learning rate too: set on one rank only, replicated parameters
   // would drift apart without any error.
   double rate = self.trainer->learningRate();
@@ -386,6 +399,31 @@ void agreeOnCall(PyTrainer &self, Call call, int64_t argument = 0) {
                    "not only on rank 0)";
   throw std::runtime_error(message);
 }
+
+/// Held over a collective call once the ranks agreed to make it: an
+/// exception out of it leaves this rank behind the others, and the trainer
+/// refuses every later collective call (agreeOnCall), naming this one,
+/// instead of pairing its messages with the others' next ones.
+class CollectiveScope {
+public:
+  CollectiveScope(PyTrainer &self, Call call)
+      : self_(self), what_(describeCall(static_cast<int64_t>(call),
+                                        self.trainer->stepsDone())),
+        exceptions_(std::uncaught_exceptions()),
+        several_(communicator().size() > 1) {}
+  CollectiveScope(const CollectiveScope &) = delete;
+  CollectiveScope &operator=(const CollectiveScope &) = delete;
+  ~CollectiveScope() {
+    if (several_ && std::uncaught_exceptions() > exceptions_)
+      self_.abandoned = what_;
+  }
+
+private:
+  PyTrainer &self_;
+  std::string what_;
+  int exceptions_;
+  bool several_;
+};
 
 } // namespace
 
@@ -455,6 +493,9 @@ void bindTraining(py::module_ &m) {
       "shutdown",
       []() {
         if (communicatorSlot()) {
+          // A rank still waiting for this one in a collective fails at
+          // once, naming it, instead of at its collective timeout.
+          rt::leaveMpiJob("its script ended");
           communicatorSlot().reset();
           rt::finalizeMpi();
           mpiFinalized() = true;
@@ -527,7 +568,9 @@ void bindTraining(py::module_ &m) {
           "step",
           [](PyTrainer &self, const std::vector<py::buffer> &batch) {
             requireMpi("Trainer.step");
-            agreeOnCall(self, Call::step);
+            // The batch is checked before the ranks agree: a rank whose
+            // batch is refused has begun nothing, and may call again.
+            std::unique_ptr<rt::BatchSource> given;
             if (!batch.empty()) {
               absl::StatusOr<std::unique_ptr<rt::BatchSource>> batches =
                   rt::createArrayBatches(self.trainer->executor(),
@@ -544,7 +587,12 @@ void bindTraining(py::module_ &m) {
                     absl::StrCat("step takes one global batch, and the arrays "
                                  "hold ",
                                  held, "; call step once per batch")));
-              self.trainer->useBatches(*std::move(batches));
+              given = *std::move(batches);
+            }
+            agreeOnCall(self, Call::step);
+            CollectiveScope scope(self, Call::step);
+            if (given) {
+              self.trainer->useBatches(std::move(given));
               self.callerBatches = true;
             } else if (self.callerBatches) {
               self.trainer->useBatches(unwrap(rt::createSyntheticBatches(
@@ -568,8 +616,9 @@ void bindTraining(py::module_ &m) {
           [](PyTrainer &self, const std::vector<py::buffer> &batch,
              bool outputs) -> py::object {
             requireMpi("Trainer.evaluate");
-            agreeOnCall(self, Call::evaluate);
             rt::TensorMap arrays = batchArrays(self, batch);
+            agreeOnCall(self, Call::evaluate);
+            CollectiveScope scope(self, Call::evaluate);
             absl::StatusOr<Trainer::Evaluation> evaluation;
             {
               py::gil_scoped_release release;
@@ -592,6 +641,7 @@ void bindTraining(py::module_ &m) {
            [](PyTrainer &self) {
              requireMpi("Trainer.state_dict");
              agreeOnCall(self, Call::stateDict);
+             CollectiveScope scope(self, Call::stateDict);
              rt::TensorMap state = unwrap(self.trainer->gatherState());
              py::dict dict;
              for (const auto &[name, tensor] : state)
@@ -631,12 +681,13 @@ void bindTraining(py::module_ &m) {
           "save",
           [](PyTrainer &self, const std::string &root, int keep) {
             requireMpi("Trainer.save");
-            agreeOnCall(self, Call::save);
             if (keep < 0)
               throw py::value_error(
                   "keep must be 0 (keep every checkpoint) or the number of "
                   "newest checkpoints to keep, got " +
                   std::to_string(keep));
+            agreeOnCall(self, Call::save);
+            CollectiveScope scope(self, Call::save);
             return unwrap(self.trainer->save(root, keep));
           },
           py::arg("root"), py::arg("keep") = 0)
@@ -645,6 +696,7 @@ void bindTraining(py::module_ &m) {
           [](PyTrainer &self, const std::string &path) {
             requireMpi("Trainer.load");
             agreeOnCall(self, Call::load);
+            CollectiveScope scope(self, Call::load);
             check(self.trainer->load(path));
           },
           py::arg("path"))

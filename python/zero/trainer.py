@@ -50,7 +50,8 @@ class Trainer:
         over the whole batch, rows in the batch's order on every rank (a
         scalar output is its mean, as the loss; bf16/f16 come back as
         float32). Collective: every rank must call it."""
-        return self._collective("evaluate", self._trainer.evaluate,
+        return self._collective(self._after("evaluate"),
+                                self._trainer.evaluate,
                                 self._arrays(batch, "evaluate"),
                                 bool(outputs))
 
@@ -76,14 +77,18 @@ class Trainer:
             arrays.append(value)
         return arrays
 
+    def _after(self, what):
+        return f"{what} (after step {self.steps_done})"
+
     def _collective(self, what, call, *args):
-        """`call(*args)`, a collective call; a timeout names this rank and
-        what it was doing, so that the ranks' messages say who was where
-        (rank 0 in save, rank 1 in step 12)."""
+        """`call(*args)`, a collective call; a timeout, or a rank that left
+        the job, names this rank and what it was doing, so that the ranks'
+        messages say who was where (rank 0 in save, rank 1 in step 12)."""
         try:
             return call(*args)
         except RuntimeError as error:
-            if "did not complete within" not in str(error):
+            if "did not complete within" not in str(error) and \
+                    "left the job" not in str(error):
                 raise
             raise RuntimeError(f"rank {_zero.rank()}, in Trainer.{what}: "
                                f"{error}") from None
@@ -96,7 +101,8 @@ class Trainer:
         """The logical parameters, name -> numpy array in logical shape
         (no padding, whatever the stage). Collective: every rank must call
         it."""
-        return self._collective("state_dict", self._trainer.state_dict)
+        return self._collective(self._after("state_dict"),
+                                self._trainer.state_dict)
 
     def load_state_dict(self, state):
         """Replaces the parameters, as PyTorch's `load_state_dict`: `state`
@@ -105,20 +111,23 @@ class Trainer:
         is the path of a .safetensors file (a checkpoint consolidated by
         `zero-ckpt consolidate`). Strict: every parameter must be there and
         no other name; master copies and the loss scale are taken when
-        present. Optimizer state is left as it is. Every rank passes the
-        same state (each takes its shard; no collective)."""
+        present. Optimizer state is left as it is. Collective: every rank
+        passes the same whole state and takes its shard (the ranks compare
+        a checksum of it)."""
         if not isinstance(state, (dict, str)) and hasattr(state, "__fspath__"):
             state = str(state)
-        self._trainer.load_state_dict(state)
+        self._collective(self._after("load_state_dict"),
+                         self._trainer.load_state_dict, state)
 
     def save(self, root, keep=0):
         """A checkpoint under `root` (docs/checkpoints.md); collective.
         Returns its directory."""
-        return self._collective("save", self._trainer.save, str(root), keep)
+        return self._collective(self._after("save"), self._trainer.save,
+                                str(root), keep)
 
     def load(self, path):
         """Loads a checkpoint taken under any ranks and stage; collective."""
-        self._collective("load", self._trainer.load, str(path))
+        self._collective(self._after("load"), self._trainer.load, str(path))
 
     @property
     def steps_done(self):

@@ -21,6 +21,7 @@
 
 #include "zero/runtime/Communicator.h"
 
+#include "Departures.h"
 #include "LocalReduce.h"
 
 #include "absl/status/status.h"
@@ -191,6 +192,9 @@ public:
   absl::StatusOr<std::unique_ptr<Communicator>> split(int color,
                                                       int key) override;
   absl::Status deadlineExceeded(const Operation &operation) const;
+  /// The error of `operation` once another rank has left the job (`left`
+  /// names it), unless the operation completes within a moment.
+  absl::Status departed(Operation &operation, const absl::Status &left);
 
   absl::StatusOr<Ticket> startAllReduce(const void *in, void *out,
                                         int64_t count, DType dtype,
@@ -632,6 +636,22 @@ MpiCommunicator::deadlineExceeded(const Operation &operation) const {
       " s: a rank is dead or stuck", waitingOn));
 }
 
+absl::Status MpiCommunicator::departed(Operation &operation,
+                                       const absl::Status &left) {
+  // What the rank that left had sent before it did may still be arriving:
+  // a collective that completes within a moment did not need it.
+  absl::Time until = absl::Now() + absl::Milliseconds(200);
+  while (absl::Now() < until) {
+    if (absl::Status status = advance(operation); !status.ok())
+      return status;
+    if (operation.done)
+      return absl::OkStatus();
+    std::this_thread::yield();
+  }
+  return absl::UnavailableError(absl::StrCat(
+      left.message(), " while this rank waited for ", operation.what));
+}
+
 absl::Status MpiCommunicator::wait(Ticket ticket) {
   std::map<int64_t, std::unique_ptr<Operation>> &operations =
       table_->operations;
@@ -655,6 +675,12 @@ absl::Status MpiCommunicator::wait(Ticket ticket) {
     }
     // Another rank may be waiting for a later step of one of ours.
     advanceAll();
+    if (absl::Status left = comm::checkDepartures(); !left.ok()) {
+      absl::Status status = departed(operation, left);
+      if (status.ok())
+        operations.erase(found);
+      return status;
+    }
     absl::Time now = absl::Now();
     if (now >= deadline)
       return operation.owner->deadlineExceeded(operation);

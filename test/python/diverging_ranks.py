@@ -8,13 +8,26 @@
                                trains on (with ZeRO-3 each rank would load
                                only its own shard)
   diverging_ranks.py states T  every rank loads a state dict, each its own
+  diverging_ranks.py exit T    rank 1's script ends (sys.exit(0)) while
+                               rank 0 saves
+  diverging_ranks.py end T     rank 1's script ends while rank 0 steps
+  diverging_ranks.py signal T  rank 1 dies of an uncaught SIGTERM while
+                               rank 0 steps
+  diverging_ranks.py retry T   rank 0's batch is refused; it catches the
+                               error and steps again with a good one
+  diverging_ranks.py abandon T rank 0's evaluate fails part-way; it catches
+                               the error and calls evaluate again
 
 T is the collective timeout in seconds.
 """
 
+import os
+import signal
 import sys
 import tempfile
 import time
+
+import numpy as np
 
 import zero
 
@@ -27,7 +40,24 @@ graph.config.optimizer(zero.SGD(lr=0.1)).enable_zero(True, 3)
 trainer = zero.Trainer(graph.compile(zero.world_size()))
 trainer.step()
 state = trainer.state_dict()  # on every rank: it is collective too
-if sys.argv[1] == "save" and zero.rank() == 0:
+if sys.argv[1] in ("exit", "end", "signal") and zero.rank() == 1:
+    if sys.argv[1] == "exit":
+        sys.exit(0)
+    if sys.argv[1] == "signal":
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)
+elif sys.argv[1] == "exit":
+    trainer.save(tempfile.mkdtemp())
+elif sys.argv[1] in ("retry", "abandon"):
+    good = [np.ones((4 * zero.world_size(), 8), np.float32)]
+    call = trainer.step if sys.argv[1] == "retry" else trainer.evaluate
+    if zero.rank() == 0:
+        try:
+            call([np.ones((3, 8), np.float32)])
+        except ValueError as error:
+            print(f"rank 0: caught {error}", flush=True)
+    call(good)
+elif sys.argv[1] == "save" and zero.rank() == 0:
     trainer.save(tempfile.mkdtemp())
 elif sys.argv[1] == "load" and zero.rank() == 0:
     trainer.load_state_dict(state)

@@ -209,6 +209,14 @@ splitPlacementAxes(Communicator &job, absl::Span<const int64_t> grid);
 absl::StatusOr<std::unique_ptr<Communicator>>
 createMpiCommunicator(const CommOptions &options);
 
+/// Tells every other rank that this one leaves the job and why (`reason`,
+/// "its script ended"), then waits until every other rank has left too, as
+/// MPI_Finalize would. A rank still waiting for this one in a collective
+/// fails at once, naming it, rather than at its collective timeout. For
+/// jobs whose every rank announces its exit (the Python package does, at
+/// interpreter exit); call before finalizeMpi.
+void leaveMpiJob(absl::string_view reason);
+
 /// MPI_Finalize if this process initialized MPI. Call once at exit, on every
 /// rank, after the communicators are destroyed. A process that initialized
 /// MPI and exits non-zero without it ends the whole job with a message.

@@ -60,6 +60,22 @@ LogicalResult CausalMaskOp::verify() {
   return success();
 }
 
+LogicalResult DropoutOp::verify() {
+  RankedTensorType type = getInput().getType();
+  double rate = getRate().convertToDouble();
+  if (!(rate >= 0.0 && rate < 1.0))
+    return emitOpError() << "needs a rate in [0, 1) (PyTorch's p), got "
+                         << rate;
+  if (type.getRank() < 1)
+    return emitOpError() << "draws its mask along the batch, the first "
+                            "dimension, but "
+                         << type << " has none";
+  if (getStreamAttr().getInt() < 0)
+    return emitOpError() << "needs a stream >= 0, got "
+                         << getStreamAttr().getInt();
+  return success();
+}
+
 LogicalResult KeyMaskOp::verify() {
   RankedTensorType type = getInput().getType(), keep = getKeep().getType();
   if (type.getRank() < 2)

@@ -230,6 +230,15 @@ LogicalResult CausalMaskOp::buildGradients(OpBuilder &b, ValueRange dys,
   return success();
 }
 
+LogicalResult DropoutOp::buildGradients(OpBuilder &b, ValueRange dys,
+                                        SmallVectorImpl<Value> &grads) {
+  // The same stream draws the same mask: the gradient goes through the
+  // elements the forward kept, scaled alike.
+  grads.push_back(b.create<DropoutOp>(getLoc(), getType(), dys[0],
+                                      getRateAttr(), getStreamAttr()));
+  return success();
+}
+
 LogicalResult KeyMaskOp::buildGradients(OpBuilder &b, ValueRange dys,
                                         SmallVectorImpl<Value> &grads) {
   // Masked positions are constants: their gradient is 0.

@@ -340,6 +340,11 @@ absl::StatusOr<mlir::ModuleOp> CompiledGraph::evalProgram() const {
   mlir::OwningOpRef<mlir::ModuleOp> eval =
       (impl->evalSource ? *impl->evalSource : *impl->forward).clone();
   eval->walk([](zero::train::MinimizeOp minimize) { minimize.erase(); });
+  // Evaluation is PyTorch's eval mode: no dropout.
+  eval->walk([](zero::train::DropoutOp dropout) {
+    dropout.replaceAllUsesWith(dropout.getInput());
+    dropout.erase();
+  });
   DiagnosticCollector diagnostics(*impl->context);
   zero::ZeroPipelineOptions options = impl->pipelineOptions;
   options.accumulateSteps = 1;

@@ -62,6 +62,8 @@ struct GraphState {
   std::vector<InputDecl> inputs;
   std::vector<ParameterDecl> parameters;
   int lossNode = -1;
+  /// The dropouts made so far: each draws from its own stream.
+  int64_t dropouts = 0;
   /// Graph::output's values by name, in declaration order.
   std::vector<std::pair<std::string, int>> outputs;
   absl::Status firstError;

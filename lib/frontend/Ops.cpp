@@ -155,6 +155,26 @@ Tensor zero::frontend::causalMask(const Tensor &x, double fill) {
   return withF64("train.causal_mask", x, "fill", fill);
 }
 
+Tensor zero::frontend::dropout(const Tensor &x, double rate) {
+  GraphState *state = graphOf({&x}, "dropout");
+  if (!state)
+    return Tensor();
+  if (x.rank() < 1 || !isFloat(x.dtype()))
+    return state->fail(absl::StrCat(
+        "dropout: needs a float tensor whose first dimension is the batch, "
+        "got ",
+        describe(x)));
+  if (!(rate >= 0.0 && rate < 1.0))
+    return state->fail(absl::StrCat(
+        "dropout: the rate is PyTorch's p, in [0, 1), got ", rate));
+  if (rate == 0.0)
+    return x; // As PyTorch: nothing is dropped, nothing is scaled.
+  Node node = opNode("train.dropout", {&x}, x.shape(), x.dtype());
+  node.f64Attrs.push_back({"rate", rate});
+  node.i64Attrs.push_back({"stream", state->dropouts++});
+  return state->add(std::move(node));
+}
+
 Tensor zero::frontend::keyMask(const Tensor &x, const Tensor &keep,
                                double fill) {
   GraphState *state = graphOf({&x, &keep}, "keyMask");

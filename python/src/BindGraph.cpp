@@ -285,6 +285,13 @@ void bindGraph(py::module_ &m) {
         py::keep_alive<0, 1>(),
         "x with element [..., i, j], j > i, of the last two dimensions set to "
         "`fill` (e.g. -inf before a softmax over attention scores).");
+  m.def("dropout", checked(&dropout), py::arg("x"), py::arg("p"),
+        py::keep_alive<0, 1>(),
+        "PyTorch's dropout in training: each element kept with probability "
+        "1 - p and scaled by 1 / (1 - p), else 0; the first dimension is the "
+        "batch. The mask depends on the trainer's seed, the step and each "
+        "element's place in the global batch only, so a run is the same at "
+        "every ZeRO stage and rank count; evaluate runs without it.");
   m.def("key_mask", checked(&keyMask), py::arg("x"), py::arg("keep"),
         py::arg("fill"), py::keep_alive<0, 1>(), py::keep_alive<0, 2>(),
         "x with element [b, ..., j] set to `fill` where the integer "

@@ -386,7 +386,7 @@ absl::StatusOr<float> zero::rt::runTrainingStep(Executor &executor,
   for (int64_t micro = 0; micro < microSteps; ++micro) {
     if (absl::Status status = batches.fill(step, micro); !status.ok())
       return status;
-    if (absl::Status status = executor.runMicroStep(step); !status.ok())
+    if (absl::Status status = executor.runMicroStep(step, micro); !status.ok())
       return status;
     lossSum += loss < 0 ? NAN : executor.readScalar(loss);
   }

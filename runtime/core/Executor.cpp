@@ -747,11 +747,13 @@ absl::Status Executor::stateUsable() const {
       "saving"));
 }
 
-absl::Status Executor::runMicroStep(int64_t step) {
+absl::Status Executor::runMicroStep(int64_t step, int64_t microStep) {
   if (absl::Status usable = stateUsable(); !usable.ok())
     return usable;
   KernelContext context{step, comm.rank(), comm.size()};
   context.learningRateFactor = lrFactor;
+  context.seed = randomSeed;
+  context.microStep = microStep;
   return executionBackend->runBody(0, context);
 }
 
@@ -762,5 +764,6 @@ absl::Status Executor::runApply(int64_t step) {
     return absl::OkStatus();
   KernelContext context{step, comm.rank(), comm.size()};
   context.learningRateFactor = lrFactor;
+  context.seed = randomSeed;
   return executionBackend->runBody(1, context);
 }

@@ -142,6 +142,8 @@ absl::Status zero::rt::loadState(Executor &executor, const TensorMap &state,
 
 absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
                                        const std::string &initFile) {
+  // train.dropout draws its masks from the seed of the state too.
+  executor.setRandomSeed(seed);
   TensorMap file;
   if (!initFile.empty()) {
     absl::StatusOr<TensorMap> read = readSafetensors(initFile);

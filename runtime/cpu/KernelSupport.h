@@ -173,6 +173,7 @@ absl::StatusOr<KernelFn> bindScale(const BindRequest &request);
 absl::StatusOr<KernelFn> bindBiasAdd(const BindRequest &request);
 absl::StatusOr<KernelFn> bindCausalMask(const BindRequest &request);
 absl::StatusOr<KernelFn> bindKeyMask(const BindRequest &request);
+absl::StatusOr<KernelFn> bindDropout(const BindRequest &request);
 absl::StatusOr<KernelFn> bindCast(const BindRequest &request);
 absl::StatusOr<KernelFn> bindActivationGrad(const BindRequest &request);
 absl::StatusOr<KernelFn> bindFill(const BindRequest &request);

@@ -28,6 +28,7 @@ constexpr std::pair<absl::string_view, Binder> kBinders[] = {
     {"train.concat", cpu::bindConcat},
     {"train.count_labels", cpu::bindCountLabels},
     {"train.div", cpu::bindBinary},
+    {"train.dropout", cpu::bindDropout},
     {"train.embedding", cpu::bindEmbedding},
     {"train.embedding_grad", cpu::bindEmbeddingGrad},
     {"train.exp", cpu::bindUnary},

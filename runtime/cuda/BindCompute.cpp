@@ -147,6 +147,30 @@ absl::StatusOr<KernelFn> bindCausalMask(const BindRequest &request,
   });
 }
 
+absl::StatusOr<KernelFn> bindDropout(const BindRequest &request,
+                                     cudaStream_t stream) {
+  const TensorSpec &in = request.ins[0];
+  absl::StatusOr<double> rate = cpu::getF64(request, "rate");
+  if (!rate.ok())
+    return rate.status();
+  absl::StatusOr<int64_t> streamId = cpu::getI64Or(request, "stream", 0);
+  if (!streamId.ok())
+    return streamId.status();
+  int64_t count = in.numElements();
+  dev::Dt type = dt(in.dtype);
+  uint64_t threshold = dropoutThreshold(*rate);
+  float scale = static_cast<float>(1.0 / (1.0 - *rate));
+  int64_t id = *streamId;
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs, const KernelContext &ctx) {
+    DropoutKey key{ctx.seed, id, ctx.step, ctx.microStep};
+    uint64_t offset = static_cast<uint64_t>(ctx.rank) * count;
+    return launched(name, dev::launchDropout(ins[0], outs[0], type, count, key,
+                                             ctx.deviceStep, offset, threshold,
+                                             scale, stream));
+  });
+}
+
 absl::StatusOr<KernelFn> bindKeyMask(const BindRequest &request,
                                      cudaStream_t stream) {
   const TensorSpec &in = request.ins[0];

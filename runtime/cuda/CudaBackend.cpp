@@ -224,7 +224,8 @@ struct HostKernelCall {
   static void CUDART_CB run(void *data) {
     auto *call = static_cast<HostKernelCall *>(data);
     KernelContext context = call->context;
-    context.step = *call->step;
+    context.step = call->step[0];
+    context.microStep = call->step[1];
     context.deviceStep = nullptr;
     absl::Status status = call->kernel(call->ins, call->outs, context);
     if (!status.ok())
@@ -302,6 +303,8 @@ private:
   /// Recorded after each collective; the stream of the last one, or -1.
   cudaEvent_t collectiveOrder = nullptr;
   int lastCollectiveStream = -1;
+  /// The step and the micro-step, pinned on the host and copied to the
+  /// device before each body (KernelContext::deviceStep).
   int64_t *deviceStep = nullptr;
   int64_t *hostStep = nullptr;
   /// Per body, with --cuda-graph: the captured graph, its executable, the
@@ -400,11 +403,11 @@ absl::Status CudaBackend::initialize() {
         !status.ok())
       return status;
   if (absl::Status status =
-          cudaCheck(cudaMalloc(&deviceStep, sizeof(int64_t)), "cudaMalloc");
+          cudaCheck(cudaMalloc(&deviceStep, 2 * sizeof(int64_t)), "cudaMalloc");
       !status.ok())
     return status;
   if (absl::Status status = cudaCheck(
-          cudaMallocHost(&hostStep, sizeof(int64_t)), "cudaMallocHost");
+          cudaMallocHost(&hostStep, 2 * sizeof(int64_t)), "cudaMallocHost");
       !status.ok())
     return status;
   overhead += sizeof(int64_t);
@@ -694,9 +697,10 @@ absl::Status CudaBackend::captureStep(size_t body,
 
 absl::Status CudaBackend::runBody(size_t body, const KernelContext &context) {
   cudaStream_t compute = streams[0];
-  *hostStep = context.step;
+  hostStep[0] = context.step;
+  hostStep[1] = context.microStep;
   if (absl::Status status =
-          cudaCheck(cudaMemcpyAsync(deviceStep, hostStep, sizeof(int64_t),
+          cudaCheck(cudaMemcpyAsync(deviceStep, hostStep, 2 * sizeof(int64_t),
                                     cudaMemcpyHostToDevice, compute),
                     "uploading the step number");
       !status.ok())

@@ -124,6 +124,7 @@ absl::StatusOr<KernelFn> bindCast(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindBiasAdd(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindCausalMask(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindKeyMask(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindDropout(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindFill(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &, cudaStream_t);
 

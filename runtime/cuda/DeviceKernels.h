@@ -12,6 +12,8 @@
 #ifndef ZERO_RUNTIME_CUDA_DEVICEKERNELS_H
 #define ZERO_RUNTIME_CUDA_DEVICEKERNELS_H
 
+#include "zero/runtime/Dropout.h"
+
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -67,6 +69,12 @@ cudaError_t launchBiasAdd(const void *x, const void *bias, void *y, Dt type,
 cudaError_t launchCausalMask(const void *x, void *y, Dt type, int64_t matrices,
                              int64_t rows, int64_t cols, float fill,
                              cudaStream_t stream);
+/// train.dropout (runtime/Dropout.h); `steps`, when not null, holds the
+/// step and micro-step in device memory, read instead of key's.
+cudaError_t launchDropout(const void *x, void *y, Dt type, int64_t count,
+                          const rt::DropoutKey &key, const int64_t *steps,
+                          uint64_t offset, uint64_t threshold, float scale,
+                          cudaStream_t stream);
 /// `perBatch` elements of x per row of `keep` [batch, keys].
 cudaError_t launchKeyMask(const void *x, const void *keep, void *y, Dt type,
                           Dt keepType, int64_t batch, int64_t perBatch,

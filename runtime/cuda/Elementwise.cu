@@ -1,11 +1,11 @@
 //===- Elementwise.cu - Elementwise CUDA kernels --------------------------===//
 //
 // Unary and binary math (sigmoid and SiLU among them), scale, cast, bias_add,
-// causal_mask, key_mask, the activation gradients and the fills. Each thread
-// reads all of its inputs before it writes its output, so an output may be the
-// buffer of an input. The math is the CPU kernels' (the same GELU formulas,
-// tanh and erf; 1 / sqrt for rsqrt) so that the two backends differ only by the
-// last bits of the f32 library functions.
+// causal_mask, key_mask, dropout, the activation gradients and the fills. Each
+// thread reads all of its inputs before it writes its output, so an output may
+// be the buffer of an input. The math is the CPU kernels' (the same GELU
+// formulas, tanh and erf; 1 / sqrt for rsqrt) so that the two backends differ
+// only by the last bits of the f32 library functions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -150,6 +150,22 @@ __global__ void keyMaskKernel(const void *x, const void *keep, void *y, Dt type,
   }
 }
 
+__global__ void dropoutKernel(const void *x, void *y, Dt type, int64_t count,
+                              rt::DropoutKey key, const int64_t *steps,
+                              uint64_t offset, uint64_t threshold,
+                              float scale) {
+  // Under a captured CUDA graph the step and micro-step of each replay are
+  // read from device memory.
+  if (steps != nullptr) {
+    key.step = steps[0];
+    key.microStep = steps[1];
+  }
+  for (int64_t i = globalThread(); i < count; i += globalStride()) {
+    bool kept = rt::dropoutKeeps(key, offset + i, threshold);
+    storeF(y, type, i, kept ? loadF(x, type, i) * scale : 0.0f);
+  }
+}
+
 __global__ void fillFloatKernel(void *y, Dt type, int64_t count, float value) {
   for (int64_t i = globalThread(); i < count; i += globalStride())
     storeF(y, type, i, value);
@@ -215,6 +231,17 @@ cudaError_t launchKeyMask(const void *x, const void *keep, void *y, Dt type,
     return cudaSuccess;
   keyMaskKernel<<<gridFor(count), kThreads, 0, stream>>>(
       x, keep, y, type, keepType, count, perBatch, keys, fill);
+  return cudaGetLastError();
+}
+
+cudaError_t launchDropout(const void *x, void *y, Dt type, int64_t count,
+                          const rt::DropoutKey &key, const int64_t *steps,
+                          uint64_t offset, uint64_t threshold, float scale,
+                          cudaStream_t stream) {
+  if (count == 0)
+    return cudaSuccess;
+  dropoutKernel<<<gridFor(count), kThreads, 0, stream>>>(
+      x, y, type, count, key, steps, offset, threshold, scale);
   return cudaGetLastError();
 }
 

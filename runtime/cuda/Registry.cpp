@@ -30,6 +30,7 @@ constexpr std::pair<absl::string_view, cuda::Binder> kBinders[] = {
     {"train.concat", cuda::bindConcat},
     {"train.count_labels", cuda::bindCountLabels},
     {"train.div", cuda::bindBinary},
+    {"train.dropout", cuda::bindDropout},
     {"train.embedding", cuda::bindEmbedding},
     {"train.embedding_grad", cuda::bindEmbeddingGrad},
     {"train.exp", cuda::bindUnary},

@@ -538,6 +538,12 @@ Tensor softmax(const Tensor &x, bool safe = false);
 Tensor scale(const Tensor &x, double factor);
 /// Sets the entries above the diagonal of the last two dimensions to `fill`.
 Tensor causalMask(const Tensor &x, double fill);
+/// PyTorch's dropout in training: each element kept with probability
+/// 1 - rate and scaled by 1 / (1 - rate), else 0; the first dimension is
+/// the batch. The mask is drawn from the trainer's seed, the step and each
+/// element's place in the global batch, so it is the same at every stage
+/// and rank count; evaluation runs without it. A rate of 0 returns x.
+Tensor dropout(const Tensor &x, double rate);
 /// Sets x[b, ..., j] to `fill` where keep[b, j] is 0: a tokenizer's
 /// attention_mask [batch, keys] applied to attention scores.
 Tensor keyMask(const Tensor &x, const Tensor &keep, double fill);

@@ -53,15 +53,20 @@ struct KernelContext {
   int64_t step = 1; // 1-based optimizer step
   int rank = 0;
   int groupSize = 1;
-  /// The same step as an i64 scalar in device memory, or null. CUDA kernels
-  /// that depend on the step (train.step_index, the learning-rate schedule)
-  /// read it there when it is set, so that a step captured as a CUDA graph
-  /// replays with the step of each launch. CPU kernels ignore it.
+  /// The same step as an i64 in device memory, followed by the micro-step,
+  /// or null. CUDA kernels that depend on them (train.step_index, the
+  /// learning-rate schedule, train.dropout) read them there when it is set,
+  /// so that a step captured as a CUDA graph replays with the step of each
+  /// launch. CPU kernels ignore it.
   const int64_t *deviceStep = nullptr;
   /// What every update's rate is multiplied by (Executor::
   /// setLearningRateFactor: a learning rate changed between steps). At 1
   /// the rates are exactly the compiled ones.
   double learningRateFactor = 1.0;
+  /// The trainer's seed and the micro-step within the step (0 without
+  /// accumulation): with `step`, what train.dropout's mask is drawn from.
+  uint64_t seed = 0;
+  int64_t microStep = 0;
 };
 
 /// A bound kernel: shapes, dtypes and attributes are resolved once at bind

@@ -157,7 +157,7 @@ public:
   /// With accumulation: the forward and backward of the micro-batch in the
   /// input buffers, its gradients added into the accumulators (the whole
   /// step without accumulation). `step` is the optimizer step.
-  absl::Status runMicroStep(int64_t step);
+  absl::Status runMicroStep(int64_t step, int64_t microStep = 0);
   /// With accumulation: the update from the accumulated gradients, which it
   /// clears; nothing without.
   absl::Status runApply(int64_t step);
@@ -167,6 +167,10 @@ public:
   /// PyTorch's `param_group["lr"] = ...`. 1 (the default) runs the compiled
   /// rates exactly. Checkpoints record it and loadCheckpoint restores it.
   void setLearningRateFactor(double factor) { lrFactor = factor; }
+  /// The seed train.dropout draws its masks from (KernelContext::seed):
+  /// the trainer's, set with the initial state (initializeState).
+  void setRandomSeed(uint64_t seed) { randomSeed = seed; }
+  uint64_t getRandomSeed() const { return randomSeed; }
   double learningRateFactor() const { return lrFactor; }
 
   /// Marks the training state as not usable: a checkpoint load failed
@@ -250,6 +254,7 @@ private:
   std::vector<std::unique_ptr<Communicator>> axisCommunicators;
   std::unique_ptr<ExecutionBackend> executionBackend;
   double lrFactor = 1.0;
+  uint64_t randomSeed = 0;
   absl::Status stateLost = absl::OkStatus();
   std::vector<int64_t> placementGrid;
   std::vector<BufferDecl> decls;

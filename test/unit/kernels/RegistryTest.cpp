@@ -86,6 +86,7 @@ constexpr const char *kModule = R"mlir(
     %41 = train.slice %lab dim 0 offset 1 : tensor<4xi64> -> tensor<3xi64>
     %42 = train.key_mask %h, %keep fill 0xFFF0000000000000 : tensor<2x4x8xf32>, tensor<2x8xi64>
     %43 = train.softmax %42 safe : tensor<2x4x8xf32>
+    %44 = train.dropout %h rate 1.000000e-01 stream 0 : tensor<2x4x8xf32>
     %t = train.step_index : tensor<i64>
     %p1 = train.sgd %x, %y with @sgd : tensor<4x8xf32>, tensor<4x8xf32>
     %p2, %b2 = train.sgd_momentum %x, %y, %x with @mom

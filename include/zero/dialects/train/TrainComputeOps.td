@@ -170,6 +170,33 @@ def Train_KeyMaskOp : Train_ComputeOp<"key_mask", "masked", [
   let hasVerifier = 1;
 }
 
+def Train_DropoutOp : Train_ComputeOp<"dropout", "dropped", [
+    SameOperandsAndResultType, Train_Differentiable]> {
+  let summary = "Zeroes elements with probability `rate`, scales the rest";
+  let description = [{
+    PyTorch's dropout in training: element `i` is kept with probability
+    `1 - rate` and then multiplied by `1 / (1 - rate)`, else 0. Whether it is
+    kept depends only on the trainer's seed, `stream` (one per dropout of
+    the step, so that two dropouts draw independently), the step, the
+    micro-step and the element's index in the global batch: the first
+    dimension is the batch, split over the ranks as the step's inputs are,
+    so a run is bitwise the same at every ZeRO stage and rank count
+    (runtime/Dropout.h). The gradient is the same op with the same stream:
+    the same mask and scale. The evaluation program runs without it.
+
+    ```mlir
+    %d = train.dropout %h rate 1.000000e-01 stream 0 : tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, F64Attr:$rate,
+                       I64Attr:$stream);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `rate` $rate `stream` $stream attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Matmul, normalization, softmax
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,69 @@
+//===- Dropout.cpp - train.dropout on the CPU -----------------------------===//
+//
+// The mask is runtime/Dropout.h's: a function of the seed, the op's stream,
+// the (micro-)step and each element's index in the global batch, which is
+// this rank's offset (its rows of the batch) plus the local index.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelSupport.h"
+
+#include "zero/runtime/Dropout.h"
+
+#include <algorithm>
+
+namespace zero::rt::cpu {
+
+absl::StatusOr<KernelFn> bindDropout(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
+    return status;
+  const TensorSpec &in = request.ins[0];
+  if (absl::Status status = checkFloat(request, in, "input"); !status.ok())
+    return status;
+  if (absl::Status status =
+          checkSameSpec(request, in, "input", request.outs[0], "result");
+      !status.ok())
+    return status;
+  if (in.shape.empty())
+    return request.invalid("draws its mask along the batch, the first "
+                           "dimension, but ",
+                           specString(in), " has none");
+  absl::StatusOr<double> rate = getF64(request, "rate");
+  if (!rate.ok())
+    return rate.status();
+  if (!(*rate >= 0.0 && *rate < 1.0))
+    return request.invalid("needs a rate in [0, 1), got ", *rate);
+  absl::StatusOr<int64_t> stream = getI64Or(request, "stream", -1);
+  if (!stream.ok())
+    return stream.status();
+  if (*stream < 0)
+    return request.invalid("needs a stream >= 0");
+  int64_t count = in.numElements();
+  DType dtype = in.dtype;
+  uint64_t threshold = dropoutThreshold(*rate);
+  // PyTorch's scale: the kept elements times 1 / (1 - p), in f32.
+  float scale = static_cast<float>(1.0 / (1.0 - *rate));
+  int64_t streamId = *stream;
+  return KernelFn([=](absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &ctx) -> absl::Status {
+    DropoutKey key{ctx.seed, streamId, ctx.step, ctx.microStep};
+    // The batch is split over the ranks in order: this rank's elements
+    // follow those of the ranks before it.
+    uint64_t offset = static_cast<uint64_t>(ctx.rank) * count;
+    constexpr int64_t kBlock = 256;
+    float block[kBlock];
+    for (int64_t start = 0; start < count; start += kBlock) {
+      int64_t n = std::min(kBlock, count - start);
+      loadFloats(ins[0], dtype, start, n, block);
+      for (int64_t i = 0; i < n; ++i)
+        block[i] = dropoutKeeps(key, offset + start + i, threshold)
+                       ? block[i] * scale
+                       : 0.0f;
+      storeFloats(outs[0], dtype, start, n, block);
+    }
+    return absl::OkStatus();
+  });
+}
+
+} // namespace zero::rt::cpu

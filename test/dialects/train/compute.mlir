@@ -125,6 +125,16 @@ func.func @key_mask(%scores: tensor<2x4x16x16xf32>, %keep: tensor<2x16xi64>) {
   return
 }
 
+// Dropout at PyTorch's p with its own stream of the step's random draws.
+// CHECK-LABEL: func.func @dropout
+// CHECK-NEXT:    %dropped = train.dropout %{{.*}} rate 1.000000e-01 stream 0 : tensor<8x16x64xf32>
+// CHECK-NEXT:    %{{.*}} = train.dropout %{{.*}} rate 5.000000e-01 stream 1 : tensor<8x16x64xbf16>
+func.func @dropout(%h: tensor<8x16x64xf32>, %g: tensor<8x16x64xbf16>) {
+  %0 = train.dropout %h rate 0.1 stream 0 : tensor<8x16x64xf32>
+  %1 = train.dropout %g rate 0.5 stream 1 : tensor<8x16x64xbf16>
+  return
+}
+
 // 2-D matmul: [M, K] x [K, N] -> [M, N].
 // CHECK-LABEL: func.func @matmul
 // CHECK-SAME:    (%[[X:.*]]: tensor<32x784xf32>, %[[W:.*]]: tensor<784x128xf32>)

@@ -573,6 +573,15 @@ func.func @f(%x: tensor<16xf32>) {
 
 // -----
 
+// A dropout that drops everything: PyTorch's p is below 1.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{needs a rate in [0, 1) (PyTorch's p), got 1}}
+  %0 = train.dropout %x rate 1.0 stream 0 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
 // A padding mask whose keys are not the scores' last dimension.
 func.func @f(%x: tensor<2x4x16x16xf32>, %keep: tensor<2x8xi64>) {
   // expected-error @+1 {{needs keep of shape [batch, keys] = [2, 16] for 'tensor<2x4x16x16xf32>', got 'tensor<2x8xi64>'}}

@@ -553,6 +553,15 @@ std::vector<Case> allCases() {
                        "    %y = train.softmax %m : tensor<2x3x4xf32>\n",
                        "y",
                        {2, 3, 4}});
+  // Dropout at step 1: a fixed mask, so a linear map whose gradient is the
+  // same mask and scale.
+  cases.push_back(Case{"dropout",
+                       {param("x", {4, 6})},
+                       {},
+                       "    %y = train.dropout %x rate 3.000000e-01 stream 0 : "
+                       "tensor<4x6xf32>\n",
+                       "y",
+                       {4, 6}});
   // A padding mask with a finite fill, and with -inf before a safe softmax:
   // keep ids in [0, 2) leave some keys, and perhaps whole rows, masked.
   cases.push_back(Case{"key_mask",

@@ -111,6 +111,29 @@ TEST(ElementwiseCuda, BiasAdd) {
       }
 }
 
+// The mask is a function of the key and the global index alone: the CUDA
+// kernel keeps exactly the CPU's elements, on either rank of two.
+TEST(ElementwiseCuda, Dropout) {
+  SKIP_WITHOUT_CUDA_GPU();
+  for (DType dtype : floatTypes())
+    for (int rank : {0, 1})
+      for (const std::vector<int64_t> &shape :
+           {std::vector<int64_t>{3, 7}, {2, 3, 1000}}) {
+        Tensor x = randomTensor(dtype, shape, 17);
+        KernelContext ctx;
+        ctx.step = 12;
+        ctx.rank = rank;
+        ctx.seed = 5;
+        ctx.microStep = 1;
+        EXPECT_TRUE(matchesCpu({"train.dropout",
+                                dict({{"rate", f64(0.3)}, {"stream", i64(2)}}),
+                                {x},
+                                {x},
+                                {},
+                                ctx}));
+      }
+}
+
 TEST(ElementwiseCuda, KeyMask) {
   SKIP_WITHOUT_CUDA_GPU();
   for (DType dtype : floatTypes())

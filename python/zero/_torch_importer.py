@@ -26,6 +26,9 @@ def decomposition_table():
     table.pop(aten.cross_entropy_loss.default, None)
     # train.silu, rather than x * sigmoid(x) in two kernels.
     table.pop(aten.silu.default, None)
+    # Kept whole: train.dropout, where its decomposition draws with
+    # rand_like.
+    table.pop(aten.native_dropout.default, None)
     return table
 
 
@@ -43,6 +46,9 @@ class Importer:
         self.init_tensors = {}
         self.constants = {}
         self.const_count = 0
+        # Rows of the per-rank batch: the first input's first dimension,
+        # along which train.dropout draws its mask.
+        self.batch_rows = None
 
     # -- Values ------------------------------------------------------------
 
@@ -131,6 +137,8 @@ class Importer:
     # -- Placeholders --------------------------------------------------------
 
     def placeholders(self, user_inputs):
+        if user_inputs:
+            self.batch_rows = user_inputs[0].shape[0]
         signature = self.program.graph_signature
         state = self.program.state_dict
         constants = self.program.constants

@@ -437,7 +437,9 @@ def _sdpa(self, node, args, kwargs):
             _zero.matmul(q.tensor, k.tensor, transpose_b=True), scale)
         scores = Live(scores, q.shape[:-1] + k.shape[-2:-1], q.dtype)
         masked = _torch_masks.attention_scores(scores, mask, causal, node)
-        probs = _zero.softmax(masked.tensor, safe=True)
+        probs = _attention_dropout(self, node, masked.shape,
+                                   _zero.softmax(masked.tensor, safe=True),
+                                   options)
         return Live(_zero.matmul(probs, v.tensor),
                     q.shape[:-1] + v.shape[-1:], q.dtype)
     if mask is not None:
@@ -458,9 +460,40 @@ def _sdpa(self, node, args, kwargs):
     scores = _zero.scale(scores, scale)
     if causal:
         scores = _zero.causal_mask(scores, float("-inf"))
-    probs = _zero.softmax(scores)
+    probs = _attention_dropout(self, node, q.shape[:-1] + k.shape[-2:-1],
+                               _zero.softmax(scores), options)
     return Live(_zero.matmul(probs, v.tensor), q.shape[:-1] + v.shape[-1:],
                 q.dtype)
+
+
+def _attention_dropout(self, node, shape, probs, options):
+    """PyTorch's math attention drops attention probabilities: softmax,
+    then dropout(dropout_p), then the product with v."""
+    rate = float(options.get("dropout_p", 0.0))
+    if rate == 0.0:
+        return probs
+    _check_batch(self, node, shape, "attention dropout")
+    return _zero.dropout(probs, rate)
+
+
+def _check_batch(self, node, shape, what):
+    # train.dropout draws its mask along the batch, the first dimension.
+    if not shape or shape[0] != self.batch_rows:
+        raise UnsupportedModuleError(
+            f"{what} of a tensor of shape {shape} whose first dimension is "
+            f"not the batch ({self.batch_rows} rows a rank) {where(node)}: "
+            "the mask is drawn along the batch")
+
+
+def _dropout(self, node, args, kwargs):
+    """native_dropout (training mode): the result and, unused by the
+    modules we take, the mask."""
+    x = self.live(args[0], node)
+    rate, train = float(args[1]), args[2]
+    if not train or rate == 0.0:
+        return [x, None]
+    _check_batch(self, node, x.shape, "dropout")
+    return [Live(_zero.dropout(x.tensor, rate), x.shape, x.dtype), None]
 
 
 def _cross_entropy(self, node, args, kwargs):
@@ -538,6 +571,7 @@ HANDLERS = {
     aten.cat.default: _cat,
     aten._to_copy.default: _to_copy,
     aten.scaled_dot_product_attention.default: _sdpa,
+    aten.native_dropout.default: _dropout,
 }
 
 
@@ -601,8 +635,9 @@ HONOURS = {
     aten._to_copy.default: ("self", "dtype", "layout", "device", "pin_memory",
                             "non_blocking", "memory_format"),
     aten.scaled_dot_product_attention.default: ("query", "key", "value",
-                                                "attn_mask", "is_causal",
-                                                "scale"),
+                                                "attn_mask", "dropout_p",
+                                                "is_causal", "scale"),
+    aten.native_dropout.default: ("input", "p", "train"),
 }
 
 # What the user can do instead, where an argument is refused.
@@ -619,10 +654,6 @@ HINTS = {
         "reduction": "take the mean (reduction='mean')",
     },
     aten.scaled_dot_product_attention.default: {
-        "dropout_p":
-        "train has no dropout yet: build the model with attention dropout "
-        "0 (in a Hugging Face config, attention_dropout=0.0 or "
-        "attn_pdrop=0.0)",
         "enable_gqa":
         "repeat the key and value heads to the query's count before "
         "attention",

@@ -127,7 +127,7 @@ class TorchGraph(_zero.Graph):
 
 def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
                forward_kwargs=None, name=None, precision=None,
-               init_path=None):
+               init_path=None, train=True):
     """Imports `module` as a training step of our builder.
 
     example_args: a tuple of example inputs (token ids, ...) with the
@@ -150,6 +150,9 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
         is built, as zero.Graph requires).
     init_path: where to write the module's weights (.safetensors); a
         temporary file by default.
+    train: export in training mode (the default), as PyTorch trains: the
+        module's dropouts become train.dropout; False exports in eval mode,
+        without them. evaluate() runs without dropout either way.
 
     Returns a TorchGraph.
     """
@@ -199,9 +202,10 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
     wrapper = _Wrapper(module, kwargs, loss_fn, len(example_args),
                        keywords)
     was_training = module.training
-    # Dropout and other training-mode randomness have no place in a
-    # deterministic step: export in eval mode.
-    module.eval()
+    # Training mode, as the module trains in PyTorch: its dropouts become
+    # train.dropout, whose masks are deterministic (the seed, the step and
+    # each element's place in the global batch).
+    module.train(bool(train))
     try:
         exported = torch.export.export(wrapper,
                                        example_args + example_targets)

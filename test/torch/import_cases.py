@@ -201,12 +201,6 @@ class Strided(torch.nn.Module):
         return x[:, ::2]
 
 
-class Dropout(torch.nn.Module):
-
-    def forward(self, x):
-        return F.scaled_dot_product_attention(x, x, x, dropout_p=0.1)
-
-
 class Pow(torch.nn.Module):
 
     def forward(self, x):
@@ -234,8 +228,6 @@ REFUSED = {
                       (torch.randint(0, 4, (2,)),)),
     "reduction": (Summed(), (torch.randn(2, 4),), None,
                   (torch.randint(0, 4, (2,)),)),
-    "attention-dropout": (Dropout(), (torch.randn(2, 2, 4, 8),), mean_loss,
-                          ()),
     "in-a-loss-function": (Mean(), (torch.randn(2, 4),), cumsum_loss, ()),
     "cumsum": (Cumsum(), (torch.randn(2, 4),), mean_loss, ()),
     "control-flow": (Branch(), (torch.randn(2, 4),), mean_loss, ()),

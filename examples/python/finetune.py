@@ -15,10 +15,11 @@ and the next speech its response, "Q: <speech>\\nA: <reply>". Rows are
 right-padded to --seq, with the tokenizer's attention_mask (1 on the real
 tokens, 0 on the padding) as the step's second input; labels are the ids
 with -100 on the prompt and the padding, so the loss is the mean over the
-response tokens of the whole global batch (docs/torch.md, "Fine-tuning"). Dropout stays 0 in the config:
-the importer refuses dropout for now. With --lora, PEFT's LoRA (rank 8 on
-q_proj and v_proj) trains and the base is frozen: no gradient, no optimizer
-state. At the end the trained weights are written with PEFT's
+response tokens of the whole global batch (docs/torch.md, "Fine-tuning"). --dropout (0.1 by default)
+is the attention's dropout and, with --lora, the adapters' (PEFT's
+lora_dropout); its masks depend on the seed and the step only, so a resumed
+run continues bitwise. With --lora, PEFT's LoRA (rank 8 on q_proj and
+v_proj) trains and the base is frozen: no gradient, no optimizer state. At the end the trained weights are written with PEFT's
 save_pretrained (the adapters alone) or, without --lora, as one
 .safetensors of the module's state.
 """
@@ -79,7 +80,7 @@ def batch(pairs, first, rows):
     return [np.stack(column) for column in zip(*chosen)]
 
 
-def build_model(lora):
+def build_model(lora, dropout):
     from transformers import LlamaConfig, LlamaForCausalLM
     torch.manual_seed(0)
     model = LlamaForCausalLM(
@@ -88,12 +89,12 @@ def build_model(lora):
                     num_key_value_heads=2, vocab_size=VOCAB,
                     max_position_embeddings=256, tie_word_embeddings=False,
                     bos_token_id=1, eos_token_id=2, pad_token_id=PAD,
-                    attention_dropout=0.0))
+                    attention_dropout=dropout))
     if not lora:
         return model
     from peft import LoraConfig, get_peft_model
     return get_peft_model(model, LoraConfig(
-        r=8, lora_alpha=16, lora_dropout=0.0,
+        r=8, lora_alpha=16, lora_dropout=dropout,
         target_modules=["q_proj", "v_proj"]))
 
 
@@ -107,6 +108,8 @@ def main():
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--lora", action="store_true",
                         help="train LoRA adapters on a frozen base")
+    parser.add_argument("--dropout", type=float, default=0.1,
+                        help="attention (and adapter) dropout, PyTorch's p")
     parser.add_argument("--stage", type=int, default=3, choices=range(4))
     parser.add_argument("--eval-every", type=int, default=10)
     parser.add_argument("--checkpoint-every", type=int, default=10)
@@ -129,7 +132,7 @@ def main():
     held_out = len(pairs) // 10  # the last tenth: validation
     train_pairs, val_pairs = pairs[:-held_out], pairs[-held_out:]
 
-    module = build_model(args.lora)
+    module = build_model(args.lora, args.dropout)
     per_rank = args.batch // ranks
     ids, mask, _ = (torch.from_numpy(a)
                     for a in batch(train_pairs, 0, per_rank))

@@ -286,6 +286,8 @@ struct PyTrainer {
   /// agreed to make it ("" while none did): the other ranks went on with
   /// its collectives, so no later collective call can line up with theirs.
   std::string abandoned;
+  /// Whether step refuses NaN and infinity in a float batch.
+  bool checkFinite = true;
 };
 
 /// A batch given as numpy arrays in input order, as the program names its
@@ -574,7 +576,8 @@ void bindTraining(py::module_ &m) {
             if (!batch.empty()) {
               absl::StatusOr<std::unique_ptr<rt::BatchSource>> batches =
                   rt::createArrayBatches(self.trainer->executor(),
-                                         batchArrays(self, batch), "the batch");
+                                         batchArrays(self, batch), "the batch",
+                                         self.checkFinite);
               if (!batches.ok())
                 raise(absl::Status(
                     batches.status().code(),
@@ -603,6 +606,7 @@ void bindTraining(py::module_ &m) {
             return unwrap(self.trainer->step());
           },
           py::arg("batch") = std::vector<py::buffer>{})
+      .def_readwrite("check_finite", &PyTrainer::checkFinite)
       .def_property(
           "learning_rate",
           [](const PyTrainer &self) { return self.trainer->learningRate(); },

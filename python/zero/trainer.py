@@ -135,6 +135,18 @@ class Trainer:
         return self._trainer.steps_done
 
     @property
+    def check_finite(self):
+        """Whether step refuses a float batch holding NaN or infinity (the
+        default: such an input makes every weight it reaches NaN, whatever
+        the loss shows), naming the array and the element. False trains
+        on it as PyTorch would; the check costs a pass over the batch."""
+        return self._trainer.check_finite
+
+    @check_finite.setter
+    def check_finite(self, value):
+        self._trainer.check_finite = bool(value)
+
+    @property
     def learning_rate(self):
         """The optimizer's learning rate: the configured `lr` (the peak of
         a schedule) until it is set.

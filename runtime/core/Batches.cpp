@@ -250,7 +250,8 @@ zero::rt::createSyntheticBatches(Executor &executor, uint64_t seed) {
 }
 
 absl::StatusOr<std::unique_ptr<BatchSource>>
-zero::rt::createFileBatches(Executor &executor, const std::string &path) {
+zero::rt::createFileBatches(Executor &executor, const std::string &path,
+                            bool checkFinite) {
   std::vector<InputSlot> slots = getInputSlots(executor);
   TensorMap arrays;
   bool npy = path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
@@ -270,7 +271,41 @@ zero::rt::createFileBatches(Executor &executor, const std::string &path) {
       return read.status();
     arrays = std::move(*read);
   }
-  return createArrayBatches(executor, std::move(arrays), path);
+  return createArrayBatches(executor, std::move(arrays), path, checkFinite);
+}
+
+/// The first element of a float array that is NaN or infinite, or -1.
+static int64_t firstNonFinite(const HostTensor &array) {
+  int64_t count = array.numElements();
+  if (array.dtype == DType::f32) {
+    // A NaN or an infinity has every exponent bit set. Blocks are scanned
+    // without an early exit, so that the loop vectorizes (bench/
+    // finite_check.py), and the one that holds such a value is searched.
+    const uint8_t *bytes = array.data.data();
+    constexpr int64_t kBlock = 4096;
+    for (int64_t start = 0; start < count; start += kBlock) {
+      int64_t end = std::min(count, start + kBlock);
+      uint32_t found = 0;
+      for (int64_t index = start; index < end; ++index) {
+        uint32_t bits;
+        std::memcpy(&bits, bytes + 4 * index, 4);
+        found |= (bits & 0x7f800000u) == 0x7f800000u;
+      }
+      if (!found)
+        continue;
+      for (int64_t index = start; index < end; ++index) {
+        uint32_t bits;
+        std::memcpy(&bits, bytes + 4 * index, 4);
+        if ((bits & 0x7f800000u) == 0x7f800000u)
+          return index;
+      }
+    }
+    return -1;
+  }
+  for (int64_t index = 0; index < count; ++index)
+    if (!std::isfinite(loadAsFloat(array.data.data(), array.dtype, index)))
+      return index;
+  return -1;
 }
 
 /// `array` in the input's element type when a conversion loses nothing a
@@ -306,7 +341,7 @@ static absl::StatusOr<bool> convertArray(HostTensor &array, DType dtype,
 
 absl::StatusOr<std::unique_ptr<BatchSource>>
 zero::rt::createArrayBatches(Executor &executor, TensorMap arrays,
-                             const std::string &what) {
+                             const std::string &what, bool checkFinite) {
   std::vector<InputSlot> slots = getInputSlots(executor);
   // An array no input takes is a mistake (a batch built for another
   // program, inputs out of order), not something to ignore.
@@ -359,6 +394,18 @@ zero::rt::createArrayBatches(Executor &executor, TensorMap arrays,
           what, ": array '", decl.name, "' holds ", count,
           " global batches, but the arrays before it hold ", batches));
     batches = count;
+    if (checkFinite && isFloat(array.dtype))
+      if (int64_t index = firstNonFinite(array); index >= 0) {
+        float value = loadAsFloat(array.data.data(), array.dtype, index);
+        int64_t rowElements = array.numElements() / array.shape[0];
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": array '", decl.name, "' holds ", value, " at element ",
+            index, " (row ", index / rowElements,
+            "); a non-finite input makes every weight it reaches NaN, "
+            "whatever the loss shows. Clean the batch, or turn the check "
+            "off (Trainer.check_finite = False) to train on it as PyTorch "
+            "would"));
+      }
     if (decl.indexBound > 0 && !isFloat(array.dtype))
       for (int64_t index = 0; index < array.numElements(); ++index) {
         int64_t id = loadIndex(array.data.data(), array.dtype, index);

@@ -203,6 +203,16 @@ def check_errors():
     msg = expect(ValueError, "ids in [0, 4)", lambda: trainer.step(
         [np.zeros((8, 16), np.float32), np.full(8, 9, np.int32)]))
     ok(f"label out of range: {msg}")
+    poisoned = np.ones((8, 16), np.float32)
+    poisoned[2, 3] = np.nan
+    msg = expect(ValueError, "holds nan at element 35 (row 2)",
+                 lambda: trainer.step([poisoned, labels]))
+    ok(f"NaN in a batch: {msg}")
+    trainer.check_finite = False
+    loss = trainer.step([poisoned, labels])
+    if loss == loss:
+        raise AssertionError(f"a NaN batch trained to a finite loss {loss}")
+    ok("with check_finite = False the NaN batch trains, to a NaN loss")
 
     small = mlp(3)
     small.config.zero.max_live_gathered_bytes = 100

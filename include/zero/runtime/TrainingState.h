@@ -84,13 +84,18 @@ createSyntheticBatches(Executor &executor, uint64_t seed);
 /// .npy for a program with one input): each array holds one or more global
 /// batches along dimension 0, used in turn.
 absl::StatusOr<std::unique_ptr<BatchSource>>
-createFileBatches(Executor &executor, const std::string &path);
+createFileBatches(Executor &executor, const std::string &path,
+                  bool checkFinite = true);
 
 /// Batches from arrays in memory, named input0, input1, ... and shaped as
-/// for createFileBatches; `what` names them in errors.
+/// for createFileBatches; `what` names them in errors. With `checkFinite`,
+/// a NaN or infinity in a float array is refused, naming it and where: it
+/// would make every weight it reaches NaN while the loss can still look
+/// finite (a relu of NaN is NaN, but a masked or ignored position's is not
+/// in the loss).
 absl::StatusOr<std::unique_ptr<BatchSource>>
 createArrayBatches(Executor &executor, TensorMap arrays,
-                   const std::string &what);
+                   const std::string &what, bool checkFinite = true);
 
 } // namespace zero::rt
 

@@ -15,15 +15,9 @@
 namespace zero::rt::cpu {
 
 absl::StatusOr<KernelFn> bindDropout(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
+  if (absl::Status status = checkUnarySpecs(request); !status.ok())
     return status;
   const TensorSpec &in = request.ins[0];
-  if (absl::Status status = checkFloat(request, in, "input"); !status.ok())
-    return status;
-  if (absl::Status status =
-          checkSameSpec(request, in, "input", request.outs[0], "result");
-      !status.ok())
-    return status;
   if (in.shape.empty())
     return request.invalid("draws its mask along the batch, the first "
                            "dimension, but ",

@@ -63,16 +63,6 @@ KernelFn binaryKernel(DType dtype, int64_t count, Op op) {
 }
 
 /// Checks one operand and one result of one float type.
-absl::Status checkUnarySpecs(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
-    return status;
-  if (absl::Status status = checkFloat(request, request.ins[0], "input");
-      !status.ok())
-    return status;
-  return checkSameSpec(request, request.ins[0], "input", request.outs[0],
-                       "result");
-}
-
 absl::Status checkBinarySpecs(const BindRequest &request) {
   if (absl::Status status = checkArity(request, 2, 1); !status.ok())
     return status;

@@ -252,4 +252,14 @@ KernelFn checkingBufferCounts(KernelFn kernel, absl::string_view name,
   });
 }
 
+absl::Status checkUnarySpecs(const BindRequest &request) {
+  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
+    return status;
+  if (absl::Status status = checkFloat(request, request.ins[0], "input");
+      !status.ok())
+    return status;
+  return checkSameSpec(request, request.ins[0], "input", request.outs[0],
+                       "result");
+}
+
 } // namespace zero::rt::cpu

@@ -52,6 +52,8 @@ std::string shapeString(absl::Span<const int64_t> shape);
 
 /// Checks of one request; each returns an error naming the kernel.
 absl::Status checkArity(const BindRequest &request, size_t ins, size_t outs);
+/// One float input and a result of its spec.
+absl::Status checkUnarySpecs(const BindRequest &request);
 absl::Status checkFloat(const BindRequest &request, const TensorSpec &spec,
                         absl::string_view role);
 absl::Status checkIndex(const BindRequest &request, const TensorSpec &spec,

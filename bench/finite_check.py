@@ -22,8 +22,6 @@ import time
 
 import numpy as np
 
-import zero
-
 
 def main():
     parser = argparse.ArgumentParser(
@@ -37,6 +35,7 @@ def main():
     parser.add_argument("--classes", type=int, default=16)
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
+    import zero
     ranks = zero.world_size()
     graph = zero.Graph("finite_check")
     x = graph.input("x", [args.rows // ranks, args.features], "f32")

@@ -2,6 +2,8 @@
 
 #include "zero/runtime/Checkpoint.h"
 
+#include "OptimizerChange.h"
+
 #include "zero/runtime/ExecutionBackend.h"
 #include "zero/runtime/TensorFile.h"
 
@@ -415,20 +417,12 @@ absl::Status checkSignature(const std::string &dir, Executor &executor,
         absl::StrJoin(problems.begin(), problems.begin() + shown, "; "), more));
   }
   const std::vector<std::string> &mine = executor.program().optimizer;
-  if (manifest.optimizer != mine) {
-    auto differs = [](const std::vector<std::string> &a,
-                      const std::vector<std::string> &b) {
-      for (const std::string &item : a)
-        if (std::find(b.begin(), b.end(), item) == b.end())
-          return item;
-      return std::string("(none)");
-    };
+  if (manifest.optimizer != mine)
     return absl::InvalidArgumentError(absl::StrCat(
-        dir, ": the checkpoint was trained with another optimizer: it has '",
-        differs(manifest.optimizer, mine), "' where the program has '",
-        differs(mine, manifest.optimizer),
-        "' (resuming would silently change the training)"));
-  }
+        dir, ": the checkpoint was trained with another optimizer: ",
+        describeOptimizerChange(manifest.optimizer, mine),
+        " (resuming would silently change the training; a schedule's total "
+        "is its length in steps, --steps in the examples)"));
   return absl::OkStatus();
 }
 

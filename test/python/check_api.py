@@ -316,6 +316,14 @@ def check_state(directory):
     resumed = [second.step(batch) for batch in batches[2:]]
     assert resumed == losses[2:], (resumed, losses[2:])
     ok(f"save at step 2, load, steps 3-4: losses bitwise equal at N={ranks}")
+    # Resuming under other hyper-parameters is refused, saying which.
+    faster = mlp(3, batch=8 // ranks)
+    faster.config.optimizer(zero.AdamW(lr=2e-2, betas=(0.9, 0.95)))
+    msg = expect(ValueError, "train.adamw's beta2 is 0.999 in the checkpoint "
+                 "and 0.95 here; train.adamw's lr is 0.01 in the checkpoint "
+                 "and 0.02 here",
+                 lambda: zero.Trainer(faster.compile(ranks)).load(saved))
+    ok(f"load under another optimizer: {msg[msg.index('trained'):]}")
     after = second.state_dict()
     for name, value in state.items():
         assert np.array_equal(after[name], value), name

@@ -1,0 +1,109 @@
+//===- OptimizerChange.cpp - How two optimizers differ, in words ----------===//
+
+#include "OptimizerChange.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+
+#include <map>
+
+namespace zero::rt {
+namespace {
+
+using Params = std::map<std::string, std::string>;
+
+/// "9.000000e-01 : f64" as "0.9", "10000 : i64" as "10000", "\"cosine\"" as
+/// "cosine": what the user wrote.
+std::string plainValue(absl::string_view value) {
+  size_t type = value.rfind(" : ");
+  if (type != absl::string_view::npos)
+    value = value.substr(0, type);
+  value = absl::StripAsciiWhitespace(value);
+  if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+    return std::string(value.substr(1, value.size() - 2));
+  double number;
+  if (absl::SimpleAtod(value, &number))
+    return absl::StrCat(number);
+  return std::string(value);
+}
+
+/// "train.adamw {a = 1 : i64, b = \"x\"}" -> ("train.adamw", {a: 1, b: x}).
+std::pair<std::string, Params> parseUpdate(absl::string_view text) {
+  size_t open = text.find(" {");
+  if (open == absl::string_view::npos || text.back() != '}')
+    return {std::string(text), {}};
+  std::string kernel(text.substr(0, open));
+  absl::string_view body = text.substr(open + 2, text.size() - open - 3);
+  Params params;
+  // Split at the commas outside brackets and quotes.
+  int depth = 0;
+  bool quoted = false;
+  size_t start = 0;
+  for (size_t i = 0; i <= body.size(); ++i) {
+    char c = i < body.size() ? body[i] : ',';
+    if (c == '"')
+      quoted = !quoted;
+    else if (!quoted && (c == '[' || c == '{' || c == '('))
+      ++depth;
+    else if (!quoted && (c == ']' || c == '}' || c == ')'))
+      --depth;
+    if (c != ',' || quoted || depth != 0)
+      continue;
+    absl::string_view item =
+        absl::StripAsciiWhitespace(body.substr(start, i - start));
+    start = i + 1;
+    size_t equals = item.find(" = ");
+    if (equals == absl::string_view::npos)
+      continue;
+    params[std::string(item.substr(0, equals))] =
+        plainValue(item.substr(equals + 3));
+  }
+  return {kernel, params};
+}
+
+} // namespace
+
+std::string describeOptimizerChange(const std::vector<std::string> &saved,
+                                    const std::vector<std::string> &current) {
+  std::map<std::string, Params> theirs, mine;
+  for (const std::string &text : saved)
+    theirs.insert(parseUpdate(text));
+  for (const std::string &text : current)
+    mine.insert(parseUpdate(text));
+  std::vector<std::string> changes;
+  for (const auto &[kernel, params] : theirs) {
+    auto found = mine.find(kernel);
+    if (found == mine.end()) {
+      changes.push_back(absl::StrCat("the checkpoint updates with ", kernel,
+                                     ", which this program does not use"));
+      continue;
+    }
+    std::map<std::string, bool> keys;
+    for (const auto &entry : params)
+      keys[entry.first] = true;
+    for (const auto &entry : found->second)
+      keys[entry.first] = true;
+    for (const auto &[key, unused] : keys) {
+      const Params &other = found->second;
+      auto a = params.find(key);
+      auto b = other.find(key);
+      std::string was = a == params.end() ? "unset" : a->second;
+      std::string now = b == other.end() ? "unset" : b->second;
+      if (was != now)
+        changes.push_back(absl::StrCat(kernel, "'s ", key, " is ", was,
+                                       " in the checkpoint and ", now,
+                                       " here"));
+    }
+  }
+  for (const auto &[kernel, params] : mine)
+    if (!theirs.count(kernel))
+      changes.push_back(absl::StrCat("this program updates with ", kernel,
+                                     ", which the checkpoint does not"));
+  return changes.empty() ? "the updates' hyper-parameters differ"
+                         : absl::StrJoin(changes, "; ");
+}
+
+} // namespace zero::rt

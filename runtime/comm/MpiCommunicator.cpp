@@ -23,6 +23,7 @@
 
 #include "Departures.h"
 #include "LocalReduce.h"
+#include "MpiTypes.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -94,36 +95,6 @@ void endJobOnFailedExit(int status, void *) {
   MPI_Abort(MPI_COMM_WORLD, status);
 }
 #endif
-
-MPI_Datatype mpiType(DType dtype) {
-  switch (dtype) {
-  case DType::f32:
-    return MPI_FLOAT;
-  case DType::bf16:
-  case DType::f16:
-    // Only ever moved, never reduced, by MPI.
-    return MPI_UINT16_T;
-  case DType::i32:
-    return MPI_INT32_T;
-  case DType::i64:
-    return MPI_INT64_T;
-  case DType::i8:
-    return MPI_INT8_T;
-  }
-  return MPI_BYTE;
-}
-
-const char *reduceName(ReduceKind kind) {
-  switch (kind) {
-  case ReduceKind::sum:
-    return "sum";
-  case ReduceKind::mean:
-    return "mean";
-  case ReduceKind::max:
-    return "max";
-  }
-  return "?";
-}
 
 class MpiCommunicator;
 

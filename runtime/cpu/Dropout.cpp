@@ -50,10 +50,17 @@ absl::StatusOr<KernelFn> bindDropout(const BindRequest &request) {
     for (int64_t start = 0; start < count; start += kBlock) {
       int64_t n = std::min(kBlock, count - start);
       loadFloats(ins[0], dtype, start, n, block);
-      for (int64_t i = 0; i < n; ++i)
-        block[i] = dropoutKeeps(key, offset + start + i, threshold)
-                       ? block[i] * scale
-                       : 0.0f;
+      // One Philox call draws for four consecutive global elements.
+      uint64_t drawn = ~uint64_t{0};
+      Philox4x32 bits{};
+      for (int64_t i = 0; i < n; ++i) {
+        uint64_t index = offset + start + i;
+        if (index / 4 != drawn) {
+          drawn = index / 4;
+          bits = dropoutBits(key, drawn);
+        }
+        block[i] = bits.v[index % 4] >= threshold ? block[i] * scale : 0.0f;
+      }
       storeFloats(outs[0], dtype, start, n, block);
     }
     return absl::OkStatus();

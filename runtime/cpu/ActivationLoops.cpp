@@ -76,6 +76,15 @@ FloatVec GeluSigmoid(FloatTag d, FloatVec x, FloatVec &oneMinus) {
   return s;
 }
 
+/// y, or NaN where x is -inf. x s(x) there is -inf times a logistic capped
+/// above 0, -inf, where PyTorch's x * 0 (or x / inf) is NaN; so is the
+/// derivative, which multiplies by that x.
+FloatVec NanAtNegativeInfinity(FloatTag d, FloatVec x, FloatVec y) {
+  const float inf = std::numeric_limits<float>::infinity();
+  return hn::IfThenElse(hn::Eq(x, hn::Set(d, -inf)),
+                        hn::Set(d, std::numeric_limits<float>::quiet_NaN()), y);
+}
+
 constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
 
 /// y = one(x), a vector at a time over [0, n); the last, partial vector
@@ -126,7 +135,9 @@ void GeluBlock(int64_t n, const float *x, float *y) {
   MapVectors(n, x, y, [&](const float *in, float *out) {
     const FloatVec xi = hn::LoadU(d, in);
     FloatVec oneMinus;
-    hn::StoreU(hn::Mul(xi, GeluSigmoid(d, xi, oneMinus)), d, out);
+    hn::StoreU(
+        NanAtNegativeInfinity(d, xi, hn::Mul(xi, GeluSigmoid(d, xi, oneMinus))),
+        d, out);
   });
 }
 
@@ -146,7 +157,9 @@ void GeluGradBlock(int64_t n, const float *x, const float *dy, float *dx) {
             s, hn::Mul(
                    hn::Mul(hn::Mul(hn::Mul(hn::Set(d, 2.0f), xi), s), oneMinus),
                    slope));
-        hn::StoreU(hn::Mul(hn::LoadU(d, dyin), derivative), d, out);
+        hn::StoreU(hn::Mul(hn::LoadU(d, dyin),
+                           NanAtNegativeInfinity(d, xi, derivative)),
+                   d, out);
       });
 }
 
@@ -186,7 +199,9 @@ void SiluBlock(int64_t n, const float *x, float *y) {
   MapVectors(n, x, y, [&](const float *in, float *out) {
     const FloatVec xi = hn::LoadU(d, in);
     FloatVec oneMinus;
-    hn::StoreU(hn::Mul(xi, Logistic(d, xi, oneMinus)), d, out);
+    hn::StoreU(
+        NanAtNegativeInfinity(d, xi, hn::Mul(xi, Logistic(d, xi, oneMinus))), d,
+        out);
   });
 }
 
@@ -200,7 +215,9 @@ void SiluGradBlock(int64_t n, const float *x, const float *dy, float *dx) {
                const FloatVec s = Logistic(d, xi, oneMinus);
                const FloatVec derivative =
                    hn::Mul(s, hn::Add(hn::Set(d, 1.0f), hn::Mul(xi, oneMinus)));
-               hn::StoreU(hn::Mul(hn::LoadU(d, dyin), derivative), d, out);
+               hn::StoreU(hn::Mul(hn::LoadU(d, dyin),
+                                  NanAtNegativeInfinity(d, xi, derivative)),
+                          d, out);
              });
 }
 

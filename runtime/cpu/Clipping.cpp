@@ -79,9 +79,12 @@ absl::StatusOr<KernelFn> bindScaleByNorm(const BindRequest &request) {
                                    const KernelContext &) -> absl::Status {
     float sum = *static_cast<const float *>(ins[tensors.size()]);
     // 1e-6 keeps the factor finite for zero gradients (PyTorch's
-    // clip_grad_norm_); below the bound the gradients pass unchanged.
+    // clip_grad_norm_); below the bound the gradients pass unchanged. A NaN
+    // norm gives a NaN factor, as PyTorch's clamp does: every gradient
+    // becomes NaN rather than passing unclipped.
+    double quotient = bound / (std::sqrt(static_cast<double>(sum)) + 1e-6);
     float factor = static_cast<float>(
-        std::min(1.0, bound / (std::sqrt(static_cast<double>(sum)) + 1e-6)));
+        std::isnan(quotient) ? quotient : std::min(1.0, quotient));
     float x[kBlock], y[kBlock];
     for (size_t i = 0; i < tensors.size(); ++i) {
       auto [dtype, count] = tensors[i];

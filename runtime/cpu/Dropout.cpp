@@ -59,7 +59,9 @@ absl::StatusOr<KernelFn> bindDropout(const BindRequest &request) {
           drawn = index / 4;
           bits = dropoutBits(key, drawn);
         }
-        block[i] = bits.v[index % 4] >= threshold ? block[i] * scale : 0.0f;
+        // A dropped element is multiplied by 0, not replaced by it: NaN and
+        // infinity stay NaN, as in PyTorch's x * mask * scale.
+        block[i] *= bits.v[index % 4] >= threshold ? scale : 0.0f;
       }
       storeFloats(outs[0], dtype, start, n, block);
     }

@@ -166,7 +166,9 @@ absl::StatusOr<KernelFn> bindActivationGrad(const BindRequest &request) {
   absl::string_view op = request.name.substr(request.name.find('.') + 1);
   if (op == "relu_grad")
     return elementwiseBinary(
-        request, [](float x, float dy) { return x > 0.0f ? dy : 0.0f; });
+        // PyTorch's threshold_backward zeroes where x <= 0: at a NaN the
+        // gradient passes, NaN or not, rather than being cut to 0.
+        request, [](float x, float dy) { return !(x <= 0.0f) ? dy : 0.0f; });
   if (op == "gelu_grad") {
     absl::StatusOr<bool> exact = getFlag(request, "exact");
     if (!exact.ok())

@@ -32,11 +32,16 @@ void AdamBlock(const AdamCoefficients &c, int64_t n, const float *p,
              correction2Sqrt = hn::Set(d, c.correction2Sqrt),
              stepSize = hn::Set(d, c.stepSize), eps = hn::Set(d, c.eps),
              shrink = hn::Set(d, c.shrink);
+  // Without weight decay the term is left out, not added as 0 * p: an
+  // infinite parameter stays infinite, as in PyTorch (0 * inf is NaN).
+  const bool decay = c.wdGrad != 0.0f;
   int64_t i = 0;
   // The same operations, in the same order, as the scalar tail below.
   for (; i + lanes <= n; i += lanes) {
     const auto pi = hn::LoadU(d, p + i);
-    const auto grad = hn::Add(hn::LoadU(d, g + i), hn::Mul(wdGrad, pi));
+    auto grad = hn::LoadU(d, g + i);
+    if (decay)
+      grad = hn::Add(grad, hn::Mul(wdGrad, pi));
     const auto mi = hn::Add(hn::Mul(beta1, hn::LoadU(d, m + i)),
                             hn::Mul(oneMinusBeta1, grad));
     const auto vi = hn::Add(hn::Mul(beta2, hn::LoadU(d, v + i)),
@@ -49,7 +54,7 @@ void AdamBlock(const AdamCoefficients &c, int64_t n, const float *p,
     hn::StoreU(vi, d, newV + i);
   }
   for (; i < n; ++i) {
-    float grad = g[i] + c.wdGrad * p[i];
+    float grad = decay ? g[i] + c.wdGrad * p[i] : g[i];
     float mi = c.beta1 * m[i] + c.oneMinusBeta1 * grad;
     float vi = c.beta2 * v[i] + c.oneMinusBeta2 * grad * grad;
     float denom = std::sqrt(vi) / c.correction2Sqrt + c.eps;

@@ -188,6 +188,13 @@ absl::StatusOr<KernelFn> bindSkippable(const BindRequest &request, size_t ins,
   });
 }
 
+/// The gradient with L2 weight decay; without decay the term is left out,
+/// not added as 0 * p, so that an infinite parameter stays infinite, as in
+/// PyTorch's optimizers (0 * inf is NaN).
+float withDecay(float grad, float wd, float param) {
+  return wd != 0.0f ? grad + wd * param : grad;
+}
+
 absl::StatusOr<KernelFn> bindSgdStep(const BindRequest &request) {
   if (absl::Status status = checkArity(request, 2, 1); !status.ok())
     return status;
@@ -213,7 +220,7 @@ absl::StatusOr<KernelFn> bindSgdStep(const BindRequest &request) {
       const float *p = viewFloats(ins[0], paramType, offset, n, pBlock);
       const float *g = viewFloats(ins[1], gradType, offset, n, gBlock);
       for (int64_t i = 0; i < n; ++i)
-        out[i] = p[i] - lr * (g[i] + wd * p[i]);
+        out[i] = p[i] - lr * withDecay(g[i], wd, p[i]);
       storeFloats(outs[0], paramType, offset, n, out);
     }
     return absl::OkStatus();
@@ -248,7 +255,7 @@ absl::StatusOr<KernelFn> bindSgdMomentumStep(const BindRequest &request) {
       const float *g = viewFloats(ins[1], gradType, offset, n, gBlock);
       const float *b = viewFloats(ins[2], bufType, offset, n, bBlock);
       for (int64_t i = 0; i < n; ++i) {
-        newB[i] = mu * b[i] + (g[i] + wd * p[i]);
+        newB[i] = mu * b[i] + withDecay(g[i], wd, p[i]);
         newP[i] = p[i] - lr * newB[i];
       }
       storeFloats(outs[0], paramType, offset, n, newP);

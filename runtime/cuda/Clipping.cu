@@ -42,7 +42,8 @@ __global__ void scaleByNormKernel(const void *x, void *y, Dt type,
   // 1e-6 keeps the factor finite for zero gradients (PyTorch's
   // clip_grad_norm_); below the bound the gradients pass unchanged.
   double bound = maxNorm / (sqrt(static_cast<double>(*sumSquares)) + 1e-6);
-  float factor = static_cast<float>(bound < 1.0 ? bound : 1.0);
+  // A NaN norm gives a NaN factor, as PyTorch's clamp and the CPU kernel.
+  float factor = static_cast<float>(isnan(bound) || bound < 1.0 ? bound : 1.0);
   for (int64_t i = globalThread(); i < count; i += globalStride())
     storeF(y, type, i, loadF(x, type, i) * factor);
 }

@@ -42,6 +42,12 @@ __device__ __forceinline__ float logistic(float x, float &oneMinus) {
   return isnan(x) ? x : s;
 }
 
+// y, or NaN where x is -inf: x s(x) and its derivative there are -inf
+// times a logistic capped above 0 here, NaN (x * 0) in PyTorch and on CPU.
+__device__ __forceinline__ float nanAtNegativeInfinity(float x, float y) {
+  return x == -INFINITY ? NAN : y;
+}
+
 __device__ __forceinline__ float unaryOp(UnaryOp op, float factor, float x) {
   float oneMinus;
   switch (op) {
@@ -60,13 +66,13 @@ __device__ __forceinline__ float unaryOp(UnaryOp op, float factor, float x) {
   case UnaryOp::relu: // NaN passes, as in PyTorch.
     return x > 0.0f || isnan(x) ? x : 0.0f;
   case UnaryOp::gelu:
-    return x * geluSigmoid(x, oneMinus);
+    return nanAtNegativeInfinity(x, x * geluSigmoid(x, oneMinus));
   case UnaryOp::geluExact:
     return x * 0.5f * (1.0f + erff(x * kSqrtHalf));
   case UnaryOp::sigmoid:
     return logistic(x, oneMinus);
   case UnaryOp::silu:
-    return x * logistic(x, oneMinus);
+    return nanAtNegativeInfinity(x, x * logistic(x, oneMinus));
   case UnaryOp::scale:
     return x * factor;
   case UnaryOp::copy:
@@ -85,14 +91,14 @@ __device__ __forceinline__ float binaryOp(BinaryOp op, float a, float b) {
     return a * b;
   case BinaryOp::div:
     return a / b;
-  case BinaryOp::reluGrad:
-    return a > 0.0f ? b : 0.0f;
+  case BinaryOp::reluGrad: // At a NaN the gradient passes, as in PyTorch.
+    return !(a <= 0.0f) ? b : 0.0f;
   case BinaryOp::geluGrad: {
     // d/dx [x s(2u)] = s + 2 x s (1 - s) u'(x), u' = c (1 + 3 a x^2).
     float oneMinus;
     float s = geluSigmoid(a, oneMinus);
-    return b * (s + 2.0f * a * s * oneMinus * kGeluC *
-                        (1.0f + 3.0f * kGeluA * a * a));
+    return b * nanAtNegativeInfinity(a, s + 2.0f * a * s * oneMinus * kGeluC *
+                                                (1.0f + 3.0f * kGeluA * a * a));
   }
   case BinaryOp::geluExactGrad: {
     // d/dx [x Phi(x)] = Phi(x) + x phi(x).
@@ -108,7 +114,7 @@ __device__ __forceinline__ float binaryOp(BinaryOp op, float a, float b) {
     // d/dx [x s(x)] = s (1 + x (1 - s)).
     float oneMinus;
     float s = logistic(a, oneMinus);
-    return b * (s * (1.0f + a * oneMinus));
+    return b * nanAtNegativeInfinity(a, s * (1.0f + a * oneMinus));
   }
   }
   return a;
@@ -162,7 +168,9 @@ __global__ void dropoutKernel(const void *x, void *y, Dt type, int64_t count,
   }
   for (int64_t i = globalThread(); i < count; i += globalStride()) {
     bool kept = rt::dropoutKeeps(key, offset + i, threshold);
-    storeF(y, type, i, kept ? loadF(x, type, i) * scale : 0.0f);
+    // Multiplied by 0, not replaced by it: a dropped NaN or infinity is
+    // NaN, as in PyTorch and the CPU kernel.
+    storeF(y, type, i, loadF(x, type, i) * (kept ? scale : 0.0f));
   }
 }
 

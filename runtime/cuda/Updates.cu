@@ -67,6 +67,13 @@ __device__ float blockLearningRate(const LrParams &r) {
   return rate;
 }
 
+/// The gradient with L2 weight decay; without decay the term is left out,
+/// not added as 0 * p: an infinite parameter stays infinite, as in
+/// PyTorch's optimizers and the CPU kernels (0 * inf is NaN).
+__device__ float withDecay(float grad, float wd, float param) {
+  return wd != 0.0f ? grad + wd * param : grad;
+}
+
 __global__ void sgdKernel(const void *p, const void *g, void *pOut,
                           Dt paramType, Dt gradType, int64_t count,
                           LrParams rate, float wd, const float *skip) {
@@ -79,7 +86,7 @@ __global__ void sgdKernel(const void *p, const void *g, void *pOut,
       continue;
     }
     float grad = loadF(g, gradType, i);
-    storeF(pOut, paramType, i, param - lr * (grad + wd * param));
+    storeF(pOut, paramType, i, param - lr * withDecay(grad, wd, param));
   }
 }
 
@@ -98,7 +105,7 @@ __global__ void sgdMomentumKernel(const void *p, const void *g, const void *b,
       continue;
     }
     float buf =
-        mu * loadF(b, bufType, i) + (loadF(g, gradType, i) + wd * param);
+        mu * loadF(b, bufType, i) + withDecay(loadF(g, gradType, i), wd, param);
     storeF(pOut, paramType, i, param - lr * buf);
     storeF(bOut, bufType, i, buf);
   }
@@ -137,7 +144,7 @@ __global__ void adamKernel(const void *p, const void *g, const float *m,
       vOut[i] = v[i];
       continue;
     }
-    float grad = loadF(g, gradType, i) + wdGrad * param;
+    float grad = withDecay(loadF(g, gradType, i), wdGrad, param);
     float mi = h.beta1 * m[i] + oneMinusB1 * grad;
     float vi = h.beta2 * v[i] + oneMinusB2 * grad * grad;
     float denom = sqrtf(vi) / correction2Sqrt + h.eps;

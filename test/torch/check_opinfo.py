@@ -48,6 +48,7 @@ docs/torch.md ("Op by op against PyTorch's samples") instead.
 
 import argparse
 import collections
+import contextlib
 import re
 import sys
 import time
@@ -270,7 +271,11 @@ def mismatch(ours, ref64, ref32, rtol, atol, slack=None, what="forward"):
         bound = atol + rtol * np.abs(ref) + TORCH_ERROR_FACTOR * e32
         if slack is not None:
             bound = bound + slack
-        same32 = (ours == r32) | (np.isnan(ours) & np.isnan(r32))
+        # Equal to PyTorch's float32 or float64 result: where the two
+        # differ in kind (gelu(inf): NaN in float32, inf in float64),
+        # either is PyTorch's.
+        same32 = (ours == r32) | (np.isnan(ours) & np.isnan(r32)) | \
+            (ours == ref) | (np.isnan(ours) & np.isnan(ref))
         near = np.abs(ours - ref) <= bound
         good = same32 | (near & np.isfinite(ours))
     if good.all():
@@ -326,9 +331,92 @@ def draws_at_random(sample):
     return float(sample.kwargs.get("dropout_p", 0.0) or 0.0) > 0.0
 
 
-def run_sample(opinfo, sample, seed):
-    """('passed' | 'refused' | 'wrong' | 'error', detail)."""
+# Where --nonfinite puts its values in a float operand (flat index from the
+# element count): a NaN in the middle; +inf first and -inf last.
+SPECIAL = {
+    "nan": lambda n: [(n // 2, float("nan"))],
+    "inf": lambda n: [(0, float("inf"))] + ([(n - 1, -float("inf"))]
+                                            if n > 1 else []),
+}
+
+
+def inject(tensors, special):
+    """The sample's float operands with `special`'s values written in
+    (copies); False when no operand has an element to take them."""
+    changed = False
+    for i, t in enumerate(tensors["param"]):
+        if t.numel() == 0:
+            continue
+        t = t.clone()
+        for index, value in SPECIAL[special](t.numel()):
+            t[np.unravel_index(index, t.shape)] = value
+        tensors["param"][i] = t
+        changed = True
+    return changed
+
+
+def pattern(values):
+    """Each element's class: 0 finite, 1 NaN, 2 +inf, 3 -inf."""
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    return np.select([np.isnan(values), values == np.inf,
+                      values == -np.inf], [1, 2, 3], 0)
+
+
+def nonfinite_mismatch(new, old, g32):
+    """None when the parameter after the step has the non-finite elements
+    PyTorch's float32 SGD step (old - g) gives, else what differs."""
+    expected = (old.float() - g32.float()).numpy().reshape(-1)
+    ours, theirs = pattern(new.numpy()), pattern(expected)
+    bad = np.flatnonzero(ours != theirs)
+    if bad.size == 0:
+        return None
+    names = ["finite", "nan", "inf", "-inf"]
+    first = bad[0]
+    return (f"{bad.size} of {ours.size} elements after the step differ in "
+            f"kind; element {first}: ours {names[ours[first]]}, torch "
+            f"{names[theirs[first]]}")
+
+
+def reference_backend(special):
+    """With non-finite operands, attention's reference is PyTorch's math
+    backend: its CPU flash kernel gives a query row with a NaN zeros (the
+    NaN hidden), where the math backend, like ours, gives NaN."""
+    if not special:
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    return sdpa_kernel(SDPBackend.MATH)
+
+
+def masks_attention(opinfo, sample):
+    """Attention with a causal or explicit mask. PyTorch's own backends
+    disagree where a non-finite score meets the mask: the math backend adds
+    -inf to it (NaN + -inf and inf + -inf are NaN, spread over the row and
+    into the masked keys' gradients), its CPU flash kernel skips the masked
+    keys but zeroes a query row holding a NaN. We select (train.causal_mask
+    and train.key_mask write the fill), as the flash kernels do, and keep a
+    NaN row NaN, as the math backend does; so --nonfinite leaves these
+    samples out rather than pick one backend per element."""
+    if opinfo.name != "nn.functional.scaled_dot_product_attention":
+        return False
+    # sdpa(query, key, value, attn_mask, dropout_p, is_causal, ...)
+    mask = sample.kwargs.get(
+        "attn_mask", sample.args[2] if len(sample.args) > 2 else None)
+    causal = sample.kwargs.get(
+        "is_causal", sample.args[4] if len(sample.args) > 4 else False)
+    return mask is not None or bool(causal)
+
+
+def run_sample(opinfo, sample, seed, special=None):
+    """('passed' | 'refused' | 'wrong' | 'error' | 'skipped', detail).
+    With `special` ('nan' or 'inf'), the float operands carry those values
+    first (SPECIAL), and what is held is that every non-finite element of
+    the result and of the updated parameters is where PyTorch has it, of
+    the same kind, the finite ones within tolerance as always."""
     shape, tensors = template(sample)
+    if special and masks_attention(opinfo, sample):
+        return "skipped", "masked attention (see masks_attention)"
+    if special and not inject(tensors, special):
+        return "skipped", "no float operand to carry the values"
     torch.manual_seed(seed)
     with torch.no_grad():
         call = fill(shape, tensors["param"], tensors["input"],
@@ -337,10 +425,11 @@ def run_sample(opinfo, sample, seed):
                            call).shape
     empty = size.numel() == 0
     cotangent = torch.randn((1, 1) if empty else size)
-    ref64, grads64 = reference(opinfo, sample, shape, tensors, cotangent,
-                               torch.float64, empty)
-    ref32, grads32 = reference(opinfo, sample, shape, tensors, cotangent,
-                               torch.float32, empty)
+    with reference_backend(special):
+        ref64, grads64 = reference(opinfo, sample, shape, tensors, cotangent,
+                                   torch.float64, empty)
+        ref32, grads32 = reference(opinfo, sample, shape, tensors, cotangent,
+                                   torch.float32, empty)
     module = OneOp(opinfo, sample, shape, tensors, empty)
     probe = torch.ones(cotangent.shape)
     try:
@@ -372,6 +461,16 @@ def run_sample(opinfo, sample, seed):
         new = after[name].double()
         g64 = torch.zeros_like(old) if g64 is None else g64.detach()
         g32 = torch.zeros_like(old) if g32 is None else g32.detach()
+        if special:
+            wrong = nonfinite_mismatch(new, old, g32)
+            if wrong:
+                return "wrong", f"{name}: {wrong}"
+            # The finite elements' gradients: where the step stays finite.
+            keep = torch.isfinite(old) & torch.isfinite(new) & \
+                torch.isfinite(g32.double())
+            old, new, g64, g32 = (torch.where(keep, t, torch.zeros_like(t))
+                                  for t in (old, new, g64.double(),
+                                            g32.double()))
         wrong = mismatch((old - new).numpy(), g64, g32, GRAD_RTOL, GRAD_ATOL,
                          SGD_SLACK * np.abs(new.numpy().reshape(-1)),
                          "gradient")
@@ -459,6 +558,10 @@ def main():
                         help="only this OpInfo (NAME or NAME.VARIANT)")
     parser.add_argument("--markdown", action="store_true",
                         help="print the table of docs/torch.md")
+    parser.add_argument("--nonfinite", choices=sorted(SPECIAL),
+                        help="write NaN ('nan') or +inf and -inf ('inf') "
+                        "into each float operand first, and hold where the "
+                        "results are non-finite against PyTorch")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="a line per sample")
     options = parser.parse_args()
@@ -494,7 +597,8 @@ def main():
             if draws_at_random(sample):
                 counts["skipped"] += 1
                 continue
-            outcome, detail = run_sample(opinfo, sample, seed=index)
+            outcome, detail = run_sample(opinfo, sample, seed=index,
+                                         special=options.nonfinite)
             counts[outcome] += 1
             if outcome == "refused":
                 reasons[reason(detail)] += 1

@@ -381,6 +381,24 @@ void StepLowering::lowerCompute(Operation *op, StringRef kernel,
   emitLaunch(kernel, ins, outs, params);
 }
 
+void StepLowering::lowerScaleByNorm(train::ScaleByNormOp op) {
+  lowerCompute(op, op->getName().getStringRef(), op->getAttrDictionary());
+  // The gradients' global squared norm is kept in an output buffer for the
+  // trainer's metrics (its grad_norm, as clip_grad_norm_ returns it).
+  // Declared here rather than with the interface: under accumulation the
+  // clipping is in the apply step, lowered into the program later.
+  StringRef name = zrt::kGradSquaredNormBuffer;
+  if (!symbols.lookupNearestSymbolFrom<zrt::BufferOp>(
+          program, builder.getStringAttr(name))) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(*declarations->getOps<zrt::StepOp>().begin());
+    zrt::BufferOp buffer = createBuffer(
+        op.getLoc(), name, zrt::BufferRole::output, op.getTotal().getType());
+    symbols.getSymbolTable(program).insert(buffer);
+  }
+  emitCopy(lookup(op.getTotal()), getBufferRef(name));
+}
+
 LogicalResult StepLowering::lowerUpdate(Operation *op) {
   auto symbol = op->getAttrOfType<FlatSymbolRefAttr>("optimizer");
   auto optimizer =
@@ -483,6 +501,8 @@ LogicalResult StepLowering::lowerOp(Operation *op) {
     return lowerCollective(op);
   if (isUpdateOp(op))
     return lowerUpdate(op);
+  if (auto scale = dyn_cast<train::ScaleByNormOp>(op))
+    return lowerScaleByNorm(scale), success();
   if (isa<train::ApplyGradientOp>(op))
     return op->emitOpError()
            << "must be materialized first: run train-materialize-optimizer "

@@ -102,6 +102,7 @@ private:
   LogicalResult lowerConstant(arith::ConstantOp constant);
   void lowerCompute(Operation *op, StringRef kernel, DictionaryAttr params);
   LogicalResult lowerUpdate(Operation *op);
+  void lowerScaleByNorm(train::ScaleByNormOp op);
   LogicalResult lowerCollective(Operation *op);
   void lowerPack(dist::PackOp pack);
   void lowerUnpack(dist::UnpackOp unpack);

@@ -2,8 +2,10 @@
 
     python3 -m zero.run -n 2 examples/python/train.py --steps 200 \
         --eval-every 50 --checkpoint-every 50 --out runs/gpt2-mini
-    python3 -m zero.run -n 2 examples/python/train.py --steps 400 \
+    python3 -m zero.run -n 2 examples/python/train.py --steps 200 \
         --out runs/gpt2-mini --resume        # continues from the newest
+    python3 -m zero.run -n 2 examples/python/train.py --steps 400 \
+        --schedule-total 400 --out runs/gpt2-mini --resume  # trains longer
 
 GPT-2 mini (zero.nn.GPT2) on the shipped text, byte-level tokens, split 90/10
 into training and validation text; AdamW with a linear warmup and a cosine
@@ -11,7 +13,12 @@ decay, no weight decay on biases and norm gains (a parameter group);
 ZeRO stage 3; the validation loss every --eval-every steps (Trainer.evaluate:
 no backward, no update); a checkpoint every --checkpoint-every steps
 (keeping the newest two), from which --resume continues bitwise: the same
-losses as a run that never stopped (test/python/train-script.test).
+losses as a run that never stopped (test/python/train-script.test). The
+cosine schedule's length is --steps unless --schedule-total says otherwise;
+a resume under another length is refused unless --schedule-total gives it
+(the rates of the steps already run would not be those of the new
+schedule). Each step logs its loss, learning rate and gradient norm
+(clipped at --clip, as nanoGPT does), from Trainer.metrics.
 docs/python.md describes every call used here.
 """
 
@@ -25,7 +32,7 @@ import zero
 from train_gpt2 import CORPUS, SIZES, corpus_batch
 
 
-def build(size, stage, ranks, total_steps, warmup, weight_decay):
+def build(size, stage, ranks, total_steps, warmup, weight_decay, clip):
     layers, dim, heads, vocab, seq, batch, lr = SIZES[size]
     graph = zero.Graph("gpt2")
     local = batch // ranks
@@ -44,6 +51,7 @@ def build(size, stage, ranks, total_steps, warmup, weight_decay):
                 if len(param.value.shape) < 2]
     graph.config.parameter_group("no_decay", no_decay, weight_decay=0.0)
     graph.config.enable_zero(stage > 0, stage)
+    graph.config.clip_grad_norm(clip)
     return graph, batch, seq
 
 
@@ -61,7 +69,13 @@ def main():
     parser.add_argument("--stage", type=int, default=3, choices=range(4))
     parser.add_argument("--steps", type=int, default=200,
                         help="train until this step (a resumed run too)")
+    parser.add_argument("--schedule-total", type=int,
+                        help="the learning-rate schedule's length in steps "
+                        "(default --steps); given, a resume continues under "
+                        "it even where the checkpoint's was another")
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--clip", type=float, default=1.0,
+                        help="clip the gradients' global norm at this")
     parser.add_argument("--weight-decay", type=float, default=0.1)
     parser.add_argument("--eval-every", type=int, default=50)
     parser.add_argument("--eval-batches", type=int, default=4)
@@ -78,15 +92,19 @@ def main():
         if rank == 0:
             print(*message, flush=True)
 
-    graph, batch, seq = build(args.size, args.stage, ranks, args.steps,
-                              args.warmup, args.weight_decay)
+    total = args.schedule_total or args.steps
+    graph, batch, seq = build(args.size, args.stage, ranks, total,
+                              args.warmup, args.weight_decay, args.clip)
     compiled = graph.compile(ranks)
     log(compiled.report_text().rstrip())
     trainer = zero.Trainer(compiled, seed=args.seed,
                            input_names=["tokens", "positions", "targets"])
     checkpoints = os.path.join(args.out, "checkpoints")
-    if args.resume:
-        trainer.load(checkpoints)
+    if args.resume and not os.path.exists(os.path.join(checkpoints,
+                                                       "latest")):
+        log(f"no checkpoint in {checkpoints} yet: starting from step 0")
+    elif args.resume:
+        trainer.load(checkpoints, schedule_total=args.schedule_total)
         log(f"resumed from {checkpoints} after step {trainer.steps_done}")
 
     with open(args.data, "rb") as f:
@@ -99,13 +117,19 @@ def main():
     for step in range(trainer.steps_done + 1, args.steps + 1):
         loss = trainer.step(corpus_batch(train_text, args.seed, step, batch,
                                          seq))
-        log(f"step {step:4d}/{args.steps}  train loss {loss:.6f}")
+        metrics = trainer.metrics
+        log(f"step {step:4d}/{args.steps}  train loss {loss:.6f}  lr "
+            f"{metrics['learning_rate']:.3e}  grad norm "
+            f"{metrics['grad_norm']:.4f}")
         if step % args.eval_every == 0 or step == args.steps:
             log(f"step {step:4d}/{args.steps}  validation loss "
                 f"{trainer.evaluate(validation):.6f}")
         if step % args.checkpoint_every == 0:
             where = trainer.save(checkpoints, keep=2)
             log(f"step {step:4d}/{args.steps}  checkpoint {where}")
+    if trainer.metrics is not None:
+        log(f"last step: {trainer.metrics['tokens_per_second']:.0f} "
+            "tokens/s")
     return 0
 
 

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -82,15 +83,62 @@ void Trainer::useBatches(std::unique_ptr<rt::BatchSource> source) {
   batches = std::move(source);
 }
 
+namespace {
+
+/// The dynamic loss scaler's scale and good-step count, where the program
+/// scales the loss (TrainAutodiff declares them as loss_scale and
+/// loss_scale.good_steps).
+struct ScalerState {
+  float scale = 0, goodSteps = 0;
+};
+
+std::optional<ScalerState> readScaler(const zero::rt::Executor &executor) {
+  int scale = executor.findBuffer("loss_scale");
+  int good = executor.findBuffer("loss_scale.good_steps");
+  if (scale < 0 || good < 0)
+    return std::nullopt;
+  return ScalerState{executor.readScalar(scale), executor.readScalar(good)};
+}
+
+} // namespace
+
 absl::StatusOr<float> Trainer::step() {
   int64_t index = stepsRun + 1;
   if (lossBuffer < 0)
     return absl::InternalError("the program has no loss output (output0)");
+  std::map<std::string, double> rates = learningRates();
+  std::optional<ScalerState> before = readScaler(*executorPtr);
+  auto start = std::chrono::steady_clock::now();
   absl::StatusOr<float> loss =
       rt::runTrainingStep(*executorPtr, *batches, index);
   if (!loss.ok())
     return loss.status();
   stepsRun = index;
+  metrics.step = index;
+  metrics.loss = *loss;
+  metrics.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  metrics.learningRates = std::move(rates);
+  metrics.gradNorm.reset();
+  if (int norm =
+          executorPtr->findBuffer(zero::zrt::kGradSquaredNormBuffer.str());
+      norm >= 0)
+    metrics.gradNorm =
+        std::sqrt(static_cast<double>(executorPtr->readScalar(norm)));
+  metrics.lossScale.reset();
+  metrics.skipped = false;
+  if (std::optional<ScalerState> after = readScaler(*executorPtr)) {
+    metrics.lossScale = after->scale;
+    // An overflow halves the scale (not below 1) and restarts the count; a
+    // good step raises the count or, at the growth interval, doubles the
+    // scale and restarts it. So a step without growth that restarted the
+    // count was skipped.
+    metrics.skipped =
+        before && (after->scale < before->scale ||
+                   (after->scale == before->scale && after->goodSteps == 0.0f));
+    metrics.skippedSteps += metrics.skipped ? 1 : 0;
+  }
   return loss;
 }
 
@@ -310,9 +358,10 @@ Trainer::startSave(const std::string &root, int keep,
                                         keep, writeBytesPerSecond);
 }
 
-absl::Status Trainer::load(const std::string &path) {
+absl::Status Trainer::load(const std::string &path,
+                           std::optional<int64_t> scheduleTotal) {
   absl::StatusOr<rt::CheckpointManifest> manifest =
-      rt::loadCheckpoint(*executorPtr, path);
+      rt::loadCheckpoint(*executorPtr, path, {scheduleTotal});
   if (!manifest.ok())
     return manifest.status();
   stepsRun = manifest->step;

@@ -697,15 +697,33 @@ void bindTraining(py::module_ &m) {
           py::arg("root"), py::arg("keep") = 0)
       .def(
           "load",
-          [](PyTrainer &self, const std::string &path) {
+          [](PyTrainer &self, const std::string &path,
+             std::optional<int64_t> scheduleTotal) {
             requireMpi("Trainer.load");
             agreeOnCall(self, Call::load);
             CollectiveScope scope(self, Call::load);
-            check(self.trainer->load(path));
+            check(self.trainer->load(path, scheduleTotal));
           },
-          py::arg("path"))
-      .def_property_readonly("steps_done", [](const PyTrainer &self) {
-        return self.trainer->stepsDone();
+          py::arg("path"), py::arg("schedule_total") = py::none())
+      .def_property_readonly(
+          "steps_done",
+          [](const PyTrainer &self) { return self.trainer->stepsDone(); })
+      .def_property_readonly("last_step", [](const PyTrainer &self) {
+        // zero.Trainer.metrics adds the batch's throughput to these.
+        const Trainer::StepMetrics &m = self.trainer->lastStep();
+        py::dict metrics;
+        auto optional = [](const std::optional<double> &value) -> py::object {
+          return value ? py::object(py::float_(*value)) : py::none();
+        };
+        metrics["step"] = m.step;
+        metrics["loss"] = m.loss;
+        metrics["grad_norm"] = optional(m.gradNorm);
+        metrics["learning_rates"] = m.learningRates;
+        metrics["loss_scale"] = optional(m.lossScale);
+        metrics["skipped"] = m.skipped;
+        metrics["skipped_steps"] = m.skippedSteps;
+        metrics["seconds"] = m.seconds;
+        return metrics;
       });
 }
 

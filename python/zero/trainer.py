@@ -35,13 +35,51 @@ class Trainer:
         self._trainer = _zero.Trainer(compiled, seed, init, self.input_names)
 
     def step(self, batch=None):
-        """Runs one optimizer step; returns its loss (a float)."""
-        if batch is None:
-            return self._collective(f"step (step {self.steps_done + 1})",
-                                    self._trainer.step, [])
-        return self._collective(f"step (step {self.steps_done + 1})",
-                                self._trainer.step,
-                                self._arrays(batch, "step"))
+        """Runs one optimizer step; returns its loss (a float). What else a
+        user logs of it is in `metrics`."""
+        arrays = [] if batch is None else self._arrays(batch, "step")
+        loss = self._collective(f"step (step {self.steps_done + 1})",
+                                self._trainer.step, arrays)
+        self._batch = arrays[0].shape if arrays else None, \
+            bool(arrays) and arrays[0].dtype.kind in "iu"
+        return loss
+
+    @property
+    def metrics(self):
+        """The last step's figures, as a dict (None before the first step):
+
+        - `step`, `loss`: its index (1-based) and loss, as step returned;
+        - `grad_norm`: the global gradient norm before clipping, as
+          `clip_grad_norm_` returns it, where the graph clips by global
+          norm (GraphConfig.clip_grad_norm); None otherwise, as the step
+          computes no norm then;
+        - `learning_rate`, `learning_rates`: the rate the update used (the
+          parameters in no group), and each group's;
+        - `loss_scale`: under dynamic loss scaling, the scale after the
+          step (GradScaler.get_scale() after update()), else None;
+          `skipped`: whether the update was skipped for an overflow (inf
+          or NaN in a gradient), `skipped_steps`: how many this trainer
+          skipped so far;
+        - `seconds`: the step's wall-clock time on this rank;
+          `samples_per_second`: the rows of the global batch given to step
+          per second; `tokens_per_second`: its elements per second where
+          its first array holds integers (token ids), else None (both None
+          for a step on synthetic batches)."""
+        last = dict(self._trainer.last_step)
+        if last["step"] == 0:
+            return None
+        rates = dict(last["learning_rates"])
+        last["learning_rate"] = rates.get("default",
+                                          next(iter(rates.values()), None))
+        last["learning_rates"] = rates
+        shape, ids = getattr(self, "_batch", (None, False))
+        seconds = last["seconds"]
+        last["samples_per_second"] = (shape[0] / seconds
+                                      if shape and seconds > 0 else None)
+        last["tokens_per_second"] = (float(np.prod(shape)) / seconds
+                                     if shape and ids and seconds > 0
+                                     else None)
+        return last
 
     def evaluate(self, batch, outputs=False):
         """The loss of the current parameters on `batch` (global batches,
@@ -125,9 +163,21 @@ class Trainer:
         return self._collective(self._after("save"), self._trainer.save,
                                 str(root), keep)
 
-    def load(self, path):
-        """Loads a checkpoint taken under any ranks and stage; collective."""
-        self._collective(self._after("load"), self._trainer.load, str(path))
+    def load(self, path, schedule_total=None):
+        """Loads a checkpoint taken under any ranks and stage; collective.
+
+        A checkpoint whose learning-rate schedule has another length than
+        this graph's (trained toward step 200, now compiled for 400) is
+        refused, as resuming would silently change the rates, unless
+        `schedule_total` is this graph's length: the word that the run
+        continues under it."""
+        if schedule_total is not None and (
+                isinstance(schedule_total, bool) or
+                not isinstance(schedule_total, int) or schedule_total < 1):
+            raise ValueError("schedule_total is a number of steps >= 1, not "
+                             f"{schedule_total!r}")
+        self._collective(self._after("load"), self._trainer.load, str(path),
+                         schedule_total)
 
     @property
     def steps_done(self):

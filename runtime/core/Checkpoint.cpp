@@ -379,7 +379,8 @@ buildManifest(Executor &executor, const std::string &temporary, int64_t step,
 /// The model and optimizer of the checkpoint against the program's; the
 /// first differences, in the user's terms.
 absl::Status checkSignature(const std::string &dir, Executor &executor,
-                            const CheckpointManifest &manifest) {
+                            const CheckpointManifest &manifest,
+                            const LoadOptions &options) {
   std::vector<std::string> problems;
   std::set<std::string> names;
   for (const BufferDecl &decl : executor.buffers()) {
@@ -417,12 +418,36 @@ absl::Status checkSignature(const std::string &dir, Executor &executor,
         absl::StrJoin(problems.begin(), problems.begin() + shown, "; "), more));
   }
   const std::vector<std::string> &mine = executor.program().optimizer;
+  std::optional<ScheduleLengthChange> length =
+      findScheduleLengthChange(manifest.optimizer, mine);
+  if (options.scheduleTotal) {
+    int64_t wanted = *options.scheduleTotal;
+    std::optional<int64_t> total = findScheduleTotal(mine);
+    if (!total)
+      return absl::InvalidArgumentError(absl::StrCat(
+          dir, ": a schedule total to continue under (", wanted,
+          ") was given, but this run's learning rate has no schedule with a "
+          "length"));
+    if (*total != wanted)
+      return absl::InvalidArgumentError(absl::StrCat(
+          dir, ": the schedule total to continue under is ", wanted,
+          ", but this run's schedule ends at step ", *total));
+    if (length)
+      return absl::OkStatus();
+  }
+  if (length)
+    return absl::InvalidArgumentError(absl::StrCat(
+        dir, ": the checkpoint's ", length->schedule,
+        length->schedule.empty() ? "" : " ", "schedule ends at step ",
+        length->saved, "; this run's at ", length->current,
+        ". To continue under the new length, say so: schedule_total=",
+        length->current, " (Trainer.load) or --schedule-total ",
+        length->current, " (zero-run and the examples)"));
   if (manifest.optimizer != mine)
     return absl::InvalidArgumentError(absl::StrCat(
         dir, ": the checkpoint was trained with another optimizer: ",
         describeOptimizerChange(manifest.optimizer, mine),
-        " (resuming would silently change the training; a schedule's total "
-        "is its length in steps, --steps in the examples)"));
+        " (resuming would silently change the training)"));
   return absl::OkStatus();
 }
 
@@ -698,7 +723,8 @@ zero::rt::saveCheckpoint(Executor &executor, const std::string &root,
 }
 
 absl::StatusOr<CheckpointManifest>
-zero::rt::loadCheckpoint(Executor &executor, const std::string &path) {
+zero::rt::loadCheckpoint(Executor &executor, const std::string &path,
+                         const LoadOptions &options) {
   Communicator &comm = executor.communicator();
   TrafficGuard guard(comm);
   // Every rank reads and checks the same small files, so every rank fails
@@ -709,7 +735,7 @@ zero::rt::loadCheckpoint(Executor &executor, const std::string &path) {
   absl::StatusOr<CheckpointManifest> manifest = readCheckpointManifest(*dir);
   if (!manifest.ok())
     return manifest.status();
-  if (absl::Status status = checkSignature(*dir, executor, *manifest);
+  if (absl::Status status = checkSignature(*dir, executor, *manifest, options);
       !status.ok())
     return status;
 

@@ -64,15 +64,70 @@ std::pair<std::string, Params> parseUpdate(absl::string_view text) {
   return {kernel, params};
 }
 
+std::map<std::string, Params>
+parseUpdates(const std::vector<std::string> &texts) {
+  std::map<std::string, Params> updates;
+  for (const std::string &text : texts)
+    updates.insert(parseUpdate(text));
+  return updates;
+}
+
 } // namespace
+
+std::optional<int64_t>
+findScheduleTotal(const std::vector<std::string> &updates) {
+  std::optional<int64_t> total;
+  for (const auto &[kernel, params] : parseUpdates(updates)) {
+    auto found = params.find("total");
+    int64_t value;
+    if (found == params.end() || !absl::SimpleAtoi(found->second, &value) ||
+        (total && *total != value))
+      return std::nullopt;
+    total = value;
+  }
+  return total;
+}
+
+std::optional<ScheduleLengthChange>
+findScheduleLengthChange(const std::vector<std::string> &saved,
+                         const std::vector<std::string> &current) {
+  std::map<std::string, Params> theirs = parseUpdates(saved),
+                                mine = parseUpdates(current);
+  if (theirs.size() != mine.size())
+    return std::nullopt;
+  std::optional<ScheduleLengthChange> change;
+  for (const auto &[kernel, params] : theirs) {
+    auto found = mine.find(kernel);
+    if (found == mine.end())
+      return std::nullopt;
+    Params a = params, b = found->second;
+    auto total = a.find("total"), otherTotal = b.find("total");
+    if (total == a.end() || otherTotal == b.end())
+      return std::nullopt;
+    int64_t was, now;
+    if (!absl::SimpleAtoi(total->second, &was) ||
+        !absl::SimpleAtoi(otherTotal->second, &now))
+      return std::nullopt;
+    a.erase(total);
+    b.erase(otherTotal);
+    if (a != b)
+      return std::nullopt;
+    auto schedule = a.find("schedule");
+    ScheduleLengthChange here{schedule == a.end() ? "" : schedule->second, was,
+                              now};
+    if (change && (change->saved != was || change->current != now))
+      return std::nullopt;
+    change = here;
+  }
+  if (change && change->saved == change->current)
+    return std::nullopt;
+  return change;
+}
 
 std::string describeOptimizerChange(const std::vector<std::string> &saved,
                                     const std::vector<std::string> &current) {
-  std::map<std::string, Params> theirs, mine;
-  for (const std::string &text : saved)
-    theirs.insert(parseUpdate(text));
-  for (const std::string &text : current)
-    mine.insert(parseUpdate(text));
+  std::map<std::string, Params> theirs = parseUpdates(saved),
+                                mine = parseUpdates(current);
   std::vector<std::string> changes;
   for (const auto &[kernel, params] : theirs) {
     auto found = mine.find(kernel);

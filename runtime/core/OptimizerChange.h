@@ -11,6 +11,8 @@
 #ifndef ZERO_RUNTIME_CORE_OPTIMIZERCHANGE_H
 #define ZERO_RUNTIME_CORE_OPTIMIZERCHANGE_H
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,9 +20,26 @@ namespace zero::rt {
 
 /// What differs between the checkpoint's updates (`saved`) and the
 /// program's (`current`), each as ProgramInfo::optimizer lists them:
-/// "train.adamw's total is 200 in the checkpoint and 400 here; ...".
+/// "train.adamw's beta2 is 0.95 in the checkpoint and 0.99 here; ...".
 std::string describeOptimizerChange(const std::vector<std::string> &saved,
                                     const std::vector<std::string> &current);
+
+/// Where the updates differ in their learning-rate schedule's length alone
+/// (every kernel's `total`, the same two numbers): the schedule's kind and
+/// both lengths. A resume may then continue under the new length, when
+/// the user says so (LoadOptions::scheduleTotal).
+struct ScheduleLengthChange {
+  std::string schedule;
+  int64_t saved = 0, current = 0;
+};
+/// The length (`total`) of the updates' schedule, where every update has
+/// one and they agree.
+std::optional<int64_t>
+findScheduleTotal(const std::vector<std::string> &updates);
+
+std::optional<ScheduleLengthChange>
+findScheduleLengthChange(const std::vector<std::string> &saved,
+                         const std::vector<std::string> &current);
 
 } // namespace zero::rt
 

@@ -14,6 +14,7 @@
 
 #include "zero/dialects/dist/DistDialect.h"
 #include "zero/dialects/train/TrainDialect.h"
+#include "zero/dialects/train/TrainOps.h"
 #include "zero/dialects/zrt/ZrtDialect.h"
 #include "zero/dialects/zrt/ZrtOps.h"
 #include "zero/passes/Passes.h"
@@ -176,6 +177,12 @@ static cl::opt<std::string> resumeFlag(
     cl::desc("Continue from a checkpoint (its directory, or a directory with "
              "`latest`): runs the steps after it up to --steps"),
     cl::cat(runCategory));
+static cl::opt<int64_t> scheduleTotalFlag(
+    "schedule-total",
+    cl::desc("The learning-rate schedule's length in steps, in place of the "
+             "program's (its train.optimizer total); with --resume, the "
+             "word that the checkpoint continues under it"),
+    cl::init(0), cl::cat(runCategory));
 static cl::opt<std::string>
     emitProgramFlag("emit-program",
                     cl::desc("Write the lowered zrt program to this file"),
@@ -244,17 +251,37 @@ static cl::opt<int> deviceFlag(
 }
 
 /// The lowered program: the file's own, or the training step compiled for
+/// --schedule-total: every train.optimizer's schedule runs to that step.
+static absl::Status setScheduleTotal(mlir::ModuleOp module) {
+  int64_t total = scheduleTotalFlag;
+  for (train::OptimizerOp optimizer : module.getOps<train::OptimizerOp>()) {
+    if (!optimizer.getTotal())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--schedule-total ", total, ": @", optimizer.getSymName().str(),
+          "'s learning rate has no schedule with a total to set"));
+    if (total <= optimizer.getWarmupValue())
+      return absl::InvalidArgumentError(
+          absl::StrCat("--schedule-total ", total, " must be past @",
+                       optimizer.getSymName().str(), "'s warmup of ",
+                       optimizer.getWarmupValue(), " steps"));
+    optimizer.setTotalAttr(
+        mlir::Builder(module.getContext()).getI64IntegerAttr(total));
+  }
+  return absl::OkStatus();
+}
+
 /// `stage` on `ranks` ranks.
 static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
                                                  int ranks) {
   auto programs = module.getOps<zrt::ProgramOp>();
   if (!programs.empty()) {
     if (stageFlag >= 0 || offloadFlag.getNumOccurrences() ||
-        deviceBudgetFlag.getNumOccurrences())
-      return absl::InvalidArgumentError(
-          absl::StrCat(programPath.getValue(),
-                       " is already lowered; --stage, --offload and "
-                       "--device-memory-budget apply to training steps only"));
+        deviceBudgetFlag.getNumOccurrences() ||
+        scheduleTotalFlag.getNumOccurrences())
+      return absl::InvalidArgumentError(absl::StrCat(
+          programPath.getValue(),
+          " is already lowered; --stage, --offload, --device-memory-budget "
+          "and --schedule-total apply to training steps only"));
     zrt::ProgramOp program = *programs.begin();
     if (accumulateFlag.getNumOccurrences() &&
         program.getMicroSteps() != accumulateFlag)
@@ -264,6 +291,9 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
           " applies when compiling a training step"));
     return program;
   }
+  if (scheduleTotalFlag.getNumOccurrences())
+    if (absl::Status status = setScheduleTotal(module); !status.ok())
+      return status;
   if (stageFlag < 0)
     return absl::InvalidArgumentError(absl::StrCat(
         programPath.getValue(),
@@ -563,7 +593,10 @@ int main(int argc, char **argv) {
   if (!resumeFlag.empty()) {
     auto start = std::chrono::steady_clock::now();
     absl::StatusOr<CheckpointManifest> resumed =
-        loadCheckpoint(**executor, resumeFlag);
+        loadCheckpoint(**executor, resumeFlag,
+                       {scheduleTotalFlag.getNumOccurrences()
+                            ? std::optional<int64_t>(scheduleTotalFlag)
+                            : std::nullopt});
     if (!resumed.ok())
       fail(comm, resumed.status());
     double seconds =

@@ -24,6 +24,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -143,6 +144,31 @@ public:
   void useBatches(std::unique_ptr<rt::BatchSource> batches);
   /// Fills the next batch, runs one step, returns its loss.
   absl::StatusOr<float> step();
+
+  /// What a user logs of a step (PyTorch's loss, clip_grad_norm_'s result,
+  /// GradScaler's scale and skipped steps, the rates of the scheduler).
+  struct StepMetrics {
+    /// The step's 1-based index; 0 before the first step.
+    int64_t step = 0;
+    float loss = 0;
+    /// The global gradient norm before clipping, where the step clips by
+    /// it (the norm is computed only there).
+    std::optional<double> gradNorm;
+    /// Under dynamic loss scaling, the scale after the step (the next
+    /// step's), as GradScaler.get_scale() after update().
+    std::optional<double> lossScale;
+    /// Whether this step's update was skipped for an overflow, and how many
+    /// steps this trainer skipped so far.
+    bool skipped = false;
+    int64_t skippedSteps = 0;
+    /// The rate each parameter group's update used ("default": the
+    /// parameters in no group).
+    std::map<std::string, double> learningRates;
+    /// Wall-clock seconds of the step on this rank.
+    double seconds = 0;
+  };
+  /// The last step's metrics.
+  const StepMetrics &lastStep() const { return metrics; }
   /// `steps` steps; the losses in order.
   absl::StatusOr<std::vector<float>> run(int64_t steps);
   /// The logical parameters (every rank must call it: it gathers shards).
@@ -187,8 +213,11 @@ public:
   startSave(const std::string &root, int keep = 0,
             uint64_t writeBytesPerSecond = 0);
   /// Loads a checkpoint (its directory, or one with `latest`) taken under
-  /// any ranks and stage; the next step() continues after its step.
-  absl::Status load(const std::string &path);
+  /// any ranks and stage; the next step() continues after its step. A
+  /// checkpoint whose schedule has another length is refused unless
+  /// `scheduleTotal` is this program's (rt::LoadOptions).
+  absl::Status load(const std::string &path,
+                    std::optional<int64_t> scheduleTotal = std::nullopt);
   rt::Executor &executor() { return *executorPtr; }
   int64_t stepsDone() const { return stepsRun; }
 
@@ -215,6 +244,7 @@ private:
   std::unique_ptr<rt::Executor> evalExecutor;
   int lossBuffer = -1;
   int64_t stepsRun = 0;
+  StepMetrics metrics;
   uint64_t seed = 0;
 };
 

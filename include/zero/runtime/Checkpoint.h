@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -146,8 +147,17 @@ private:
 /// rank's state in host memory and copy it only once every rank's files
 /// are checked. Returns the checkpoint's manifest; its `step` is the last
 /// optimizer step the state includes.
-absl::StatusOr<CheckpointManifest> loadCheckpoint(Executor &executor,
-                                                  const std::string &path);
+///
+/// A checkpoint whose updates differ from the program's only in their
+/// schedule's length (a cosine schedule of 200 steps continued as one of
+/// 400) is refused unless `options.scheduleTotal` is the program's length:
+/// the user's word that the run continues under it.
+struct LoadOptions {
+  std::optional<int64_t> scheduleTotal;
+};
+absl::StatusOr<CheckpointManifest>
+loadCheckpoint(Executor &executor, const std::string &path,
+               const LoadOptions &options = {});
 
 } // namespace zero::rt
 

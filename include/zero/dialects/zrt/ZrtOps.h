@@ -24,6 +24,10 @@
 
 namespace zero::zrt {
 
+/// The output buffer holding the step's global squared gradient norm, where
+/// the step clips by it (train.scale_by_norm): the trainer's grad_norm.
+inline constexpr llvm::StringLiteral kGradSquaredNormBuffer = "grad_sq_norm";
+
 /// The memory space `memref` lives in: its arena view's, or its buffer's,
 /// through any views. Null when it is not rooted in either (a block
 /// argument, or a buffer_ref to an undeclared buffer).

@@ -61,6 +61,20 @@ static void printTrainingPlan(const PlanReport &report, llvm::raw_ostream &os) {
   os << "\nPer rank (every rank holds the same):\n";
   printRow(os, "parameters", report.parameters);
   printRow(os, "gradients", report.gradients);
+  // Stage 2 shards gradients by reducing each as its bucket fills; with one
+  // bucket for them all, each is held whole until the last is produced, and
+  // a reader of "stage 2" expects 1/N.
+  const ZeroFormula &shares = report.formula;
+  double whole = shares.gradBytesPerElement * shares.trainableElements;
+  auto scatters = report.traffic.find("reduce_scatter");
+  if (report.stage == 2 && scatters != report.traffic.end() &&
+      scatters->second.count == 1 && shares.ranks > 1 &&
+      report.gradients.bytes - report.gradients.padding >= 0.99 * whole)
+    os << llvm::format(
+        "    (whole, not 1/N: one reduce-scatter bucket takes every gradient, "
+        "so each is held until the backward ends; reduce-bucket-bytes "
+        "(zero.reduce_bucket_bytes) below %.0f B scatters them in several)\n",
+        whole);
   printRow(os, "optimizer slots", report.slots);
   printRow(os, "master copies", report.masters);
   ByteCount state = report.modelState();

@@ -203,6 +203,10 @@ zero::frontend::detail::emitModule(const GraphState &graph,
   std::vector<std::pair<std::string, OptimizerSpec>> groupSpecs;
   for (const GraphConfig::ParameterGroup &group :
        graph.config.parameterGroups()) {
+    // An empty group (the no-decay recipe on a model without biases) has
+    // nothing to update, as in PyTorch, which accepts one: no optimizer.
+    if (group.parameters.empty())
+      continue;
     OptimizerSpec groupSpec = spec;
     groupSpec.weightDecay = group.weightDecay.value_or(spec.weightDecay);
     groupSpec.lr = spec.lr * group.lrScale;

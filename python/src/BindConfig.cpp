@@ -8,6 +8,9 @@
 
 #include "Bindings.h"
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
 #include "zero/frontend/Graph.h"
 #include "zero/support/ByteSize.h"
 
@@ -18,6 +21,117 @@ using namespace zero::frontend;
 
 namespace zero::python {
 
+namespace {
+
+/// A float as Python writes it (0.01, 1e-08, 65536.0).
+std::string floatRepr(double value) {
+  return py::repr(py::float_(value)).cast<std::string>();
+}
+
+std::string scheduleRepr(const Schedule &s) {
+  switch (s.kind) {
+  case Schedule::Kind::constant:
+    return absl::StrCat("zero.Schedule.constant(warmup=", s.warmup, ")");
+  case Schedule::Kind::linear:
+  case Schedule::Kind::cosine:
+    return absl::StrCat("zero.Schedule.",
+                        s.kind == Schedule::Kind::linear ? "linear" : "cosine",
+                        "(warmup=", s.warmup, ", total=", s.total,
+                        ", min_lr=", floatRepr(s.minLr), ")");
+  }
+  return "zero.Schedule";
+}
+
+std::string lossScalingRepr(const LossScaling &l) {
+  if (!l.enabled)
+    return "zero.LossScaling.none()";
+  return absl::StrCat(
+      "zero.LossScaling.dynamic(initial_scale=", floatRepr(l.initialScale),
+      ", growth_interval=", l.growthInterval, ")");
+}
+
+std::string betasRepr(std::pair<double, double> betas) {
+  return absl::StrCat("(", floatRepr(betas.first), ", ",
+                      floatRepr(betas.second), ")");
+}
+
+/// The optimizer as the call that makes it: zero.AdamW(lr=..., ...).
+std::string optimizerRepr(const OptimizerSpec &o) {
+  switch (o.kind) {
+  case OptimizerSpec::Kind::sgd:
+    return absl::StrCat("zero.SGD(lr=", floatRepr(o.lr),
+                        ", weight_decay=", floatRepr(o.weightDecay), ")");
+  case OptimizerSpec::Kind::momentum:
+    return absl::StrCat("zero.Momentum(lr=", floatRepr(o.lr),
+                        ", momentum=", floatRepr(o.momentum),
+                        ", weight_decay=", floatRepr(o.weightDecay), ")");
+  case OptimizerSpec::Kind::adam:
+  case OptimizerSpec::Kind::adamw:
+    return absl::StrCat(o.kind == OptimizerSpec::Kind::adam ? "zero.Adam"
+                                                            : "zero.AdamW",
+                        "(lr=", floatRepr(o.lr), ", betas=", betasRepr(o.betas),
+                        ", eps=", floatRepr(o.eps),
+                        ", weight_decay=", floatRepr(o.weightDecay), ")");
+  }
+  return "optimizer";
+}
+
+std::string configRepr(const GraphConfig &c) {
+  std::vector<std::string> groups;
+  for (const GraphConfig::ParameterGroup &group : c.parameterGroups())
+    groups.push_back(absl::StrCat("'", group.name, "'"));
+  std::string text =
+      absl::StrCat("GraphConfig(optimizer=", optimizerRepr(c.optimizerSpec()),
+                   ", schedule=", scheduleRepr(c.optimizerSpec().schedule),
+                   ", zero_stage=", c.zeroStage(), ", precision='",
+                   dtypeName(c.precision()), "'");
+  if (c.clipGradNorm())
+    absl::StrAppend(&text, ", clip_grad_norm=", floatRepr(*c.clipGradNorm()));
+  if (c.lossScaling().enabled)
+    absl::StrAppend(&text, ", loss_scaling=", lossScalingRepr(c.lossScaling()));
+  if (c.accumulationSteps() != 1)
+    absl::StrAppend(&text,
+                    ", gradient_accumulation_steps=", c.accumulationSteps());
+  if (c.activationCheckpointing())
+    absl::StrAppend(&text, ", activation_checkpointing=True");
+  if (c.offloadChoice() != GraphConfig::Offload::none)
+    absl::StrAppend(&text, ", offload='", c.offloadName(), "'");
+  if (!c.meshShape().empty())
+    absl::StrAppend(&text, ", mesh=(", absl::StrJoin(c.meshShape(), ", "), ")");
+  if (!groups.empty())
+    absl::StrAppend(&text, ", parameter_groups=[", absl::StrJoin(groups, ", "),
+                    "]");
+  return text + ")";
+}
+
+OptimizerSpec specOf(const SGD &o) {
+  OptimizerSpec spec;
+  spec.kind = OptimizerSpec::Kind::sgd;
+  spec.lr = o.lr;
+  spec.weightDecay = o.weightDecay;
+  return spec;
+}
+
+OptimizerSpec specOf(const Momentum &o) {
+  OptimizerSpec spec = specOf(SGD{o.lr, o.weightDecay});
+  spec.kind = OptimizerSpec::Kind::momentum;
+  spec.momentum = o.momentum;
+  return spec;
+}
+
+template <typename AdamLike>
+OptimizerSpec adamSpecOf(const AdamLike &o, OptimizerSpec::Kind kind) {
+  OptimizerSpec spec;
+  spec.kind = kind;
+  spec.lr = o.lr;
+  spec.betas = o.betas;
+  spec.eps = o.eps;
+  spec.weightDecay = o.weightDecay;
+  return spec;
+}
+
+} // namespace
+
 void bindConfig(py::module_ &m) {
   py::class_<SGD>(m, "SGD",
                   "Stochastic gradient descent, for graph.config.optimizer: "
@@ -26,7 +140,8 @@ void bindConfig(py::module_ &m) {
       .def(py::init([](double lr, double weightDecay) {
              return SGD{lr, weightDecay};
            }),
-           py::arg("lr") = 1e-2, py::arg("weight_decay") = 0.0);
+           py::arg("lr") = 1e-2, py::arg("weight_decay") = 0.0)
+      .def("__repr__", [](const SGD &o) { return optimizerRepr(specOf(o)); });
   py::class_<Momentum>(
       m, "Momentum",
       "SGD with momentum, for graph.config.optimizer: buf = momentum * buf + "
@@ -36,7 +151,9 @@ void bindConfig(py::module_ &m) {
              return Momentum{lr, momentum, weightDecay};
            }),
            py::arg("lr") = 1e-2, py::arg("momentum") = 0.9,
-           py::arg("weight_decay") = 0.0);
+           py::arg("weight_decay") = 0.0)
+      .def("__repr__",
+           [](const Momentum &o) { return optimizerRepr(specOf(o)); });
   py::class_<Adam>(m, "Adam",
                    "Adam, for graph.config.optimizer: f32 moments with the "
                    "decay rates `betas`, bias correction, and L2 weight decay "
@@ -46,7 +163,10 @@ void bindConfig(py::module_ &m) {
              return Adam{lr, betas, eps, weightDecay};
            }),
            py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999),
-           py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0);
+           py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0)
+      .def("__repr__", [](const Adam &o) {
+        return optimizerRepr(adamSpecOf(o, OptimizerSpec::Kind::adam));
+      });
   py::class_<AdamW>(m, "AdamW",
                     "AdamW, for graph.config.optimizer: Adam with weight "
                     "decay applied to the parameter, decoupled from the "
@@ -56,7 +176,10 @@ void bindConfig(py::module_ &m) {
              return AdamW{lr, betas, eps, weightDecay};
            }),
            py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999),
-           py::arg("eps") = 1e-8, py::arg("weight_decay") = 1e-2);
+           py::arg("eps") = 1e-8, py::arg("weight_decay") = 1e-2)
+      .def("__repr__", [](const AdamW &o) {
+        return optimizerRepr(adamSpecOf(o, OptimizerSpec::Kind::adamw));
+      });
   py::class_<Schedule>(
       m, "Schedule",
       "How the learning rate varies with the 1-based optimizer step t, for "
@@ -71,7 +194,8 @@ void bindConfig(py::module_ &m) {
       .def_static("cosine", &Schedule::cosine, py::arg("warmup"),
                   py::arg("total"), py::arg("min_lr") = 0.0,
                   "A linear warmup over `warmup` steps, then a cosine decay "
-                  "to `min_lr` at step `total`, and `min_lr` after it.");
+                  "to `min_lr` at step `total`, and `min_lr` after it.")
+      .def("__repr__", &scheduleRepr);
   py::class_<LossScaling>(
       m, "LossScaling",
       "Loss scaling for f16 training, for graph.config.loss_scaling "
@@ -84,7 +208,8 @@ void bindConfig(py::module_ &m) {
                   "halves the scale (not below 1), and `growth_interval` "
                   "good steps in a row double it.")
       .def_static("none", &LossScaling::none,
-                  "No loss scaling (what f32 and bf16 use by default).");
+                  "No loss scaling (what f32 and bf16 use by default).")
+      .def("__repr__", &lossScalingRepr);
 
   py::class_<ZeroOptions> zeroOptions(
       m, "ZeroOptions",
@@ -178,6 +303,7 @@ void bindConfig(py::module_ &m) {
       "How a graph is trained and compiled (graph.config, as OneFlow's "
       "nn.Graph config). Every setter returns the config, so calls chain; "
       "compile checks the settings.")
+      .def("__repr__", &configRepr)
       .def("optimizer", py::overload_cast<const SGD &>(&GraphConfig::optimizer),
            py::arg("optimizer"), py::return_value_policy::reference_internal,
            "Updates the parameters with SGD.")

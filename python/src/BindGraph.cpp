@@ -7,6 +7,8 @@
 
 #include "Bindings.h"
 
+#include "absl/strings/str_cat.h"
+
 #include "zero/frontend/CompiledGraph.h"
 #include "zero/frontend/Graph.h"
 #include "zero/frontend/Layers.h"
@@ -18,6 +20,16 @@
 
 using namespace zero::frontend;
 namespace rt = zero::rt;
+
+namespace {
+
+/// A layer's name from one of its parameters' ('fc1' of 'fc1.w').
+std::string layerName(const Parameter &parameter) {
+  const std::string &name = parameter.name();
+  return name.substr(0, name.rfind('.'));
+}
+
+} // namespace
 
 namespace zero::python {
 namespace {
@@ -403,7 +415,14 @@ void bindGraph(py::module_ &m) {
                     "The Parameter W, '<name>.w' [in_features, out_features].")
       .def_readonly("bias", &Linear::bias,
                     "The Parameter b, '<name>.b' [out_features]; with "
-                    "bias=False, a handle to no parameter (its name is '').");
+                    "bias=False, a handle to no parameter (its name is '').")
+      .def("__repr__", [](const Linear &layer) {
+        const Shape &shape = layer.weight.value().shape();
+        return absl::StrCat(
+            "Linear(name='", layerName(layer.weight),
+            "', in_features=", shape[0], ", out_features=", shape[1],
+            ", bias=", layer.bias.defined() ? "True" : "False", ")");
+      });
   py::class_<Embedding>(
       m, "Embedding",
       "Rows of a [vocab, dim] table picked by integer ids: declares the "
@@ -433,7 +452,12 @@ void bindGraph(py::module_ &m) {
           "The tied LM head: x [N, dim] -> logits [N, vocab] = x table^T, "
           "the same parameter as the lookup (one parameter, two uses).")
       .def_readonly("table", &Embedding::table,
-                    "The Parameter of the table, [vocab, dim].");
+                    "The Parameter of the table, [vocab, dim].")
+      .def("__repr__", [](const Embedding &layer) {
+        const Shape &shape = layer.table.value().shape();
+        return absl::StrCat("Embedding(name='", layer.table.name(),
+                            "', vocab=", shape[0], ", dim=", shape[1], ")");
+      });
   py::class_<LayerNorm>(
       m, "LayerNorm",
       "Layer normalization over the last dimension, of size `dim`: declares "
@@ -459,7 +483,11 @@ void bindGraph(py::module_ &m) {
       .def_readonly("gain", &LayerNorm::gain,
                     "The Parameter of the gain, '<name>.g' [dim].")
       .def_readonly("bias", &LayerNorm::bias,
-                    "The Parameter of the bias, '<name>.b' [dim].");
+                    "The Parameter of the bias, '<name>.b' [dim].")
+      .def("__repr__", [](const LayerNorm &layer) {
+        return absl::StrCat("LayerNorm(name='", layerName(layer.gain),
+                            "', dim=", layer.gain.value().shape()[0], ")");
+      });
   py::class_<CausalSelfAttention>(
       m, "CausalSelfAttention",
       "Causal multi-head self-attention on the [batch * seq, dim] residual "

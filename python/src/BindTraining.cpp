@@ -577,7 +577,7 @@ void bindTraining(py::module_ &m) {
               absl::StatusOr<std::unique_ptr<rt::BatchSource>> batches =
                   rt::createArrayBatches(self.trainer->executor(),
                                          batchArrays(self, batch), "the batch",
-                                         self.checkFinite);
+                                         self.checkFinite, /*oneBatch=*/true);
               if (!batches.ok())
                 raise(absl::Status(
                     batches.status().code(),

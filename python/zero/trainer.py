@@ -34,6 +34,11 @@ class Trainer:
         self.input_names = declared
         self._trainer = _zero.Trainer(compiled, seed, init, self.input_names)
 
+    def __repr__(self):
+        return (f"Trainer(inputs={self.input_names}, "
+                f"steps_done={self.steps_done}, "
+                f"learning_rate={self.learning_rate!r})")
+
     def step(self, batch=None):
         """Runs one optimizer step; returns its loss (a float). What else a
         user logs of it is in `metrics`."""

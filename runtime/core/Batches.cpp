@@ -341,7 +341,8 @@ static absl::StatusOr<bool> convertArray(HostTensor &array, DType dtype,
 
 absl::StatusOr<std::unique_ptr<BatchSource>>
 zero::rt::createArrayBatches(Executor &executor, TensorMap arrays,
-                             const std::string &what, bool checkFinite) {
+                             const std::string &what, bool checkFinite,
+                             bool oneBatch) {
   std::vector<InputSlot> slots = getInputSlots(executor);
   // An array no input takes is a mistake (a batch built for another
   // program, inputs out of order), not something to ignore.
@@ -373,7 +374,9 @@ zero::rt::createArrayBatches(Executor &executor, TensorMap arrays,
     // One optimizer step's rows: every micro-batch's.
     int64_t stepRows = slot.globalRows * executor.accumulateSteps();
     bool rowsOk = !array.shape.empty() && !expected.empty() &&
-                  array.shape[0] > 0 && array.shape[0] % stepRows == 0;
+                  array.shape[0] > 0 &&
+                  (oneBatch ? array.shape[0] == stepRows
+                            : array.shape[0] % stepRows == 0);
     bool restOk = array.shape.size() == expected.size() &&
                   std::equal(array.shape.begin() + (expected.empty() ? 0 : 1),
                              array.shape.end(),
@@ -384,9 +387,12 @@ zero::rt::createArrayBatches(Executor &executor, TensorMap arrays,
       return absl::InvalidArgumentError(absl::StrCat(
           what, ": array '", decl.name, "' is ", dtypeName(array.dtype), "[",
           absl::StrJoin(array.shape, ", "), "], expected ",
-          dtypeName(decl.spec.dtype), "[", absl::StrJoin(expected, ", "),
-          "] (or a multiple of ", stepRows,
-          " rows: one global batch per optimizer step, used in turn)"));
+          dtypeName(decl.spec.dtype), "[", absl::StrJoin(expected, ", "), "]",
+          oneBatch ? absl::StrCat(" (one global batch: ", stepRows,
+                                  " rows, every rank passing all of them)")
+                   : absl::StrCat(" (or a multiple of ", stepRows,
+                                  " rows: one global batch per optimizer "
+                                  "step, used in turn)")));
     }
     int64_t count = array.shape[0] / stepRows;
     if (batches >= 0 && count != batches)

@@ -115,8 +115,11 @@ absl::Status zero::rt::loadState(Executor &executor, const TensorMap &state,
     const BufferDecl &decl = decls[index];
     auto it = state.find(decl.name);
     if (decl.role == BufferRole::param || decl.role == BufferRole::frozen) {
+      // A key missing from a state the caller gave is a bad argument (a
+      // ValueError in Python, as PyTorch's strict load refuses it), not a
+      // missing file.
       if (it == state.end())
-        return absl::NotFoundError(absl::StrCat(
+        return absl::InvalidArgumentError(absl::StrCat(
             what, " has no tensor '", decl.name, "' (logical shape ",
             shapeString(decl.logicalShape), ")"));
     } else if (decl.role == BufferRole::master) {
@@ -175,7 +178,7 @@ absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
       source = &owner->second;
     else if (!file.empty() && (decl.role == BufferRole::param ||
                                decl.role == BufferRole::frozen))
-      return absl::NotFoundError(absl::StrCat(
+      return absl::InvalidArgumentError(absl::StrCat(
           initFile, " has no tensor '", decl.name, "' (logical shape ",
           shapeString(decl.logicalShape), ")"));
     if (source) {

@@ -73,6 +73,12 @@ def main():
                if not np.array_equal(base[1][k], no_decay[1][k])]
     assert changed == ["fc1.b", "fc1.w", "fc2.b", "fc2.w"], changed
     print("ok: biases without weight decay change the training")
+    # The no-decay recipe on a model without 1-D parameters gives an empty
+    # group; PyTorch's optimizers accept one, and it changes nothing.
+    empty = train([("no_decay", lambda g: [], {"weight_decay": 0.0})])
+    assert same(base, empty), "an empty group changed the training"
+    assert [g["optimizer"] for g in empty[2]] == ["adamw"], empty[2]
+    print("ok: an empty group trains as no group and makes no optimizer")
 
     mistakes = {
         "unknown parameter": [("g", lambda g: ["fc3.w"], {})],

@@ -92,10 +92,12 @@ createFileBatches(Executor &executor, const std::string &path,
 /// a NaN or infinity in a float array is refused, naming it and where: it
 /// would make every weight it reaches NaN while the loss can still look
 /// finite (a relu of NaN is NaN, but a masked or ignored position's is not
-/// in the loss).
+/// in the loss). With `oneBatch`, the arrays must hold exactly one global
+/// batch (Trainer.step's), and a wrong row count is said so.
 absl::StatusOr<std::unique_ptr<BatchSource>>
 createArrayBatches(Executor &executor, TensorMap arrays,
-                   const std::string &what, bool checkFinite = true);
+                   const std::string &what, bool checkFinite = true,
+                   bool oneBatch = false);
 
 } // namespace zero::rt
 

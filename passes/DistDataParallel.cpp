@@ -179,13 +179,23 @@ void DistDataParallelPass::runOnOperation() {
     // whole batch: every rank divides by the average count, so that the
     // mean over ranks of its loss (and gradient) is the global batch's
     // mean over its real tokens, whatever each rank holds.
+    // Under accumulation the count is an input of the step (filled by the
+    // runtime from the step's micro-batches), averaged the same way.
+    SmallVector<Value> counts;
     function.walk([&](train::CountLabelsOp count) {
+      counts.push_back(count.getResult());
+    });
+    for (BlockArgument argument : function.getArguments())
+      if (function.getArgAttr(argument.getArgNumber(),
+                              train::TrainDialect::getLabelCountAttrName()))
+        counts.push_back(argument);
+    for (Value count : counts) {
       SmallVector<OpOperand *> uses = llvm::to_vector(llvm::map_range(
-          count->getUses(), [](OpOperand &use) { return &use; }));
-      Value global = averageAfterDefinition(count.getResult(), axes);
+          count.getUses(), [](OpOperand &use) { return &use; }));
+      Value global = averageAfterDefinition(count, axes);
       for (OpOperand *use : uses)
         use->set(global);
-    });
+    }
 
     function.walk([&](func::ReturnOp ret) {
       OpBuilder builder(ret);

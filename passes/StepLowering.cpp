@@ -111,6 +111,24 @@ void StepLowering::declareInterface() {
                                argument.getType());
     if (auto sbp = step.getArgAttr(index, "dist.sbp"))
       buffer->setAttr("zrt.sbp", sbp);
+    // A count of the step's kept labels, which the runtime computes from
+    // the labels input rather than reading from the batch.
+    if (auto count = step.getArgAttrOfType<DictionaryAttr>(
+            index, train::TrainDialect::getLabelCountAttrName())) {
+      // Written by train-materialize-optimizer with every entry.
+      auto labels = count.getAs<IntegerAttr>("labels");
+      auto ignored = count.getAs<IntegerAttr>("ignore_index");
+      auto begin = count.getAs<DenseI64ArrayAttr>("begin");
+      auto end = count.getAs<DenseI64ArrayAttr>("end");
+      if (labels && ignored && begin && end) {
+        buffer->setAttr(
+            "zrt.label_count_of",
+            builder.getStringAttr("input" + std::to_string(labels.getInt())));
+        buffer->setAttr("zrt.label_count_ignored", ignored);
+        buffer->setAttr("zrt.label_count_begin", begin);
+        buffer->setAttr("zrt.label_count_end", end);
+      }
+    }
     if (std::optional<IndexUse> use = getIndexUse(argument)) {
       buffer->setAttr("zrt.index_of", builder.getStringAttr(use->kind));
       buffer->setAttr("zrt.index_bound", builder.getI64IntegerAttr(use->bound));

@@ -64,6 +64,7 @@ private:
                            train::ParamOp param, train::OptimizerOp optimizer,
                            Value grad, Value step, Value skip);
   func::FuncOp createApplyFunction(func::FuncOp step);
+  LogicalResult countLabelsPerStep(func::FuncOp step);
   Value getStepIndex(func::FuncOp function);
 
   ModuleOp module;
@@ -194,6 +195,73 @@ LogicalResult Materializer::emitUpdate(OpBuilder &builder, Location loc,
     newParam = builder.create<train::CastOp>(loc, paramType, newParam);
   }
   builder.create<train::StoreOp>(loc, newParam, param.getSymName());
+  return success();
+}
+
+/// Under accumulation a loss that ignores labels must divide by the labels
+/// kept in the whole step, PyTorch's mean over the real tokens of the global
+/// batch, not by each micro-batch's own count (which would weigh the
+/// micro-batches equally). A micro-step sees only its micro-batch, so each
+/// `train.count_labels` of a step input becomes an input itself, which the
+/// runtime fills from every micro-batch of the step before the first
+/// (TrainDialect::getLabelCountAttrName).
+LogicalResult Materializer::countLabelsPerStep(func::FuncOp step) {
+  SmallVector<train::CountLabelsOp> counts;
+  step.walk([&](train::CountLabelsOp count) { counts.push_back(count); });
+  for (train::CountLabelsOp count : counts) {
+    // The labels counted are a box of a step input: slices of it (a
+    // causal-LM loss drops the first position), then any reshapes.
+    SmallVector<Operation *> chain;
+    Value value = count.getLabels();
+    while (Operation *def = value.getDefiningOp()) {
+      if (!isa<train::SliceOp, train::ReshapeOp>(def))
+        break;
+      chain.push_back(def);
+      value = def->getOperand(0);
+    }
+    auto labels = dyn_cast<BlockArgument>(value);
+    auto refuse = [&]() {
+      return count.emitOpError()
+             << "counts labels computed within the step; with accumulate-steps="
+             << accumulateSteps
+             << " the count of the whole step is taken from its micro-batches "
+                "before the first, so the labels must be an input of the step "
+                "or slices of one";
+    };
+    if (!labels || labels.getOwner() != &step.front())
+      return refuse();
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(labels.getType()).getShape();
+    SmallVector<int64_t> begin(shape.size(), 0), end(shape);
+    bool reshaped = false;
+    for (Operation *op : llvm::reverse(chain)) {
+      auto slice = dyn_cast<train::SliceOp>(op);
+      if (!slice) {
+        reshaped = true;
+        continue;
+      }
+      if (reshaped)
+        return refuse();
+      int64_t dim = slice.getDim();
+      begin[dim] += slice.getOffset();
+      end[dim] = begin[dim] + slice.getType().getDimSize(dim);
+    }
+    OpBuilder builder(count);
+    NamedAttrList described;
+    described.append("labels",
+                     builder.getI64IntegerAttr(labels.getArgNumber()));
+    described.append("ignore_index", count.getIgnoreIndexAttr());
+    described.append("begin", builder.getDenseI64ArrayAttr(begin));
+    described.append("end", builder.getDenseI64ArrayAttr(end));
+    unsigned index = step.getNumArguments();
+    step.insertArgument(index, count.getType(),
+                        builder.getDictionaryAttr(builder.getNamedAttr(
+                            train::TrainDialect::getLabelCountAttrName(),
+                            described.getDictionary(builder.getContext()))),
+                        count.getLoc());
+    count.replaceAllUsesWith(step.getArgument(index));
+    count.erase();
+  }
   return success();
 }
 
@@ -447,24 +515,9 @@ LogicalResult Materializer::run() {
         return diag;
       }
     }
+    if (accumulateSteps > 1 && failed(countLabelsPerStep(function)))
+      return failure();
     if (accumulateSteps > 1) {
-      // Each micro-step would divide by its own count, and the micro-steps
-      // are averaged with equal weight: not the mean over the real tokens
-      // of the whole batch that PyTorch takes. Refused until the count of
-      // every micro-batch is known before the first (issue 43).
-      WalkResult counted = function.walk([&](train::CountLabelsOp count) {
-        count.emitOpError()
-            << "is the denominator of a loss that ignores labels, and "
-               "accumulate-steps="
-            << accumulateSteps
-            << " would weigh each micro-batch equally instead of by its "
-               "real tokens; accumulate with labels that are never "
-               "ignored, or train with accumulate-steps=1 and a larger "
-               "batch";
-        return WalkResult::interrupt();
-      });
-      if (counted.wasInterrupted())
-        return failure();
       if (function->hasAttr(train::TrainDialect::getAccumulateStepsAttrName()))
         return function.emitOpError() << "already accumulates gradients; run "
                                          "train-materialize-optimizer once";

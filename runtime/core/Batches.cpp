@@ -33,7 +33,8 @@ std::vector<InputSlot> getInputSlots(Executor &executor) {
   const std::vector<BufferDecl> &decls = executor.buffers();
   for (size_t index = 0; index < decls.size(); ++index) {
     const BufferDecl &decl = decls[index];
-    if (decl.role != BufferRole::input)
+    // A count of labels is computed from the batch, not part of it.
+    if (decl.role != BufferRole::input || !decl.labelCountOf.empty())
       continue;
     InputSlot slot;
     slot.buffer = static_cast<int>(index);
@@ -429,11 +430,106 @@ zero::rt::createArrayBatches(Executor &executor, TensorMap arrays,
                                        std::max<int64_t>(batches, 1));
 }
 
+/// The labels other than `ignored` in the box [begin, end) of a row-major
+/// tensor of `shape`.
+static int64_t countKept(const void *data, DType dtype,
+                         const std::vector<int64_t> &shape,
+                         const std::vector<int64_t> &begin,
+                         const std::vector<int64_t> &end, int64_t ignored) {
+  size_t rank = shape.size();
+  for (size_t d = 0; d < rank; ++d)
+    if (begin[d] >= end[d])
+      return 0;
+  std::vector<int64_t> at = begin;
+  int64_t kept = 0;
+  while (true) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < rank; ++d)
+      flat = flat * shape[d] + at[d];
+    kept += loadIndex(data, dtype, flat) != ignored;
+    // The next position of the box, last dimension fastest.
+    size_t d = rank;
+    while (d > 0 && ++at[d - 1] == end[d - 1]) {
+      at[d - 1] = begin[d - 1];
+      --d;
+    }
+    if (d == 0)
+      return kept;
+  }
+}
+
+/// Fills each label-count input (BufferDecl::labelCountOf) with the labels
+/// kept over every micro-batch of `step` this rank holds, divided by the
+/// micro-batches: a pass over the micro-batches before the first runs.
+static absl::Status fillLabelCounts(Executor &executor, BatchSource &batches,
+                                    int64_t step) {
+  struct Count {
+    int buffer, labels;
+    DType dtype;
+    std::vector<int64_t> shape, begin, end;
+    int64_t ignored;
+    double kept = 0;
+  };
+  std::vector<Count> counts;
+  const std::vector<BufferDecl> &decls = executor.buffers();
+  for (size_t index = 0; index < decls.size(); ++index) {
+    const BufferDecl &decl = decls[index];
+    if (decl.labelCountOf.empty())
+      continue;
+    int labels = executor.findBuffer(decl.labelCountOf);
+    if (labels < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", decl.name, "' counts the labels of '",
+                       decl.labelCountOf, "', which the program lacks"));
+    const TensorSpec &spec = decls[labels].spec;
+    bool inside = decl.labelCountBegin.size() == spec.shape.size();
+    for (size_t d = 0; inside && d < spec.shape.size(); ++d)
+      inside = 0 <= decl.labelCountBegin[d] &&
+               decl.labelCountBegin[d] <= decl.labelCountEnd[d] &&
+               decl.labelCountEnd[d] <= spec.shape[d];
+    if (!inside)
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", decl.name, "' counts a box of '",
+                       decl.labelCountOf, "' that is not within its shape"));
+    counts.push_back({static_cast<int>(index), labels, spec.dtype, spec.shape,
+                      decl.labelCountBegin, decl.labelCountEnd,
+                      decl.labelCountIgnored});
+  }
+  if (counts.empty())
+    return absl::OkStatus();
+  int64_t microSteps = executor.accumulateSteps();
+  std::vector<uint8_t> host;
+  for (int64_t micro = 0; micro < microSteps; ++micro) {
+    if (absl::Status status = batches.fill(step, micro); !status.ok())
+      return status;
+    for (Count &count : counts) {
+      host.resize(decls[count.labels].bytes);
+      if (absl::Status status = executor.readBuffer(count.labels, host.data());
+          !status.ok())
+        return status;
+      count.kept += countKept(host.data(), count.dtype, count.shape,
+                              count.begin, count.end, count.ignored);
+    }
+  }
+  for (const Count &count : counts) {
+    // Exact in f32 up to 2^24 labels, as train.count_labels.
+    float value =
+        static_cast<float>(count.kept / static_cast<double>(microSteps));
+    if (absl::Status status = executor.writeBuffer(count.buffer, &value);
+        !status.ok())
+      return status;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<float> zero::rt::runTrainingStep(Executor &executor,
                                                 BatchSource &batches,
                                                 int64_t step) {
   int loss = executor.findBuffer("output0");
   int64_t microSteps = executor.accumulateSteps();
+  if (absl::Status status = fillLabelCounts(executor, batches, step);
+      !status.ok())
+    return status;
   // Summed in micro-batch order and divided once, like the gradients.
   float lossSum = 0;
   for (int64_t micro = 0; micro < microSteps; ++micro) {

@@ -261,6 +261,25 @@ absl::Status Executor::Loader::declareBuffer(zrt::BufferOp buffer) {
   if (auto ignored =
           buffer->getAttrOfType<mlir::IntegerAttr>("zrt.index_ignored"))
     decl.indexIgnored = ignored.getInt();
+  if (auto labels =
+          buffer->getAttrOfType<mlir::StringAttr>("zrt.label_count_of")) {
+    auto ignored =
+        buffer->getAttrOfType<mlir::IntegerAttr>("zrt.label_count_ignored");
+    auto begin =
+        buffer->getAttrOfType<mlir::DenseI64ArrayAttr>("zrt.label_count_begin");
+    auto end =
+        buffer->getAttrOfType<mlir::DenseI64ArrayAttr>("zrt.label_count_end");
+    if (!ignored || !begin || !end || begin.size() != end.size() ||
+        decl.role != BufferRole::input || decl.spec.dtype != DType::f32 ||
+        !decl.spec.shape.empty())
+      return error(buffer, "counts labels, and must be an f32 scalar input "
+                           "with zrt.label_count_ignored, _begin and _end");
+    decl.labelCountOf = labels.str();
+    decl.labelCountIgnored = ignored.getInt();
+    decl.labelCountBegin.assign(begin.asArrayRef().begin(),
+                                begin.asArrayRef().end());
+    decl.labelCountEnd.assign(end.asArrayRef().begin(), end.asArrayRef().end());
+  }
 
   decl.host = buffer.getSpace() == zrt::MemorySpace::host;
   absl::StatusOr<void *> memory =

@@ -70,6 +70,14 @@ struct BufferDecl {
   std::string indexOf;
   /// Labels a loss ignores (its ignore_index), accepted besides the bound.
   std::optional<int64_t> indexIgnored;
+  /// Not batch data: the f32 count of the labels in input `labelCountOf`
+  /// other than `labelCountIgnored` over every micro-batch of the step this
+  /// rank holds, divided by the micro-batches; runTrainingStep fills it
+  /// (accumulation with a loss that ignores labels).
+  std::string labelCountOf;
+  int64_t labelCountIgnored = 0;
+  /// The box of that input's local shape the count covers, [begin, end).
+  std::vector<int64_t> labelCountBegin, labelCountEnd;
   /// In host memory (zero-offload), not in the backend's device memory.
   bool host = false;
 };

@@ -48,6 +48,17 @@ def Train_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getApplyStepAttrName() {
       return ::llvm::StringLiteral("train.apply_step");
     }
+    /// Argument attribute of a step under gradient accumulation, on the
+    /// f32 scalar that replaced a `train.count_labels`: `{labels = i,
+    /// ignore_index = n, begin = [...], end = [...]}`. The runtime fills it
+    /// before each step with the labels other than n in the box [begin,
+    /// end) of argument i (a causal-LM loss counts from position 1), over
+    /// every micro-batch of the step this rank holds, divided by the
+    /// micro-batches, so that each micro-step divides its loss by the
+    /// step's count, not its own.
+    static constexpr ::llvm::StringLiteral getLabelCountAttrName() {
+      return ::llvm::StringLiteral("train.label_count");
+    }
     /// Unit attribute on a forward op of a step: `train-autodiff
     /// recompute=true` recomputes its results in the backward instead of
     /// keeping them alive from the forward.

@@ -63,7 +63,8 @@ class Importer:
         return value
 
     def is_constant(self, value):
-        if isinstance(value, (Live, Transposed, _torch_masks.KeyMask)):
+        if isinstance(value, (Live, Transposed, _torch_masks.KeyMask,
+                              _torch_masks.AdditiveMask)):
             return False
         if isinstance(value, list):
             return all(self.is_constant(v) for v in value)

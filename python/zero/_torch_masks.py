@@ -6,8 +6,11 @@ The boolean tensors on the way have no type in our graph. They are kept
 symbolic, as a KeyMask: value[b, ..., j] = const[b, ..., j] and
 keep[b, j] != 0, with `keep` the step's integer input and `const` a
 constant boolean tensor (the causal part) folded by torch. Attention then
-becomes causal_mask (when `const` is causal), key_mask and a safe softmax.
-Any other use of such a value is refused, naming the op."""
+becomes causal_mask (when `const` is causal), key_mask and a safe softmax;
+eager attention's float mask (torch.where(mask, 0, lowest), added to the
+scores: an AdditiveMask) becomes the same masks writing the lowest float,
+before the plain softmax eager attention takes. Any other use of such a
+value is refused, naming the op."""
 
 import torch
 
@@ -28,8 +31,19 @@ class KeyMask:
         self.const = const
 
 
+class AdditiveMask:
+    """The float mask eager attention adds to its scores (masking_utils'
+    eager_mask): 0 where `mask`, a KeyMask, is true and `fill` (the dtype's
+    lowest, or -inf) elsewhere."""
+
+    def __init__(self, mask, fill):
+        self.mask = mask
+        self.fill = fill
+        self.shape = mask.shape
+
+
 def holds_mask(value):
-    if isinstance(value, KeyMask):
+    if isinstance(value, (KeyMask, AdditiveMask)):
         return True
     if isinstance(value, (list, tuple)):
         return any(holds_mask(v) for v in value)
@@ -112,7 +126,73 @@ def _expand(self, node, args, kwargs):
     return KeyMask(mask.keep, shape, mask.const)
 
 
+def _constant_scalar(value):
+    """A Python number or a one-element constant tensor as a float, else
+    None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return float(value.reshape(()).item())
+    return None
+
+
+def _where(self, node, args, kwargs):
+    """torch.where(mask, 0, lowest): eager attention's float mask."""
+    mask, keep, drop = args[0], args[1], args[2]
+    zero, fill = _constant_scalar(keep), _constant_scalar(drop)
+    if not isinstance(mask, KeyMask) or zero != 0.0 or fill is None \
+            or not fill < -1e30:
+        raise UnsupportedModuleError(
+            f"torch.where on an attention mask {where(node)}; the importer "
+            "takes it as eager attention's float mask only: 0 where the mask "
+            "allows, the dtype's lowest (or -inf) elsewhere")
+    return AdditiveMask(mask, fill)
+
+
+def _slice(self, node, args, kwargs):
+    """mask[..., :keys]: eager attention trims the mask to the keys; only a
+    slice that keeps everything is taken."""
+    mask, dim = args[0], args[1]
+    start = args[2] if len(args) > 2 and args[2] is not None else 0
+    end = args[3] if len(args) > 3 and args[3] is not None else None
+    step = args[4] if len(args) > 4 else 1
+    size = mask.shape[dim]
+    if not isinstance(mask, AdditiveMask) or start != 0 or step != 1 or (
+            end is not None and end < size):
+        raise UnsupportedModuleError(
+            f"a slice of an attention mask that drops positions "
+            f"{where(node)}")
+    return mask
+
+
+def _add(self, node, args, kwargs):
+    """scores + mask: eager attention's masking. The mask is made as a
+    tensor (zeros masked by attention_scores with the mask's fill) and
+    added, as PyTorch does: the gradient passes every score, masked or not.
+    It matters where a query's every key is masked (left padding): the
+    softmax of a row of the lowest float is uniform, and its gradient
+    reaches every key, which a mask that overwrites the scores would
+    cut."""
+    scores, mask = args[0], args[1]
+    if isinstance(scores, AdditiveMask):
+        scores, mask = mask, scores
+    if not isinstance(mask, AdditiveMask) or not isinstance(scores, Live) \
+            or scores.dtype not in ("f32", "bf16", "f16"):
+        raise UnsupportedModuleError(
+            f"an attention mask added to {type(scores).__name__} "
+            f"{where(node)}; the importer takes eager attention's float mask "
+            "added to the attention scores")
+    zeros = Live(self.graph.full(scores.shape, 0.0, scores.dtype),
+                 scores.shape, scores.dtype)
+    additive = attention_scores(zeros, mask.mask, False, node, mask.fill)
+    return Live(_zero.add(scores.tensor, additive.tensor), scores.shape,
+                scores.dtype)
+
+
 HANDLERS = {
+    aten.where.self: _where,
+    aten.slice.Tensor: _slice,
+    aten.add.Tensor: _add,
     aten.index.Tensor: _index,
     aten.bitwise_and.Tensor: _and,
     aten.logical_and.default: _and,
@@ -120,6 +200,7 @@ HANDLERS = {
 }
 
 HONOURS = {
+    aten.where.self: ("condition", "self", "other"),
     aten.index.Tensor: ("self", "indices"),
     aten.bitwise_and.Tensor: ("self", "other"),
     aten.logical_and.default: ("self", "other"),
@@ -133,16 +214,15 @@ def lower(self, node, args, kwargs):
         raise UnsupportedModuleError(
             f"the attention mask reaches {node.target} {where(node)}; the "
             "importer takes it, as Hugging Face's masking_utils builds it, "
-            "only into scaled_dot_product_attention (a model with "
-            "attn_implementation='eager' adds it as a float mask: use "
-            "'sdpa', the default)")
+            "into scaled_dot_product_attention, or as eager attention's "
+            "float mask added to the scores")
     return handler(self, node, args, kwargs)
 
 
-def attention_scores(scores, mask, causal, node):
-    """Scores [batch, ..., queries, keys] masked by `mask`, a KeyMask,
-    ready for a safe softmax: causal_mask where its constant part is
-    causal, then key_mask."""
+def attention_scores(scores, mask, causal, node, fill=float("-inf")):
+    """Scores [batch, ..., queries, keys] masked by `mask`, a KeyMask:
+    causal_mask where its constant part is causal, then key_mask, each
+    writing `fill` (-inf: ready for a safe softmax)."""
     batch, queries, keys = scores.shape[0], scores.shape[-2], \
         scores.shape[-1]
     # PyTorch aligns a mask with the scores from the right: its first
@@ -171,6 +251,6 @@ def attention_scores(scores, mask, causal, node):
                 f"prefix) {where(node)}")
     tensor = scores.tensor
     if causal:
-        tensor = _zero.causal_mask(tensor, float("-inf"))
-    tensor = _zero.key_mask(tensor, mask.keep.tensor, float("-inf"))
+        tensor = _zero.causal_mask(tensor, fill)
+    tensor = _zero.key_mask(tensor, mask.keep.tensor, fill)
     return Live(tensor, scores.shape, scores.dtype)

@@ -417,38 +417,9 @@ absl::Status checkSignature(const std::string &dir, Executor &executor,
         dir, ": the checkpoint is of another model: ",
         absl::StrJoin(problems.begin(), problems.begin() + shown, "; "), more));
   }
-  const std::vector<std::string> &mine = executor.program().optimizer;
-  std::optional<ScheduleLengthChange> length =
-      findScheduleLengthChange(manifest.optimizer, mine);
-  if (options.scheduleTotal) {
-    int64_t wanted = *options.scheduleTotal;
-    std::optional<int64_t> total = findScheduleTotal(mine);
-    if (!total)
-      return absl::InvalidArgumentError(absl::StrCat(
-          dir, ": a schedule total to continue under (", wanted,
-          ") was given, but this run's learning rate has no schedule with a "
-          "length"));
-    if (*total != wanted)
-      return absl::InvalidArgumentError(absl::StrCat(
-          dir, ": the schedule total to continue under is ", wanted,
-          ", but this run's schedule ends at step ", *total));
-    if (length)
-      return absl::OkStatus();
-  }
-  if (length)
-    return absl::InvalidArgumentError(absl::StrCat(
-        dir, ": the checkpoint's ", length->schedule,
-        length->schedule.empty() ? "" : " ", "schedule ends at step ",
-        length->saved, "; this run's at ", length->current,
-        ". To continue under the new length, say so: schedule_total=",
-        length->current, " (Trainer.load) or --schedule-total ",
-        length->current, " (zero-run and the examples)"));
-  if (manifest.optimizer != mine)
-    return absl::InvalidArgumentError(absl::StrCat(
-        dir, ": the checkpoint was trained with another optimizer: ",
-        describeOptimizerChange(manifest.optimizer, mine),
-        " (resuming would silently change the training)"));
-  return absl::OkStatus();
+  return checkOptimizerChange(dir, manifest.optimizer,
+                              executor.program().optimizer,
+                              options.scheduleTotal);
 }
 
 double secondsSince(std::chrono::steady_clock::time_point start) {

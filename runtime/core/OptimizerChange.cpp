@@ -72,8 +72,8 @@ parseUpdates(const std::vector<std::string> &texts) {
   return updates;
 }
 
-} // namespace
-
+/// The length (`total`) of the updates' schedule, where every update has
+/// one and they agree.
 std::optional<int64_t>
 findScheduleTotal(const std::vector<std::string> &updates) {
   std::optional<int64_t> total;
@@ -87,6 +87,14 @@ findScheduleTotal(const std::vector<std::string> &updates) {
   }
   return total;
 }
+
+/// Where the updates differ in their schedule's length alone (every
+/// kernel's `total`, the same two numbers): the schedule's kind and both
+/// lengths.
+struct ScheduleLengthChange {
+  std::string schedule;
+  int64_t saved = 0, current = 0;
+};
 
 std::optional<ScheduleLengthChange>
 findScheduleLengthChange(const std::vector<std::string> &saved,
@@ -124,6 +132,8 @@ findScheduleLengthChange(const std::vector<std::string> &saved,
   return change;
 }
 
+/// What differs, in words: "train.adamw's beta2 is 0.95 in the checkpoint
+/// and 0.99 here; ...".
 std::string describeOptimizerChange(const std::vector<std::string> &saved,
                                     const std::vector<std::string> &current) {
   std::map<std::string, Params> theirs = parseUpdates(saved),
@@ -159,6 +169,44 @@ std::string describeOptimizerChange(const std::vector<std::string> &saved,
                                      ", which the checkpoint does not"));
   return changes.empty() ? "the updates' hyper-parameters differ"
                          : absl::StrJoin(changes, "; ");
+}
+
+} // namespace
+
+absl::Status checkOptimizerChange(const std::string &dir,
+                                  const std::vector<std::string> &saved,
+                                  const std::vector<std::string> &current,
+                                  std::optional<int64_t> scheduleTotal) {
+  std::optional<ScheduleLengthChange> length =
+      findScheduleLengthChange(saved, current);
+  if (scheduleTotal) {
+    std::optional<int64_t> total = findScheduleTotal(current);
+    if (!total)
+      return absl::InvalidArgumentError(absl::StrCat(
+          dir, ": a schedule total to continue under (", *scheduleTotal,
+          ") was given, but this run's learning rate has no schedule with a "
+          "length"));
+    if (*total != *scheduleTotal)
+      return absl::InvalidArgumentError(absl::StrCat(
+          dir, ": the schedule total to continue under is ", *scheduleTotal,
+          ", but this run's schedule ends at step ", *total));
+    if (length)
+      return absl::OkStatus();
+  }
+  if (length)
+    return absl::InvalidArgumentError(absl::StrCat(
+        dir, ": the checkpoint's ", length->schedule,
+        length->schedule.empty() ? "" : " ", "schedule ends at step ",
+        length->saved, "; this run's at ", length->current,
+        ". To continue under the new length, say so: schedule_total=",
+        length->current, " (Trainer.load) or --schedule-total ",
+        length->current, " (zero-run and the examples)"));
+  if (saved != current)
+    return absl::InvalidArgumentError(absl::StrCat(
+        dir, ": the checkpoint was trained with another optimizer: ",
+        describeOptimizerChange(saved, current),
+        " (resuming would silently change the training)"));
+  return absl::OkStatus();
 }
 
 } // namespace zero::rt

@@ -11,6 +11,8 @@
 #ifndef ZERO_RUNTIME_CORE_OPTIMIZERCHANGE_H
 #define ZERO_RUNTIME_CORE_OPTIMIZERCHANGE_H
 
+#include "absl/status/status.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,28 +20,18 @@
 
 namespace zero::rt {
 
-/// What differs between the checkpoint's updates (`saved`) and the
-/// program's (`current`), each as ProgramInfo::optimizer lists them:
-/// "train.adamw's beta2 is 0.95 in the checkpoint and 0.99 here; ...".
-std::string describeOptimizerChange(const std::vector<std::string> &saved,
-                                    const std::vector<std::string> &current);
-
-/// Where the updates differ in their learning-rate schedule's length alone
-/// (every kernel's `total`, the same two numbers): the schedule's kind and
-/// both lengths. A resume may then continue under the new length, when
-/// the user says so (LoadOptions::scheduleTotal).
-struct ScheduleLengthChange {
-  std::string schedule;
-  int64_t saved = 0, current = 0;
-};
-/// The length (`total`) of the updates' schedule, where every update has
-/// one and they agree.
-std::optional<int64_t>
-findScheduleTotal(const std::vector<std::string> &updates);
-
-std::optional<ScheduleLengthChange>
-findScheduleLengthChange(const std::vector<std::string> &saved,
-                         const std::vector<std::string> &current);
+/// Whether a checkpoint trained with the updates `saved` may resume under
+/// the program's `current` ones, each as ProgramInfo::optimizer lists them.
+/// Refused, naming each kernel or hyper-parameter that differs in the
+/// user's numbers ("train.adamw's lr is 0.01 in the checkpoint and 0.02
+/// here"), unless the two differ only in their schedule's length and
+/// `scheduleTotal` is the program's (the user's word that the run
+/// continues under it, LoadOptions::scheduleTotal). `dir` names the
+/// checkpoint in errors.
+absl::Status checkOptimizerChange(const std::string &dir,
+                                  const std::vector<std::string> &saved,
+                                  const std::vector<std::string> &current,
+                                  std::optional<int64_t> scheduleTotal);
 
 } // namespace zero::rt
 

@@ -417,6 +417,14 @@ def _sdpa(self, node, args, kwargs):
     options = dict(zip(names, args[3:]))
     options.update(kwargs)
     mask = options.get("attn_mask")
+    if isinstance(mask, _torch_masks.AdditiveMask):
+        # PyTorch's backends treat a float mask of the lowest float and of
+        # -inf differently on rows with every key masked; not imported.
+        raise UnsupportedModuleError(
+            f"attention given the attention mask as floats {where(node)}; "
+            "the importer takes it as a boolean mask into "
+            "scaled_dot_product_attention (masking_utils' sdpa_mask), or "
+            "added to the scores by eager attention")
     # q [..., L, E], k [..., S, E], v [..., S, Ev] -> [..., L, Ev]: queries
     # and keys may differ in number, values in width; the leading dims are
     # one (grouped-query attention arrives with k and v repeated).

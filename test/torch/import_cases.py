@@ -215,6 +215,22 @@ class MaskOutsideAttention(torch.nn.Module):
         return x * attention_mask.bool().unsqueeze(-1)
 
 
+class FloatMaskAttention(torch.nn.Module):
+    """The attention_mask made floats (eager attention's way) and given to
+    scaled_dot_product_attention: refused, where the boolean mask or the
+    floats added to the scores are taken."""
+
+    def forward(self, x, attention_mask):
+        # Read at the batch's and the keys' positions, as masking_utils.
+        batch = torch.arange(x.shape[0])[:, None, None, None]
+        keys = torch.arange(x.shape[2])[None, None, None, :]
+        keep = attention_mask.bool()[batch, keys]
+        floats = torch.where(keep, torch.zeros(()),
+                             torch.finfo(torch.float32).min)
+        return torch.nn.functional.scaled_dot_product_attention(
+            x, x, x, attn_mask=floats)
+
+
 class Mean(torch.nn.Module):
 
     def forward(self, x):
@@ -239,6 +255,11 @@ REFUSED = {
     "mask-outside-attention": (
         MaskOutsideAttention(),
         {"x": torch.randn(2, 4, 3),
+         "attention_mask": torch.ones(2, 4, dtype=torch.int64)}, mean_loss,
+        ()),
+    "float-mask-into-attention": (
+        FloatMaskAttention(),
+        {"x": torch.randn(2, 1, 4, 8),
          "attention_mask": torch.ones(2, 4, dtype=torch.int64)}, mean_loss,
         ()),
     "input-given-twice": (

@@ -72,6 +72,13 @@ Trainer::create(const CompiledGraph &compiled, rt::Communicator &comm,
     return batches.status();
   trainer->batches = std::move(*batches);
   trainer->lossBuffer = trainer->executorPtr->findBuffer("output0");
+  // What the step's metrics read (TrainAutodiff's scaler state, the
+  // lowering's norm); -1 where the program has none.
+  trainer->gradNormBuffer =
+      trainer->executorPtr->findBuffer(zero::zrt::kGradSquaredNormBuffer.str());
+  trainer->scaleBuffer = trainer->executorPtr->findBuffer("loss_scale");
+  trainer->goodStepsBuffer =
+      trainer->executorPtr->findBuffer("loss_scale.good_steps");
   trainer->seed = seed;
   trainer->compiled = &compiled;
   return trainer;
@@ -92,9 +99,8 @@ struct ScalerState {
   float scale = 0, goodSteps = 0;
 };
 
-std::optional<ScalerState> readScaler(const zero::rt::Executor &executor) {
-  int scale = executor.findBuffer("loss_scale");
-  int good = executor.findBuffer("loss_scale.good_steps");
+std::optional<ScalerState> readScaler(const zero::rt::Executor &executor,
+                                      int scale, int good) {
   if (scale < 0 || good < 0)
     return std::nullopt;
   return ScalerState{executor.readScalar(scale), executor.readScalar(good)};
@@ -107,7 +113,8 @@ absl::StatusOr<float> Trainer::step() {
   if (lossBuffer < 0)
     return absl::InternalError("the program has no loss output (output0)");
   std::map<std::string, double> rates = learningRates();
-  std::optional<ScalerState> before = readScaler(*executorPtr);
+  std::optional<ScalerState> before =
+      readScaler(*executorPtr, scaleBuffer, goodStepsBuffer);
   auto start = std::chrono::steady_clock::now();
   absl::StatusOr<float> loss =
       rt::runTrainingStep(*executorPtr, *batches, index);
@@ -121,14 +128,13 @@ absl::StatusOr<float> Trainer::step() {
           .count();
   metrics.learningRates = std::move(rates);
   metrics.gradNorm.reset();
-  if (int norm =
-          executorPtr->findBuffer(zero::zrt::kGradSquaredNormBuffer.str());
-      norm >= 0)
+  if (gradNormBuffer >= 0)
     metrics.gradNorm =
-        std::sqrt(static_cast<double>(executorPtr->readScalar(norm)));
+        std::sqrt(static_cast<double>(executorPtr->readScalar(gradNormBuffer)));
   metrics.lossScale.reset();
   metrics.skipped = false;
-  if (std::optional<ScalerState> after = readScaler(*executorPtr)) {
+  if (std::optional<ScalerState> after =
+          readScaler(*executorPtr, scaleBuffer, goodStepsBuffer)) {
     metrics.lossScale = after->scale;
     // An overflow halves the scale (not below 1) and restarts the count; a
     // good step raises the count or, at the growth interval, doubles the

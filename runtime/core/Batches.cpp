@@ -476,21 +476,9 @@ static absl::Status fillLabelCounts(Executor &executor, BatchSource &batches,
     const BufferDecl &decl = decls[index];
     if (decl.labelCountOf.empty())
       continue;
+    // The loader checked that it names an input and a box within it.
     int labels = executor.findBuffer(decl.labelCountOf);
-    if (labels < 0)
-      return absl::InvalidArgumentError(
-          absl::StrCat("input '", decl.name, "' counts the labels of '",
-                       decl.labelCountOf, "', which the program lacks"));
     const TensorSpec &spec = decls[labels].spec;
-    bool inside = decl.labelCountBegin.size() == spec.shape.size();
-    for (size_t d = 0; inside && d < spec.shape.size(); ++d)
-      inside = 0 <= decl.labelCountBegin[d] &&
-               decl.labelCountBegin[d] <= decl.labelCountEnd[d] &&
-               decl.labelCountEnd[d] <= spec.shape[d];
-    if (!inside)
-      return absl::InvalidArgumentError(
-          absl::StrCat("input '", decl.name, "' counts a box of '",
-                       decl.labelCountOf, "' that is not within its shape"));
     counts.push_back({static_cast<int>(index), labels, spec.dtype, spec.shape,
                       decl.labelCountBegin, decl.labelCountEnd,
                       decl.labelCountIgnored});

@@ -274,6 +274,19 @@ absl::Status Executor::Loader::declareBuffer(zrt::BufferOp buffer) {
         !decl.spec.shape.empty())
       return error(buffer, "counts labels, and must be an f32 scalar input "
                            "with zrt.label_count_ignored, _begin and _end");
+    // The labels come first among the step's inputs: declared by now.
+    int source = executor.findBuffer(labels.str());
+    const BufferDecl *counted = source < 0 ? nullptr : &executor.decls[source];
+    bool inside = counted && counted->role == BufferRole::input &&
+                  begin.asArrayRef().size() == counted->spec.shape.size();
+    for (size_t d = 0; inside && d < begin.asArrayRef().size(); ++d)
+      inside = 0 <= begin[d] && begin[d] <= end[d] &&
+               end[d] <= counted->spec.shape[d];
+    if (!inside)
+      return error(buffer, absl::StrCat("counts the labels of '", labels.str(),
+                                        "', which is no input declared "
+                                        "before it with that box in its "
+                                        "shape"));
     decl.labelCountOf = labels.str();
     decl.labelCountIgnored = ignored.getInt();
     decl.labelCountBegin.assign(begin.asArrayRef().begin(),

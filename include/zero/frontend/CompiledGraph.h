@@ -243,6 +243,7 @@ private:
   const CompiledGraph *compiled = nullptr;
   std::unique_ptr<rt::Executor> evalExecutor;
   int lossBuffer = -1;
+  int gradNormBuffer = -1, scaleBuffer = -1, goodStepsBuffer = -1;
   int64_t stepsRun = 0;
   StepMetrics metrics;
   uint64_t seed = 0;

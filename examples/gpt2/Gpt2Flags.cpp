@@ -65,6 +65,7 @@ const char *kUsage =
     "                  [--machine PRESET|FILE.json]\n"
     "                  [--seq T] [--lr LR] [--seed S] [--clip MAX_NORM]\n"
     "                  [--checkpoint-activations] [--deterministic]\n"
+    "                  [--check-memory]\n"
     "                  [--plan-only] [--log-every K] [--losses-out FILE]\n"
     "                  [--data FILE] [--save-step FILE.mlir]\n"
     "                  [--checkpoint-dir D [--checkpoint-every S] [--keep K]\n"
@@ -135,6 +136,10 @@ Flags parseFlags(int argc, char **argv) {
     }
     if (flag == "--checkpoint-async") {
       flags.checkpointAsync = true;
+      continue;
+    }
+    if (flag == "--check-memory") {
+      flags.checkMemory = true;
       continue;
     }
     if (flag == "--deterministic") {

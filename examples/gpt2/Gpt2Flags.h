@@ -69,6 +69,9 @@ struct Flags {
   unsigned long seed = 1;
   double clip = 0; // 0: no clipping
   bool checkpoint = false;
+  /// --check-memory: hold the arenas' measured writes against the plan
+  /// (as zero-run's flag of the same name; CPU backend).
+  bool checkMemory = false;
   bool deterministic = false;
   bool planOnly = false;
   long logEvery = -1; // -1: automatic

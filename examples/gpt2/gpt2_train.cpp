@@ -16,11 +16,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zero/dialects/zrt/ZrtOps.h"
 #include "zero/frontend/CompiledGraph.h"
 #include "zero/frontend/Graph.h"
 #include "zero/frontend/Layers.h"
 
 #include "Gpt2Flags.h"
+#include "zero/runtime/ArenaWriteCheck.h"
 #include "zero/runtime/BackendSelection.h"
 #include "zero/runtime/Checkpoint.h"
 #include "zero/runtime/CheckpointFormat.h"
@@ -488,6 +490,19 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
               : "");
     }
   }
+  // After the resume: its state is persistent, the arenas hold only what
+  // the steps write.
+  zero::rt::ArenaPrediction prediction = zero::rt::ArenaPrediction::fromProgram(
+      *compiled->module(Form::program).getOps<zero::zrt::ProgramOp>().begin());
+  if (flags.checkMemory) {
+    if (absl::Status status =
+            zero::rt::requireLiveBytes(prediction, "gpt2_train");
+        !status.ok())
+      fail(&comm, status);
+    if (absl::Status status = (*trainer)->executor().startWriteCheck();
+        !status.ok())
+      fail(&comm, status);
+  }
   long firstStep = static_cast<long>((*trainer)->stepsDone()) + 1;
   // Checkpoints after every --checkpoint-every steps and after the last;
   // a run with nothing left to train saves the state it loaded.
@@ -614,6 +629,29 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
   if (!flags.checkpointDir.empty() && firstStep > flags.steps)
     saveCheckpoint();
   finishPending();
+  if (flags.checkMemory) {
+    absl::StatusOr<std::pair<zero::rt::ArenaWrites, zero::rt::ArenaWrites>>
+        writes = (*trainer)->executor().measureArenaWrites();
+    if (!writes.ok())
+      fail(&comm, writes.status());
+    if (leader) {
+      std::printf("--check-memory: rank 0 wrote %lld arena bytes, up to byte "
+                  "%lld of the %lld planned (%lld live at once)",
+                  static_cast<long long>(writes->first.bytes),
+                  static_cast<long long>(writes->first.highWater),
+                  static_cast<long long>(prediction.plannedArena),
+                  static_cast<long long>(prediction.liveBytes));
+      if (prediction.plannedHostArena > 0)
+        std::printf("; its host arena up to byte %lld of the %lld planned",
+                    static_cast<long long>(writes->second.highWater),
+                    static_cast<long long>(prediction.plannedHostArena));
+      std::printf("\n");
+    }
+    if (absl::Status status =
+            zero::rt::checkArenaWritesOfEveryRank(comm, prediction, *writes);
+        !status.ok())
+      fail(&comm, status);
+  }
   if (leader && flags.checkpointAsync)
     printSaveOverlap(stepSeconds, duringSave, saveWaitSeconds);
   double seconds =

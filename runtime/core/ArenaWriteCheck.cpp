@@ -2,15 +2,21 @@
 //
 // The arenas and the guard bands past them are filled with a canary before
 // the first step; afterwards every byte that lost it was written by an
-// instruction (docs/runtime.md, "What is measured").
+// instruction (docs/runtime.md, "What is measured"). The writes are held
+// against the compiler's plan and its liveness analysis.
 //
 //===----------------------------------------------------------------------===//
 
-#include "zero/runtime/Executor.h"
+#include "zero/runtime/ArenaWriteCheck.h"
+
+#include "zero/dialects/zrt/ZrtOps.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
+#include <cmath>
 #include <cstring>
+#include <tuple>
 
 using namespace zero::rt;
 
@@ -55,4 +61,92 @@ Executor::measureArenaWrites() const {
         "measureArenaWrites needs startWriteCheck before the first step");
   return std::make_pair(scanForWrites(arena, figures.arenaBytes),
                         scanForWrites(hostArena, figures.hostArenaBytes));
+}
+
+ArenaPrediction ArenaPrediction::fromProgram(zrt::ProgramOp program) {
+  ArenaPrediction prediction;
+  auto integer = [&](llvm::StringRef name, int64_t fallback) {
+    if (auto value = program->getAttrOfType<mlir::IntegerAttr>(name))
+      return value.getInt();
+    return fallback;
+  };
+  prediction.plannedArena = integer(
+      "zrt.planned_arena", program.getArenaBytes(zrt::MemorySpace::device));
+  prediction.plannedHostArena = integer(
+      "zrt.planned_host_arena", program.getArenaBytes(zrt::MemorySpace::host));
+  prediction.liveBytes = integer("zrt.live_bytes", 0);
+  prediction.liveHostBytes = integer("zrt.live_host_bytes", 0);
+  return prediction;
+}
+
+absl::Status zero::rt::requireLiveBytes(const ArenaPrediction &prediction,
+                                        const std::string &tool) {
+  if (prediction.liveBytes > 0)
+    return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "--check-memory needs the program's zrt.live_bytes, the bytes live at "
+      "once by the compiler's liveness analysis; this program has none "
+      "(compile it with zero-opt's zero-lower-to-runtime, or run ",
+      tool, " without --check-memory)"));
+}
+
+std::vector<std::string>
+zero::rt::checkArenaWrites(const ArenaPrediction &prediction, int64_t rank,
+                           const ArenaWrites &device, const ArenaWrites &host) {
+  std::vector<std::string> problems;
+  for (auto [writes, planned, arena] :
+       {std::make_tuple(device, prediction.plannedArena, "arena"),
+        std::make_tuple(host, prediction.plannedHostArena, "host arena")}) {
+    if (writes.guardBytes > 0)
+      problems.push_back(absl::StrCat(
+          "rank ", rank, " wrote ", writes.guardBytes,
+          " bytes past the end of its ", arena,
+          " (its guard band): an instruction wrote beyond its view"));
+    if (writes.highWater > planned)
+      problems.push_back(absl::StrCat(
+          "rank ", rank, " wrote its ", arena, " up to byte ", writes.highWater,
+          ", beyond the ", planned, " bytes the compiler planned"));
+  }
+  // Against a prediction the placement did not make: the liveness
+  // analysis's peak of bytes live at once, which no placement can go below,
+  // times the fragmentation a sound placement stays within.
+  for (auto [highWater, live, arena, attribute] :
+       {std::make_tuple(device.highWater, prediction.liveBytes, "arena",
+                        "zrt.live_bytes"),
+        std::make_tuple(host.highWater, prediction.liveHostBytes, "host arena",
+                        "zrt.live_host_bytes")}) {
+    int64_t predicted = static_cast<int64_t>(
+        std::ceil(static_cast<double>(live) * kArenaFragmentationBound));
+    if (live > 0 && highWater > predicted)
+      problems.push_back(absl::StrCat(
+          "rank ", rank, " wrote its ", arena, " up to byte ", highWater,
+          ", beyond ", predicted, " = ", kArenaFragmentationBound, " x the ",
+          live, " bytes live at once (", attribute, ")"));
+  }
+  return problems;
+}
+
+absl::Status zero::rt::checkArenaWritesOfEveryRank(
+    Communicator &comm, const ArenaPrediction &prediction,
+    const std::pair<ArenaWrites, ArenaWrites> &local) {
+  const auto &[device, host] = local;
+  std::vector<int64_t> fields{device.highWater, device.bytes, device.guardBytes,
+                              host.highWater,   host.bytes,   host.guardBytes};
+  std::vector<int64_t> all(fields.size() * comm.size());
+  if (absl::Status status =
+          comm.allGather(fields.data(), all.data(), fields.size(), DType::i64);
+      !status.ok())
+    return status;
+  std::vector<std::string> problems;
+  for (int rank = 0; rank < comm.size(); ++rank) {
+    const int64_t *of = all.data() + rank * fields.size();
+    for (std::string &problem : checkArenaWrites(
+             prediction, rank, {of[0], of[1], of[2]}, {of[3], of[4], of[5]}))
+      problems.push_back(std::move(problem));
+  }
+  if (problems.empty())
+    return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("--check-memory: ", absl::StrJoin(problems, "; "),
+                   " (docs/runtime.md, \"What is measured\")"));
 }

@@ -58,19 +58,7 @@ RunMetrics::RunMetrics(Executor &executor, zrt::ProgramOp program)
     if (llvm::json::Object *object = value.getAsObject())
       report = *object;
   }
-  if (auto value = program->getAttrOfType<mlir::IntegerAttr>("zrt.live_bytes"))
-    liveBytes = value.getInt();
-  if (auto value =
-          program->getAttrOfType<mlir::IntegerAttr>("zrt.live_host_bytes"))
-    liveHostBytes = value.getInt();
-  plannedArenaBytes = program.getArenaBytes(zrt::MemorySpace::device);
-  plannedHostArenaBytes = program.getArenaBytes(zrt::MemorySpace::host);
-  if (auto value =
-          program->getAttrOfType<mlir::IntegerAttr>("zrt.planned_arena"))
-    plannedArenaBytes = value.getInt();
-  if (auto value =
-          program->getAttrOfType<mlir::IntegerAttr>("zrt.planned_host_arena"))
-    plannedHostArenaBytes = value.getInt();
+  prediction = ArenaPrediction::fromProgram(program);
   if (auto plan =
           program->getAttrOfType<mlir::DictionaryAttr>("zrt.memory_plan"))
     report["memory_plan"] = memoryPlanToJson(zero::MemoryPlan::fromAttr(plan));
@@ -199,36 +187,13 @@ std::vector<std::string> RunMetrics::writesBeyondPlan() const {
     size_t written = fields.size() - kWriteFields;
     if (fields[written] == 0)
       continue;
-    for (auto [highWater, planned, guard, arena] :
-         {std::make_tuple(fields[written + 1], plannedArenaBytes,
-                          fields[written + 5], "arena"),
-          std::make_tuple(fields[written + 3], plannedHostArenaBytes,
-                          fields[written + 6], "host arena")}) {
-      if (guard > 0)
-        problems.push_back(absl::StrCat(
-            "rank ", rank, " wrote ", guard, " bytes past the end of its ",
-            arena, " (its guard band): an instruction wrote beyond its view"));
-      if (highWater > planned)
-        problems.push_back(absl::StrCat(
-            "rank ", rank, " wrote its ", arena, " up to byte ", highWater,
-            ", beyond the ", planned, " bytes the compiler planned"));
-    }
-    // Against a prediction the placement did not make: the liveness
-    // analysis's peak of bytes live at once, which no placement can go
-    // below, times the fragmentation a sound placement stays within.
-    for (auto [highWater, live, arena, attribute] :
-         {std::make_tuple(fields[written + 1], liveBytes, "arena",
-                          "zrt.live_bytes"),
-          std::make_tuple(fields[written + 3], liveHostBytes, "host arena",
-                          "zrt.live_host_bytes")}) {
-      int64_t predicted = static_cast<int64_t>(
-          std::ceil(static_cast<double>(live) * kArenaFragmentationBound));
-      if (live > 0 && highWater > predicted)
-        problems.push_back(absl::StrCat(
-            "rank ", rank, " wrote its ", arena, " up to byte ", highWater,
-            ", beyond ", predicted, " = ", kArenaFragmentationBound, " x the ",
-            live, " bytes live at once (", attribute, ")"));
-    }
+    ArenaWrites device{fields[written + 1], fields[written + 2],
+                       fields[written + 5]};
+    ArenaWrites host{fields[written + 3], fields[written + 4],
+                     fields[written + 6]};
+    for (std::string &problem :
+         checkArenaWrites(prediction, static_cast<int64_t>(rank), device, host))
+      problems.push_back(std::move(problem));
   }
   return problems;
 }
@@ -237,14 +202,14 @@ llvm::json::Object RunMetrics::reportJson() const {
   // The compiler's figures only: the arenas it planned, not what the
   // runtime allocated, so that a measurement compared with them can fail.
   llvm::json::Object object = report;
-  object["arena_bytes"] = plannedArenaBytes;
-  object["host_arena_bytes"] = plannedHostArenaBytes;
-  object["live_bytes_lower_bound"] = liveBytes;
+  object["arena_bytes"] = prediction.plannedArena;
+  object["host_arena_bytes"] = prediction.plannedHostArena;
+  object["live_bytes_lower_bound"] = prediction.liveBytes;
   // What --check-memory holds the written high water to, times the above.
   object["arena_fragmentation_bound"] = kArenaFragmentationBound;
   if (const llvm::json::Value *persistent = object.get("persistent"))
     if (std::optional<int64_t> bytes = persistent->getAsInteger())
-      object["peak"] = *bytes + plannedArenaBytes;
+      object["peak"] = *bytes + prediction.plannedArena;
   return object;
 }
 
@@ -322,8 +287,9 @@ std::string RunMetrics::describeStart() const {
                 memory.gradAccumulators),
       ", arena ", megabytes(memory.arenaBytes),
       absl::StrFormat(" (%.0f%% live)",
-                      memory.arenaBytes ? 100.0 * liveBytes / memory.arenaBytes
-                                        : 100.0),
+                      memory.arenaBytes
+                          ? 100.0 * prediction.liveBytes / memory.arenaBytes
+                          : 100.0),
       "; global batch ", globalBatch,
       executor.accumulateSteps() > 1
           ? absl::StrCat(" in ", executor.accumulateSteps(), " micro-batches")

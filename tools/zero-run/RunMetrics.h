@@ -11,6 +11,7 @@
 #define ZERO_TOOLS_ZERO_RUN_RUNMETRICS_H
 
 #include "zero/dialects/zrt/ZrtOps.h"
+#include "zero/runtime/ArenaWriteCheck.h"
 #include "zero/runtime/Executor.h"
 
 #include "llvm/Support/JSON.h"
@@ -51,25 +52,11 @@ public:
   /// With --check-memory, this rank's measured arena writes (device, host).
   std::optional<std::pair<ArenaWrites, ArenaWrites>> writes;
 
-  /// The arenas the compiler planned (`zrt.planned_arena`,
-  /// `zrt.planned_host_arena`; the program's header where a program
-  /// predates them): what --check-memory holds the writes against.
-  int64_t plannedArena() const { return plannedArenaBytes; }
-  int64_t plannedHostArena() const { return plannedHostArenaBytes; }
-  /// With --check-memory, after gatherRanks: one line per rank whose
-  /// measured writes pass the compiler's plan, write into an arena's guard
-  /// band, or reach past kArenaFragmentationBound times the bytes live at
-  /// once; empty when none does.
+  /// What --check-memory holds the writes against (ArenaWriteCheck.h).
+  const ArenaPrediction &arenaPrediction() const { return prediction; }
+  /// With --check-memory, after gatherRanks: checkArenaWrites's lines for
+  /// every rank; empty when no rank's writes pass the prediction.
   std::vector<std::string> writesBeyondPlan() const;
-  /// The bytes live at once by the compiler's liveness analysis
-  /// (`zrt.live_bytes`), 0 where the program does not say.
-  int64_t liveBytesLowerBound() const { return liveBytes; }
-  /// How far above the bytes live at once a placement may reach. The
-  /// worst of the suite's programs is 1.108 (gpt2-tiny on a 2x2 mesh with
-  /// hpZ and qgZ; docs/runtime.md, "What is measured"), where the lower
-  /// bound is not reachable by the planner's orders; a placement that
-  /// wastes 15 % more than it needs fails (test/e2e/check-memory.test).
-  static constexpr double kArenaFragmentationBound = 1.12;
   /// Trailing fields of localFields() that carry the measured writes.
   static constexpr size_t kWriteFields = 7;
 
@@ -88,11 +75,7 @@ private:
   /// The placement grid: [ranks], or [nodes, ranks per node] on a mesh.
   std::vector<int64_t> grid;
   llvm::json::Object report;
-  int64_t liveBytes = 0;
-  /// The host arena's (`zrt.live_host_bytes`, offloaded programs).
-  int64_t liveHostBytes = 0;
-  int64_t plannedArenaBytes = 0;
-  int64_t plannedHostArenaBytes = 0;
+  ArenaPrediction prediction;
   std::vector<float> losses;
   std::vector<double> stepSeconds;
   std::vector<std::vector<int64_t>> perRank;

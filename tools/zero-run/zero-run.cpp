@@ -625,12 +625,11 @@ int main(int argc, char **argv) {
   RunMetrics metrics(**executor, *program);
   // The check holds the writes against the liveness analysis's figure; a
   // program without it would be held against its own header only.
-  if (checkMemoryFlag && metrics.liveBytesLowerBound() <= 0)
-    fail(comm, absl::FailedPreconditionError(
-                   "--check-memory needs the program's zrt.live_bytes, the "
-                   "bytes live at once by the compiler's liveness analysis; "
-                   "this program has none (compile it with zero-opt's "
-                   "zero-lower-to-runtime, or run without --check-memory)"));
+  if (checkMemoryFlag)
+    if (absl::Status status =
+            requireLiveBytes(metrics.arenaPrediction(), "zero-run");
+        !status.ok())
+      fail(comm, status);
   metrics.steps = stepsFlag;
   metrics.firstStep = firstStep;
   metrics.globalBatch = (*batches)->globalBatch();
@@ -762,7 +761,7 @@ int main(int argc, char **argv) {
       llvm::outs() << "zero-run: --check-memory: rank 0 wrote "
                    << metrics.writes->first.bytes << " arena bytes, up to byte "
                    << metrics.writes->first.highWater << " of the "
-                   << metrics.plannedArena() << " planned\n";
+                   << metrics.arenaPrediction().plannedArena << " planned\n";
     llvm::outs().flush();
   }
   // After the metrics are written, so that the figures of a failed check

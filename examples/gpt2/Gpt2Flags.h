@@ -70,7 +70,7 @@ struct Flags {
   double clip = 0; // 0: no clipping
   bool checkpoint = false;
   /// --check-memory: hold the arenas' measured writes against the plan
-  /// (as zero-run's flag of the same name; CPU backend).
+  /// (as zero-run's flag of the same name).
   bool checkMemory = false;
   bool deterministic = false;
   bool planOnly = false;

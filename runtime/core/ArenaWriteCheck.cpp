@@ -17,20 +17,27 @@
 #include <cmath>
 #include <cstring>
 #include <tuple>
+#include <vector>
 
 using namespace zero::rt;
 
+// A backend whose arena is in host memory is filled and scanned in place;
+// a device arena (CUDA) through the backend's blocking copies, once before
+// the first step and once after the last: a checking mode, not a fast path.
 absl::Status Executor::startWriteCheck() {
-  if (!dynamic_cast<HostExecutionBackend *>(executionBackend.get()))
-    return absl::UnimplementedError(
-        absl::StrCat("--check-memory scans the arenas in host memory; the ",
-                     executionBackend->name(),
-                     " backend keeps them on the "
-                     "device (run the check on the CPU backend)"));
   // Every instruction writes before it reads (a read of an unwritten byte
   // would train on garbage), so the canary changes no result.
-  if (arena)
-    std::memset(arena, kArenaCanary, figures.arenaBytes + kArenaGuardBytes);
+  int64_t arenaExtent = figures.arenaBytes + kArenaGuardBytes;
+  if (arena && executionBackend->hostAddressable()) {
+    std::memset(arena, kArenaCanary, arenaExtent);
+  } else if (arena) {
+    std::vector<uint8_t> canary(arenaExtent, kArenaCanary);
+    if (absl::Status status =
+            executionBackend->copyFromHost(arena, canary.data(), arenaExtent);
+        !status.ok())
+      return status;
+  }
+  // The host arena (offloaded programs) is host memory on every backend.
   if (hostArena)
     std::memset(hostArena, kArenaCanary,
                 figures.hostArenaBytes + kArenaGuardBytes);
@@ -59,7 +66,16 @@ Executor::measureArenaWrites() const {
   if (!writeCheck)
     return absl::FailedPreconditionError(
         "measureArenaWrites needs startWriteCheck before the first step");
-  return std::make_pair(scanForWrites(arena, figures.arenaBytes),
+  ArenaWrites device = scanForWrites(arena, figures.arenaBytes);
+  if (arena && !executionBackend->hostAddressable()) {
+    std::vector<uint8_t> copy(figures.arenaBytes + kArenaGuardBytes);
+    if (absl::Status status =
+            executionBackend->copyToHost(copy.data(), arena, copy.size());
+        !status.ok())
+      return status;
+    device = scanForWrites(copy.data(), figures.arenaBytes);
+  }
+  return std::make_pair(device,
                         scanForWrites(hostArena, figures.hostArenaBytes));
 }
 

@@ -114,7 +114,7 @@ writtenRanges(const Executor &executor, const std::vector<int> &writers,
 /// kin), which a checkpoint can write from and read into directly; device
 /// buffers go through a host staging buffer.
 bool inHostMemory(Executor &executor) {
-  return dynamic_cast<HostExecutionBackend *>(&executor.backend()) != nullptr;
+  return executor.backend().hostAddressable();
 }
 
 /// Collective: OK when `local` is OK on every rank; otherwise every rank

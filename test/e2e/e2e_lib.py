@@ -101,9 +101,10 @@ def zero_run(program, args, timeout=300, env=None):
 
 def train(program, workdir, tag, ranks, stage, steps, seed=1, extra=()):
     """One deterministic training run; returns (metrics dict, state path).
-    On the CPU backend (no --backend in `extra`) it runs with --check-memory:
-    the metrics then hold the arena bytes the instructions really wrote
-    (`written`), and zero-run fails when they pass the compiler's plan."""
+    It runs with --check-memory (a CUDA backend's device arena is copied
+    to the host to be scanned): the metrics then hold the arena bytes the
+    instructions really wrote (`written`), and zero-run fails when they
+    pass the compiler's plan."""
     metrics = os.path.join(workdir, f"{tag}.json")
     state = os.path.join(workdir, f"{tag}.safetensors")
     for path in (metrics, state):
@@ -114,8 +115,7 @@ def train(program, workdir, tag, ranks, stage, steps, seed=1, extra=()):
         "--deterministic", "--quiet", "--metrics-json", metrics,
         "--save-state", state, "--timeout", 60,
     ] + list(extra)
-    if "--backend" not in [str(arg) for arg in extra]:
-        args.append("--check-memory")
+    args.append("--check-memory")
     if program in INIT_FILES:
         args += ["--init", INIT_FILES[program]]
     _, seconds = zero_run(program, args)

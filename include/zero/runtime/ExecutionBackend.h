@@ -143,6 +143,10 @@ public:
   /// Memory the backend holds besides the buffers and the arena (kernel
   /// workspaces, staging buffers).
   virtual int64_t overheadBytes() const { return 0; }
+  /// Whether the host may read and write what allocate() returns in place
+  /// (checkpoints, the arena write check); otherwise only through
+  /// copyToHost and copyFromHost (device memory).
+  virtual bool hostAddressable() const { return false; }
   /// From now on, adds an event to `profile` for every instruction run
   /// (null stops). Backends that cannot time instructions say so.
   virtual absl::Status setProfile(StepProfile *profile);
@@ -153,6 +157,7 @@ public:
 /// some other way (a test's simulated streams) derive from it.
 class HostExecutionBackend : public ExecutionBackend {
 public:
+  bool hostAddressable() const override { return true; }
   absl::StatusOr<void *> allocate(int64_t bytes) override;
   void release(void *memory) override;
   /// Host and "device" memory are the same here; the executor accounts for

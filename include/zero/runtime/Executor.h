@@ -206,8 +206,8 @@ public:
   /// The checking mode of zero-run --check-memory (docs/runtime.md,
   /// "What is measured"): fills both arenas with kArenaCanary, so that
   /// measureArenaWrites() can later tell every byte an instruction wrote.
-  /// Call it before the first step. Host-memory backends only: device
-  /// arenas are not scanned.
+  /// Call it before the first step. A device arena (CUDA) is filled and,
+  /// by measureArenaWrites(), scanned through the backend's blocking copies.
   absl::Status startWriteCheck();
   /// The device (first) and host (second) arenas' written bytes since
   /// startWriteCheck(). A byte written with the canary's own value is not

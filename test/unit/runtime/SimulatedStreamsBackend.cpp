@@ -46,6 +46,7 @@ public:
       : comm(comm), options(options), stats(stats), random(options.seed) {}
 
   std::string name() const override { return "simulated-streams"; }
+  bool hostAddressable() const override { return !options.deviceLikeMemory; }
   std::string deviceDescription() const override {
     return "host CPU, simulated concurrent streams";
   }

@@ -54,6 +54,10 @@ struct SimulationOptions {
   /// with an off-by-one would. Name one whose result is in the arena: past
   /// a persistent buffer the write would leave its allocation.
   std::string overrunKernel;
+  /// Tells the executor its memory is not host addressable, as a GPU's
+  /// is: checks that scan memory then go through copyToHost and
+  /// copyFromHost, the CUDA backend's path, here on the host.
+  bool deviceLikeMemory = false;
 };
 
 /// What the backend saw in the step list (filled by prepare).

@@ -31,6 +31,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 #include <cstdio>
@@ -365,13 +366,50 @@ TEST(SimulatedStreamsMemory, BufferAfterTheArenaIsNotInIt) {
 TEST(SimulatedStreamsMemory, WritePastTheArenaIsSeen) {
   // The MLP's loss, a scalar, is the arena's last view: the overrun of the
   // kernel that writes it lands in the band (in the allocation, which has
-  // the band, so the sanitizers see no overflow).
+  // the band, so the sanitizers see no overflow). With device-like memory
+  // the arena is filled and scanned through the backend's copies, as on
+  // the CUDA backend.
   std::unique_ptr<Compiled> compiled = compile("mlp.mlir", 0, -1);
   ASSERT_TRUE(compiled);
-  for (bool overrun : {false, true}) {
+  for (bool deviceLike : {false, true}) {
+    for (bool overrun : {false, true}) {
+      SCOPED_TRACE(absl::StrCat("device-like memory ", deviceLike, ", overrun ",
+                                overrun));
+      SimulationOptions options;
+      options.deviceLikeMemory = deviceLike;
+      if (overrun)
+        options.overrunKernel = "train.softmax_cross_entropy";
+      auto executor = rt::Executor::create(
+          compiled->program, *theComm,
+          createSimulatedStreamsBackend(*theComm, options));
+      ASSERT_TRUE(executor.ok()) << executor.status().message();
+      rt::Executor &run = **executor;
+      ASSERT_TRUE(run.startWriteCheck().ok());
+      ASSERT_TRUE(rt::initializeState(run, kStateSeed, "").ok());
+      auto batches = rt::createSyntheticBatches(run, kStateSeed);
+      ASSERT_TRUE(batches.ok()) << batches.status().message();
+      ASSERT_TRUE((*batches)->fill(1, 0).ok());
+      ASSERT_TRUE(run.runStep(1).ok());
+      auto writes = run.measureArenaWrites();
+      ASSERT_TRUE(writes.ok()) << writes.status().message();
+      EXPECT_GT(writes->first.highWater, 0);
+      if (overrun)
+        EXPECT_GT(writes->first.guardBytes, 0);
+      else
+        EXPECT_EQ(writes->first.guardBytes, 0);
+    }
+  }
+}
+
+// The same figures whether the arena is scanned in place or through the
+// backend's copies.
+TEST(SimulatedStreamsMemory, CopiedScanEqualsInPlaceScan) {
+  std::unique_ptr<Compiled> compiled = compile("gpt2-tiny.mlir", 3, -1);
+  ASSERT_TRUE(compiled);
+  std::vector<rt::ArenaWrites> figures;
+  for (bool deviceLike : {false, true}) {
     SimulationOptions options;
-    if (overrun)
-      options.overrunKernel = "train.softmax_cross_entropy";
+    options.deviceLikeMemory = deviceLike;
     auto executor =
         rt::Executor::create(compiled->program, *theComm,
                              createSimulatedStreamsBackend(*theComm, options));
@@ -385,11 +423,12 @@ TEST(SimulatedStreamsMemory, WritePastTheArenaIsSeen) {
     ASSERT_TRUE(run.runStep(1).ok());
     auto writes = run.measureArenaWrites();
     ASSERT_TRUE(writes.ok()) << writes.status().message();
-    if (overrun)
-      EXPECT_GT(writes->first.guardBytes, 0);
-    else
-      EXPECT_EQ(writes->first.guardBytes, 0);
+    figures.push_back(writes->first);
   }
+  EXPECT_GT(figures[0].bytes, 0);
+  EXPECT_EQ(figures[0].bytes, figures[1].bytes);
+  EXPECT_EQ(figures[0].highWater, figures[1].highWater);
+  EXPECT_EQ(figures[0].guardBytes, figures[1].guardBytes);
 }
 
 } // namespace

@@ -18,7 +18,9 @@ cosine schedule's length is --steps unless --schedule-total says otherwise;
 a resume under another length is refused unless --schedule-total gives it
 (the rates of the steps already run would not be those of the new
 schedule). Each step logs its loss, learning rate and gradient norm
-(clipped at --clip, as nanoGPT does), from Trainer.metrics.
+(clipped at --clip, as nanoGPT does), from Trainer.metrics. After the last
+step it prints --sample-tokens bytes sampled after --prompt
+(Trainer.generate, as nanoGPT's sample.py).
 docs/python.md describes every call used here.
 """
 
@@ -42,6 +44,8 @@ def build(size, stage, ranks, total_steps, warmup, weight_decay, clip):
     model = zero.nn.GPT2(graph, layers=layers, vocab=vocab, seq=seq, dim=dim,
                          heads=heads)
     graph.minimize(model.loss(tokens, positions, targets))
+    # What Trainer.generate samples from (training steps do not compute it).
+    graph.output("logits", model.logits(tokens, positions))
     graph.config.optimizer(zero.AdamW(lr=lr, betas=(0.9, 0.95), eps=1e-8,
                                       weight_decay=weight_decay))
     graph.config.learning_rate_schedule(
@@ -85,6 +89,12 @@ def main():
                         help="continue from the newest checkpoint in --out")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data", default=CORPUS)
+    parser.add_argument("--sample-tokens", type=int, default=200,
+                        help="after training, sample this many bytes after "
+                        "--prompt (0: no sample)")
+    parser.add_argument("--prompt", default="MENENIUS:")
+    parser.add_argument("--temperature", type=float, default=0.8)
+    parser.add_argument("--top-k", type=int, default=40)
     args = parser.parse_args()
     rank, ranks = zero.rank(), zero.world_size()
 
@@ -130,6 +140,17 @@ def main():
     if trainer.metrics is not None:
         log(f"last step: {trainer.metrics['tokens_per_second']:.0f} "
             "tokens/s")
+    if args.sample_tokens > 0:
+        # As nanoGPT's sample.py: bytes in, bytes out.
+        prompt = np.frombuffer(args.prompt.encode(), dtype=np.uint8)
+        sample = trainer.generate(
+            prompt, args.sample_tokens, temperature=args.temperature,
+            top_k=args.top_k, inputs={"positions": np.arange(seq),
+                                      "targets": 0})
+        log(f"sample after step {trainer.steps_done} (temperature "
+            f"{args.temperature}, top_k {args.top_k}):")
+        log(bytes(sample.astype(np.uint8)).decode("utf-8",
+                                                  errors="replace"))
     return 0
 
 

@@ -50,6 +50,7 @@ struct CompiledGraph::Impl {
   std::vector<std::string> outputNames;
   /// The graph's inputs, in declaration order: the order of a batch.
   std::vector<std::string> inputNames;
+  std::vector<std::pair<Shape, DType>> inputTypes;
   /// The forward-only program, compiled on first use.
   mlir::OwningOpRef<mlir::ModuleOp> eval;
   absl::Status evalStatus;
@@ -260,8 +261,11 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
     for (const auto &output : graph.outputs)
       impl->outputNames.push_back(output.first);
   }
-  for (const detail::InputDecl &input : graph.inputs)
+  for (const detail::InputDecl &input : graph.inputs) {
     impl->inputNames.push_back(input.name);
+    const detail::Node &node = graph.nodes[input.node];
+    impl->inputTypes.emplace_back(node.shape, node.dtype);
+  }
   impl->step = (*impl->forward).clone();
   mlir::PassManager autodiff(impl->context.get());
   zero::TrainAutodiffOptions autodiffOptions;
@@ -318,6 +322,11 @@ const std::vector<std::string> &CompiledGraph::outputNames() const {
 
 const std::vector<std::string> &CompiledGraph::inputNames() const {
   return impl->inputNames;
+}
+
+const std::vector<std::pair<Shape, DType>> &
+CompiledGraph::inputTypes() const {
+  return impl->inputTypes;
 }
 
 const OptimizerSpec &CompiledGraph::optimizer() const {

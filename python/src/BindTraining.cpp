@@ -442,6 +442,21 @@ void bindTraining(py::module_ &m) {
       .def_property_readonly("input_names", &CompiledGraph::inputNames,
                              "The graph's inputs, in declaration order: the "
                              "order of a batch's arrays.")
+      .def_property_readonly(
+          "input_types",
+          [](const CompiledGraph &compiled) {
+            py::list types;
+            for (const auto &[shape, dtype] : compiled.inputTypes())
+              types.append(
+                  py::make_tuple(shape, std::string(rt::dtypeName(dtype))));
+            return types;
+          },
+          "(shape, dtype) of each input, in declaration order: the shape "
+          "one rank holds, as graph.input declared it.")
+      .def_property_readonly("output_names", &CompiledGraph::outputNames,
+                             "The names given to graph.output, in order: "
+                             "what Trainer.evaluate(batch, outputs=True) "
+                             "gives back.")
       .def(
           "report_text",
           [](const CompiledGraph &compiled) { return compiled.reportText(); },

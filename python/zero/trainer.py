@@ -5,6 +5,26 @@ import numpy as np
 from zero import _zero
 
 
+_NUMPY = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16,
+          "i8": np.int8, "i32": np.int32, "i64": np.int64}
+
+
+def _sample(scores, temperature, top_k, rng):
+    """One token per row of `scores` [n, vocab] (float64), as nanoGPT
+    samples: greedy at temperature 0, else scores / temperature cut to the
+    top k, softmax, one draw."""
+    if temperature == 0:
+        return np.argmax(scores, axis=1)
+    scores = scores / temperature
+    if top_k is not None and top_k < scores.shape[1]:
+        kth = np.sort(scores, axis=1)[:, -top_k][:, None]
+        scores = np.where(scores < kth, -np.inf, scores)
+    scores = scores - scores.max(axis=1, keepdims=True)
+    probs = np.exp(scores)
+    probs /= probs.sum(axis=1, keepdims=True)
+    return np.array([rng.choice(probs.shape[1], p=row) for row in probs])
+
+
 class Trainer:
     """Runs a compiled graph on this job's ranks (every rank makes one).
 
@@ -32,6 +52,8 @@ class Trainer:
                 f"in declaration order, {declared}: a batch's arrays come in "
                 "that order; give the names in it (or leave input_names out)")
         self.input_names = declared
+        self._compiled = compiled
+        self._seed = seed
         self._trainer = _zero.Trainer(compiled, seed, init, self.input_names)
 
     def __repr__(self):
@@ -97,6 +119,155 @@ class Trainer:
                                 self._trainer.evaluate,
                                 self._arrays(batch, "evaluate"),
                                 bool(outputs))
+
+    def generate(self, prompt_ids, max_new_tokens, temperature=1.0,
+                 top_k=None, *, inputs=None, tokens=None, logits="logits",
+                 seed=None):
+        """Samples `max_new_tokens` tokens after `prompt_ids` from the
+        model, as nanoGPT's `generate` does: the context cropped to the
+        model's last `seq` tokens, the logits of its last position divided
+        by `temperature` (0: the most likely token, greedy), cut to the
+        `top_k` most likely where given, softmax, one draw. Returns the
+        prompt followed by the new tokens (int64): [L + max_new_tokens]
+        for a prompt [L], [n, L + max_new_tokens] for n prompts [n, L] of
+        one length, each sampled independently.
+
+        It runs the evaluation program (`evaluate`, no dropout) at the
+        training batch's shape, which is fixed when the graph is built:
+        each new token is one forward of a global batch whose first n rows
+        hold the prompts, so up to that many samples cost the same as one.
+        The graph must declare the logits, [rows, seq, vocab], as an
+        output (`graph.output("logits", model.logits(...))`, or name
+        another with `logits=`); the token ids go to `tokens` (default: the
+        first input), and every other input takes its value from `inputs`,
+        {name: value} broadcast to its global batch (e.g. {"positions":
+        np.arange(seq), "targets": 0}). The rows' positions after the
+        context are filled; the first call checks that they change no
+        logit before them (a model that looks ahead is refused, as filling
+        would change what it samples). Draws come from
+        numpy.random.default_rng(seed), the trainer's seed by default.
+        Collective: every rank must call it with the same arguments, and
+        every rank returns the same tokens, at any stage and rank count."""
+        names = list(self._compiled.output_names)
+        if logits not in names:
+            raise ValueError(
+                f"generate reads the graph output {logits!r}, the logits "
+                f"[rows, seq, vocab]; the graph's outputs are {names} "
+                "(declare it before compile: graph.output('logits', "
+                "model.logits(tokens, positions)), or name another with "
+                "logits=)")
+        types = dict(zip(self.input_names, self._compiled.input_types))
+        tokens = self.input_names[0] if tokens is None else tokens
+        if tokens not in types:
+            raise ValueError(f"tokens={tokens!r} is not an input; the "
+                             f"inputs are {self.input_names}")
+        shape, dtype = types[tokens]
+        if len(shape) != 2 or dtype not in ("i32", "i64"):
+            raise ValueError(f"generate feeds token ids to {tokens!r}, "
+                             "which must be an integer [rows, seq] input, "
+                             f"not {dtype}{list(shape)}")
+        rows, seq = shape[0] * self._compiled.ranks, shape[1]
+        given = dict(inputs or {})
+        others = [name for name in self.input_names if name != tokens]
+        missing = [name for name in others if name not in given]
+        unknown = sorted(set(given) - set(others))
+        if missing or unknown:
+            problems = []
+            if missing:
+                problems.append(f"missing {missing}")
+            if unknown:
+                problems.append(f"{unknown} are not other inputs")
+            example = ", ".join(f"{name!r}: ..." for name in others)
+            raise ValueError(
+                f"generate feeds the token ids to {tokens!r} and needs a "
+                "value for every other input, no more: "
+                f"{'; '.join(problems)} (inputs={{{example}}})")
+        fixed = {}
+        for name in others:
+            local, kind = types[name]
+            full = [local[0] * self._compiled.ranks] + list(local[1:])
+            if kind == "bf16" and np.asarray(given[name]).dtype != np.uint16:
+                raise TypeError(f"inputs[{name!r}] feeds a bf16 input: give "
+                                "its bit patterns as uint16, as to step")
+            try:
+                fixed[name] = np.ascontiguousarray(np.broadcast_to(
+                    np.asarray(given[name], dtype=_NUMPY[kind]), full))
+            except ValueError:
+                raise ValueError(
+                    f"inputs[{name!r}] of shape "
+                    f"{list(np.shape(given[name]))} does not broadcast to "
+                    f"the input's global batch {full}") from None
+        prompt = np.asarray(prompt_ids)
+        single = prompt.ndim == 1
+        if single:
+            prompt = prompt[None, :]
+        if prompt.ndim != 2 or prompt.shape[1] < 1 or \
+                prompt.dtype.kind not in "iu":
+            raise ValueError("prompt_ids are token ids, [L] or [n, L] "
+                             "integers with L >= 1, not "
+                             f"{prompt.dtype}{list(prompt.shape)}")
+        count = prompt.shape[0]
+        if count > rows:
+            raise ValueError(f"{count} prompts: the evaluation batch holds "
+                             f"{rows} rows, the most one call samples")
+        if isinstance(max_new_tokens, bool) or \
+                not isinstance(max_new_tokens, (int, np.integer)) or \
+                max_new_tokens < 0:
+            raise ValueError("max_new_tokens is a count >= 0, not "
+                             f"{max_new_tokens!r}")
+        if isinstance(temperature, bool) or \
+                not isinstance(temperature, (int, float)) or \
+                not temperature >= 0 or temperature == float("inf"):
+            raise ValueError("temperature is a finite number >= 0 (0: "
+                             f"greedy), not {temperature!r}")
+        if top_k is not None and (isinstance(top_k, bool) or
+                                  not isinstance(top_k, (int, np.integer))
+                                  or top_k < 1):
+            raise ValueError(f"top_k is None or a count >= 1, not {top_k!r}")
+        rng = np.random.default_rng(self._seed if seed is None else seed)
+        ids = prompt.astype(np.int64)
+        checked = False
+        for _ in range(max_new_tokens):
+            window = ids[:, -seq:]
+            length = window.shape[1]
+            last = self._generation_logits(tokens, fixed, window, rows, seq,
+                                           logits, 0)
+            if not checked and length < seq:
+                # Another filler after the context: a causal model's logits
+                # at the context's positions do not move.
+                other = self._generation_logits(tokens, fixed, window, rows,
+                                                seq, logits, 1)
+                if not np.array_equal(last[:, :length], other[:, :length]):
+                    raise ValueError(
+                        "generate samples from a causal model: this one's "
+                        f"logits at the first {length} positions changed "
+                        "when the tokens after them did (it looks ahead), "
+                        "so filling the context after the prompt would "
+                        "change what it samples")
+                checked = True
+            scores = last[:, length - 1, :].astype(np.float64)
+            ids = np.concatenate(
+                [ids, _sample(scores, temperature, top_k, rng)[:, None]],
+                axis=1)
+        return ids[0] if single else ids
+
+    def _generation_logits(self, tokens, fixed, window, rows, seq, logits,
+                           filler):
+        """The logits [n, seq, vocab] of the n context rows `window`, the
+        positions after them holding `filler`; the batch's other rows
+        repeat the first."""
+        count, length = window.shape
+        ids = np.full((rows, seq), filler, dtype=np.int64)
+        ids[:count, :length] = window
+        ids[count:] = ids[0]
+        kind = dict(zip(self.input_names,
+                        self._compiled.input_types))[tokens][1]
+        batch = dict(fixed)
+        batch[tokens] = ids.astype(_NUMPY[kind])
+        _, outputs = self._collective(
+            self._after("generate"), self._trainer.evaluate,
+            self._arrays(batch, "generate"), True)
+        return outputs[logits][:count]
 
     def _arrays(self, batch, method):
         """The batch as a list of arrays in input order."""

@@ -118,6 +118,9 @@ public:
   /// Graph::input's names, in declaration order: the order a batch's
   /// arrays come in.
   const std::vector<std::string> &inputNames() const;
+  /// Graph::input's shapes (one rank's) and element types, in declaration
+  /// order.
+  const std::vector<std::pair<Shape, rt::DType>> &inputTypes() const;
   /// The optimizer and parameter groups the graph was configured with.
   const OptimizerSpec &optimizer() const;
   const std::vector<GraphConfig::ParameterGroup> &parameterGroups() const;

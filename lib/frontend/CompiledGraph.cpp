@@ -324,8 +324,7 @@ const std::vector<std::string> &CompiledGraph::inputNames() const {
   return impl->inputNames;
 }
 
-const std::vector<std::pair<Shape, DType>> &
-CompiledGraph::inputTypes() const {
+const std::vector<std::pair<Shape, DType>> &CompiledGraph::inputTypes() const {
   return impl->inputTypes;
 }
 

@@ -140,7 +140,9 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
         module's logits[:, :-1] against labels[:, 1:], `labels` an extra
         input shaped like the first argument; labels of -100, Hugging
         Face's ignore_index for the prompt and the padding, take no part,
-        and the mean is over the global batch's other labels), or a
+        and the mean is over the global batch's other labels; the logits
+        are the graph's output "logits", for evaluate(outputs=True) and
+        Trainer.generate), or a
         function `loss(output, *targets)` returning the
         scalar loss, exported with the module (`example_targets` gives
         example targets).
@@ -263,6 +265,9 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
         # padding) take no part.
         graph.minimize(
             _zero.softmax_cross_entropy(logits, targets, ignore_index=-100))
+        # What evaluate(outputs=True) and Trainer.generate read; training
+        # steps do not compute it.
+        graph.output("logits", result.tensor)
     else:
         if result.shape != [] or result.dtype != "f32":
             raise UnsupportedModuleError(

@@ -29,6 +29,7 @@
 #include "zero/runtime/Communicator.h"
 #include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/TrainingState.h"
+#include "zero/support/Status.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -188,10 +189,7 @@ public:
       }
     }
     for (int i = 0; i < 3; ++i)
-      if (absl::Status status =
-              executor.writeBuffer(buffers[i], host[i].data());
-          !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(executor.writeBuffer(buffers[i], host[i].data()));
     return absl::OkStatus();
   }
   int64_t globalBatch() const override {
@@ -462,7 +460,7 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
     fail(&comm, trainer.status());
   zero::rt::ExecutionBackend &executionBackend =
       (*trainer)->executor().backend();
-  bool onGpu = executionBackend.name() != "cpu";
+  bool onGpu = !executionBackend.hostAddressable();
   auto batches =
       CorpusBatches::create((*trainer)->executor(), flags.data, *text,
                             flags.seq, flags.batch, flags.seed);

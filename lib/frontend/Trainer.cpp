@@ -11,6 +11,7 @@
 #include "zero/runtime/Checkpoint.h"
 #include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/RankAgreement.h"
+#include "zero/support/Status.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -51,26 +52,21 @@ Trainer::create(const CompiledGraph &compiled, rt::Communicator &comm,
         compiled.ranks() == 1 ? " rank" : " ranks", " but the job has ",
         comm.size(), " (compile with graph.compile(", comm.size(),
         ") or launch with mpirun -np ", compiled.ranks(), ")"));
-  if (absl::Status status = checkRanksAgree(compiled, comm, seed); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkRanksAgree(compiled, comm, seed));
   auto programs = compiled.module(Form::program).getOps<zrt::ProgramOp>();
   if (programs.empty())
     return absl::InternalError("the compiled graph holds no zrt program");
   std::unique_ptr<Trainer> trainer(new Trainer());
-  absl::StatusOr<std::unique_ptr<rt::Executor>> executor =
-      rt::Executor::create(*programs.begin(), comm, std::move(backend));
-  if (!executor.ok())
-    return executor.status();
-  trainer->executorPtr = std::move(*executor);
-  if (absl::Status status =
-          rt::initializeState(*trainer->executorPtr, seed, initFile);
-      !status.ok())
-    return status;
-  absl::StatusOr<std::unique_ptr<rt::BatchSource>> batches =
-      rt::createSyntheticBatches(*trainer->executorPtr, seed);
-  if (!batches.ok())
-    return batches.status();
-  trainer->batches = std::move(*batches);
+  ZERO_ASSIGN_OR_RETURN(
+      std::unique_ptr<rt::Executor> executor,
+      rt::Executor::create(*programs.begin(), comm, std::move(backend)));
+  trainer->executorPtr = std::move(executor);
+  ZERO_RETURN_IF_ERROR(
+      rt::initializeState(*trainer->executorPtr, seed, initFile));
+  ZERO_ASSIGN_OR_RETURN(
+      std::unique_ptr<rt::BatchSource> batches,
+      rt::createSyntheticBatches(*trainer->executorPtr, seed));
+  trainer->batches = std::move(batches);
   trainer->lossBuffer = trainer->executorPtr->findBuffer("output0");
   // What the step's metrics read (TrainAutodiff's scaler state, the
   // lowering's norm); -1 where the program has none.
@@ -116,13 +112,11 @@ absl::StatusOr<float> Trainer::step() {
   std::optional<ScalerState> before =
       readScaler(*executorPtr, scaleBuffer, goodStepsBuffer);
   auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<float> loss =
-      rt::runTrainingStep(*executorPtr, *batches, index);
-  if (!loss.ok())
-    return loss.status();
+  ZERO_ASSIGN_OR_RETURN(float loss,
+                        rt::runTrainingStep(*executorPtr, *batches, index));
   stepsRun = index;
   metrics.step = index;
-  metrics.loss = *loss;
+  metrics.loss = loss;
   metrics.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -151,10 +145,8 @@ absl::StatusOr<float> Trainer::step() {
 absl::StatusOr<std::vector<float>> Trainer::run(int64_t steps) {
   std::vector<float> losses;
   for (int64_t i = 0; i < steps; ++i) {
-    absl::StatusOr<float> loss = step();
-    if (!loss.ok())
-      return loss.status();
-    losses.push_back(*loss);
+    ZERO_ASSIGN_OR_RETURN(float loss, step());
+    losses.push_back(loss);
   }
   return losses;
 }
@@ -170,11 +162,9 @@ absl::Status Trainer::loadStateDict(const rt::TensorMap &state,
 
 absl::StatusOr<float> Trainer::evaluate(rt::TensorMap batch,
                                         const std::string &what) {
-  absl::StatusOr<Evaluation> evaluation =
-      evaluateWithOutputs(std::move(batch), what);
-  if (!evaluation.ok())
-    return evaluation.status();
-  return evaluation->loss;
+  ZERO_ASSIGN_OR_RETURN(Evaluation evaluation,
+                        evaluateWithOutputs(std::move(batch), what));
+  return evaluation.loss;
 }
 
 /// Output `index` (1-based: output0 is the loss) of the step that just ran,
@@ -189,9 +179,7 @@ static absl::Status appendOutput(zero::rt::Executor &executor, int index,
         absl::StrCat("the evaluation program has no output", index, " buffer"));
   const rt::BufferDecl &decl = executor.buffers()[buffer];
   std::vector<uint8_t> mine(decl.bytes);
-  if (absl::Status status = executor.readBuffer(buffer, mine.data());
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(executor.readBuffer(buffer, mine.data()));
   rt::DType dtype = decl.spec.dtype;
   bool widen = dtype == rt::DType::bf16 || dtype == rt::DType::f16;
   int64_t elements = decl.spec.numElements();
@@ -208,10 +196,8 @@ static absl::Status appendOutput(zero::rt::Executor &executor, int index,
   }
   rt::Communicator &comm = executor.communicator();
   std::vector<uint8_t> all(mine.size() * comm.size());
-  if (absl::Status status =
-          comm.allGather(mine.data(), all.data(), elements, dtype);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      comm.allGather(mine.data(), all.data(), elements, dtype));
   into.dtype = widen ? rt::DType::f32 : dtype;
   if (into.shape.empty()) {
     into.shape = decl.spec.shape;
@@ -233,17 +219,14 @@ static absl::Status appendOutput(zero::rt::Executor &executor, int index,
 absl::StatusOr<Trainer::Evaluation>
 Trainer::evaluateWithOutputs(rt::TensorMap batch, const std::string &what) {
   if (!evalExecutor) {
-    absl::StatusOr<mlir::ModuleOp> eval = compiled->evalProgram();
-    if (!eval.ok())
-      return eval.status();
-    auto programs = eval->getOps<zrt::ProgramOp>();
+    ZERO_ASSIGN_OR_RETURN(mlir::ModuleOp eval, compiled->evalProgram());
+    auto programs = eval.getOps<zrt::ProgramOp>();
     if (programs.empty())
       return absl::InternalError("the evaluation module holds no program");
-    absl::StatusOr<std::unique_ptr<rt::Executor>> executor =
-        rt::Executor::create(*programs.begin(), executorPtr->communicator());
-    if (!executor.ok())
-      return executor.status();
-    evalExecutor = std::move(*executor);
+    ZERO_ASSIGN_OR_RETURN(
+        std::unique_ptr<rt::Executor> executor,
+        rt::Executor::create(*programs.begin(), executorPtr->communicator()));
+    evalExecutor = std::move(executor);
   }
   // The parameters as the training state holds them now: the same shards
   // (the two programs shard alike), copied buffer to buffer.
@@ -260,38 +243,29 @@ Trainer::evaluateWithOutputs(rt::TensorMap batch, const std::string &what) {
           absl::StrCat("the evaluation program holds parameter '", decl.name,
                        "' otherwise than the training program"));
     std::vector<uint8_t> host(decl.bytes);
-    if (absl::Status status = executorPtr->readBuffer(source, host.data());
-        !status.ok())
-      return status;
-    if (absl::Status status = evalExecutor->writeBuffer(index, host.data());
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(executorPtr->readBuffer(source, host.data()));
+    ZERO_RETURN_IF_ERROR(evalExecutor->writeBuffer(index, host.data()));
   }
   int64_t rows = batch.count("input0") && !batch["input0"].shape.empty()
                      ? batch["input0"].shape[0]
                      : 0;
-  absl::StatusOr<std::unique_ptr<rt::BatchSource>> source =
-      rt::createArrayBatches(*evalExecutor, std::move(batch), what);
-  if (!source.ok())
-    return source.status();
+  ZERO_ASSIGN_OR_RETURN(
+      std::unique_ptr<rt::BatchSource> source,
+      rt::createArrayBatches(*evalExecutor, std::move(batch), what));
   // Every global batch the arrays hold, averaged: a validation set in one
   // call, and a training step's K micro-batches give the step's loss.
-  int64_t count = std::max<int64_t>(rows / (*source)->globalBatch(), 1);
+  int64_t count = std::max<int64_t>(rows / (source)->globalBatch(), 1);
   const std::vector<std::string> &names = compiled->outputNames();
   Evaluation evaluation;
   std::vector<rt::HostTensor> outputs(names.size());
   float sum = 0;
   for (int64_t index = 1; index <= count; ++index) {
-    absl::StatusOr<float> loss =
-        rt::runTrainingStep(*evalExecutor, **source, index);
-    if (!loss.ok())
-      return loss.status();
-    sum += *loss;
+    ZERO_ASSIGN_OR_RETURN(float loss,
+                          rt::runTrainingStep(*evalExecutor, *source, index));
+    sum += loss;
     for (size_t output = 0; output < names.size(); ++output)
-      if (absl::Status status = appendOutput(
-              *evalExecutor, static_cast<int>(output) + 1, outputs[output]);
-          !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(appendOutput(
+          *evalExecutor, static_cast<int>(output) + 1, outputs[output]));
   }
   evaluation.loss = sum / static_cast<float>(count);
   for (size_t output = 0; output < names.size(); ++output) {

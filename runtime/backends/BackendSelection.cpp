@@ -12,6 +12,7 @@
 #ifdef ZERO_BACKENDS_HAS_CUDA
 #include "zero/runtime/CudaBackendModule.h"
 #include "zero/runtime/InstallPaths.h"
+#include "zero/support/Status.h"
 
 #include <dlfcn.h>
 #endif
@@ -103,12 +104,10 @@ absl::Status zero::rt::checkBackendChoice(const BackendChoice &choice,
   if (backend == "cpu" || !probeDevices)
     return absl::OkStatus();
 #ifdef ZERO_BACKENDS_HAS_CUDA
-  absl::StatusOr<const CudaBackendModule *> module =
-      loadCudaBackendModule(backend);
-  if (!module.ok())
-    return module.status();
+  ZERO_ASSIGN_OR_RETURN(const CudaBackendModule *module,
+                        loadCudaBackendModule(backend));
   absl::StatusOr<std::vector<cuda::CudaDeviceInfo>> devices =
-      (*module)->listDevices();
+      (module)->listDevices();
   if (!devices.ok())
     return absl::Status(
         devices.status().code(),
@@ -132,10 +131,8 @@ zero::rt::createBackend(Communicator &comm, const BackendChoice &choice) {
   if (choice.name == "cpu")
     return createCpuBackend(comm);
 #ifdef ZERO_BACKENDS_HAS_CUDA
-  absl::StatusOr<const CudaBackendModule *> module =
-      loadCudaBackendModule(choice.name);
-  if (!module.ok())
-    return module.status();
+  ZERO_ASSIGN_OR_RETURN(const CudaBackendModule *module,
+                        loadCudaBackendModule(choice.name));
   CudaBackendOptions options;
   options.collectives = choice.name == "cuda"
                             ? CudaBackendOptions::Collectives::nccl
@@ -145,7 +142,7 @@ zero::rt::createBackend(Communicator &comm, const BackendChoice &choice) {
   options.comm.deterministic = choice.deterministic;
   options.comm.timeoutSeconds = choice.timeoutSeconds;
   absl::StatusOr<std::unique_ptr<ExecutionBackend>> backend =
-      (*module)->createBackend(comm, options);
+      (module)->createBackend(comm, options);
   if (!backend.ok())
     return absl::Status(backend.status().code(),
                         absl::StrCat("--backend ", choice.name, ": ",

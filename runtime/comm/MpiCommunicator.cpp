@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/runtime/Communicator.h"
+#include "zero/support/Status.h"
 
 #include "Departures.h"
 #include "LocalReduce.h"
@@ -307,9 +308,7 @@ absl::Status MpiCommunicator::startFixedOrderReduction(
     MPI_Request request;
     int code = MPI_Irecv(slot(peer), static_cast<int>(mine), type, peer, tag1,
                          comm_, &request);
-    if (absl::Status status = post(operation, "MPI_Irecv", code, request, peer);
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(post(operation, "MPI_Irecv", code, request, peer));
   }
   for (int step = 1; step < size_; ++step) {
     int peer = (rank_ + step) % size_;
@@ -317,9 +316,7 @@ absl::Status MpiCommunicator::startFixedOrderReduction(
     int code = MPI_Isend(in + offsets[peer] * elementBytes,
                          static_cast<int>(lengths[peer]), type, peer, tag1,
                          comm_, &request);
-    if (absl::Status status = post(operation, "MPI_Isend", code, request, peer);
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(post(operation, "MPI_Isend", code, request, peer));
   }
   const char *own = in + offsets[rank_] * elementBytes;
   operation.steps.push_back(
@@ -337,12 +334,8 @@ absl::Status MpiCommunicator::startFixedOrderReduction(
 absl::StatusOr<Communicator::Ticket>
 MpiCommunicator::startAllReduce(const void *in, void *out, int64_t count,
                                 DType dtype, ReduceKind kind) {
-  if (absl::Status status = checkArguments("all_reduce", in, out, count, true);
-      !status.ok())
-    return status;
-  if (absl::Status status = checkReduction("all_reduce", dtype, kind);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArguments("all_reduce", in, out, count, true));
+  ZERO_RETURN_IF_ERROR(checkReduction("all_reduce", dtype, kind));
   advanceAll();
   countTraffic("all_reduce", count, dtype);
   int64_t elementBytes = dtypeBytes(dtype);
@@ -353,10 +346,7 @@ MpiCommunicator::startAllReduce(const void *in, void *out, int64_t count,
                               static_cast<int>(count), mpiType(dtype),
                               kind == ReduceKind::max ? MPI_MAX : MPI_SUM,
                               comm_, &request);
-    if (absl::Status status =
-            post(operation, "MPI_Iallreduce", code, request, -1);
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(post(operation, "MPI_Iallreduce", code, request, -1));
     if (kind == ReduceKind::mean)
       operation.steps.push_back([out, count, this]() {
         divideInPlace(static_cast<float *>(out), count, size_);
@@ -375,11 +365,9 @@ MpiCommunicator::startAllReduce(const void *in, void *out, int64_t count,
     lengths[peer] = offsets[peer + 1] - offsets[peer];
   char *outBytes = static_cast<char *>(out);
   char *reduced = outBytes + offsets[rank_] * elementBytes;
-  if (absl::Status status =
-          startFixedOrderReduction(operation, static_cast<const char *>(in),
-                                   offsets, lengths, reduced, dtype, kind);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      startFixedOrderReduction(operation, static_cast<const char *>(in),
+                               offsets, lengths, reduced, dtype, kind));
   int tag2 = tag(operation, 1);
   operation.steps.push_back([this, &operation, outBytes, offsets, lengths,
                              elementBytes, dtype, tag2]() -> absl::Status {
@@ -391,10 +379,7 @@ MpiCommunicator::startAllReduce(const void *in, void *out, int64_t count,
       int code = MPI_Irecv(outBytes + offsets[peer] * elementBytes,
                            static_cast<int>(lengths[peer]), type, peer, tag2,
                            comm_, &request);
-      if (absl::Status status =
-              post(operation, "MPI_Irecv", code, request, peer);
-          !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(post(operation, "MPI_Irecv", code, request, peer));
     }
     for (int step = 1; step < size_; ++step) {
       int peer = (rank_ + step) % size_;
@@ -402,10 +387,7 @@ MpiCommunicator::startAllReduce(const void *in, void *out, int64_t count,
       int code = MPI_Isend(outBytes + offsets[rank_] * elementBytes,
                            static_cast<int>(lengths[rank_]), type, peer, tag2,
                            comm_, &request);
-      if (absl::Status status =
-              post(operation, "MPI_Isend", code, request, peer);
-          !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(post(operation, "MPI_Isend", code, request, peer));
     }
     return absl::OkStatus();
   });
@@ -416,13 +398,9 @@ absl::StatusOr<Communicator::Ticket>
 MpiCommunicator::startReduceScatter(const void *in, void *out,
                                     int64_t countPerRank, DType dtype,
                                     ReduceKind kind) {
-  if (absl::Status status =
-          checkArguments("reduce_scatter", in, out, countPerRank, true);
-      !status.ok())
-    return status;
-  if (absl::Status status = checkReduction("reduce_scatter", dtype, kind);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      checkArguments("reduce_scatter", in, out, countPerRank, true));
+  ZERO_RETURN_IF_ERROR(checkReduction("reduce_scatter", dtype, kind));
   advanceAll();
   int64_t elements = countPerRank * size_;
   countTraffic("reduce_scatter", elements, dtype);
@@ -433,10 +411,8 @@ MpiCommunicator::startReduceScatter(const void *in, void *out,
     int code = MPI_Ireduce_scatter_block(
         in, out, static_cast<int>(countPerRank), mpiType(dtype),
         kind == ReduceKind::max ? MPI_MAX : MPI_SUM, comm_, &request);
-    if (absl::Status status =
-            post(operation, "MPI_Ireduce_scatter_block", code, request, -1);
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(
+        post(operation, "MPI_Ireduce_scatter_block", code, request, -1));
     if (kind == ReduceKind::mean)
       operation.steps.push_back([out, countPerRank, this]() {
         divideInPlace(static_cast<float *>(out), countPerRank, size_);
@@ -447,21 +423,17 @@ MpiCommunicator::startReduceScatter(const void *in, void *out,
   std::vector<int64_t> offsets(size_), lengths(size_, countPerRank);
   for (int peer = 0; peer < size_; ++peer)
     offsets[peer] = countPerRank * peer;
-  if (absl::Status status = startFixedOrderReduction(
-          operation, static_cast<const char *>(in), offsets, lengths,
-          static_cast<char *>(out), dtype, kind);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(startFixedOrderReduction(
+      operation, static_cast<const char *>(in), offsets, lengths,
+      static_cast<char *>(out), dtype, kind));
   return operation.ticket;
 }
 
 absl::StatusOr<Communicator::Ticket>
 MpiCommunicator::startAllGather(const void *in, void *out, int64_t countPerRank,
                                 DType dtype) {
-  if (absl::Status status =
-          checkArguments("all_gather", in, out, countPerRank, true);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      checkArguments("all_gather", in, out, countPerRank, true));
   advanceAll();
   int64_t elements = countPerRank * size_;
   countTraffic("all_gather", elements, dtype);
@@ -474,20 +446,15 @@ MpiCommunicator::startAllGather(const void *in, void *out, int64_t countPerRank,
   int code = MPI_Iallgather(
       in == own ? MPI_IN_PLACE : in, static_cast<int>(countPerRank), type, out,
       static_cast<int>(countPerRank), type, comm_, &request);
-  if (absl::Status status =
-          post(operation, "MPI_Iallgather", code, request, -1);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(post(operation, "MPI_Iallgather", code, request, -1));
   return operation.ticket;
 }
 
 absl::StatusOr<Communicator::Ticket>
 MpiCommunicator::startBroadcast(const void *in, void *out, int64_t count,
                                 DType dtype, int root) {
-  if (absl::Status status =
-          checkArguments("broadcast", in, out, count, rank_ == root);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      checkArguments("broadcast", in, out, count, rank_ == root));
   if (root < 0 || root >= size_)
     return absl::InvalidArgumentError(absl::StrCat(
         "broadcast: root ", root, " is not a rank of a job of ", size_));
@@ -499,19 +466,15 @@ MpiCommunicator::startBroadcast(const void *in, void *out, int64_t count,
   MPI_Request request;
   int code = MPI_Ibcast(out, static_cast<int>(count), mpiType(dtype), root,
                         comm_, &request);
-  if (absl::Status status = post(operation, "MPI_Ibcast", code, request, -1);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(post(operation, "MPI_Ibcast", code, request, -1));
   return operation.ticket;
 }
 
 absl::StatusOr<Communicator::Ticket>
 MpiCommunicator::startAllToAll(const void *in, void *out, int64_t countPerRank,
                                DType dtype) {
-  if (absl::Status status =
-          checkArguments("all_to_all", in, out, countPerRank, true);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      checkArguments("all_to_all", in, out, countPerRank, true));
   advanceAll();
   int64_t elements = countPerRank * size_;
   countTraffic("all_to_all", elements, dtype);
@@ -528,9 +491,7 @@ MpiCommunicator::startAllToAll(const void *in, void *out, int64_t countPerRank,
   int code =
       MPI_Ialltoall(in, static_cast<int>(countPerRank), type, out,
                     static_cast<int>(countPerRank), type, comm_, &request);
-  if (absl::Status status = post(operation, "MPI_Ialltoall", code, request, -1);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(post(operation, "MPI_Ialltoall", code, request, -1));
   return operation.ticket;
 }
 
@@ -613,8 +574,7 @@ absl::Status MpiCommunicator::departed(Operation &operation,
   // a collective that completes within a moment did not need it.
   absl::Time until = absl::Now() + absl::Milliseconds(200);
   while (absl::Now() < until) {
-    if (absl::Status status = advance(operation); !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(advance(operation));
     if (operation.done)
       return absl::OkStatus();
     std::this_thread::yield();
@@ -638,8 +598,7 @@ absl::Status MpiCommunicator::wait(Ticket ticket) {
                             : absl::InfiniteFuture();
   absl::Duration pause = absl::Microseconds(50);
   for (;;) {
-    if (absl::Status status = advance(operation); !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(advance(operation));
     if (operation.done) {
       operations.erase(found);
       return absl::OkStatus();
@@ -703,9 +662,7 @@ absl::Status MpiCommunicator::barrier() {
   operation.what = "barrier";
   MPI_Request request;
   int code = MPI_Ibarrier(comm_, &request);
-  if (absl::Status status = post(operation, "MPI_Ibarrier", code, request, -1);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(post(operation, "MPI_Ibarrier", code, request, -1));
   return wait(operation.ticket);
 }
 

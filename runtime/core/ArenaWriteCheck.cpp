@@ -10,6 +10,7 @@
 #include "zero/runtime/ArenaWriteCheck.h"
 
 #include "zero/dialects/zrt/ZrtOps.h"
+#include "zero/support/Status.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -32,10 +33,8 @@ absl::Status Executor::startWriteCheck() {
     std::memset(arena, kArenaCanary, arenaExtent);
   } else if (arena) {
     std::vector<uint8_t> canary(arenaExtent, kArenaCanary);
-    if (absl::Status status =
-            executionBackend->copyFromHost(arena, canary.data(), arenaExtent);
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(
+        executionBackend->copyFromHost(arena, canary.data(), arenaExtent));
   }
   // The host arena (offloaded programs) is host memory on every backend.
   if (hostArena)
@@ -69,10 +68,8 @@ Executor::measureArenaWrites() const {
   ArenaWrites device = scanForWrites(arena, figures.arenaBytes);
   if (arena && !executionBackend->hostAddressable()) {
     std::vector<uint8_t> copy(figures.arenaBytes + kArenaGuardBytes);
-    if (absl::Status status =
-            executionBackend->copyToHost(copy.data(), arena, copy.size());
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(
+        executionBackend->copyToHost(copy.data(), arena, copy.size()));
     device = scanForWrites(copy.data(), figures.arenaBytes);
   }
   return std::make_pair(device,
@@ -149,10 +146,8 @@ absl::Status zero::rt::checkArenaWritesOfEveryRank(
   std::vector<int64_t> fields{device.highWater, device.bytes, device.guardBytes,
                               host.highWater,   host.bytes,   host.guardBytes};
   std::vector<int64_t> all(fields.size() * comm.size());
-  if (absl::Status status =
-          comm.allGather(fields.data(), all.data(), fields.size(), DType::i64);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      comm.allGather(fields.data(), all.data(), fields.size(), DType::i64));
   std::vector<std::string> problems;
   for (int rank = 0; rank < comm.size(); ++rank) {
     const int64_t *of = all.data() + rank * fields.size();

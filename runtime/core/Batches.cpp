@@ -2,6 +2,7 @@
 //-----------------------------------===//
 
 #include "zero/runtime/TrainingState.h"
+#include "zero/support/Status.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -130,10 +131,8 @@ absl::Status SyntheticBatches::fill(int64_t step, int64_t micro) {
     if (slots[index].decl->indexOf == "labels")
       fillLabels(slots[index], step, micro, host[index].data());
   for (size_t index = 0; index < slots.size(); ++index)
-    if (absl::Status status =
-            executor.writeBuffer(slots[index].buffer, host[index].data());
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(
+        executor.writeBuffer(slots[index].buffer, host[index].data()));
   return absl::OkStatus();
 }
 
@@ -206,11 +205,9 @@ public:
       int64_t elementBytes = dtypeBytes(slot.decl->spec.dtype);
       int64_t row =
           (batch * microSteps + micro) * slot.globalRows + slot.firstRow;
-      if (absl::Status status = executor.writeBuffer(
-              slot.buffer,
-              array.data.data() + row * slot.rowElements * elementBytes);
-          !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(executor.writeBuffer(
+          slot.buffer,
+          array.data.data() + row * slot.rowElements * elementBytes));
     }
     return absl::OkStatus();
   }
@@ -262,15 +259,11 @@ zero::rt::createFileBatches(Executor &executor, const std::string &path,
           path, ": a .npy file feeds a program with one input; this one has ",
           slots.size(), " (", describeInputs(slots),
           "): use an .npz with one array per input"));
-    absl::StatusOr<HostTensor> array = readNpy(path);
-    if (!array.ok())
-      return array.status();
-    arrays[slots.front().decl->name] = std::move(*array);
+    ZERO_ASSIGN_OR_RETURN(HostTensor array, readNpy(path));
+    arrays[slots.front().decl->name] = std::move(array);
   } else {
-    absl::StatusOr<TensorMap> read = readNpz(path);
-    if (!read.ok())
-      return read.status();
-    arrays = std::move(*read);
+    ZERO_ASSIGN_OR_RETURN(TensorMap read, readNpz(path));
+    arrays = std::move(read);
   }
   return createArrayBatches(executor, std::move(arrays), path, checkFinite);
 }
@@ -488,13 +481,10 @@ static absl::Status fillLabelCounts(Executor &executor, BatchSource &batches,
   int64_t microSteps = executor.accumulateSteps();
   std::vector<uint8_t> host;
   for (int64_t micro = 0; micro < microSteps; ++micro) {
-    if (absl::Status status = batches.fill(step, micro); !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(batches.fill(step, micro));
     for (Count &count : counts) {
       host.resize(decls[count.labels].bytes);
-      if (absl::Status status = executor.readBuffer(count.labels, host.data());
-          !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(executor.readBuffer(count.labels, host.data()));
       count.kept += countKept(host.data(), count.dtype, count.shape,
                               count.begin, count.end, count.ignored);
     }
@@ -503,9 +493,7 @@ static absl::Status fillLabelCounts(Executor &executor, BatchSource &batches,
     // Exact in f32 up to 2^24 labels, as train.count_labels.
     float value =
         static_cast<float>(count.kept / static_cast<double>(microSteps));
-    if (absl::Status status = executor.writeBuffer(count.buffer, &value);
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(executor.writeBuffer(count.buffer, &value));
   }
   return absl::OkStatus();
 }
@@ -515,19 +503,14 @@ absl::StatusOr<float> zero::rt::runTrainingStep(Executor &executor,
                                                 int64_t step) {
   int loss = executor.findBuffer("output0");
   int64_t microSteps = executor.accumulateSteps();
-  if (absl::Status status = fillLabelCounts(executor, batches, step);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(fillLabelCounts(executor, batches, step));
   // Summed in micro-batch order and divided once, like the gradients.
   float lossSum = 0;
   for (int64_t micro = 0; micro < microSteps; ++micro) {
-    if (absl::Status status = batches.fill(step, micro); !status.ok())
-      return status;
-    if (absl::Status status = executor.runMicroStep(step, micro); !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(batches.fill(step, micro));
+    ZERO_RETURN_IF_ERROR(executor.runMicroStep(step, micro));
     lossSum += loss < 0 ? NAN : executor.readScalar(loss);
   }
-  if (absl::Status status = executor.runApply(step); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(executor.runApply(step));
   return microSteps == 1 ? lossSum : lossSum / static_cast<float>(microSteps);
 }

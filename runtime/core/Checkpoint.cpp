@@ -6,6 +6,7 @@
 
 #include "zero/runtime/ExecutionBackend.h"
 #include "zero/runtime/TensorFile.h"
+#include "zero/support/Status.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -130,10 +131,8 @@ absl::Status agree(Communicator &comm, const absl::Status &local,
     std::string message(local.message().substr(0, (kWords - 1) * 4 - 1));
     std::memcpy(&mine[1], message.data(), message.size());
   }
-  if (absl::Status status =
-          comm.allGather(mine.data(), all.data(), kWords, DType::i32);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      comm.allGather(mine.data(), all.data(), kWords, DType::i32));
   for (int rank = 0; rank < comm.size(); ++rank) {
     const int32_t *record = &all[rank * kWords];
     if (record[0] == 0)
@@ -232,8 +231,7 @@ public:
       std::this_thread::sleep_until(
           start + std::chrono::duration<double>(static_cast<double>(sent) /
                                                 bytesPerSecond));
-      if (absl::Status status = writer.writeInPlace(data, take); !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(writer.writeInPlace(data, take));
       sent += take;
       data += take;
       bytes -= take;
@@ -260,19 +258,16 @@ writeRankFile(const std::string &path, const RankFileLayout &layout,
               uint64_t bytesPerSecond) {
   WritePacer pacer(bytesPerSecond);
   // The writer lays tensors out in the order declared: the order written.
-  absl::StatusOr<std::unique_ptr<SafetensorsWriter>> writer =
-      SafetensorsWriter::create(path, layout.entries, layout.metadata);
-  if (!writer.ok())
-    return writer.status();
+  ZERO_ASSIGN_OR_RETURN(
+      std::unique_ptr<SafetensorsWriter> writer,
+      SafetensorsWriter::create(path, layout.entries, layout.metadata));
   for (size_t piece = 0; piece < layout.bytes.size(); ++piece) {
-    absl::StatusOr<const uint8_t *> data = source(piece);
-    if (!data.ok())
-      return data.status();
+    ZERO_ASSIGN_OR_RETURN(const uint8_t *data, source(piece));
     // The background write's source is the snapshot, laid out so that
     // the disk reads it in place; the synchronous one reuses its staging.
-    absl::Status status =
-        background ? pacer.write(**writer, *data, layout.bytes[piece])
-                   : (*writer)->write(*data, layout.bytes[piece]);
+    absl::Status status = background
+                              ? pacer.write(*writer, data, layout.bytes[piece])
+                              : (writer)->write(data, layout.bytes[piece]);
     if (!status.ok())
       return status;
     // Half-way through a background write: the training thread is busy
@@ -280,9 +275,8 @@ writeRankFile(const std::string &path, const RankFileLayout &layout,
     if (background && piece == layout.bytes.size() / 2)
       checkpointCrashPoint("async-writing", rank);
   }
-  if (absl::Status status = (*writer)->commit(); !status.ok())
-    return status;
-  return std::make_pair((*writer)->fileBytes(), (*writer)->fileCrc32());
+  ZERO_RETURN_IF_ERROR((writer)->commit());
+  return std::make_pair((writer)->fileBytes(), (writer)->fileCrc32());
 }
 
 /// Reads this rank's written ranges straight from the buffers: host
@@ -301,9 +295,7 @@ PieceSource bufferSource(Executor &executor, const std::vector<int> &writers,
         static_cast<const uint8_t *>(executor.bufferData(index));
     if (!host) {
       staging.resize(std::max<size_t>(staging.size(), decl.bytes));
-      if (absl::Status status = executor.readBuffer(index, staging.data());
-          !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(executor.readBuffer(index, staging.data()));
       data = staging.data();
     }
     int64_t held = heldRange(executor, decl, rank).first;
@@ -352,11 +344,9 @@ buildManifest(Executor &executor, const std::string &temporary, int64_t step,
     file.bytes = static_cast<uint64_t>(fileFacts[2 * rank]);
     file.crc32 = static_cast<uint32_t>(fileFacts[2 * rank + 1]);
     std::string path = (std::filesystem::path(temporary) / file.name).string();
-    absl::StatusOr<SafetensorsIndex> header = readSafetensorsIndex(path);
-    if (!header.ok())
-      return header.status();
+    ZERO_ASSIGN_OR_RETURN(SafetensorsIndex header, readSafetensorsIndex(path));
     std::map<std::string, uint64_t> offsets;
-    for (const SafetensorsEntry &entry : header->entries)
+    for (const SafetensorsEntry &entry : header.entries)
       offsets[entry.name] = entry.offset;
     for (auto [index, begin, end] : writtenRanges(executor, writers, rank)) {
       auto offset = offsets.find(decls[index].name);
@@ -522,14 +512,11 @@ zero::rt::AsyncCheckpointSave::begin(Executor &executor,
   int rank = comm.rank();
   // A lost state is lost on every rank (the failed load agreed on it), so
   // every rank refuses here without a collective.
-  if (absl::Status usable = executor.stateUsable(); !usable.ok())
-    return usable;
+  ZERO_RETURN_IF_ERROR(executor.stateUsable());
   absl::Status prepared = absl::OkStatus();
   if (rank == 0)
     prepared = prepareCheckpointDirectory(root, step).status();
-  if (absl::Status status = agree(comm, prepared, "preparing the checkpoint");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(agree(comm, prepared, "preparing the checkpoint"));
 
   std::unique_ptr<AsyncCheckpointSave> save(
       new AsyncCheckpointSave(executor, root, step, context, keep));
@@ -653,17 +640,12 @@ absl::StatusOr<std::string> zero::rt::AsyncCheckpointSave::commit() {
   snapshotBytes = 0;
   Communicator &comm = executor.communicator();
   TrafficGuard guard(comm);
-  if (absl::Status status = agree(comm, written, "writing its checkpoint file");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(agree(comm, written, "writing its checkpoint file"));
   // Size and checksum of every rank's file, for the manifest.
   int64_t facts[2] = {static_cast<int64_t>(fileBytes),
                       static_cast<int64_t>(fileCrc32)};
   std::vector<int64_t> fileFacts(2 * comm.size());
-  if (absl::Status status =
-          comm.allGather(facts, fileFacts.data(), 2, DType::i64);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(comm.allGather(facts, fileFacts.data(), 2, DType::i64));
 
   absl::Status committed = absl::OkStatus();
   if (comm.rank() == 0) {
@@ -674,9 +656,7 @@ absl::StatusOr<std::string> zero::rt::AsyncCheckpointSave::commit() {
                     ? commitCheckpoint(root, temporary, *manifest, keep)
                     : manifest.status();
   }
-  if (absl::Status status = agree(comm, committed, "publishing the checkpoint");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(agree(comm, committed, "publishing the checkpoint"));
   return (std::filesystem::path(root) / checkpointDirName(step_)).string();
 }
 
@@ -684,13 +664,12 @@ absl::StatusOr<std::string>
 zero::rt::saveCheckpoint(Executor &executor, const std::string &root,
                          int64_t step, const CheckpointContext &context,
                          int keep) {
-  absl::StatusOr<std::unique_ptr<AsyncCheckpointSave>> save =
-      AsyncCheckpointSave::begin(executor, root, step, context, keep,
-                                 /*background=*/false,
-                                 /*writeBytesPerSecond=*/0);
-  if (!save.ok())
-    return save.status();
-  return (*save)->finish();
+  ZERO_ASSIGN_OR_RETURN(std::unique_ptr<AsyncCheckpointSave> save,
+                        AsyncCheckpointSave::begin(executor, root, step,
+                                                   context, keep,
+                                                   /*background=*/false,
+                                                   /*writeBytesPerSecond=*/0));
+  return (save)->finish();
 }
 
 absl::StatusOr<CheckpointManifest>
@@ -700,23 +679,16 @@ zero::rt::loadCheckpoint(Executor &executor, const std::string &path,
   TrafficGuard guard(comm);
   // Every rank reads and checks the same small files, so every rank fails
   // the same way on them without a collective.
-  absl::StatusOr<std::string> dir = resolveCheckpoint(path);
-  if (!dir.ok())
-    return dir.status();
-  absl::StatusOr<CheckpointManifest> manifest = readCheckpointManifest(*dir);
-  if (!manifest.ok())
-    return manifest.status();
-  if (absl::Status status = checkSignature(*dir, executor, *manifest, options);
-      !status.ok())
-    return status;
+  ZERO_ASSIGN_OR_RETURN(std::string dir, resolveCheckpoint(path));
+  ZERO_ASSIGN_OR_RETURN(CheckpointManifest manifest,
+                        readCheckpointManifest(dir));
+  ZERO_RETURN_IF_ERROR(checkSignature(dir, executor, manifest, options));
 
   // Sizes and headers: cheap, every rank checks every file before any
   // buffer is touched.
-  if (absl::Status status = agree(
-          comm, verifyCheckpointFiles(*dir, *manifest, /*checksums=*/false),
-          "verifying the checkpoint");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      agree(comm, verifyCheckpointFiles(dir, manifest, /*checksums=*/false),
+            "verifying the checkpoint"));
 
   // One pass over the files: each rank checks the CRC-32 of a contiguous
   // block of the files while reading its ranges straight into its buffers
@@ -725,7 +697,7 @@ zero::rt::loadCheckpoint(Executor &executor, const std::string &path,
   // same N, both halves' at N / 2; no file is read by one rank only to be
   // checked by another.
   std::vector<size_t> mine;
-  size_t files = manifest->files.size();
+  size_t files = manifest.files.size();
   for (size_t index = 0; index < files; ++index)
     if (static_cast<int64_t>(index * comm.size() / files) == comm.rank())
       mine.push_back(index);
@@ -746,14 +718,14 @@ zero::rt::loadCheckpoint(Executor &executor, const std::string &path,
     if (isSaved(decl.role)) {
       auto [begin, end] = heldRange(executor, decl, comm.rank());
       if (end > begin)
-        reads.push_back({manifest->findTensor(decl.name), begin, end, data});
+        reads.push_back({manifest.findTensor(decl.name), begin, end, data});
       filled = (end - begin) * dtypeBytes(decl.spec.dtype);
     }
     // What the checkpoint does not fill (padding, accumulators) is cleared.
     std::memset(data + filled, 0, decl.bytes - filled);
   }
   if (absl::Status status =
-          agree(comm, readCheckpoint(*dir, *manifest, reads, mine),
+          agree(comm, readCheckpoint(dir, manifest, reads, mine),
                 "loading the checkpoint");
       !status.ok()) {
     // Host buffers were written before the checksums were known, on every
@@ -775,6 +747,6 @@ zero::rt::loadCheckpoint(Executor &executor, const std::string &path,
     }
   }
   executor.setStateLost(absl::OkStatus());
-  executor.setLearningRateFactor(manifest->learningRateFactor);
+  executor.setLearningRateFactor(manifest.learningRateFactor);
   return manifest;
 }

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/runtime/ExecutionBackend.h"
+#include "zero/support/Status.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -72,11 +73,9 @@ zero::rt::startCollective(Communicator &job, const StepInstruction &instruction,
 absl::Status zero::rt::runCollective(Communicator &comm,
                                      const StepInstruction &instruction,
                                      const void *in, void *out) {
-  absl::StatusOr<Communicator::Ticket> ticket =
-      startCollective(comm, instruction, in, out);
-  if (!ticket.ok())
-    return ticket.status();
-  return comm.wait(*ticket);
+  ZERO_ASSIGN_OR_RETURN(Communicator::Ticket ticket,
+                        startCollective(comm, instruction, in, out));
+  return comm.wait(ticket);
 }
 
 absl::StatusOr<void *> ExecutionBackend::allocateHost(int64_t) {
@@ -327,8 +326,7 @@ absl::Status CpuBackend::waitForTicket(Communicator::Ticket ticket) {
   while (!inFlight.empty() && inFlight.front() <= ticket) {
     Communicator::Ticket oldest = inFlight.front();
     inFlight.erase(inFlight.begin());
-    if (absl::Status status = comm.wait(oldest); !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(comm.wait(oldest));
     if (worker)
       worker->noteCompleted(oldest);
     // Open MPI progresses a collective only inside MPI calls: the event
@@ -351,8 +349,7 @@ absl::Status CpuBackend::waitAll() {
 
 absl::Status CpuBackend::waitForWorker(int64_t sequence) {
   if (Communicator::Ticket gate = worker->pendingGate(); gate >= 0)
-    if (absl::Status status = waitForTicket(gate); !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(waitForTicket(gate));
   return worker->waitFor(sequence);
 }
 
@@ -409,23 +406,21 @@ absl::Status CpuBackend::run(const StepInstruction &instruction,
   }
   // One collective in flight at a time keeps the communication stream in
   // program order: a collective may read what the previous one wrote.
-  if (absl::Status status = waitAll(); !status.ok())
-    return status;
-  absl::StatusOr<Communicator::Ticket> ticket = startCollective(
-      comm, instruction, instruction.ins[0], instruction.outs[0]);
-  if (!ticket.ok())
-    return ticket.status();
+  ZERO_RETURN_IF_ERROR(waitAll());
+  ZERO_ASSIGN_OR_RETURN(Communicator::Ticket ticket,
+                        startCollective(comm, instruction, instruction.ins[0],
+                                        instruction.outs[0]));
   if (instruction.stream == 0) {
-    absl::Status status = comm.wait(*ticket);
+    absl::Status status = comm.wait(ticket);
     if (worker)
-      worker->noteCompleted(*ticket);
+      worker->noteCompleted(ticket);
     return status;
   }
-  inFlight.push_back(*ticket);
+  inFlight.push_back(ticket);
   if (profile) {
     ProfileEvent event = place;
     event.beginNs = StepProfile::nowNs();
-    openCollectives.emplace_back(*ticket, event);
+    openCollectives.emplace_back(ticket, event);
   }
   return absl::OkStatus();
 }
@@ -461,8 +456,7 @@ absl::Status CpuBackend::runBody(size_t body, const KernelContext &context) {
                                        "): ", status.message()));
     }
   }
-  if (absl::Status status = waitAll(); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(waitAll());
   if (worker)
     return worker->drain();
   return absl::OkStatus();

@@ -1,6 +1,7 @@
 //===- InstallPaths.cpp - Where the running program lives -----------------===//
 
 #include "zero/runtime/InstallPaths.h"
+#include "zero/support/Status.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -21,10 +22,8 @@ absl::StatusOr<std::string> programPath() {
 }
 
 absl::StatusOr<std::string> installRoot() {
-  absl::StatusOr<std::string> program = programPath();
-  if (!program.ok())
-    return program.status();
-  std::string bin = program->substr(0, program->find_last_of('/'));
+  ZERO_ASSIGN_OR_RETURN(std::string program, programPath());
+  std::string bin = program.substr(0, program.find_last_of('/'));
   return bin.substr(0, bin.find_last_of('/'));
 }
 

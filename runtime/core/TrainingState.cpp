@@ -2,6 +2,7 @@
 //-------------------===//
 
 #include "zero/runtime/TrainingState.h"
+#include "zero/support/Status.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -86,8 +87,7 @@ static absl::Status writeLogical(Executor &executor, size_t index,
                                  const HostTensor &source,
                                  const std::string &what) {
   const BufferDecl &decl = executor.buffers()[index];
-  if (absl::Status status = checkLogical(decl, source, what); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkLogical(decl, source, what));
   std::vector<uint8_t> host(decl.bytes);
   copyShard(source,
             getShardBegin(executor, decl, executor.communicator().rank()),
@@ -131,15 +131,11 @@ absl::Status zero::rt::loadState(Executor &executor, const TensorMap &state,
     }
     if (it == state.end())
       continue;
-    if (absl::Status status = checkLogical(decl, it->second, what);
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(checkLogical(decl, it->second, what));
     writes.push_back({index, &it->second});
   }
   for (const auto &[index, source] : writes)
-    if (absl::Status status = writeLogical(executor, index, *source, what);
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(writeLogical(executor, index, *source, what));
   return absl::OkStatus();
 }
 
@@ -149,10 +145,8 @@ absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
   executor.setRandomSeed(seed);
   TensorMap file;
   if (!initFile.empty()) {
-    absl::StatusOr<TensorMap> read = readSafetensors(initFile);
-    if (!read.ok())
-      return read.status();
-    file = std::move(*read);
+    ZERO_ASSIGN_OR_RETURN(TensorMap read, readSafetensors(initFile));
+    file = std::move(read);
   }
   const std::vector<BufferDecl> &decls = executor.buffers();
   int rank = executor.communicator().rank();
@@ -182,10 +176,7 @@ absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
           initFile, " has no tensor '", decl.name, "' (logical shape ",
           shapeString(decl.logicalShape), ")"));
     if (source) {
-      if (absl::Status status =
-              writeLogical(executor, index, *source, initFile);
-          !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(writeLogical(executor, index, *source, initFile));
       continue;
     }
     // Master copies take their parameter's initializer and name, so that
@@ -197,8 +188,7 @@ absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
         init = decls[owner].init;
     }
     if (!init) {
-      if (absl::Status status = store(); !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(store());
       continue;
     }
     if (absl::Status status = validateInitSpec(*init); !status.ok())
@@ -206,8 +196,7 @@ absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
           absl::StrCat("initializer of ", decl.name, ": ", status.message()));
     fillInitialized(*init, seed, decl.initName, logical, begin, count,
                     decl.spec.dtype, out);
-    if (absl::Status status = store(); !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(store());
   }
   return absl::OkStatus();
 }
@@ -226,9 +215,7 @@ absl::StatusOr<TensorMap> zero::rt::gatherState(Executor &executor) {
     int64_t elementBytes = dtypeBytes(decl.spec.dtype);
     int64_t logicalBytes = product(decl.logicalShape) * elementBytes;
     std::vector<uint8_t> local(decl.bytes);
-    if (absl::Status status = executor.readBuffer(index, local.data());
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(executor.readBuffer(index, local.data()));
     if (decl.layout == "replicated") {
       local.resize(logicalBytes);
       tensor.data = std::move(local);
@@ -239,18 +226,14 @@ absl::StatusOr<TensorMap> zero::rt::gatherState(Executor &executor) {
       if (decl.shardAxes.size() == 1) {
         // The shards are held along one axis: gathered over its group.
         Communicator &group = executor.axisCommunicator(decl.shardAxes[0]);
-        if (absl::Status status = group.allGather(local.data(), gathered.data(),
-                                                  count, decl.spec.dtype);
-            !status.ok())
-          return status;
+        ZERO_RETURN_IF_ERROR(group.allGather(local.data(), gathered.data(),
+                                             count, decl.spec.dtype));
       } else {
         // Cut over several axes: every rank's shard, put in shard order.
         Communicator &job = executor.communicator();
         std::vector<uint8_t> byRank(shardBytes * job.size());
-        if (absl::Status status = job.allGather(local.data(), byRank.data(),
-                                                count, decl.spec.dtype);
-            !status.ok())
-          return status;
+        ZERO_RETURN_IF_ERROR(
+            job.allGather(local.data(), byRank.data(), count, decl.spec.dtype));
         for (int rank = 0; rank < job.size(); ++rank)
           std::memcpy(gathered.data() +
                           executor.shardIndex(decl, rank) * shardBytes,

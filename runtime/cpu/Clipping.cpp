@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelSupport.h"
+#include "zero/support/Status.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,9 +22,7 @@ absl::StatusOr<KernelFn> bindSumSquares(const BindRequest &request) {
                            request.ins.size(), " operand(s) and ",
                            request.outs.size(), " result(s)");
   for (const TensorSpec &spec : request.ins)
-    if (absl::Status status = checkFloat(request, spec, "operand");
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(checkFloat(request, spec, "operand"));
   const TensorSpec &out = request.outs[0];
   if (out.dtype != DType::f32 || out.numElements() != 1)
     return request.invalid("yields tensor<f32>, got ", specString(out));
@@ -59,21 +58,15 @@ absl::StatusOr<KernelFn> bindScaleByNorm(const BindRequest &request) {
     return request.invalid("needs the total as tensor<f32>, got ",
                            specString(total));
   for (size_t i = 0; i < request.outs.size(); ++i) {
-    if (absl::Status status = checkFloat(request, request.ins[i], "operand");
-        !status.ok())
-      return status;
-    if (absl::Status status = checkSameSpec(request, request.ins[i], "operand",
-                                            request.outs[i], "its result");
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(checkFloat(request, request.ins[i], "operand"));
+    ZERO_RETURN_IF_ERROR(checkSameSpec(request, request.ins[i], "operand",
+                                       request.outs[i], "its result"));
   }
-  absl::StatusOr<double> maxNorm = getF64(request, "max_norm");
-  if (!maxNorm.ok())
-    return maxNorm.status();
+  ZERO_ASSIGN_OR_RETURN(double maxNorm, getF64(request, "max_norm"));
   std::vector<std::pair<DType, int64_t>> tensors;
   for (const TensorSpec &spec : request.outs)
     tensors.push_back({spec.dtype, spec.numElements()});
-  double bound = *maxNorm;
+  double bound = maxNorm;
   return KernelFn([tensors, bound](absl::Span<const void *const> ins,
                                    absl::Span<void *const> outs,
                                    const KernelContext &) -> absl::Status {

@@ -9,35 +9,31 @@
 #include "KernelSupport.h"
 
 #include "zero/runtime/Dropout.h"
+#include "zero/support/Status.h"
 
 #include <algorithm>
 
 namespace zero::rt::cpu {
 
 absl::StatusOr<KernelFn> bindDropout(const BindRequest &request) {
-  if (absl::Status status = checkUnarySpecs(request); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkUnarySpecs(request));
   const TensorSpec &in = request.ins[0];
   if (in.shape.empty())
     return request.invalid("draws its mask along the batch, the first "
                            "dimension, but ",
                            specString(in), " has none");
-  absl::StatusOr<double> rate = getF64(request, "rate");
-  if (!rate.ok())
-    return rate.status();
-  if (!(*rate >= 0.0 && *rate < 1.0))
-    return request.invalid("needs a rate in [0, 1), got ", *rate);
-  absl::StatusOr<int64_t> stream = getI64Or(request, "stream", -1);
-  if (!stream.ok())
-    return stream.status();
-  if (*stream < 0)
+  ZERO_ASSIGN_OR_RETURN(double rate, getF64(request, "rate"));
+  if (!(rate >= 0.0 && rate < 1.0))
+    return request.invalid("needs a rate in [0, 1), got ", rate);
+  ZERO_ASSIGN_OR_RETURN(int64_t stream, getI64Or(request, "stream", -1));
+  if (stream < 0)
     return request.invalid("needs a stream >= 0");
   int64_t count = in.numElements();
   DType dtype = in.dtype;
-  uint64_t threshold = dropoutThreshold(*rate);
+  uint64_t threshold = dropoutThreshold(rate);
   // PyTorch's scale: the kept elements times 1 / (1 - p), in f32.
-  float scale = static_cast<float>(1.0 / (1.0 - *rate));
-  int64_t streamId = *stream;
+  float scale = static_cast<float>(1.0 / (1.0 - rate));
+  int64_t streamId = stream;
   return KernelFn([=](absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &ctx) -> absl::Status {

@@ -12,6 +12,7 @@
 
 #include "KernelSupport.h"
 #include "runtime/cpu/ActivationLoops.h"
+#include "zero/support/Status.h"
 
 #include <algorithm>
 #include <cmath>
@@ -64,15 +65,10 @@ KernelFn binaryKernel(DType dtype, int64_t count, Op op) {
 
 /// Checks one operand and one result of one float type.
 absl::Status checkBinarySpecs(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
-    return status;
-  if (absl::Status status = checkFloat(request, request.ins[0], "operands");
-      !status.ok())
-    return status;
-  if (absl::Status status = checkSameSpec(request, request.ins[0], "operand 0",
-                                          request.ins[1], "operand 1");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 2, 1));
+  ZERO_RETURN_IF_ERROR(checkFloat(request, request.ins[0], "operands"));
+  ZERO_RETURN_IF_ERROR(checkSameSpec(request, request.ins[0], "operand 0",
+                                     request.ins[1], "operand 1"));
   return checkSameSpec(request, request.ins[0], "operands", request.outs[0],
                        "result");
 }
@@ -80,8 +76,7 @@ absl::Status checkBinarySpecs(const BindRequest &request) {
 } // namespace
 
 absl::StatusOr<KernelFn> bindUnary(const BindRequest &request) {
-  if (absl::Status status = checkUnarySpecs(request); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkUnarySpecs(request));
   DType dtype = request.ins[0].dtype;
   int64_t count = request.ins[0].numElements();
   absl::string_view op = request.name.substr(request.name.find('.') + 1);
@@ -108,10 +103,8 @@ absl::StatusOr<KernelFn> bindUnary(const BindRequest &request) {
   if (op == "relu")
     return make([](float x) { return x > 0.0f || x != x ? x : 0.0f; });
   if (op == "gelu") {
-    absl::StatusOr<bool> exact = getFlag(request, "exact");
-    if (!exact.ok())
-      return exact.status();
-    if (*exact)
+    ZERO_ASSIGN_OR_RETURN(bool exact, getFlag(request, "exact"));
+    if (exact)
       return unaryKernel(
           dtype, dtype, count,
           [](const float *x, float *y, int64_t n) { geluExactBlock(n, x, y); });
@@ -143,8 +136,7 @@ KernelFn elementwiseBinary(const BindRequest &request, Scalar scalar) {
 }
 
 absl::StatusOr<KernelFn> bindBinary(const BindRequest &request) {
-  if (absl::Status status = checkBinarySpecs(request); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkBinarySpecs(request));
   absl::string_view op = request.name.substr(request.name.find('.') + 1);
   if (op == "add")
     return elementwiseBinary(request, [](float a, float b) { return a + b; });
@@ -161,8 +153,7 @@ absl::StatusOr<KernelFn> bindBinary(const BindRequest &request) {
 /// Gradients from the saved input (relu, gelu, silu) or result (tanh,
 /// sigmoid) and dy.
 absl::StatusOr<KernelFn> bindActivationGrad(const BindRequest &request) {
-  if (absl::Status status = checkBinarySpecs(request); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkBinarySpecs(request));
   absl::string_view op = request.name.substr(request.name.find('.') + 1);
   if (op == "relu_grad")
     return elementwiseBinary(
@@ -170,10 +161,8 @@ absl::StatusOr<KernelFn> bindActivationGrad(const BindRequest &request) {
         // gradient passes, NaN or not, rather than being cut to 0.
         request, [](float x, float dy) { return !(x <= 0.0f) ? dy : 0.0f; });
   if (op == "gelu_grad") {
-    absl::StatusOr<bool> exact = getFlag(request, "exact");
-    if (!exact.ok())
-      return exact.status();
-    if (*exact)
+    ZERO_ASSIGN_OR_RETURN(bool exact, getFlag(request, "exact"));
+    if (exact)
       return binaryKernel(request.ins[0].dtype, request.ins[0].numElements(),
                           [](const float *x, const float *dy, float *dx,
                              int64_t n) { geluExactGradBlock(n, x, dy, dx); });
@@ -197,12 +186,9 @@ absl::StatusOr<KernelFn> bindActivationGrad(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindScale(const BindRequest &request) {
-  if (absl::Status status = checkUnarySpecs(request); !status.ok())
-    return status;
-  absl::StatusOr<double> factor = getF64(request, "factor");
-  if (!factor.ok())
-    return factor.status();
-  float scale = static_cast<float>(*factor);
+  ZERO_RETURN_IF_ERROR(checkUnarySpecs(request));
+  ZERO_ASSIGN_OR_RETURN(double factor, getF64(request, "factor"));
+  float scale = static_cast<float>(factor);
   DType dtype = request.ins[0].dtype;
   return unaryKernel(dtype, dtype, request.ins[0].numElements(),
                      [scale](const float *x, float *y, int64_t n) {
@@ -212,13 +198,10 @@ absl::StatusOr<KernelFn> bindScale(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindCast(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 1, 1));
   const TensorSpec &in = request.ins[0], &out = request.outs[0];
-  if (absl::Status status = checkFloat(request, in, "input"); !status.ok())
-    return status;
-  if (absl::Status status = checkFloat(request, out, "result"); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkFloat(request, in, "input"));
+  ZERO_RETURN_IF_ERROR(checkFloat(request, out, "result"));
   if (in.shape != out.shape)
     return request.invalid("converts elements only, but the shape changes "
                            "from ",
@@ -254,23 +237,16 @@ absl::StatusOr<KernelFn> bindCast(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindBiasAdd(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 2, 1));
   const TensorSpec &in = request.ins[0], &bias = request.ins[1];
-  if (absl::Status status = checkFloat(request, in, "input"); !status.ok())
-    return status;
-  if (absl::Status status = checkFloat(request, bias, "bias"); !status.ok())
-    return status;
-  if (absl::Status status =
-          checkSameSpec(request, in, "input", request.outs[0], "result");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkFloat(request, in, "input"));
+  ZERO_RETURN_IF_ERROR(checkFloat(request, bias, "bias"));
+  ZERO_RETURN_IF_ERROR(
+      checkSameSpec(request, in, "input", request.outs[0], "result"));
   if (in.shape.empty())
     return request.invalid("needs an input of rank >= 1, got ", specString(in));
   int64_t features = in.shape.back();
-  if (absl::Status status = checkShape(request, bias, {features}, "bias");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkShape(request, bias, {features}, "bias"));
   int64_t rows = features == 0 ? 0 : in.numElements() / features;
   DType dtype = in.dtype, biasType = bias.dtype;
   return KernelFn([=, biasRow = std::vector<float>(features)](
@@ -301,21 +277,18 @@ absl::StatusOr<KernelFn> bindBiasAdd(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindCausalMask(const BindRequest &request) {
-  if (absl::Status status = checkUnarySpecs(request); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkUnarySpecs(request));
   const TensorSpec &in = request.ins[0];
   if (in.shape.size() < 2)
     return request.invalid("masks the last two dimensions, but ",
                            specString(in), " has rank ", in.shape.size());
-  absl::StatusOr<double> fill = getF64(request, "fill");
-  if (!fill.ok())
-    return fill.status();
+  ZERO_ASSIGN_OR_RETURN(double fill, getF64(request, "fill"));
   int64_t cols = in.shape.back(), rowsPerMatrix = in.shape[in.shape.size() - 2];
   int64_t matrices =
       cols * rowsPerMatrix == 0 ? 0 : in.numElements() / (cols * rowsPerMatrix);
   DType dtype = in.dtype;
   int64_t elementBytes = dtypeBytes(dtype);
-  float value = static_cast<float>(*fill);
+  float value = static_cast<float>(fill);
   return KernelFn([=](absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &) -> absl::Status {
@@ -334,34 +307,25 @@ absl::StatusOr<KernelFn> bindCausalMask(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindKeyMask(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 2, 1));
   const TensorSpec &in = request.ins[0], &keep = request.ins[1];
-  if (absl::Status status = checkFloat(request, in, "input"); !status.ok())
-    return status;
-  if (absl::Status status = checkIndex(request, keep, "keep"); !status.ok())
-    return status;
-  if (absl::Status status =
-          checkSameSpec(request, in, "input", request.outs[0], "result");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkFloat(request, in, "input"));
+  ZERO_RETURN_IF_ERROR(checkIndex(request, keep, "keep"));
+  ZERO_RETURN_IF_ERROR(
+      checkSameSpec(request, in, "input", request.outs[0], "result"));
   if (in.shape.size() < 2)
     return request.invalid("masks keys along the last dimension of a batch, "
                            "but ",
                            specString(in), " has rank ", in.shape.size());
-  if (absl::Status status = checkShape(
-          request, keep, {in.shape.front(), in.shape.back()}, "keep");
-      !status.ok())
-    return status;
-  absl::StatusOr<double> fill = getF64(request, "fill");
-  if (!fill.ok())
-    return fill.status();
+  ZERO_RETURN_IF_ERROR(
+      checkShape(request, keep, {in.shape.front(), in.shape.back()}, "keep"));
+  ZERO_ASSIGN_OR_RETURN(double fill, getF64(request, "fill"));
   int64_t batch = in.shape.front(), keys = in.shape.back();
   int64_t rowsPerBatch =
       batch * keys == 0 ? 0 : in.numElements() / (batch * keys);
   DType dtype = in.dtype, keepType = keep.dtype;
   int64_t rowBytes = keys * dtypeBytes(dtype);
-  float value = static_cast<float>(*fill);
+  float value = static_cast<float>(fill);
   return KernelFn([=](absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &) -> absl::Status {
@@ -380,16 +344,13 @@ absl::StatusOr<KernelFn> bindKeyMask(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindFill(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 0, 1); !status.ok())
-    return status;
-  absl::StatusOr<double> value = getF64(request, "value");
-  if (!value.ok())
-    return value.status();
+  ZERO_RETURN_IF_ERROR(checkArity(request, 0, 1));
+  ZERO_ASSIGN_OR_RETURN(double value, getF64(request, "value"));
   const TensorSpec &out = request.outs[0];
   int64_t count = out.numElements();
   DType dtype = out.dtype;
   if (isFloat(dtype)) {
-    float number = static_cast<float>(*value);
+    float number = static_cast<float>(value);
     return KernelFn([=](absl::Span<const void *const>,
                         absl::Span<void *const> outs,
                         const KernelContext &) -> absl::Status {
@@ -398,9 +359,9 @@ absl::StatusOr<KernelFn> bindFill(const BindRequest &request) {
     });
   }
   double limit = dtype == DType::i32 ? 2147483648.0 : 9223372036854775808.0;
-  if (!(std::trunc(*value) == *value && *value >= -limit && *value < limit))
-    return request.invalid("cannot fill ", specString(out), " with ", *value);
-  int64_t number = static_cast<int64_t>(*value);
+  if (!(std::trunc(value) == value && value >= -limit && value < limit))
+    return request.invalid("cannot fill ", specString(out), " with ", value);
+  int64_t number = static_cast<int64_t>(value);
   return KernelFn([=](absl::Span<const void *const>,
                       absl::Span<void *const> outs,
                       const KernelContext &) -> absl::Status {
@@ -414,8 +375,7 @@ absl::StatusOr<KernelFn> bindFill(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 0, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 0, 1));
   const TensorSpec &out = request.outs[0];
   if (out.dtype != DType::i64 || !out.shape.empty())
     return request.invalid("writes a tensor<i64>, got ", specString(out));

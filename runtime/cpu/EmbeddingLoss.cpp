@@ -8,6 +8,7 @@
 
 #include "KernelSupport.h"
 #include "runtime/cpu/ActivationLoops.h"
+#include "zero/support/Status.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,12 +21,9 @@ absl::Status checkLookupShapes(const BindRequest &request,
                                const TensorSpec &table, const TensorSpec &ids,
                                const TensorSpec &rows,
                                absl::string_view rowsRole) {
-  if (absl::Status status = checkFloat(request, table, "table"); !status.ok())
-    return status;
-  if (absl::Status status = checkFloat(request, rows, rowsRole); !status.ok())
-    return status;
-  if (absl::Status status = checkIndex(request, ids, "ids"); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkFloat(request, table, "table"));
+  ZERO_RETURN_IF_ERROR(checkFloat(request, rows, rowsRole));
+  ZERO_RETURN_IF_ERROR(checkIndex(request, ids, "ids"));
   if (table.shape.size() != 2)
     return request.invalid("needs a 2-D [vocabulary, features] table, got ",
                            specString(table));
@@ -39,18 +37,14 @@ absl::Status checkLookupShapes(const BindRequest &request,
 absl::StatusOr<int64_t> checkLabels(const BindRequest &request,
                                     const TensorSpec &logits,
                                     const TensorSpec &labels) {
-  if (absl::Status status = checkFloat(request, logits, "logits"); !status.ok())
-    return status;
-  if (absl::Status status = checkIndex(request, labels, "labels"); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkFloat(request, logits, "logits"));
+  ZERO_RETURN_IF_ERROR(checkIndex(request, labels, "labels"));
   if (logits.shape.empty() || logits.shape.back() == 0)
     return request.invalid("needs logits with a non-empty class dimension, "
                            "got ",
                            specString(logits));
   std::vector<int64_t> expected(logits.shape.begin(), logits.shape.end() - 1);
-  if (absl::Status status = checkShape(request, labels, expected, "labels");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkShape(request, labels, expected, "labels"));
   int64_t count = labels.numElements();
   if (count == 0)
     return request.invalid("averages over no label positions (",
@@ -76,18 +70,11 @@ float expShifted(float *x, int64_t n) {
 } // namespace
 
 absl::StatusOr<KernelFn> bindEmbedding(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 2, 1));
   const TensorSpec &table = request.ins[0], &ids = request.ins[1],
                    &out = request.outs[0];
-  if (absl::Status status =
-          checkLookupShapes(request, table, ids, out, "result");
-      !status.ok())
-    return status;
-  if (absl::Status status =
-          checkSameDType(request, table, "table", out, "result");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkLookupShapes(request, table, ids, out, "result"));
+  ZERO_RETURN_IF_ERROR(checkSameDType(request, table, "table", out, "result"));
   int64_t vocabulary = table.shape[0];
   int64_t rowBytes = table.shape[1] * dtypeBytes(table.dtype);
   int64_t count = ids.numElements();
@@ -96,10 +83,8 @@ absl::StatusOr<KernelFn> bindEmbedding(const BindRequest &request) {
   return KernelFn([=](absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &) -> absl::Status {
-    if (absl::Status status =
-            checkIds(name, ins[1], idType, count, vocabulary, "id");
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(
+        checkIds(name, ins[1], idType, count, vocabulary, "id"));
     const char *src = static_cast<const char *>(ins[0]);
     char *dst = static_cast<char *>(outs[0]);
     for (int64_t position = 0; position < count; ++position)
@@ -110,25 +95,21 @@ absl::StatusOr<KernelFn> bindEmbedding(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 2, 1));
   const TensorSpec &dy = request.ins[0], &ids = request.ins[1],
                    &table = request.outs[0];
-  if (absl::Status status =
-          checkLookupShapes(request, table, ids, dy, "result gradient");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      checkLookupShapes(request, table, ids, dy, "result gradient"));
   int64_t vocabulary = table.shape[0], features = table.shape[1];
   int64_t count = ids.numElements();
   // -1: every row takes its gradient (the verifier keeps a set index in
   // range; a hand-written program is checked here as well).
-  absl::StatusOr<int64_t> paddingIdx = getI64Or(request, "padding_idx", -1);
-  if (!paddingIdx.ok())
-    return paddingIdx.status();
-  if (*paddingIdx < -1 || *paddingIdx >= vocabulary)
-    return request.invalid("padding_idx ", *paddingIdx, " is not a row of the ",
+  ZERO_ASSIGN_OR_RETURN(int64_t paddingIdx,
+                        getI64Or(request, "padding_idx", -1));
+  if (paddingIdx < -1 || paddingIdx >= vocabulary)
+    return request.invalid("padding_idx ", paddingIdx, " is not a row of the ",
                            vocabulary, "-row table");
-  int64_t padding = *paddingIdx;
+  int64_t padding = paddingIdx;
   DType idType = ids.dtype, dyType = dy.dtype, tableType = table.dtype;
   std::string name(request.name);
   // Positions grouped by id (a counting sort) let each table row be summed
@@ -140,10 +121,8 @@ absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request) {
                       absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &) mutable -> absl::Status {
-    if (absl::Status status =
-            checkIds(name, ins[1], idType, count, vocabulary, "id");
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(
+        checkIds(name, ins[1], idType, count, vocabulary, "id"));
     std::fill(ends.begin(), ends.end(), 0);
     for (int64_t position = 0; position < count; ++position)
       ++ends[loadIndex(ins[1], idType, position)];
@@ -187,42 +166,32 @@ absl::StatusOr<std::optional<int64_t>>
 getIgnoredLabel(const BindRequest &request, size_t operands) {
   if (!request.params.contains("ignore_index"))
     return std::optional<int64_t>();
-  absl::StatusOr<int64_t> ignored = getI64(request, "ignore_index");
-  if (!ignored.ok())
-    return ignored.status();
+  ZERO_ASSIGN_OR_RETURN(int64_t ignored, getI64(request, "ignore_index"));
   if (request.ins.size() != operands + 1)
-    return request.invalid("ignores label ", *ignored,
+    return request.invalid("ignores label ", ignored,
                            " but is not given the count of the labels not "
                            "ignored");
-  if (absl::Status status =
-          checkScalarF32(request, request.ins[operands], "count");
-      !status.ok())
-    return status;
-  return std::optional<int64_t>(*ignored);
+  ZERO_RETURN_IF_ERROR(checkScalarF32(request, request.ins[operands], "count"));
+  return std::optional<int64_t>(ignored);
 }
 
 } // namespace
 
 /// A loss's label_smoothing (PyTorch's), 0 where it has none.
 static absl::StatusOr<float> getLabelSmoothing(const BindRequest &request) {
-  absl::StatusOr<double> smoothing = getF64Or(request, "label_smoothing", 0.0);
-  if (!smoothing.ok())
-    return smoothing.status();
-  if (!(*smoothing >= 0.0 && *smoothing <= 1.0))
+  ZERO_ASSIGN_OR_RETURN(double smoothing,
+                        getF64Or(request, "label_smoothing", 0.0));
+  if (!(smoothing >= 0.0 && smoothing <= 1.0))
     return request.invalid("needs a label_smoothing in [0, 1], got ",
-                           *smoothing);
-  return static_cast<float>(*smoothing);
+                           smoothing);
+  return static_cast<float>(smoothing);
 }
 
 absl::StatusOr<KernelFn> bindCountLabels(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 1, 1));
   const TensorSpec &labels = request.ins[0];
-  if (absl::Status status = checkIndex(request, labels, "labels"); !status.ok())
-    return status;
-  if (absl::Status status = checkScalarF32(request, request.outs[0], "count");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkIndex(request, labels, "labels"));
+  ZERO_RETURN_IF_ERROR(checkScalarF32(request, request.outs[0], "count"));
   absl::StatusOr<int64_t> ignored = getI64(request, "ignore_index");
   if (!ignored.ok())
     return ignored.status();
@@ -243,20 +212,14 @@ absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request) {
   absl::StatusOr<std::optional<int64_t>> ignored = getIgnoredLabel(request, 2);
   if (!ignored.ok())
     return ignored.status();
-  if (absl::Status status = checkArity(request, *ignored ? 3 : 2, 1);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, *ignored ? 3 : 2, 1));
   const TensorSpec &logits = request.ins[0], &labels = request.ins[1];
-  absl::StatusOr<int64_t> rows = checkLabels(request, logits, labels);
-  if (!rows.ok())
-    return rows.status();
-  if (absl::Status status = checkScalarF32(request, request.outs[0], "loss");
-      !status.ok())
-    return status;
+  ZERO_ASSIGN_OR_RETURN(int64_t rows, checkLabels(request, logits, labels));
+  ZERO_RETURN_IF_ERROR(checkScalarF32(request, request.outs[0], "loss"));
   absl::StatusOr<float> smoothing = getLabelSmoothing(request);
   if (!smoothing.ok())
     return smoothing.status();
-  int64_t count = *rows, classes = logits.shape.back();
+  int64_t count = rows, classes = logits.shape.back();
   DType dtype = logits.dtype, labelType = labels.dtype;
   std::string name(request.name);
   return KernelFn([=, ignored = *ignored, smoothing = *smoothing,
@@ -264,10 +227,8 @@ absl::StatusOr<KernelFn> bindCrossEntropy(const BindRequest &request) {
                       absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &) mutable -> absl::Status {
-    if (absl::Status status =
-            checkIds(name, ins[1], labelType, count, classes, "label", ignored);
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(
+        checkIds(name, ins[1], labelType, count, classes, "label", ignored));
     // Row terms in f32; their mean in double, so that a large batch does
     // not lose the small per-row differences.
     double total = 0.0;
@@ -296,38 +257,26 @@ absl::StatusOr<KernelFn> bindCrossEntropyGrad(const BindRequest &request) {
   absl::StatusOr<std::optional<int64_t>> ignored = getIgnoredLabel(request, 3);
   if (!ignored.ok())
     return ignored.status();
-  if (absl::Status status = checkArity(request, *ignored ? 4 : 3, 1);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, *ignored ? 4 : 3, 1));
   const TensorSpec &logits = request.ins[0], &labels = request.ins[1];
-  absl::StatusOr<int64_t> rows = checkLabels(request, logits, labels);
-  if (!rows.ok())
-    return rows.status();
-  if (absl::Status status =
-          checkScalarF32(request, request.ins[2], "loss gradient");
-      !status.ok())
-    return status;
-  if (absl::Status status =
-          checkSameSpec(request, logits, "logits", request.outs[0], "result");
-      !status.ok())
-    return status;
-  absl::StatusOr<float> smoothing = getLabelSmoothing(request);
-  if (!smoothing.ok())
-    return smoothing.status();
-  int64_t count = *rows, classes = logits.shape.back();
+  ZERO_ASSIGN_OR_RETURN(int64_t rows, checkLabels(request, logits, labels));
+  ZERO_RETURN_IF_ERROR(
+      checkScalarF32(request, request.ins[2], "loss gradient"));
+  ZERO_RETURN_IF_ERROR(
+      checkSameSpec(request, logits, "logits", request.outs[0], "result"));
+  ZERO_ASSIGN_OR_RETURN(float smoothing, getLabelSmoothing(request));
+  int64_t count = rows, classes = logits.shape.back();
   DType dtype = logits.dtype, labelType = labels.dtype;
   std::string name(request.name);
   // The target: 1 - e on the label, e / C on every class.
-  float onLabel = 1.0f - *smoothing,
-        onEvery = *smoothing / static_cast<float>(classes);
+  float onLabel = 1.0f - smoothing,
+        onEvery = smoothing / static_cast<float>(classes);
   return KernelFn([=, ignored = *ignored, row = std::vector<float>(classes)](
                       absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &) mutable -> absl::Status {
-    if (absl::Status status =
-            checkIds(name, ins[1], labelType, count, classes, "label", ignored);
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(
+        checkIds(name, ins[1], labelType, count, classes, "label", ignored));
     float divisor = ignored ? *static_cast<const float *>(ins[3])
                             : static_cast<float>(count);
     float scale = *static_cast<const float *>(ins[2]) / divisor;

@@ -4,6 +4,7 @@
 #include "runtime/cpu/CastLoops.h"
 
 #include "absl/strings/str_join.h"
+#include "zero/support/Status.h"
 
 #include <limits>
 
@@ -253,11 +254,8 @@ KernelFn checkingBufferCounts(KernelFn kernel, absl::string_view name,
 }
 
 absl::Status checkUnarySpecs(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
-    return status;
-  if (absl::Status status = checkFloat(request, request.ins[0], "input");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 1, 1));
+  ZERO_RETURN_IF_ERROR(checkFloat(request, request.ins[0], "input"));
   return checkSameSpec(request, request.ins[0], "input", request.outs[0],
                        "result");
 }

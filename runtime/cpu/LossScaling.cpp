@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelSupport.h"
+#include "zero/support/Status.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,8 +39,7 @@ absl::StatusOr<KernelFn> bindUnscale(const BindRequest &request) {
   std::vector<std::pair<DType, int64_t>> inputs;
   for (size_t i = 0; i < grads; ++i) {
     const TensorSpec &in = request.ins[i], &out = request.outs[i];
-    if (absl::Status status = checkFloat(request, in, "gradient"); !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(checkFloat(request, in, "gradient"));
     if (out.dtype != DType::f32 || out.shape != in.shape)
       return request.invalid("unscales ", specString(in), " into ",
                              specString(out),
@@ -75,8 +75,7 @@ absl::StatusOr<KernelFn> bindUnscale(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindUpdateLossScale(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 3, 2); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 3, 2));
   static constexpr absl::string_view kRoles[] = {"scale", "good-step count",
                                                  "overflow flag"};
   for (size_t i = 0; i < 3; ++i)
@@ -88,13 +87,11 @@ absl::StatusOr<KernelFn> bindUpdateLossScale(const BindRequest &request) {
       return request.invalid("yields the new ", kRoles[i],
                              " as tensor<f32>, got ",
                              specString(request.outs[i]));
-  absl::StatusOr<int64_t> interval = getI64(request, "growth_interval");
-  if (!interval.ok())
-    return interval.status();
-  if (*interval < 1 || *interval > (int64_t{1} << 24))
+  ZERO_ASSIGN_OR_RETURN(int64_t interval, getI64(request, "growth_interval"));
+  if (interval < 1 || interval > (int64_t{1} << 24))
     return request.invalid("needs growth_interval in [1, 2^24], got ",
-                           *interval);
-  float growthInterval = static_cast<float>(*interval);
+                           interval);
+  float growthInterval = static_cast<float>(interval);
   return KernelFn([growthInterval](absl::Span<const void *const> ins,
                                    absl::Span<void *const> outs,
                                    const KernelContext &) -> absl::Status {

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelSupport.h"
+#include "zero/support/Status.h"
 
 #include <cblas.h>
 
@@ -17,20 +18,13 @@
 namespace zero::rt::cpu {
 
 absl::StatusOr<KernelFn> bindMatmul(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 2, 1));
   const TensorSpec &lhs = request.ins[0], &rhs = request.ins[1],
                    &out = request.outs[0];
   for (const TensorSpec *spec : {&lhs, &rhs, &out})
-    if (absl::Status status = checkFloat(request, *spec, "operands and result");
-        !status.ok())
-      return status;
-  absl::StatusOr<bool> transA = getFlag(request, "transpose_a");
-  if (!transA.ok())
-    return transA.status();
-  absl::StatusOr<bool> transB = getFlag(request, "transpose_b");
-  if (!transB.ok())
-    return transB.status();
+    ZERO_RETURN_IF_ERROR(checkFloat(request, *spec, "operands and result"));
+  ZERO_ASSIGN_OR_RETURN(bool transA, getFlag(request, "transpose_a"));
+  ZERO_ASSIGN_OR_RETURN(bool transB, getFlag(request, "transpose_b"));
 
   size_t lr = lhs.shape.size(), rr = rhs.shape.size();
   if (lr < 2 || rr < 2)
@@ -43,10 +37,10 @@ absl::StatusOr<KernelFn> bindMatmul(const BindRequest &request) {
     return request.invalid("needs equal batch dimensions or a 2-D right "
                            "operand, got ",
                            specString(lhs), " and ", specString(rhs));
-  int64_t m = *transA ? lhs.shape[lr - 1] : lhs.shape[lr - 2];
-  int64_t k = *transA ? lhs.shape[lr - 2] : lhs.shape[lr - 1];
-  int64_t k2 = *transB ? rhs.shape[rr - 1] : rhs.shape[rr - 2];
-  int64_t n = *transB ? rhs.shape[rr - 2] : rhs.shape[rr - 1];
+  int64_t m = transA ? lhs.shape[lr - 1] : lhs.shape[lr - 2];
+  int64_t k = transA ? lhs.shape[lr - 2] : lhs.shape[lr - 1];
+  int64_t k2 = transB ? rhs.shape[rr - 1] : rhs.shape[rr - 2];
+  int64_t n = transB ? rhs.shape[rr - 2] : rhs.shape[rr - 1];
   if (k != k2)
     return request.invalid("contracts ", k,
                            " elements of the left operand "
@@ -56,15 +50,13 @@ absl::StatusOr<KernelFn> bindMatmul(const BindRequest &request) {
   std::vector<int64_t> expected = batchShape;
   expected.push_back(m);
   expected.push_back(n);
-  if (absl::Status status = checkShape(request, out, expected, "result");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkShape(request, out, expected, "result"));
 
   int64_t batch = 1;
   for (int64_t extent : batchShape)
     batch *= extent;
   // A linear layer on [B, T, K] x [K, N] is one [B*T, K] x [K, N] product.
-  bool foldBatch = sharedRhs && !*transA;
+  bool foldBatch = sharedRhs && !transA;
   int64_t rowsPerCall = foldBatch ? m * batch : m;
   if (std::max({rowsPerCall, n, k}) > INT_MAX)
     return request.invalid("has a dimension beyond BLAS's int range");
@@ -75,7 +67,7 @@ absl::StatusOr<KernelFn> bindMatmul(const BindRequest &request) {
   std::vector<float> lhsScratch(lhsType == DType::f32 ? 0 : lhsCount);
   std::vector<float> rhsScratch(rhsType == DType::f32 ? 0 : rhsCount);
   std::vector<float> outScratch(outType == DType::f32 ? 0 : outCount);
-  bool ta = *transA, tb = *transB;
+  bool ta = transA, tb = transB;
   std::string name(request.name);
 
   return KernelFn(

@@ -12,6 +12,7 @@
 #include "KernelSupport.h"
 #include "runtime/cpu/ActivationLoops.h"
 #include "runtime/cpu/NormalizationLoops.h"
+#include "zero/support/Status.h"
 
 #include <cmath>
 
@@ -38,8 +39,7 @@ std::vector<int64_t> leadingShape(const TensorSpec &spec) {
 }
 
 absl::Status checkRowInput(const BindRequest &request, const TensorSpec &in) {
-  if (absl::Status status = checkFloat(request, in, "input"); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkFloat(request, in, "input"));
   if (in.shape.empty())
     return request.invalid("needs an input of rank >= 1, got ", specString(in));
   return absl::OkStatus();
@@ -48,8 +48,7 @@ absl::Status checkRowInput(const BindRequest &request, const TensorSpec &in) {
 /// A per-feature vector (scale, shift, their gradients) of `features`.
 absl::Status checkFeatures(const BindRequest &request, const TensorSpec &spec,
                            int64_t features, absl::string_view role) {
-  if (absl::Status status = checkFloat(request, spec, role); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkFloat(request, spec, role));
   return checkShape(request, spec, {features}, role);
 }
 
@@ -65,15 +64,11 @@ absl::Status checkStats(const BindRequest &request, const TensorSpec &in,
 } // namespace
 
 absl::StatusOr<KernelFn> bindSoftmax(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 1, 1));
   const TensorSpec &in = request.ins[0];
-  if (absl::Status status = checkRowInput(request, in); !status.ok())
-    return status;
-  if (absl::Status status =
-          checkSameSpec(request, in, "input", request.outs[0], "result");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkRowInput(request, in));
+  ZERO_RETURN_IF_ERROR(
+      checkSameSpec(request, in, "input", request.outs[0], "result"));
   absl::StatusOr<bool> safe = getFlag(request, "safe");
   if (!safe.ok())
     return safe.status();
@@ -106,19 +101,13 @@ absl::StatusOr<KernelFn> bindSoftmax(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindSoftmaxGrad(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 2, 1));
   const TensorSpec &saved = request.ins[0];
-  if (absl::Status status = checkRowInput(request, saved); !status.ok())
-    return status;
-  if (absl::Status status = checkSameSpec(request, saved, "saved result",
-                                          request.ins[1], "result gradient");
-      !status.ok())
-    return status;
-  if (absl::Status status = checkSameSpec(request, saved, "saved result",
-                                          request.outs[0], "input gradient");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkRowInput(request, saved));
+  ZERO_RETURN_IF_ERROR(checkSameSpec(request, saved, "saved result",
+                                     request.ins[1], "result gradient"));
+  ZERO_RETURN_IF_ERROR(checkSameSpec(request, saved, "saved result",
+                                     request.outs[0], "input gradient"));
   RowShape shape = rowShape(saved);
   DType dtype = saved.dtype;
   return KernelFn([=, rows = std::vector<float>(2 * shape.cols)](
@@ -141,40 +130,28 @@ absl::StatusOr<KernelFn> bindSoftmaxGrad(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindLayerNorm(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 3, 3); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 3, 3));
   const TensorSpec &in = request.ins[0];
-  if (absl::Status status = checkRowInput(request, in); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkRowInput(request, in));
   RowShape shape = rowShape(in);
   if (shape.cols == 0)
     return request.invalid("normalizes an empty last dimension in ",
                            specString(in));
-  if (absl::Status status =
-          checkFeatures(request, request.ins[1], shape.cols, "scale");
-      !status.ok())
-    return status;
-  if (absl::Status status =
-          checkFeatures(request, request.ins[2], shape.cols, "shift");
-      !status.ok())
-    return status;
-  if (absl::Status status =
-          checkSameSpec(request, in, "input", request.outs[0], "result");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      checkFeatures(request, request.ins[1], shape.cols, "scale"));
+  ZERO_RETURN_IF_ERROR(
+      checkFeatures(request, request.ins[2], shape.cols, "shift"));
+  ZERO_RETURN_IF_ERROR(
+      checkSameSpec(request, in, "input", request.outs[0], "result"));
   for (int i = 1; i < 3; ++i)
-    if (absl::Status status =
-            checkStats(request, in, request.outs[i], "mean and rstd");
-        !status.ok())
-      return status;
-  absl::StatusOr<double> eps = getF64(request, "eps");
-  if (!eps.ok())
-    return eps.status();
-  if (!(*eps > 0.0))
-    return request.invalid("needs eps > 0, got ", *eps);
+    ZERO_RETURN_IF_ERROR(
+        checkStats(request, in, request.outs[i], "mean and rstd"));
+  ZERO_ASSIGN_OR_RETURN(double eps, getF64(request, "eps"));
+  if (!(eps > 0.0))
+    return request.invalid("needs eps > 0, got ", eps);
   DType dtype = in.dtype, gammaType = request.ins[1].dtype,
         betaType = request.ins[2].dtype;
-  float epsilon = static_cast<float>(*eps);
+  float epsilon = static_cast<float>(eps);
   return KernelFn([=, scratch = std::vector<float>(3 * shape.cols)](
                       absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
@@ -202,37 +179,25 @@ absl::StatusOr<KernelFn> bindLayerNorm(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindLayerNormGrad(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 5, 3); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 5, 3));
   const TensorSpec &dy = request.ins[0], &in = request.ins[1];
-  if (absl::Status status = checkRowInput(request, in); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkRowInput(request, in));
   RowShape shape = rowShape(in);
   if (shape.cols == 0)
     return request.invalid("normalizes an empty last dimension in ",
                            specString(in));
-  if (absl::Status status =
-          checkSameSpec(request, dy, "result gradient", in, "input");
-      !status.ok())
-    return status;
-  if (absl::Status status = checkSameSpec(request, in, "input", request.outs[0],
-                                          "input gradient");
-      !status.ok())
-    return status;
-  if (absl::Status status =
-          checkFeatures(request, request.ins[2], shape.cols, "scale");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      checkSameSpec(request, dy, "result gradient", in, "input"));
+  ZERO_RETURN_IF_ERROR(
+      checkSameSpec(request, in, "input", request.outs[0], "input gradient"));
+  ZERO_RETURN_IF_ERROR(
+      checkFeatures(request, request.ins[2], shape.cols, "scale"));
   for (int i = 3; i < 5; ++i)
-    if (absl::Status status =
-            checkStats(request, in, request.ins[i], "mean and rstd");
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(
+        checkStats(request, in, request.ins[i], "mean and rstd"));
   for (int i = 1; i < 3; ++i)
-    if (absl::Status status = checkFeatures(request, request.outs[i],
-                                            shape.cols, "scale gradients");
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(
+        checkFeatures(request, request.outs[i], shape.cols, "scale gradients"));
   DType dtype = in.dtype, gammaType = request.ins[2].dtype,
         dgammaType = request.outs[1].dtype, dbetaType = request.outs[2].dtype;
   return KernelFn([=, scratch = std::vector<float>(7 * shape.cols)](

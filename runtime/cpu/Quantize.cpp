@@ -10,6 +10,7 @@
 
 #include "KernelSupport.h"
 #include "QuantizeLoops.h"
+#include "zero/support/Status.h"
 
 #include <algorithm>
 #include <cmath>
@@ -66,20 +67,16 @@ void unpackNibbles(const uint8_t *bytes, int64_t begin, int64_t count,
 absl::StatusOr<QuantizedLayout> getQuantizedLayout(const BindRequest &request,
                                                    const TensorSpec &values,
                                                    const TensorSpec &scales) {
-  absl::StatusOr<int64_t> block = getI64(request, "block");
-  if (!block.ok())
-    return block.status();
+  ZERO_ASSIGN_OR_RETURN(int64_t block, getI64(request, "block"));
   QuantizedLayout layout;
-  layout.block = *block;
+  layout.block = block;
   for (auto [name, field] :
        {std::pair<const char *, int64_t *>{"segments", &layout.segments},
         {"bits", &layout.bits}}) {
     if (!request.params.contains(name))
       continue;
-    absl::StatusOr<int64_t> value = getI64(request, name);
-    if (!value.ok())
-      return value.status();
-    *field = *value;
+    ZERO_ASSIGN_OR_RETURN(int64_t value, getI64(request, name));
+    *field = value;
   }
   if (layout.block < 1 || layout.segments < 1)
     return request.invalid("needs a positive block and segment count, got "
@@ -118,8 +115,7 @@ static absl::StatusOr<QuantizedLayout> checkCodes(const BindRequest &request,
                                                   absl::string_view what,
                                                   const TensorSpec &codes,
                                                   const TensorSpec &scales) {
-  if (absl::Status status = checkFloat(request, values, what); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkFloat(request, values, what));
   absl::StatusOr<QuantizedLayout> layout =
       getQuantizedLayout(request, values, scales);
   if (!layout.ok())
@@ -143,8 +139,7 @@ struct BlockScratch {
 };
 
 absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 1, 2); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 1, 2));
   absl::StatusOr<QuantizedLayout> layout = checkCodes(
       request, request.ins[0], "input", request.outs[0], request.outs[1]);
   if (!layout.ok())
@@ -179,8 +174,7 @@ absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindDequantize(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 2, 1));
   absl::StatusOr<QuantizedLayout> layout = checkCodes(
       request, request.outs[0], "result", request.ins[0], request.ins[1]);
   if (!layout.ok())

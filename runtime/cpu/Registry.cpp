@@ -2,6 +2,7 @@
 
 #include "KernelSupport.h"
 #include "UpdateLoops.h"
+#include "zero/support/Status.h"
 
 #include <cblas.h>
 
@@ -89,12 +90,9 @@ absl::StatusOr<KernelFn> bindCpuKernel(absl::string_view name,
     return absl::UnimplementedError(
         absl::StrCat("no CPU kernel for '", name, "'"));
   cpu::BindRequest request{name, params, ins, outs};
-  if (absl::Status status = cpu::checkSpecs(request); !status.ok())
-    return status;
-  absl::StatusOr<KernelFn> kernel = found->second(request);
-  if (!kernel.ok())
-    return kernel.status();
-  return cpu::checkingBufferCounts(*std::move(kernel), name, ins.size(),
+  ZERO_RETURN_IF_ERROR(cpu::checkSpecs(request));
+  ZERO_ASSIGN_OR_RETURN(KernelFn kernel, found->second(request));
+  return cpu::checkingBufferCounts(std::move(kernel), name, ins.size(),
                                    outs.size());
 }
 

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelSupport.h"
+#include "zero/support/Status.h"
 
 #include <algorithm>
 
@@ -153,10 +154,8 @@ Rows rowsAround(const TensorSpec &spec, int64_t dim) {
 /// verifiers do.
 absl::Status checkWindow(const BindRequest &request, const TensorSpec &whole,
                          const TensorSpec &part, int64_t dim, int64_t offset) {
-  if (absl::Status status = checkSameDType(request, request.ins[0], "input",
-                                           request.outs[0], "result");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkSameDType(request, request.ins[0], "input",
+                                      request.outs[0], "result"));
   if (dim < 0 || dim >= static_cast<int64_t>(whole.shape.size()))
     return request.invalid("dim ", dim, " is out of range for ",
                            specString(whole));
@@ -175,29 +174,21 @@ absl::Status checkWindow(const BindRequest &request, const TensorSpec &whole,
 } // namespace
 
 absl::StatusOr<KernelFn> bindReduce(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 1, 1));
   const TensorSpec &in = request.ins[0], &out = request.outs[0];
-  if (absl::Status status = checkFloat(request, in, "input"); !status.ok())
-    return status;
-  if (absl::Status status = checkFloat(request, out, "result"); !status.ok())
-    return status;
-  absl::StatusOr<std::vector<int64_t>> dims = getI64Array(request, "dims");
-  if (!dims.ok())
-    return dims.status();
-  if (absl::Status status = checkDims(request, *dims, in.shape.size());
-      !status.ok())
-    return status;
-  if (absl::Status status =
-          checkShape(request, out, removeDims(in.shape, *dims), "result");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkFloat(request, in, "input"));
+  ZERO_RETURN_IF_ERROR(checkFloat(request, out, "result"));
+  ZERO_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                        getI64Array(request, "dims"));
+  ZERO_RETURN_IF_ERROR(checkDims(request, dims, in.shape.size()));
+  ZERO_RETURN_IF_ERROR(
+      checkShape(request, out, removeDims(in.shape, dims), "result"));
   bool mean = request.name == "train.reduce_mean";
   int64_t outCount = out.numElements(), reduced = 1;
-  for (int64_t dim : *dims)
+  for (int64_t dim : dims)
     reduced *= in.shape[dim];
   float divisor = mean ? static_cast<float>(reduced) : 1.0f;
-  std::vector<Run> runs = collapseRuns(in.shape, *dims);
+  std::vector<Run> runs = collapseRuns(in.shape, dims);
   DType inType = in.dtype, outType = out.dtype;
   return KernelFn([=, index = std::vector<int64_t>(runs.size()),
                    acc = std::vector<float>(outCount)](
@@ -234,23 +225,17 @@ absl::StatusOr<KernelFn> bindReduce(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindExpand(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 1, 1));
   const TensorSpec &in = request.ins[0], &out = request.outs[0];
-  if (absl::Status status = checkSameDType(request, in, "input", out, "result");
-      !status.ok())
-    return status;
-  absl::StatusOr<std::vector<int64_t>> dims = getI64Array(request, "dims");
-  if (!dims.ok())
-    return dims.status();
-  if (absl::Status status = checkDims(request, *dims, out.shape.size());
-      !status.ok())
-    return status;
-  if (removeDims(out.shape, *dims) != in.shape)
+  ZERO_RETURN_IF_ERROR(checkSameDType(request, in, "input", out, "result"));
+  ZERO_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                        getI64Array(request, "dims"));
+  ZERO_RETURN_IF_ERROR(checkDims(request, dims, out.shape.size()));
+  if (removeDims(out.shape, dims) != in.shape)
     return request.invalid("cannot expand ", specString(in), " into ",
                            specString(out), " by inserting dims ",
-                           shapeString(*dims));
-  std::vector<Run> runs = collapseRuns(out.shape, *dims);
+                           shapeString(dims));
+  std::vector<Run> runs = collapseRuns(out.shape, dims);
   int64_t elementBytes = dtypeBytes(in.dtype);
   bool empty = out.numElements() == 0;
   return KernelFn([=, index = std::vector<int64_t>(runs.size())](
@@ -276,12 +261,9 @@ absl::StatusOr<KernelFn> bindExpand(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindReshape(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 1, 1));
   const TensorSpec &in = request.ins[0], &out = request.outs[0];
-  if (absl::Status status = checkSameDType(request, in, "input", out, "result");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkSameDType(request, in, "input", out, "result"));
   if (in.numElements() != out.numElements())
     return request.invalid("reshapes ", in.numElements(), " elements (",
                            specString(in), ") into ", out.numElements(), " (",
@@ -296,33 +278,26 @@ absl::StatusOr<KernelFn> bindReshape(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindTranspose(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 1, 1));
   const TensorSpec &in = request.ins[0], &out = request.outs[0];
-  if (absl::Status status = checkSameDType(request, in, "input", out, "result");
-      !status.ok())
-    return status;
-  absl::StatusOr<std::vector<int64_t>> permutation =
-      getI64Array(request, "permutation");
-  if (!permutation.ok())
-    return permutation.status();
+  ZERO_RETURN_IF_ERROR(checkSameDType(request, in, "input", out, "result"));
+  ZERO_ASSIGN_OR_RETURN(std::vector<int64_t> permutation,
+                        getI64Array(request, "permutation"));
   size_t rank = in.shape.size();
-  if (permutation->size() != rank)
+  if (permutation.size() != rank)
     return request.invalid("needs a permutation of ", rank, " dimensions, got ",
-                           shapeString(*permutation));
+                           shapeString(permutation));
   std::vector<bool> seen(rank, false);
   std::vector<int64_t> expected;
-  for (int64_t dim : *permutation) {
+  for (int64_t dim : permutation) {
     if (dim < 0 || dim >= static_cast<int64_t>(rank) || seen[dim])
       return request.invalid("needs each of 0..", rank - 1,
                              " once in the permutation, got ",
-                             shapeString(*permutation));
+                             shapeString(permutation));
     seen[dim] = true;
     expected.push_back(in.shape[dim]);
   }
-  if (absl::Status status = checkShape(request, out, expected, "result");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkShape(request, out, expected, "result"));
 
   std::vector<int64_t> inStrides(rank, 1);
   for (size_t d = rank; d-- > 1;)
@@ -334,7 +309,7 @@ absl::StatusOr<KernelFn> bindTranspose(const BindRequest &request) {
   };
   std::vector<Dim> dimsOut;
   for (size_t i = 0; i < rank; ++i) {
-    Dim dim{out.shape[i], inStrides[(*permutation)[i]]};
+    Dim dim{out.shape[i], inStrides[(permutation)[i]]};
     if (dim.extent == 1)
       continue;
     if (!dimsOut.empty() && dimsOut.back().stride == dim.stride * dim.extent) {
@@ -384,21 +359,14 @@ absl::StatusOr<KernelFn> bindTranspose(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindSlice(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 1, 1));
   const TensorSpec &in = request.ins[0], &out = request.outs[0];
-  if (absl::Status status = checkSameDType(request, in, "input", out, "result");
-      !status.ok())
-    return status;
-  absl::StatusOr<int64_t> dim = getI64(request, "dim");
-  if (!dim.ok())
-    return dim.status();
+  ZERO_RETURN_IF_ERROR(checkSameDType(request, in, "input", out, "result"));
+  ZERO_ASSIGN_OR_RETURN(int64_t dim, getI64(request, "dim"));
   int64_t axis = 0;
   if (request.params.contains("axis")) {
-    absl::StatusOr<int64_t> value = getI64(request, "axis");
-    if (!value.ok())
-      return value.status();
-    axis = *value;
+    ZERO_ASSIGN_OR_RETURN(int64_t value, getI64(request, "axis"));
+    axis = value;
   }
   // On a mesh the slice is the rank's coordinate along `axis`: the grid's
   // extents after it make the stride of that coordinate in the rank.
@@ -420,19 +388,19 @@ absl::StatusOr<KernelFn> bindSlice(const BindRequest &request) {
     }
   }
   size_t rank = in.shape.size();
-  if (*dim < 0 || *dim >= static_cast<int64_t>(rank))
-    return request.invalid("slices dimension ", *dim, " of ", specString(in));
+  if (dim < 0 || dim >= static_cast<int64_t>(rank))
+    return request.invalid("slices dimension ", dim, " of ", specString(in));
   std::vector<int64_t> expected = in.shape;
-  expected[*dim] = out.shape.size() == rank ? out.shape[*dim] : 0;
+  expected[dim] = out.shape.size() == rank ? out.shape[dim] : 0;
   if (out.shape != expected)
     return request.invalid("needs a result that differs from the input ",
-                           specString(in), " only in dimension ", *dim,
-                           ", got ", specString(out));
-  int64_t rows = in.shape[*dim], chunk = out.shape[*dim];
+                           specString(in), " only in dimension ", dim, ", got ",
+                           specString(out));
+  int64_t rows = in.shape[dim], chunk = out.shape[dim];
   int64_t outer = 1, rowBytes = dtypeBytes(in.dtype);
-  for (int64_t d = 0; d < *dim; ++d)
+  for (int64_t d = 0; d < dim; ++d)
     outer *= in.shape[d];
-  for (size_t d = *dim + 1; d < rank; ++d)
+  for (size_t d = dim + 1; d < rank; ++d)
     rowBytes *= in.shape[d];
   std::string name(request.name);
   return KernelFn([=](absl::Span<const void *const> ins,
@@ -464,23 +432,16 @@ absl::StatusOr<KernelFn> bindSlice(const BindRequest &request) {
 
 /// train.slice (`part` is the result) and train.pad (`part` is the input).
 absl::StatusOr<KernelFn> bindSliceOrPad(const BindRequest &request, bool pad) {
-  if (absl::Status status = checkArity(request, 1, 1); !status.ok())
-    return status;
-  absl::StatusOr<int64_t> dim = getI64(request, "dim");
-  if (!dim.ok())
-    return dim.status();
-  absl::StatusOr<int64_t> offset = getI64(request, "offset");
-  if (!offset.ok())
-    return offset.status();
+  ZERO_RETURN_IF_ERROR(checkArity(request, 1, 1));
+  ZERO_ASSIGN_OR_RETURN(int64_t dim, getI64(request, "dim"));
+  ZERO_ASSIGN_OR_RETURN(int64_t offset, getI64(request, "offset"));
   const TensorSpec &whole = pad ? request.outs[0] : request.ins[0];
   const TensorSpec &part = pad ? request.ins[0] : request.outs[0];
-  if (absl::Status status = checkWindow(request, whole, part, *dim, *offset);
-      !status.ok())
-    return status;
-  Rows rows = rowsAround(whole, *dim);
-  int64_t wholeBytes = whole.shape[*dim] * rows.rowBytes;
-  int64_t partBytes = part.shape[*dim] * rows.rowBytes;
-  int64_t before = *offset * rows.rowBytes;
+  ZERO_RETURN_IF_ERROR(checkWindow(request, whole, part, dim, offset));
+  Rows rows = rowsAround(whole, dim);
+  int64_t wholeBytes = whole.shape[dim] * rows.rowBytes;
+  int64_t partBytes = part.shape[dim] * rows.rowBytes;
+  int64_t before = offset * rows.rowBytes;
   int64_t after = wholeBytes - before - partBytes;
   return KernelFn([=](absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
@@ -521,32 +482,30 @@ absl::StatusOr<KernelFn> bindConcat(const BindRequest &request) {
   if (request.ins.empty() || request.outs.size() != 1)
     return request.invalid("needs at least one operand and one result, got ",
                            request.ins.size(), " and ", request.outs.size());
-  absl::StatusOr<int64_t> dim = getI64(request, "dim");
-  if (!dim.ok())
-    return dim.status();
+  ZERO_ASSIGN_OR_RETURN(int64_t dim, getI64(request, "dim"));
   const TensorSpec &out = request.outs[0];
-  if (*dim < 0 || *dim >= static_cast<int64_t>(out.shape.size()))
-    return request.invalid("dim ", *dim, " is out of range for ",
+  if (dim < 0 || dim >= static_cast<int64_t>(out.shape.size()))
+    return request.invalid("dim ", dim, " is out of range for ",
                            specString(out));
-  Rows rows = rowsAround(out, *dim);
+  Rows rows = rowsAround(out, dim);
   std::vector<int64_t> partBytes;
   int64_t total = 0;
   for (size_t i = 0; i < request.ins.size(); ++i) {
     const TensorSpec &in = request.ins[i];
     std::vector<int64_t> expected = out.shape;
-    expected[*dim] = in.shape.size() == out.shape.size() ? in.shape[*dim] : 0;
+    expected[dim] = in.shape.size() == out.shape.size() ? in.shape[dim] : 0;
     if (in.dtype != out.dtype || in.shape != expected)
       return request.invalid("operand ", i, " is ", specString(in),
                              "; operands must match the result ",
                              specString(out), " in type and in every dim but ",
-                             *dim);
-    partBytes.push_back(in.shape[*dim] * rows.rowBytes);
-    total += in.shape[*dim];
+                             dim);
+    partBytes.push_back(in.shape[dim] * rows.rowBytes);
+    total += in.shape[dim];
   }
-  if (total != out.shape[*dim])
-    return request.invalid("operands add up to ", total, " in dim ", *dim,
+  if (total != out.shape[dim])
+    return request.invalid("operands add up to ", total, " in dim ", dim,
                            ", but the result ", specString(out), " has ",
-                           out.shape[*dim]);
+                           out.shape[dim]);
   int64_t wholeBytes = total * rows.rowBytes;
   return KernelFn([=](absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,

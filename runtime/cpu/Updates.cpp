@@ -11,6 +11,7 @@
 
 #include "KernelSupport.h"
 #include "UpdateLoops.h"
+#include "zero/support/Status.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,9 +30,7 @@ absl::Status checkUpdateSpecs(const BindRequest &request, size_t ins,
   const TensorSpec &param = request.ins[0];
   for (size_t i = 0; i < ins; ++i) {
     const TensorSpec &spec = request.ins[i];
-    if (absl::Status status = checkFloat(request, spec, kRoles[i]);
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(checkFloat(request, spec, kRoles[i]));
     if (spec.shape != param.shape)
       return request.invalid("needs every operand in the shape of the "
                              "parameter ",
@@ -40,11 +39,9 @@ absl::Status checkUpdateSpecs(const BindRequest &request, size_t ins,
   }
   for (size_t i = 0; i < outs; ++i) {
     size_t operand = i == 0 ? 0 : i + 1; // Results skip the gradient.
-    if (absl::Status status =
-            checkSameSpec(request, request.ins[operand], kRoles[operand],
-                          request.outs[i], "its updated value");
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(checkSameSpec(request, request.ins[operand],
+                                       kRoles[operand], request.outs[i],
+                                       "its updated value"));
   }
   return absl::OkStatus();
 }
@@ -68,12 +65,11 @@ absl::StatusOr<Hyper> readHyper(const BindRequest &request, bool momentum) {
                      {"momentum", &hyper.momentum,
                       momentum ? std::nullopt : std::optional<double>(0.0)}};
   for (const Entry &entry : entries) {
-    absl::StatusOr<double> value =
-        entry.fallback ? getF64Or(request, entry.key, *entry.fallback)
-                       : getF64(request, entry.key);
-    if (!value.ok())
-      return value.status();
-    *entry.slot = static_cast<float>(*value);
+    ZERO_ASSIGN_OR_RETURN(double value,
+                          entry.fallback
+                              ? getF64Or(request, entry.key, *entry.fallback)
+                              : getF64(request, entry.key));
+    *entry.slot = static_cast<float>(value);
   }
   return hyper;
 }
@@ -101,22 +97,16 @@ readSchedule(const BindRequest &request) {
     return request.invalid("needs 'schedule' to be \"constant\", \"linear\" "
                            "or \"cosine\"");
   if (request.params.contains("warmup")) {
-    absl::StatusOr<int64_t> warmup = getI64(request, "warmup");
-    if (!warmup.ok())
-      return warmup.status();
-    schedule.warmup = *warmup;
+    ZERO_ASSIGN_OR_RETURN(int64_t warmup, getI64(request, "warmup"));
+    schedule.warmup = warmup;
   }
   if (schedule.warmup < 0)
     return request.invalid("needs warmup >= 0, got ", schedule.warmup);
   if (schedule.kind != LrSchedule::Kind::constant) {
-    absl::StatusOr<int64_t> total = getI64(request, "total");
-    if (!total.ok())
-      return total.status();
-    absl::StatusOr<double> minLr = getF64Or(request, "min_lr", 0.0);
-    if (!minLr.ok())
-      return minLr.status();
-    schedule.total = *total;
-    schedule.minLr = *minLr;
+    ZERO_ASSIGN_OR_RETURN(int64_t total, getI64(request, "total"));
+    ZERO_ASSIGN_OR_RETURN(double minLr, getF64Or(request, "min_lr", 0.0));
+    schedule.total = total;
+    schedule.minLr = minLr;
     if (schedule.total <= schedule.warmup)
       return request.invalid("needs total > warmup, got total ", schedule.total,
                              " and warmup ", schedule.warmup);
@@ -142,13 +132,10 @@ struct StepLr {
 };
 
 absl::StatusOr<StepLr> readStepLr(const BindRequest &request, float lr) {
-  absl::StatusOr<std::optional<LrSchedule>> schedule = readSchedule(request);
-  if (!schedule.ok())
-    return schedule.status();
-  absl::StatusOr<double> exactLr = getF64(request, "lr");
-  if (!exactLr.ok())
-    return exactLr.status();
-  return StepLr{lr, *exactLr, *schedule};
+  ZERO_ASSIGN_OR_RETURN(std::optional<LrSchedule> schedule,
+                        readSchedule(request));
+  ZERO_ASSIGN_OR_RETURN(double exactLr, getF64(request, "lr"));
+  return StepLr{lr, exactLr, schedule};
 }
 
 /// Binds `bindUpdate` on the first `ins` operands; a trailing f32 scalar
@@ -196,20 +183,14 @@ float withDecay(float grad, float wd, float param) {
 }
 
 absl::StatusOr<KernelFn> bindSgdStep(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 2, 1); !status.ok())
-    return status;
-  if (absl::Status status = checkUpdateSpecs(request, 2, 1); !status.ok())
-    return status;
-  absl::StatusOr<Hyper> hyper = readHyper(request, /*momentum=*/false);
-  if (!hyper.ok())
-    return hyper.status();
+  ZERO_RETURN_IF_ERROR(checkArity(request, 2, 1));
+  ZERO_RETURN_IF_ERROR(checkUpdateSpecs(request, 2, 1));
+  ZERO_ASSIGN_OR_RETURN(Hyper hyper, readHyper(request, /*momentum=*/false));
   int64_t count = request.ins[0].numElements();
   DType paramType = request.ins[0].dtype, gradType = request.ins[1].dtype;
-  absl::StatusOr<StepLr> stepLr = readStepLr(request, hyper->lr);
-  if (!stepLr.ok())
-    return stepLr.status();
-  float wd = hyper->weightDecay;
-  StepLr rate = *stepLr;
+  ZERO_ASSIGN_OR_RETURN(StepLr stepLr, readStepLr(request, hyper.lr));
+  float wd = hyper.weightDecay;
+  StepLr rate = stepLr;
   return KernelFn([=](absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &ctx) -> absl::Status {
@@ -228,21 +209,15 @@ absl::StatusOr<KernelFn> bindSgdStep(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindSgdMomentumStep(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 3, 2); !status.ok())
-    return status;
-  if (absl::Status status = checkUpdateSpecs(request, 3, 2); !status.ok())
-    return status;
-  absl::StatusOr<Hyper> hyper = readHyper(request, /*momentum=*/true);
-  if (!hyper.ok())
-    return hyper.status();
+  ZERO_RETURN_IF_ERROR(checkArity(request, 3, 2));
+  ZERO_RETURN_IF_ERROR(checkUpdateSpecs(request, 3, 2));
+  ZERO_ASSIGN_OR_RETURN(Hyper hyper, readHyper(request, /*momentum=*/true));
   int64_t count = request.ins[0].numElements();
   DType paramType = request.ins[0].dtype, gradType = request.ins[1].dtype,
         bufType = request.ins[2].dtype;
-  absl::StatusOr<StepLr> stepLr = readStepLr(request, hyper->lr);
-  if (!stepLr.ok())
-    return stepLr.status();
-  float wd = hyper->weightDecay, mu = hyper->momentum;
-  StepLr rate = *stepLr;
+  ZERO_ASSIGN_OR_RETURN(StepLr stepLr, readStepLr(request, hyper.lr));
+  float wd = hyper.weightDecay, mu = hyper.momentum;
+  StepLr rate = stepLr;
   return KernelFn([=](absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,
                       const KernelContext &ctx) -> absl::Status {
@@ -266,10 +241,8 @@ absl::StatusOr<KernelFn> bindSgdMomentumStep(const BindRequest &request) {
 }
 
 absl::StatusOr<KernelFn> bindAdamStep(const BindRequest &request) {
-  if (absl::Status status = checkArity(request, 5, 3); !status.ok())
-    return status;
-  if (absl::Status status = checkUpdateSpecs(request, 4, 3); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkArity(request, 5, 3));
+  ZERO_RETURN_IF_ERROR(checkUpdateSpecs(request, 4, 3));
   for (int i = 2; i < 4; ++i)
     if (request.ins[i].dtype != DType::f32)
       return request.invalid("needs f32 moments, got ",
@@ -277,17 +250,13 @@ absl::StatusOr<KernelFn> bindAdamStep(const BindRequest &request) {
   const TensorSpec &step = request.ins[4];
   if (step.dtype != DType::i64 || !step.shape.empty())
     return request.invalid("needs a tensor<i64> step, got ", specString(step));
-  absl::StatusOr<Hyper> hyper = readHyper(request, /*momentum=*/false);
-  if (!hyper.ok())
-    return hyper.status();
+  ZERO_ASSIGN_OR_RETURN(Hyper hyper, readHyper(request, /*momentum=*/false));
   bool decoupled = request.name == "train.adamw";
   int64_t count = request.ins[0].numElements();
   DType paramType = request.ins[0].dtype, gradType = request.ins[1].dtype;
-  absl::StatusOr<StepLr> stepLr = readStepLr(request, hyper->lr);
-  if (!stepLr.ok())
-    return stepLr.status();
-  Hyper h = *hyper;
-  StepLr rate = *stepLr;
+  ZERO_ASSIGN_OR_RETURN(StepLr stepLr, readStepLr(request, hyper.lr));
+  Hyper h = hyper;
+  StepLr rate = stepLr;
   std::string name(request.name);
   return KernelFn([=](absl::Span<const void *const> ins,
                       absl::Span<void *const> outs,

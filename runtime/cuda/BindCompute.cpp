@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaSupport.h"
+#include "zero/support/Status.h"
 
 namespace zero::rt::cuda {
 namespace {
@@ -47,10 +48,8 @@ absl::StatusOr<KernelFn> bindUnary(const BindRequest &request,
       {"rsqrt", dev::UnaryOp::rsqrt},     {"tanh", dev::UnaryOp::tanh},
       {"relu", dev::UnaryOp::relu},       {"gelu", dev::UnaryOp::gelu},
       {"sigmoid", dev::UnaryOp::sigmoid}, {"silu", dev::UnaryOp::silu}};
-  absl::StatusOr<bool> exact = cpu::getFlag(request, "exact");
-  if (!exact.ok())
-    return exact.status();
-  if (opName(request) == "gelu" && *exact)
+  ZERO_ASSIGN_OR_RETURN(bool exact, cpu::getFlag(request, "exact"));
+  if (opName(request) == "gelu" && exact)
     return unaryKernel(request, stream, dev::UnaryOp::geluExact, 1.0f);
   for (auto [op, code] : kOps)
     if (opName(request) == op)
@@ -61,11 +60,9 @@ absl::StatusOr<KernelFn> bindUnary(const BindRequest &request,
 
 absl::StatusOr<KernelFn> bindScale(const BindRequest &request,
                                    cudaStream_t stream) {
-  absl::StatusOr<double> factor = cpu::getF64(request, "factor");
-  if (!factor.ok())
-    return factor.status();
+  ZERO_ASSIGN_OR_RETURN(double factor, cpu::getF64(request, "factor"));
   return unaryKernel(request, stream, dev::UnaryOp::scale,
-                     static_cast<float>(*factor));
+                     static_cast<float>(factor));
 }
 
 absl::StatusOr<KernelFn> bindCast(const BindRequest &request,
@@ -102,12 +99,10 @@ absl::StatusOr<KernelFn> bindBinary(const BindRequest &request,
   dev::Dt type = dt(request.ins[0].dtype);
   int64_t count = request.ins[0].numElements();
   std::string name(request.name);
-  absl::StatusOr<bool> exact = cpu::getFlag(request, "exact");
-  if (!exact.ok())
-    return exact.status();
+  ZERO_ASSIGN_OR_RETURN(bool exact, cpu::getFlag(request, "exact"));
   for (auto [op, listed] : kOps)
     if (opName(request) == op) {
-      dev::BinaryOp code = listed == dev::BinaryOp::geluGrad && *exact
+      dev::BinaryOp code = listed == dev::BinaryOp::geluGrad && exact
                                ? dev::BinaryOp::geluExactGrad
                                : listed;
       return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
@@ -133,13 +128,11 @@ absl::StatusOr<KernelFn> bindBiasAdd(const BindRequest &request,
 absl::StatusOr<KernelFn> bindCausalMask(const BindRequest &request,
                                         cudaStream_t stream) {
   const TensorSpec &in = request.ins[0];
-  absl::StatusOr<double> fill = cpu::getF64(request, "fill");
-  if (!fill.ok())
-    return fill.status();
+  ZERO_ASSIGN_OR_RETURN(double fill, cpu::getF64(request, "fill"));
   int64_t cols = in.shape.back(), rows = in.shape[in.shape.size() - 2];
   int64_t matrices = cols * rows == 0 ? 0 : in.numElements() / (cols * rows);
   dev::Dt type = dt(in.dtype);
-  float value = static_cast<float>(*fill);
+  float value = static_cast<float>(fill);
   std::string name(request.name);
   return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
     return launched(name, dev::launchCausalMask(ins[0], outs[0], type, matrices,
@@ -150,17 +143,13 @@ absl::StatusOr<KernelFn> bindCausalMask(const BindRequest &request,
 absl::StatusOr<KernelFn> bindDropout(const BindRequest &request,
                                      cudaStream_t stream) {
   const TensorSpec &in = request.ins[0];
-  absl::StatusOr<double> rate = cpu::getF64(request, "rate");
-  if (!rate.ok())
-    return rate.status();
-  absl::StatusOr<int64_t> streamId = cpu::getI64Or(request, "stream", 0);
-  if (!streamId.ok())
-    return streamId.status();
+  ZERO_ASSIGN_OR_RETURN(double rate, cpu::getF64(request, "rate"));
+  ZERO_ASSIGN_OR_RETURN(int64_t streamId, cpu::getI64Or(request, "stream", 0));
   int64_t count = in.numElements();
   dev::Dt type = dt(in.dtype);
-  uint64_t threshold = dropoutThreshold(*rate);
-  float scale = static_cast<float>(1.0 / (1.0 - *rate));
-  int64_t id = *streamId;
+  uint64_t threshold = dropoutThreshold(rate);
+  float scale = static_cast<float>(1.0 / (1.0 - rate));
+  int64_t id = streamId;
   std::string name(request.name);
   return KernelFn([=](Ins ins, Outs outs, const KernelContext &ctx) {
     DropoutKey key{ctx.seed, id, ctx.step, ctx.microStep};
@@ -174,13 +163,11 @@ absl::StatusOr<KernelFn> bindDropout(const BindRequest &request,
 absl::StatusOr<KernelFn> bindKeyMask(const BindRequest &request,
                                      cudaStream_t stream) {
   const TensorSpec &in = request.ins[0];
-  absl::StatusOr<double> fill = cpu::getF64(request, "fill");
-  if (!fill.ok())
-    return fill.status();
+  ZERO_ASSIGN_OR_RETURN(double fill, cpu::getF64(request, "fill"));
   int64_t batch = in.shape.front(), keys = in.shape.back();
   int64_t perBatch = batch == 0 ? 0 : in.numElements() / batch;
   dev::Dt type = dt(in.dtype), keepType = dt(request.ins[1].dtype);
-  float value = static_cast<float>(*fill);
+  float value = static_cast<float>(fill);
   std::string name(request.name);
   return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
     return launched(name,
@@ -191,14 +178,12 @@ absl::StatusOr<KernelFn> bindKeyMask(const BindRequest &request,
 
 absl::StatusOr<KernelFn> bindFill(const BindRequest &request,
                                   cudaStream_t stream) {
-  absl::StatusOr<double> value = cpu::getF64(request, "value");
-  if (!value.ok())
-    return value.status();
+  ZERO_ASSIGN_OR_RETURN(double value, cpu::getF64(request, "value"));
   const TensorSpec &out = request.outs[0];
   int64_t count = out.numElements();
   dev::Dt type = dt(out.dtype);
   bool floating = isFloat(out.dtype);
-  double number = *value;
+  double number = value;
   std::string name(request.name);
   return KernelFn([=](Ins, Outs outs, const KernelContext &) {
     return launched(
@@ -257,12 +242,10 @@ absl::StatusOr<KernelFn> bindSoftmaxGrad(const BindRequest &request,
 absl::StatusOr<KernelFn> bindLayerNorm(const BindRequest &request,
                                        cudaStream_t stream) {
   auto [rows, cols] = rowsAndCols(request.ins[0]);
-  absl::StatusOr<double> eps = cpu::getF64(request, "eps");
-  if (!eps.ok())
-    return eps.status();
+  ZERO_ASSIGN_OR_RETURN(double eps, cpu::getF64(request, "eps"));
   dev::Dt type = dt(request.ins[0].dtype), gammaType = dt(request.ins[1].dtype),
           betaType = dt(request.ins[2].dtype);
-  float epsilon = static_cast<float>(*eps);
+  float epsilon = static_cast<float>(eps);
   std::string name(request.name);
   return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
     return launched(name, dev::launchLayerNorm(ins[0], ins[1], ins[2], outs[0],
@@ -318,16 +301,14 @@ absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request,
           count = ids.numElements();
   dev::Dt dyType = dt(dy.dtype), tableType = dt(table.dtype),
           idType = dt(ids.dtype);
-  absl::StatusOr<int64_t> paddingIdx =
-      cpu::getI64Or(request, "padding_idx", -1);
-  if (!paddingIdx.ok())
-    return paddingIdx.status();
-  if (*paddingIdx < -1 || *paddingIdx >= vocabulary)
-    return request.invalid("padding_idx ", *paddingIdx, " is not a row of the ",
+  ZERO_ASSIGN_OR_RETURN(int64_t paddingIdx,
+                        cpu::getI64Or(request, "padding_idx", -1));
+  if (paddingIdx < -1 || paddingIdx >= vocabulary)
+    return request.invalid("padding_idx ", paddingIdx, " is not a row of the ",
                            vocabulary, "-row table");
   std::string name(request.name);
-  return KernelFn([=, padding = *paddingIdx](Ins ins, Outs outs,
-                                             const KernelContext &) {
+  return KernelFn([=, padding = paddingIdx](Ins ins, Outs outs,
+                                            const KernelContext &) {
     return launched(name, dev::launchEmbeddingGrad(ins[0], ins[1], outs[0],
                                                    dyType, tableType, idType,
                                                    count, vocabulary, features,

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaSupport.h"
+#include "zero/support/Status.h"
 
 #include <algorithm>
 
@@ -93,15 +94,14 @@ const float *skipFlag(Ins ins, bool skippable) {
 absl::StatusOr<KernelFn> bindReduce(const BindRequest &request,
                                     cudaStream_t stream) {
   const TensorSpec &in = request.ins[0], &out = request.outs[0];
-  absl::StatusOr<std::vector<int64_t>> dims = cpu::getI64Array(request, "dims");
-  if (!dims.ok())
-    return dims.status();
+  ZERO_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                        cpu::getI64Array(request, "dims"));
   std::vector<int64_t> strides = rowMajorStrides(in.shape);
   std::vector<Dim> kept, dropped;
   int64_t reduced = 1;
   for (size_t d = 0; d < in.shape.size(); ++d) {
-    (contains(*dims, d) ? dropped : kept).push_back({in.shape[d], strides[d]});
-    if (contains(*dims, d))
+    (contains(dims, d) ? dropped : kept).push_back({in.shape[d], strides[d]});
+    if (contains(dims, d))
       reduced *= in.shape[d];
   }
   // Outputs walk the input contiguously when its last non-unit dimension is
@@ -109,23 +109,20 @@ absl::StatusOr<KernelFn> bindReduce(const BindRequest &request,
   bool innerKept = true;
   for (size_t d = in.shape.size(); d-- > 0;)
     if (in.shape[d] != 1) {
-      innerKept = !contains(*dims, d);
+      innerKept = !contains(dims, d);
       break;
     }
-  absl::StatusOr<dev::Strided> keptLayout = toStrided(request, collapse(kept));
-  if (!keptLayout.ok())
-    return keptLayout.status();
-  absl::StatusOr<dev::Strided> droppedLayout =
-      toStrided(request, collapse(dropped));
-  if (!droppedLayout.ok())
-    return droppedLayout.status();
+  ZERO_ASSIGN_OR_RETURN(dev::Strided keptLayout,
+                        toStrided(request, collapse(kept)));
+  ZERO_ASSIGN_OR_RETURN(dev::Strided droppedLayout,
+                        toStrided(request, collapse(dropped)));
   float divisor =
       request.name == "train.reduce_mean" ? static_cast<float>(reduced) : 1.0f;
   bool threadPerOutput = innerKept || reduced <= 32;
   int64_t outCount = out.numElements();
   dev::Dt inType = dt(in.dtype), outType = dt(out.dtype);
   std::string name(request.name);
-  return KernelFn([=, kept = *keptLayout, dropped = *droppedLayout](
+  return KernelFn([=, kept = keptLayout, dropped = droppedLayout](
                       Ins ins, Outs outs, const KernelContext &) {
     return launched(name, dev::launchReduce(ins[0], inType, outs[0], outType,
                                             kept, dropped, outCount, reduced,
@@ -136,29 +133,25 @@ absl::StatusOr<KernelFn> bindReduce(const BindRequest &request,
 absl::StatusOr<KernelFn> bindExpand(const BindRequest &request,
                                     cudaStream_t stream) {
   const TensorSpec &in = request.ins[0], &out = request.outs[0];
-  absl::StatusOr<std::vector<int64_t>> dims = cpu::getI64Array(request, "dims");
-  if (!dims.ok())
-    return dims.status();
+  ZERO_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                        cpu::getI64Array(request, "dims"));
   std::vector<int64_t> inStrides = rowMajorStrides(in.shape);
   std::vector<Dim> layout;
   size_t next = 0; // The input dimension the next kept output dim reads.
   for (size_t d = 0; d < out.shape.size(); ++d)
-    layout.push_back(
-        {out.shape[d], contains(*dims, d) ? 0 : inStrides[next++]});
+    layout.push_back({out.shape[d], contains(dims, d) ? 0 : inStrides[next++]});
   return gatherKernel(request, stream, layout);
 }
 
 absl::StatusOr<KernelFn> bindTranspose(const BindRequest &request,
                                        cudaStream_t stream) {
   const TensorSpec &in = request.ins[0], &out = request.outs[0];
-  absl::StatusOr<std::vector<int64_t>> permutation =
-      cpu::getI64Array(request, "permutation");
-  if (!permutation.ok())
-    return permutation.status();
+  ZERO_ASSIGN_OR_RETURN(std::vector<int64_t> permutation,
+                        cpu::getI64Array(request, "permutation"));
   std::vector<int64_t> inStrides = rowMajorStrides(in.shape);
   std::vector<Dim> layout;
   for (size_t d = 0; d < out.shape.size(); ++d)
-    layout.push_back({out.shape[d], inStrides[(*permutation)[d]]});
+    layout.push_back({out.shape[d], inStrides[(permutation)[d]]});
   return gatherKernel(request, stream, layout);
 }
 
@@ -181,14 +174,12 @@ absl::StatusOr<KernelFn> bindReshape(const BindRequest &request,
 absl::StatusOr<KernelFn> bindSlice(const BindRequest &request,
                                    cudaStream_t stream) {
   const TensorSpec &in = request.ins[0], &out = request.outs[0];
-  absl::StatusOr<int64_t> dim = cpu::getI64(request, "dim");
-  if (!dim.ok())
-    return dim.status();
-  int64_t rows = in.shape[*dim], chunk = out.shape[*dim];
+  ZERO_ASSIGN_OR_RETURN(int64_t dim, cpu::getI64(request, "dim"));
+  int64_t rows = in.shape[dim], chunk = out.shape[dim];
   int64_t outer = 1, rowBytes = dtypeBytes(in.dtype);
-  for (int64_t d = 0; d < *dim; ++d)
+  for (int64_t d = 0; d < dim; ++d)
     outer *= in.shape[d];
-  for (size_t d = *dim + 1; d < in.shape.size(); ++d)
+  for (size_t d = dim + 1; d < in.shape.size(); ++d)
     rowBytes *= in.shape[d];
   std::string name(request.name);
   return KernelFn([=](Ins ins, Outs outs,
@@ -205,16 +196,14 @@ absl::StatusOr<KernelFn> bindSlice(const BindRequest &request,
     if (outer == 0 || rowBytes == 0)
       return absl::OkStatus();
     if (present > 0)
-      if (absl::Status status = cudaStatus(
-              name,
-              cudaMemcpy2DAsync(dst, pitch, src + first * rowBytes,
-                                static_cast<size_t>(rows * rowBytes),
-                                static_cast<size_t>(present * rowBytes),
-                                static_cast<size_t>(outer),
-                                cudaMemcpyDeviceToDevice, stream),
-              "copy");
-          !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(
+          cudaStatus(name,
+                     cudaMemcpy2DAsync(dst, pitch, src + first * rowBytes,
+                                       static_cast<size_t>(rows * rowBytes),
+                                       static_cast<size_t>(present * rowBytes),
+                                       static_cast<size_t>(outer),
+                                       cudaMemcpyDeviceToDevice, stream),
+                     "copy"));
     if (present < chunk)
       return cudaStatus(
           name,
@@ -268,27 +257,21 @@ struct Window {
 
 /// The CPU binder has checked the geometry (Registry.cpp).
 absl::StatusOr<Window> readWindow(const BindRequest &request, bool pad) {
-  absl::StatusOr<int64_t> dim = cpu::getI64(request, "dim");
-  if (!dim.ok())
-    return dim.status();
-  absl::StatusOr<int64_t> offset = cpu::getI64(request, "offset");
-  if (!offset.ok())
-    return offset.status();
+  ZERO_ASSIGN_OR_RETURN(int64_t dim, cpu::getI64(request, "dim"));
+  ZERO_ASSIGN_OR_RETURN(int64_t offset, cpu::getI64(request, "offset"));
   const TensorSpec &whole = pad ? request.outs[0] : request.ins[0];
   const TensorSpec &part = pad ? request.ins[0] : request.outs[0];
-  auto [outer, rowBytes] = outerAndRowBytes(whole, *dim);
-  return Window{outer, whole.shape[*dim] * rowBytes,
-                part.shape[*dim] * rowBytes, *offset * rowBytes};
+  auto [outer, rowBytes] = outerAndRowBytes(whole, dim);
+  return Window{outer, whole.shape[dim] * rowBytes, part.shape[dim] * rowBytes,
+                offset * rowBytes};
 }
 
 } // namespace
 
 absl::StatusOr<KernelFn> bindSliceRange(const BindRequest &request,
                                         cudaStream_t stream) {
-  absl::StatusOr<Window> window = readWindow(request, /*pad=*/false);
-  if (!window.ok())
-    return window.status();
-  Window w = *window;
+  ZERO_ASSIGN_OR_RETURN(Window window, readWindow(request, /*pad=*/false));
+  Window w = window;
   std::string name(request.name);
   return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
     return copyRows(name, static_cast<char *>(outs[0]), w.partBytes,
@@ -299,56 +282,48 @@ absl::StatusOr<KernelFn> bindSliceRange(const BindRequest &request,
 
 absl::StatusOr<KernelFn> bindPad(const BindRequest &request,
                                  cudaStream_t stream) {
-  absl::StatusOr<Window> window = readWindow(request, /*pad=*/true);
-  if (!window.ok())
-    return window.status();
-  Window w = *window;
+  ZERO_ASSIGN_OR_RETURN(Window window, readWindow(request, /*pad=*/true));
+  Window w = window;
   int64_t total = w.outer * w.wholeBytes;
-  std::string name(request.name);
-  return KernelFn([=](Ins ins, Outs outs,
-                      const KernelContext &) -> absl::Status {
-    auto *dst = static_cast<char *>(outs[0]);
-    if (total == 0)
-      return absl::OkStatus();
-    // Zero everything, then copy the window over it: two passes over the
-    // window's bytes, but two launches whatever the geometry.
-    if (absl::Status status = cudaStatus(
-            name, cudaMemsetAsync(dst, 0, static_cast<size_t>(total), stream),
-            "zero fill");
-        !status.ok())
-      return status;
-    return copyRows(name, dst + w.before, w.wholeBytes,
-                    static_cast<const char *>(ins[0]), w.partBytes, w.partBytes,
-                    w.outer, stream);
-  });
-}
-
-absl::StatusOr<KernelFn> bindConcat(const BindRequest &request,
-                                    cudaStream_t stream) {
-  absl::StatusOr<int64_t> dim = cpu::getI64(request, "dim");
-  if (!dim.ok())
-    return dim.status();
-  const TensorSpec &out = request.outs[0];
-  auto [outer, rowBytes] = outerAndRowBytes(out, *dim);
-  int64_t wholeBytes = out.shape[*dim] * rowBytes;
-  std::vector<int64_t> partBytes;
-  for (const TensorSpec &in : request.ins)
-    partBytes.push_back(in.shape[*dim] * rowBytes);
   std::string name(request.name);
   return KernelFn(
       [=](Ins ins, Outs outs, const KernelContext &) -> absl::Status {
         auto *dst = static_cast<char *>(outs[0]);
-        int64_t at = 0;
-        for (size_t i = 0; i < partBytes.size(); ++i) {
-          if (absl::Status status = copyRows(
-                  name, dst + at, wholeBytes, static_cast<const char *>(ins[i]),
-                  partBytes[i], partBytes[i], outer, stream);
-              !status.ok())
-            return status;
-          at += partBytes[i];
-        }
-        return absl::OkStatus();
+        if (total == 0)
+          return absl::OkStatus();
+        // Zero everything, then copy the window over it: two passes over the
+        // window's bytes, but two launches whatever the geometry.
+        ZERO_RETURN_IF_ERROR(cudaStatus(
+            name, cudaMemsetAsync(dst, 0, static_cast<size_t>(total), stream),
+            "zero fill"));
+        return copyRows(name, dst + w.before, w.wholeBytes,
+                        static_cast<const char *>(ins[0]), w.partBytes,
+                        w.partBytes, w.outer, stream);
       });
+}
+
+absl::StatusOr<KernelFn> bindConcat(const BindRequest &request,
+                                    cudaStream_t stream) {
+  ZERO_ASSIGN_OR_RETURN(int64_t dim, cpu::getI64(request, "dim"));
+  const TensorSpec &out = request.outs[0];
+  auto [outer, rowBytes] = outerAndRowBytes(out, dim);
+  int64_t wholeBytes = out.shape[dim] * rowBytes;
+  std::vector<int64_t> partBytes;
+  for (const TensorSpec &in : request.ins)
+    partBytes.push_back(in.shape[dim] * rowBytes);
+  std::string name(request.name);
+  return KernelFn([=](Ins ins, Outs outs,
+                      const KernelContext &) -> absl::Status {
+    auto *dst = static_cast<char *>(outs[0]);
+    int64_t at = 0;
+    for (size_t i = 0; i < partBytes.size(); ++i) {
+      ZERO_RETURN_IF_ERROR(copyRows(name, dst + at, wholeBytes,
+                                    static_cast<const char *>(ins[i]),
+                                    partBytes[i], partBytes[i], outer, stream));
+      at += partBytes[i];
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<KernelFn> bindSgd(const BindRequest &request,
@@ -356,13 +331,11 @@ absl::StatusOr<KernelFn> bindSgd(const BindRequest &request,
   absl::StatusOr<StepLr> rate = readStepLr(request);
   if (!rate.ok())
     return rate.status();
-  absl::StatusOr<double> wd = cpu::getF64Or(request, "weight_decay", 0.0);
-  if (!wd.ok())
-    return wd.status();
+  ZERO_ASSIGN_OR_RETURN(double wd, cpu::getF64Or(request, "weight_decay", 0.0));
   int64_t count = request.ins[0].numElements();
   dev::Dt paramType = dt(request.ins[0].dtype),
           gradType = dt(request.ins[1].dtype);
-  float weightDecay = static_cast<float>(*wd);
+  float weightDecay = static_cast<float>(wd);
   std::string name(request.name);
   bool skippable = request.ins.size() == 3;
   return KernelFn([=, rate = *rate](Ins ins, Outs outs,
@@ -379,18 +352,13 @@ absl::StatusOr<KernelFn> bindSgdMomentum(const BindRequest &request,
   absl::StatusOr<StepLr> rate = readStepLr(request);
   if (!rate.ok())
     return rate.status();
-  absl::StatusOr<double> wd = cpu::getF64Or(request, "weight_decay", 0.0);
-  if (!wd.ok())
-    return wd.status();
-  absl::StatusOr<double> momentum = cpu::getF64(request, "momentum");
-  if (!momentum.ok())
-    return momentum.status();
+  ZERO_ASSIGN_OR_RETURN(double wd, cpu::getF64Or(request, "weight_decay", 0.0));
+  ZERO_ASSIGN_OR_RETURN(double momentum, cpu::getF64(request, "momentum"));
   int64_t count = request.ins[0].numElements();
   dev::Dt paramType = dt(request.ins[0].dtype),
           gradType = dt(request.ins[1].dtype),
           bufType = dt(request.ins[2].dtype);
-  float weightDecay = static_cast<float>(*wd),
-        mu = static_cast<float>(*momentum);
+  float weightDecay = static_cast<float>(wd), mu = static_cast<float>(momentum);
   std::string name(request.name);
   bool skippable = request.ins.size() == 4;
   return KernelFn(
@@ -418,11 +386,9 @@ absl::StatusOr<KernelFn> bindAdam(const BindRequest &request,
        {Entry{"beta1", &hyper.beta1, 0.9}, Entry{"beta2", &hyper.beta2, 0.999},
         Entry{"eps", &hyper.eps, 1e-8},
         Entry{"weight_decay", &hyper.weightDecay, 0.0}}) {
-    absl::StatusOr<double> value =
-        cpu::getF64Or(request, entry.key, entry.fallback);
-    if (!value.ok())
-      return value.status();
-    *entry.slot = static_cast<float>(*value);
+    ZERO_ASSIGN_OR_RETURN(double value,
+                          cpu::getF64Or(request, entry.key, entry.fallback));
+    *entry.slot = static_cast<float>(value);
   }
   hyper.decoupled = request.name == "train.adamw";
   int64_t count = request.ins[0].numElements();
@@ -466,12 +432,10 @@ absl::StatusOr<KernelFn> bindSumSquares(const BindRequest &request,
                       const KernelContext &) -> absl::Status {
     float *base = scratch->as<float>();
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (absl::Status status =
-              launched(name, dev::launchSquaresPartial(
-                                 ins[i], inputs[i].first, inputs[i].second,
-                                 base + offsets[i], stream));
-          !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(
+          launched(name, dev::launchSquaresPartial(ins[i], inputs[i].first,
+                                                   inputs[i].second,
+                                                   base + offsets[i], stream)));
     return launched(name, dev::launchSumPartials(base, partials,
                                                  static_cast<float *>(outs[0]),
                                                  stream));
@@ -480,24 +444,20 @@ absl::StatusOr<KernelFn> bindSumSquares(const BindRequest &request,
 
 absl::StatusOr<KernelFn> bindScaleByNorm(const BindRequest &request,
                                          cudaStream_t stream) {
-  absl::StatusOr<double> maxNorm = cpu::getF64(request, "max_norm");
-  if (!maxNorm.ok())
-    return maxNorm.status();
+  ZERO_ASSIGN_OR_RETURN(double maxNorm, cpu::getF64(request, "max_norm"));
   std::vector<std::pair<dev::Dt, int64_t>> tensors;
   for (const TensorSpec &spec : request.outs)
     tensors.push_back({dt(spec.dtype), spec.numElements()});
-  double bound = *maxNorm;
+  double bound = maxNorm;
   std::string name(request.name);
   return KernelFn(
       [=](Ins ins, Outs outs, const KernelContext &) -> absl::Status {
         const float *total = static_cast<const float *>(ins[tensors.size()]);
         for (size_t i = 0; i < tensors.size(); ++i)
-          if (absl::Status status =
-                  launched(name, dev::launchScaleByNorm(
-                                     ins[i], outs[i], tensors[i].first,
-                                     tensors[i].second, total, bound, stream));
-              !status.ok())
-            return status;
+          ZERO_RETURN_IF_ERROR(launched(
+              name,
+              dev::launchScaleByNorm(ins[i], outs[i], tensors[i].first,
+                                     tensors[i].second, total, bound, stream)));
         return absl::OkStatus();
       });
 }
@@ -520,17 +480,13 @@ absl::StatusOr<KernelFn> bindUnscale(const BindRequest &request,
                       const KernelContext &) -> absl::Status {
     float *raised = flag->as<float>();
     const float *scale = static_cast<const float *>(ins[grads]);
-    if (absl::Status status = cudaStatus(
-            name, cudaMemsetAsync(raised, 0, sizeof(float), stream), "clear");
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(cudaStatus(
+        name, cudaMemsetAsync(raised, 0, sizeof(float), stream), "clear"));
     for (size_t i = 0; i < grads; ++i)
-      if (absl::Status status = launched(
-              name, dev::launchUnscale(
-                        ins[i], inputs[i].first, inputs[i].second, scale,
-                        static_cast<float *>(outs[i]), raised, stream));
-          !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(launched(
+          name,
+          dev::launchUnscale(ins[i], inputs[i].first, inputs[i].second, scale,
+                             static_cast<float *>(outs[i]), raised, stream)));
     return cudaStatus(name,
                       cudaMemcpyAsync(outs[grads], raised, sizeof(float),
                                       cudaMemcpyDeviceToDevice, stream),
@@ -540,10 +496,9 @@ absl::StatusOr<KernelFn> bindUnscale(const BindRequest &request,
 
 absl::StatusOr<KernelFn> bindUpdateLossScale(const BindRequest &request,
                                              cudaStream_t stream) {
-  absl::StatusOr<int64_t> interval = cpu::getI64(request, "growth_interval");
-  if (!interval.ok())
-    return interval.status();
-  float growthInterval = static_cast<float>(*interval);
+  ZERO_ASSIGN_OR_RETURN(int64_t interval,
+                        cpu::getI64(request, "growth_interval"));
+  float growthInterval = static_cast<float>(interval);
   std::string name(request.name);
   return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
     return launched(

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaSupport.h"
+#include "zero/support/Status.h"
 
 namespace zero::rt::cuda {
 
@@ -26,11 +27,10 @@ absl::StatusOr<KernelFn> bindQuantize(const BindRequest &request,
   if (int64_t floats = dev::quantizeScratchFloats(
           layout->segments, layout->segmentLength, layout->block, bits);
       floats > 0) {
-    absl::StatusOr<std::shared_ptr<DeviceScratch>> allocated =
-        DeviceScratch::allocate(name, floats * sizeof(float));
-    if (!allocated.ok())
-      return allocated.status();
-    scratch = std::move(*allocated);
+    ZERO_ASSIGN_OR_RETURN(
+        std::shared_ptr<DeviceScratch> allocated,
+        DeviceScratch::allocate(name, floats * sizeof(float)));
+    scratch = std::move(allocated);
   }
   return KernelFn([=, layout = *layout](Ins ins, Outs outs,
                                         const KernelContext &) {

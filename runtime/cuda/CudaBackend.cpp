@@ -15,6 +15,7 @@
 #include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/CudaKernels.h"
 #include "zero/runtime/NcclCommunicator.h"
+#include "zero/support/Status.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -119,10 +120,8 @@ public:
 
   absl::Status reserve(int64_t inBytes, int64_t outBytes) {
     if (inBytes > 0)
-      if (absl::Status status = cudaCheck(cudaMallocHost(&stagingIn, inBytes),
-                                          "pinned staging for collectives");
-          !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(cudaCheck(cudaMallocHost(&stagingIn, inBytes),
+                                     "pinned staging for collectives"));
     if (outBytes > 0)
       return cudaCheck(cudaMallocHost(&stagingOut, outBytes),
                        "pinned staging for collectives");
@@ -169,25 +168,16 @@ absl::Status HostStagedCollectives::enqueue(const StepInstruction &instruction,
   int64_t outBytes = instruction.collectiveOutputBytes(ranks);
   // The stream's earlier work, and what it waits for, must be done before
   // the input is read on the host.
-  if (absl::Status status =
-          cudaCheck(cudaMemcpyAsync(stagingIn, instruction.ins[0], inBytes,
-                                    cudaMemcpyDeviceToHost, stream),
-                    "staging a collective's input");
-      !status.ok())
-    return status;
-  if (absl::Status status = synchronize(stream, instruction.label);
-      !status.ok())
-    return status;
-  if (absl::Status status =
-          runCollective(comm, instruction, stagingIn, stagingOut);
-      !status.ok())
-    return status;
-  if (absl::Status status =
-          cudaCheck(cudaMemcpyAsync(instruction.outs[0], stagingOut, outBytes,
-                                    cudaMemcpyHostToDevice, stream),
-                    "staging a collective's result");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      cudaCheck(cudaMemcpyAsync(stagingIn, instruction.ins[0], inBytes,
+                                cudaMemcpyDeviceToHost, stream),
+                "staging a collective's input"));
+  ZERO_RETURN_IF_ERROR(synchronize(stream, instruction.label));
+  ZERO_RETURN_IF_ERROR(runCollective(comm, instruction, stagingIn, stagingOut));
+  ZERO_RETURN_IF_ERROR(
+      cudaCheck(cudaMemcpyAsync(instruction.outs[0], stagingOut, outBytes,
+                                cudaMemcpyHostToDevice, stream),
+                "staging a collective's result"));
   // The staging buffers are reused by the next collective.
   return synchronize(stream, instruction.label);
 }
@@ -249,6 +239,9 @@ public:
                : "cuda-host-staged";
   }
   std::string deviceDescription() const override { return description; }
+  bool runsCollectivesPerAxis() const override {
+    return options.collectives != CudaBackendOptions::Collectives::nccl;
+  }
 
   absl::StatusOr<void *> allocate(int64_t bytes) override;
   void release(void *memory) override { cudaFree(memory); }
@@ -362,9 +355,7 @@ absl::Status CudaBackend::initialize() {
       (error == cudaSuccess && count == 0))
     return absl::FailedPreconditionError(
         "no CUDA device is visible to this process (use --backend cpu)");
-  if (absl::Status status = cudaCheck(error, "cudaGetDeviceCount");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(cudaCheck(error, "cudaGetDeviceCount"));
   bool useNccl = options.collectives == CudaBackendOptions::Collectives::nccl;
   if (useNccl && localSize(hostComm) > count)
     return absl::FailedPreconditionError(absl::StrCat(
@@ -380,14 +371,10 @@ absl::Status CudaBackend::initialize() {
   if (device >= count)
     return absl::InvalidArgumentError(absl::StrCat(
         "device ", device, " does not exist (", count, " visible)"));
-  if (absl::Status status = cudaCheck(cudaSetDevice(device), "cudaSetDevice");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(cudaCheck(cudaSetDevice(device), "cudaSetDevice"));
   cudaDeviceProp properties;
-  if (absl::Status status = cudaCheck(
-          cudaGetDeviceProperties(&properties, device), "device properties");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(cudaCheck(cudaGetDeviceProperties(&properties, device),
+                                 "device properties"));
   description = absl::StrFormat(
       "GPU %d: %s (sm_%d%d, %.1f GiB)%s", device, properties.name,
       properties.major, properties.minor,
@@ -397,19 +384,13 @@ absl::Status CudaBackend::initialize() {
   if (absl::StatusOr<cudaStream_t> compute = getStream(0); !compute.ok())
     return compute.status();
   for (cudaEvent_t *event : {&forkEvent, &collectiveOrder})
-    if (absl::Status status =
-            cudaCheck(cudaEventCreateWithFlags(event, cudaEventDisableTiming),
-                      "cudaEventCreate");
-        !status.ok())
-      return status;
-  if (absl::Status status =
-          cudaCheck(cudaMalloc(&deviceStep, 2 * sizeof(int64_t)), "cudaMalloc");
-      !status.ok())
-    return status;
-  if (absl::Status status = cudaCheck(
-          cudaMallocHost(&hostStep, 2 * sizeof(int64_t)), "cudaMallocHost");
-      !status.ok())
-    return status;
+    ZERO_RETURN_IF_ERROR(
+        cudaCheck(cudaEventCreateWithFlags(event, cudaEventDisableTiming),
+                  "cudaEventCreate"));
+  ZERO_RETURN_IF_ERROR(
+      cudaCheck(cudaMalloc(&deviceStep, 2 * sizeof(int64_t)), "cudaMalloc"));
+  ZERO_RETURN_IF_ERROR(cudaCheck(cudaMallocHost(&hostStep, 2 * sizeof(int64_t)),
+                                 "cudaMallocHost"));
   overhead += sizeof(int64_t);
 
   if (!useNccl) {
@@ -417,12 +398,10 @@ absl::Status CudaBackend::initialize() {
         hostComm, options.comm.timeoutSeconds);
     return absl::OkStatus();
   }
-  absl::StatusOr<std::unique_ptr<NcclCommunicator>> created =
-      NcclCommunicator::create(hostComm, options.comm);
-  if (!created.ok())
-    return created.status();
-  nccl = created->get();
-  collectives = std::make_unique<NcclCollectives>(std::move(*created));
+  ZERO_ASSIGN_OR_RETURN(std::unique_ptr<NcclCommunicator> created,
+                        NcclCommunicator::create(hostComm, options.comm));
+  nccl = created.get();
+  collectives = std::make_unique<NcclCollectives>(std::move(created));
   return absl::OkStatus();
 }
 
@@ -430,11 +409,9 @@ absl::StatusOr<cudaStream_t> CudaBackend::getStream(int index) {
   while (static_cast<int>(streams.size()) <= index) {
     cudaStream_t stream;
     // Non-blocking: the legacy default stream must not serialize them.
-    if (absl::Status status =
-            cudaCheck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-                      "cudaStreamCreate");
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(
+        cudaCheck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                  "cudaStreamCreate"));
     streams.push_back(stream);
   }
   return streams[index];
@@ -482,18 +459,15 @@ absl::StatusOr<KernelFn>
 CudaBackend::bindHostKernel(absl::string_view name, const KernelParams &params,
                             absl::Span<const TensorSpec> ins,
                             absl::Span<const TensorSpec> outs, int stream) {
-  absl::StatusOr<cudaStream_t> cudaStream = getStream(stream);
-  if (!cudaStream.ok())
-    return cudaStream.status();
-  absl::StatusOr<KernelFn> kernel = bindCpuKernel(name, params, ins, outs);
-  if (!kernel.ok())
-    return kernel.status();
+  ZERO_ASSIGN_OR_RETURN(cudaStream_t cudaStream, getStream(stream));
+  ZERO_ASSIGN_OR_RETURN(KernelFn kernel,
+                        bindCpuKernel(name, params, ins, outs));
   auto call = std::make_shared<HostKernelCall>();
-  call->kernel = std::move(*kernel);
+  call->kernel = std::move(kernel);
   call->step = hostStep;
   call->errors = hostErrors;
   call->name = std::string(name);
-  cudaStream_t target = *cudaStream;
+  cudaStream_t target = cudaStream;
   return KernelFn([call, target](absl::Span<const void *const> in,
                                  absl::Span<void *const> out,
                                  const KernelContext &context) {
@@ -508,24 +482,18 @@ CudaBackend::bindHostKernel(absl::string_view name, const KernelParams &params,
 
 absl::Status CudaBackend::copyToHost(void *host, const void *source,
                                      int64_t bytes) {
-  if (absl::Status status =
-          cudaCheck(cudaMemcpyAsync(host, source, bytes, cudaMemcpyDeviceToHost,
-                                    streams[0]),
-                    "copying device memory to the host");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(cudaCheck(
+      cudaMemcpyAsync(host, source, bytes, cudaMemcpyDeviceToHost, streams[0]),
+      "copying device memory to the host"));
   return cudaCheck(cudaStreamSynchronize(streams[0]),
                    "copying device memory to the host");
 }
 
 absl::Status CudaBackend::copyFromHost(void *target, const void *host,
                                        int64_t bytes) {
-  if (absl::Status status =
-          cudaCheck(cudaMemcpyAsync(target, host, bytes, cudaMemcpyHostToDevice,
-                                    streams[0]),
-                    "copying host memory to the device");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(cudaCheck(
+      cudaMemcpyAsync(target, host, bytes, cudaMemcpyHostToDevice, streams[0]),
+      "copying host memory to the device"));
   // The host buffer may be reused as soon as this returns.
   return cudaCheck(cudaStreamSynchronize(streams[0]),
                    "copying host memory to the device");
@@ -535,10 +503,8 @@ absl::StatusOr<KernelFn>
 CudaBackend::bindKernel(absl::string_view name, const KernelParams &params,
                         absl::Span<const TensorSpec> ins,
                         absl::Span<const TensorSpec> outs, int stream) {
-  absl::StatusOr<cudaStream_t> cudaStream = getStream(stream);
-  if (!cudaStream.ok())
-    return cudaStream.status();
-  return bindCudaKernel(name, params, ins, outs, *cudaStream);
+  ZERO_ASSIGN_OR_RETURN(cudaStream_t cudaStream, getStream(stream));
+  return bindCudaKernel(name, params, ins, outs, cudaStream);
 }
 
 absl::Status CudaBackend::prepare(const std::vector<StepBody> &steps,
@@ -554,12 +520,10 @@ absl::Status CudaBackend::prepare(const std::vector<StepBody> &steps,
   };
   events.resize(eventCount);
   for (cudaEvent_t &event : events)
-    if (absl::Status status = createEvent(event); !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(createEvent(event));
   joinEvents.resize(streams.size());
   for (size_t index = 1; index < streams.size(); ++index)
-    if (absl::Status status = createEvent(joinEvents[index]); !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(createEvent(joinEvents[index]));
   if (auto *staged = dynamic_cast<HostStagedCollectives *>(collectives.get())) {
     int64_t inBytes = 0, outBytes = 0;
     for (const StepBody &body : steps)
@@ -570,8 +534,7 @@ absl::Status CudaBackend::prepare(const std::vector<StepBody> &steps,
         inBytes = std::max(inBytes, instruction.collectiveInputBytes(ranks));
         outBytes = std::max(outBytes, instruction.collectiveOutputBytes(ranks));
       }
-    if (absl::Status status = staged->reserve(inBytes, outBytes); !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(staged->reserve(inBytes, outBytes));
   }
   return absl::OkStatus();
 }
@@ -608,14 +571,10 @@ absl::Status CudaBackend::enqueueCollective(const StepInstruction &instruction,
   // deadlock NCCL. A collective therefore waits for the previous one when
   // that ran on another stream.
   if (lastCollectiveStream >= 0 && lastCollectiveStream != instruction.stream)
-    if (absl::Status status =
-            cudaCheck(cudaStreamWaitEvent(stream, collectiveOrder, 0),
-                      "cudaStreamWaitEvent");
-        !status.ok())
-      return status;
-  if (absl::Status status = collectives->enqueue(instruction, stream);
-      !status.ok())
-    return status;
+    ZERO_RETURN_IF_ERROR(
+        cudaCheck(cudaStreamWaitEvent(stream, collectiveOrder, 0),
+                  "cudaStreamWaitEvent"));
+  ZERO_RETURN_IF_ERROR(collectives->enqueue(instruction, stream));
   lastCollectiveStream = instruction.stream;
   return cudaCheck(cudaEventRecord(collectiveOrder, stream), "cudaEventRecord");
 }
@@ -624,16 +583,12 @@ absl::Status CudaBackend::issueStep(const StepBody &instructions,
                                     const KernelContext &context) {
   cudaStream_t compute = streams[0];
   lastCollectiveStream = -1;
-  if (absl::Status status =
-          cudaCheck(cudaEventRecord(forkEvent, compute), "cudaEventRecord");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      cudaCheck(cudaEventRecord(forkEvent, compute), "cudaEventRecord"));
   for (size_t index = 1; index < streams.size(); ++index)
-    if (absl::Status status =
-            cudaCheck(cudaStreamWaitEvent(streams[index], forkEvent, 0),
-                      "cudaStreamWaitEvent");
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(
+        cudaCheck(cudaStreamWaitEvent(streams[index], forkEvent, 0),
+                  "cudaStreamWaitEvent"));
   for (size_t index = 0; index < instructions.size(); ++index) {
     const StepInstruction &instruction = instructions[index];
     if (absl::Status status = issue(instruction, context); !status.ok())
@@ -643,16 +598,11 @@ absl::Status CudaBackend::issueStep(const StepBody &instructions,
                                        "): ", status.message()));
   }
   for (size_t index = 1; index < streams.size(); ++index) {
-    if (absl::Status status =
-            cudaCheck(cudaEventRecord(joinEvents[index], streams[index]),
-                      "cudaEventRecord");
-        !status.ok())
-      return status;
-    if (absl::Status status =
-            cudaCheck(cudaStreamWaitEvent(compute, joinEvents[index], 0),
-                      "cudaStreamWaitEvent");
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(cudaCheck(
+        cudaEventRecord(joinEvents[index], streams[index]), "cudaEventRecord"));
+    ZERO_RETURN_IF_ERROR(
+        cudaCheck(cudaStreamWaitEvent(compute, joinEvents[index], 0),
+                  "cudaStreamWaitEvent"));
   }
   return absl::OkStatus();
 }
@@ -670,24 +620,18 @@ absl::Status CudaBackend::captureStep(size_t body,
   capture.release();
   capture.learningRateFactor = context.learningRateFactor;
   cudaStream_t compute = streams[0];
-  if (absl::Status status = cudaCheck(
-          cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal),
-          "cudaStreamBeginCapture");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(cudaCheck(
+      cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal),
+      "cudaStreamBeginCapture"));
   absl::Status issued = issueStep((*bodies)[body], context);
   // End the capture whatever happened, so that the stream is usable again.
   cudaError_t ended = cudaStreamEndCapture(compute, &capture.graph);
   if (!issued.ok())
     return issued;
-  if (absl::Status status = cudaCheck(ended, "capturing the step");
-      !status.ok())
-    return status;
-  if (absl::Status status =
-          cudaCheck(cudaGraphInstantiate(&capture.exec, capture.graph, 0),
-                    "instantiating the step's CUDA graph");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(cudaCheck(ended, "capturing the step"));
+  ZERO_RETURN_IF_ERROR(
+      cudaCheck(cudaGraphInstantiate(&capture.exec, capture.graph, 0),
+                "instantiating the step's CUDA graph"));
   capture.traffic =
       nccl ? nccl->traffic() : std::map<std::string, TrafficStats>();
   if (nccl)
@@ -699,37 +643,28 @@ absl::Status CudaBackend::runBody(size_t body, const KernelContext &context) {
   cudaStream_t compute = streams[0];
   hostStep[0] = context.step;
   hostStep[1] = context.microStep;
-  if (absl::Status status =
-          cudaCheck(cudaMemcpyAsync(deviceStep, hostStep, 2 * sizeof(int64_t),
-                                    cudaMemcpyHostToDevice, compute),
-                    "uploading the step number");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      cudaCheck(cudaMemcpyAsync(deviceStep, hostStep, 2 * sizeof(int64_t),
+                                cudaMemcpyHostToDevice, compute),
+                "uploading the step number"));
   KernelContext deviceContext = context;
   deviceContext.deviceStep = deviceStep;
   if (options.cudaGraph) {
     // The update kernels' rate parameters are captured by value.
     if (!captured[body].exec ||
         captured[body].learningRateFactor != deviceContext.learningRateFactor)
-      if (absl::Status status = captureStep(body, deviceContext); !status.ok())
-        return status;
-    if (absl::Status status =
-            cudaCheck(cudaGraphLaunch(captured[body].exec, compute),
-                      "launching the step's CUDA graph");
-        !status.ok())
-      return status;
+      ZERO_RETURN_IF_ERROR(captureStep(body, deviceContext));
+    ZERO_RETURN_IF_ERROR(
+        cudaCheck(cudaGraphLaunch(captured[body].exec, compute),
+                  "launching the step's CUDA graph"));
     hostComm.addTraffic(captured[body].traffic);
   } else {
-    if (absl::Status status = issueStep((*bodies)[body], deviceContext);
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(issueStep((*bodies)[body], deviceContext));
     moveTraffic();
   }
   // Also keeps the pinned step number alive until its copy has run.
-  if (absl::Status status = collectives->synchronize(
-          compute, absl::StrCat("step ", context.step));
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      collectives->synchronize(compute, absl::StrCat("step ", context.step)));
   if (absl::Status status = hostErrors->take(); !status.ok())
     return absl::Status(status.code(), absl::StrCat("step ", context.step, ": ",
                                                     status.message()));
@@ -740,7 +675,6 @@ absl::StatusOr<std::unique_ptr<ExecutionBackend>>
 zero::rt::createCudaBackend(Communicator &hostComm,
                             const CudaBackendOptions &options) {
   auto backend = std::make_unique<CudaBackend>(hostComm, options);
-  if (absl::Status status = backend->initialize(); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(backend->initialize());
   return backend;
 }

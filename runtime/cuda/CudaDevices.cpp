@@ -1,6 +1,7 @@
 //===- CudaDevices.cpp - CUDA devices visible to this process -------------===//
 
 #include "zero/runtime/CudaDevices.h"
+#include "zero/support/Status.h"
 
 #include "SelfTestKernel.h"
 
@@ -29,17 +30,13 @@ absl::StatusOr<std::vector<CudaDeviceInfo>> listCudaDevices() {
     cudaGetLastError();
     return std::vector<CudaDeviceInfo>{};
   }
-  if (absl::Status status = cudaStatus(error, "cudaGetDeviceCount");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(cudaStatus(error, "cudaGetDeviceCount"));
   std::vector<CudaDeviceInfo> devices;
   for (int ordinal = 0; ordinal < count; ++ordinal) {
     cudaDeviceProp properties;
-    if (absl::Status status =
-            cudaStatus(cudaGetDeviceProperties(&properties, ordinal),
-                       "cudaGetDeviceProperties");
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(
+        cudaStatus(cudaGetDeviceProperties(&properties, ordinal),
+                   "cudaGetDeviceProperties"));
     devices.push_back({ordinal, properties.name, properties.major,
                        properties.minor,
                        static_cast<int64_t>(properties.totalGlobalMem),
@@ -56,19 +53,15 @@ using DeviceBuffer = std::unique_ptr<float, DeviceFree>;
 
 absl::StatusOr<DeviceBuffer> allocate(int n) {
   float *pointer = nullptr;
-  if (absl::Status status = cudaStatus(
-          cudaMalloc(reinterpret_cast<void **>(&pointer), n * sizeof(float)),
-          "cudaMalloc");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(cudaStatus(
+      cudaMalloc(reinterpret_cast<void **>(&pointer), n * sizeof(float)),
+      "cudaMalloc"));
   return DeviceBuffer(pointer);
 }
 } // namespace
 
 absl::Status runKernelSelfTest(int ordinal) {
-  if (absl::Status status = cudaStatus(cudaSetDevice(ordinal), "cudaSetDevice");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(cudaStatus(cudaSetDevice(ordinal), "cudaSetDevice"));
   constexpr int n = 4099; // Not a multiple of the block size.
   std::vector<float> x(n), y(n);
   for (int i = 0; i < n; ++i) {

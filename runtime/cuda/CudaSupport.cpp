@@ -1,6 +1,7 @@
 //===- CudaSupport.cpp - Shared pieces of the CUDA binders ----------------===//
 
 #include "CudaSupport.h"
+#include "zero/support/Status.h"
 
 namespace zero::rt::cuda {
 
@@ -17,13 +18,10 @@ absl::StatusOr<std::shared_ptr<DeviceScratch>>
 DeviceScratch::allocate(absl::string_view kernel, int64_t bytes) {
   void *data = nullptr;
   // cudaMalloc(0) may return null; one byte keeps `as()` a valid pointer.
-  if (absl::Status status = cudaStatus(
-          kernel,
-          cudaMalloc(&data,
-                     static_cast<size_t>(bytes > 0 ? bytes : int64_t{1})),
-          absl::StrCat("allocating ", bytes, " bytes of scratch"));
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(cudaStatus(
+      kernel,
+      cudaMalloc(&data, static_cast<size_t>(bytes > 0 ? bytes : int64_t{1})),
+      absl::StrCat("allocating ", bytes, " bytes of scratch")));
   return std::shared_ptr<DeviceScratch>(new DeviceScratch(data));
 }
 
@@ -32,11 +30,9 @@ DeviceScratch::~DeviceScratch() { cudaFree(data_); }
 absl::StatusOr<StepLr> readStepLr(const BindRequest &request) {
   // The CPU binder has checked these params; this only reads them.
   StepLr rate;
-  absl::StatusOr<double> lr = cpu::getF64(request, "lr");
-  if (!lr.ok())
-    return lr.status();
-  rate.lr = static_cast<float>(*lr);
-  rate.exactLr = *lr;
+  ZERO_ASSIGN_OR_RETURN(double lr, cpu::getF64(request, "lr"));
+  rate.lr = static_cast<float>(lr);
+  rate.exactLr = lr;
   const KernelParam *kind = request.params.find("schedule");
   if (!kind || kind->kind != KernelParam::Kind::string)
     return rate;

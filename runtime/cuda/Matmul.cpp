@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaSupport.h"
+#include "zero/support/Status.h"
 
 #include <cublas_v2.h>
 
@@ -78,16 +79,12 @@ absl::StatusOr<KernelFn> bindMatmul(const BindRequest &request,
                                     cudaStream_t stream) {
   const TensorSpec &lhs = request.ins[0], &rhs = request.ins[1],
                    &out = request.outs[0];
-  absl::StatusOr<bool> transA = cpu::getFlag(request, "transpose_a");
-  if (!transA.ok())
-    return transA.status();
-  absl::StatusOr<bool> transB = cpu::getFlag(request, "transpose_b");
-  if (!transB.ok())
-    return transB.status();
+  ZERO_ASSIGN_OR_RETURN(bool transA, cpu::getFlag(request, "transpose_a"));
+  ZERO_ASSIGN_OR_RETURN(bool transB, cpu::getFlag(request, "transpose_b"));
   Plan plan{};
   size_t lr = lhs.shape.size(), rr = rhs.shape.size();
-  plan.ta = *transA;
-  plan.tb = *transB;
+  plan.ta = transA;
+  plan.tb = transB;
   plan.m = plan.ta ? lhs.shape[lr - 1] : lhs.shape[lr - 2];
   plan.k = plan.ta ? lhs.shape[lr - 2] : lhs.shape[lr - 1];
   plan.n = plan.tb ? rhs.shape[rr - 2] : rhs.shape[rr - 1];
@@ -171,42 +168,34 @@ absl::StatusOr<KernelFn> bindMatmul(const BindRequest &request,
           "zeroing an empty product");
     if (plan.gemmA != plan.lhsType) {
       void *wide = base + plan.lhsOffset;
-      if (absl::Status status = launched(
-              name,
-              dev::launchUnary(dev::UnaryOp::copy, 1.0f, a, dt(plan.lhsType),
-                               wide, dev::Dt::f32, plan.lhsCount, stream));
-          !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(launched(
+          name, dev::launchUnary(dev::UnaryOp::copy, 1.0f, a, dt(plan.lhsType),
+                                 wide, dev::Dt::f32, plan.lhsCount, stream)));
       a = wide;
     }
     if (plan.gemmB != plan.rhsType) {
       void *wide = base + plan.rhsOffset;
-      if (absl::Status status = launched(
-              name,
-              dev::launchUnary(dev::UnaryOp::copy, 1.0f, b, dt(plan.rhsType),
-                               wide, dev::Dt::f32, plan.rhsCount, stream));
-          !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(launched(
+          name, dev::launchUnary(dev::UnaryOp::copy, 1.0f, b, dt(plan.rhsType),
+                                 wide, dev::Dt::f32, plan.rhsCount, stream)));
       b = wide;
     }
     float alpha = 1.0f, beta = 0.0f;
     int lda = static_cast<int>(plan.ta ? plan.m : plan.k);
     int ldb = static_cast<int>(plan.tb ? plan.k : plan.n);
     int calls = plan.foldBatch ? 1 : static_cast<int>(plan.batch);
-    if (absl::Status status = cublasStatus(
-            name,
-            cublasGemmStridedBatchedEx(
-                handle->handle, plan.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                plan.ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(plan.n),
-                static_cast<int>(plan.rowsPerCall), static_cast<int>(plan.k),
-                &alpha, b, cudaType(plan.gemmB), ldb,
-                plan.sharedRhs ? 0 : plan.k * plan.n, a, cudaType(plan.gemmA),
-                lda, plan.m * plan.k, &beta, c, cudaType(plan.gemmC),
-                static_cast<int>(plan.n), plan.m * plan.n, calls,
-                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-            "cublasGemmStridedBatchedEx");
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(cublasStatus(
+        name,
+        cublasGemmStridedBatchedEx(
+            handle->handle, plan.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+            plan.ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(plan.n),
+            static_cast<int>(plan.rowsPerCall), static_cast<int>(plan.k),
+            &alpha, b, cudaType(plan.gemmB), ldb,
+            plan.sharedRhs ? 0 : plan.k * plan.n, a, cudaType(plan.gemmA), lda,
+            plan.m * plan.k, &beta, c, cudaType(plan.gemmC),
+            static_cast<int>(plan.n), plan.m * plan.n, calls,
+            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmStridedBatchedEx"));
     if (plan.gemmC != plan.outType)
       return launched(name,
                       dev::launchUnary(dev::UnaryOp::copy, 1.0f, c,

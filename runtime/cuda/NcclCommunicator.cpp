@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/runtime/NcclCommunicator.h"
+#include "zero/support/Status.h"
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
@@ -99,8 +100,7 @@ struct NcclCommunicator::State {
   /// usable(), then the checks of every collective's count and buffers.
   absl::Status check(absl::string_view kind, const void *in, const void *out,
                      int64_t count, bool needsIn) const {
-    if (absl::Status status = usable(); !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(usable());
     return checkBuffers(kind, in, out, count, needsIn);
   }
   /// OK, or InternalError "rank R: WHAT: CALL failed: ERROR", with NCCL's
@@ -220,11 +220,9 @@ absl::StatusOr<Communicator::Ticket>
 NcclCommunicator::State::start(std::string what, Enqueue enqueue) {
   cudaEvent_t event = nullptr;
   // Made first, so that a collective is never left in flight without one.
-  if (absl::Status status =
-          cudaStatus(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
-                     "cudaEventCreateWithFlags", what);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      cudaStatus(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+                 "cudaEventCreateWithFlags", what));
   absl::Status status = enqueue(static_cast<CudaStreamHandle>(stream));
   if (status.ok())
     status =
@@ -257,10 +255,8 @@ NcclCommunicator::create(Communicator &bootstrap, const CommOptions &options) {
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));
   if (state->rank == 0)
-    if (absl::Status status =
-            state->ncclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId", what);
-        !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(
+        state->ncclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId", what));
   if (absl::Status status = bootstrap.broadcast(
           &id, &id, sizeof(id) / sizeof(int32_t), DType::i32, /*root=*/0);
       !status.ok())
@@ -296,15 +292,11 @@ absl::Status NcclCommunicator::enqueueAllReduce(const void *in, void *out,
                                                 int64_t count, DType dtype,
                                                 ReduceKind kind,
                                                 CudaStreamHandle stream) {
-  if (absl::Status status = state->check("all_reduce", in, out, count, true);
-      !status.ok())
-    return status;
-  absl::StatusOr<ncclRedOp_t> op = reduceOp("all_reduce", dtype, kind);
-  if (!op.ok())
-    return op.status();
+  ZERO_RETURN_IF_ERROR(state->check("all_reduce", in, out, count, true));
+  ZERO_ASSIGN_OR_RETURN(ncclRedOp_t op, reduceOp("all_reduce", dtype, kind));
   countTraffic("all_reduce", count, dtype);
   return state->ncclStatus(
-      ncclAllReduce(in, out, static_cast<size_t>(count), ncclType(dtype), *op,
+      ncclAllReduce(in, out, static_cast<size_t>(count), ncclType(dtype), op,
                     state->comm, static_cast<cudaStream_t>(stream)),
       "ncclAllReduce", describe("all_reduce", count, dtype));
 }
@@ -314,18 +306,15 @@ absl::Status NcclCommunicator::enqueueReduceScatter(const void *in, void *out,
                                                     DType dtype,
                                                     ReduceKind kind,
                                                     CudaStreamHandle stream) {
-  if (absl::Status status =
-          state->check("reduce_scatter", in, out, countPerRank, true);
-      !status.ok())
-    return status;
-  absl::StatusOr<ncclRedOp_t> op = reduceOp("reduce_scatter", dtype, kind);
-  if (!op.ok())
-    return op.status();
+  ZERO_RETURN_IF_ERROR(
+      state->check("reduce_scatter", in, out, countPerRank, true));
+  ZERO_ASSIGN_OR_RETURN(ncclRedOp_t op,
+                        reduceOp("reduce_scatter", dtype, kind));
   int64_t elements = countPerRank * state->size;
   countTraffic("reduce_scatter", elements, dtype);
   return state->ncclStatus(
       ncclReduceScatter(in, out, static_cast<size_t>(countPerRank),
-                        ncclType(dtype), *op, state->comm,
+                        ncclType(dtype), op, state->comm,
                         static_cast<cudaStream_t>(stream)),
       "ncclReduceScatter", describe("reduce_scatter", elements, dtype));
 }
@@ -334,10 +323,7 @@ absl::Status NcclCommunicator::enqueueAllGather(const void *in, void *out,
                                                 int64_t countPerRank,
                                                 DType dtype,
                                                 CudaStreamHandle stream) {
-  if (absl::Status status =
-          state->check("all_gather", in, out, countPerRank, true);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(state->check("all_gather", in, out, countPerRank, true));
   int64_t elements = countPerRank * state->size;
   countTraffic("all_gather", elements, dtype);
   // In place (`in` is this rank's block of `out`) is NCCL's own in-place form.
@@ -351,10 +337,8 @@ absl::Status NcclCommunicator::enqueueBroadcast(const void *in, void *out,
                                                 int64_t count, DType dtype,
                                                 int root,
                                                 CudaStreamHandle stream) {
-  if (absl::Status status =
-          state->check("broadcast", in, out, count, state->rank == root);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      state->check("broadcast", in, out, count, state->rank == root));
   if (root < 0 || root >= state->size)
     return absl::InvalidArgumentError(absl::StrCat(
         "broadcast: root ", root, " is not a rank of a job of ", state->size));
@@ -369,10 +353,7 @@ absl::Status NcclCommunicator::enqueueAllToAll(const void *in, void *out,
                                                int64_t countPerRank,
                                                DType dtype,
                                                CudaStreamHandle stream) {
-  if (absl::Status status =
-          state->check("all_to_all", in, out, countPerRank, true);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(state->check("all_to_all", in, out, countPerRank, true));
   // Sends and receives of one group run concurrently, so in place would
   // overwrite blocks before they are sent, and a copy would need scratch that
   // a captured stream cannot allocate.
@@ -408,8 +389,7 @@ absl::Status NcclCommunicator::enqueueAllToAll(const void *in, void *out,
 
 absl::Status NcclCommunicator::synchronize(CudaStreamHandle stream,
                                            absl::string_view what) {
-  if (absl::Status status = state->usable(); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(state->usable());
   auto cudaStream = static_cast<cudaStream_t>(stream);
   return state->poll([cudaStream] { return cudaStreamQuery(cudaStream); },
                      "cudaStreamQuery", what);
@@ -470,30 +450,23 @@ absl::Status NcclCommunicator::wait(Ticket ticket) {
     return absl::InvalidArgumentError(
         absl::StrCat("wait: ticket ", ticket,
                      " is not outstanding (never started or already waited)"));
-  if (absl::Status status = state->usable(); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(state->usable());
   cudaEvent_t event = found->second.event;
-  if (absl::Status status =
-          state->poll([event] { return cudaEventQuery(event); },
-                      "cudaEventQuery", found->second.what);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(state->poll([event] { return cudaEventQuery(event); },
+                                   "cudaEventQuery", found->second.what));
   cudaEventDestroy(event);
   state->pending.erase(found);
   return absl::OkStatus();
 }
 
 absl::Status NcclCommunicator::barrier() {
-  if (absl::Status status = state->usable(); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(state->usable());
   // Not an enqueueAllReduce: a barrier moves no program data and is not
   // counted as traffic.
-  if (absl::Status status = state->ncclStatus(
-          ncclAllReduce(state->scratch, state->scratch, 1, ncclInt32, ncclSum,
-                        state->comm, state->stream),
-          "ncclAllReduce", "barrier");
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(state->ncclStatus(
+      ncclAllReduce(state->scratch, state->scratch, 1, ncclInt32, ncclSum,
+                    state->comm, state->stream),
+      "ncclAllReduce", "barrier"));
   return synchronize(state->stream, "barrier");
 }
 

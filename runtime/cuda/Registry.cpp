@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaSupport.h"
+#include "zero/support/Status.h"
 
 #include <algorithm>
 #include <string>
@@ -117,15 +118,12 @@ absl::StatusOr<KernelFn> bindCudaKernel(absl::string_view name,
   if (found == end || found->first != name)
     return absl::UnimplementedError(
         absl::StrCat("no CUDA kernel for '", name, "'"));
-  if (absl::Status status = checkWithCpuBinder(name, params, ins, outs);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(checkWithCpuBinder(name, params, ins, outs));
   cpu::BindRequest request{name, params, ins, outs};
-  absl::StatusOr<KernelFn> kernel =
-      found->second(request, static_cast<cudaStream_t>(stream));
-  if (!kernel.ok())
-    return kernel.status();
-  return cpu::checkingBufferCounts(*std::move(kernel), name, ins.size(),
+  ZERO_ASSIGN_OR_RETURN(
+      KernelFn kernel,
+      found->second(request, static_cast<cudaStream_t>(stream)));
+  return cpu::checkingBufferCounts(std::move(kernel), name, ins.size(),
                                    outs.size());
 }
 

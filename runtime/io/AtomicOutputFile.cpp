@@ -14,6 +14,7 @@
 #include "FileIO.h"
 
 #include "zero/runtime/TensorFile.h"
+#include "zero/support/Status.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -88,8 +89,7 @@ struct AtomicOutputFile::DirectWriter {
       data += take;
       length -= take;
       if (used == kStageBytes)
-        if (absl::Status status = handOff(); !status.ok())
-          return status;
+        ZERO_RETURN_IF_ERROR(handOff());
     }
     return absl::OkStatus();
   }
@@ -105,18 +105,15 @@ struct AtomicOutputFile::DirectWriter {
     // which then ends there and can go as it is.
     uint64_t lead = std::min<uint64_t>(
         length, (kDirectAlign - position % kDirectAlign) % kDirectAlign);
-    if (absl::Status status = append(data, lead); !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(append(data, lead));
     data += lead;
     length -= lead;
     uint64_t body = length / kDirectAlign * kDirectAlign;
     if (body == 0)
       return append(data, length);
     if (used > 0)
-      if (absl::Status status = handOff(); !status.ok())
-        return status;
-    if (absl::Status status = handOff(data, body); !status.ok())
-      return status;
+      ZERO_RETURN_IF_ERROR(handOff());
+    ZERO_RETURN_IF_ERROR(handOff(data, body));
     return append(data + body, length - body);
   }
 
@@ -127,8 +124,7 @@ struct AtomicOutputFile::DirectWriter {
       size_t padded = (used + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
       std::memset(buffers[current].get() + used, 0, padded - used);
       used = padded;
-      if (absl::Status status = handOff(); !status.ok())
-        return status;
+      ZERO_RETURN_IF_ERROR(handOff());
     }
     std::unique_lock<std::mutex> lock(mutex);
     idle.wait(lock, [&] { return inFlight == nullptr; });
@@ -258,8 +254,7 @@ absl::Status AtomicOutputFile::write(const void *data, uint64_t length) {
     buffer_.insert(buffer_.end(), src, src + length);
     return absl::OkStatus();
   }
-  if (absl::Status s = flush(); !s.ok())
-    return s;
+  ZERO_RETURN_IF_ERROR(flush());
   if (length < kBufferBytes) {
     buffer_.assign(src, src + length);
     return absl::OkStatus();
@@ -305,9 +300,8 @@ absl::Status AtomicOutputFile::commit() {
     // The last block was padded to the alignment.
     if (::ftruncate(fd_, static_cast<off_t>(written_)) != 0)
       return errnoError(errno, path_, "cannot truncate");
-  } else if (absl::Status s = flush(); !s.ok()) {
-    return s;
-  }
+  } else
+    ZERO_RETURN_IF_ERROR(flush());
   // fsync before rename: otherwise a crash can leave the new name pointing
   // at a file whose data never reached the disk (with O_DIRECT, the file's
   // size and the device's cache).

@@ -14,6 +14,7 @@
 #include "FileIO.h"
 
 #include "zero/runtime/TensorFile.h"
+#include "zero/support/Status.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -295,8 +296,7 @@ static absl::StatusOr<CheckpointManifest> fromJson(const std::string &path,
                              absl::StrCat("tensor '", manifest.tensors[i].name,
                                           "' is listed twice"));
   for (const CheckpointTensor &tensor : manifest.tensors)
-    if (absl::Status status = checkChunks(path, manifest, tensor); !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(checkChunks(path, manifest, tensor));
   return manifest;
 }
 
@@ -332,10 +332,8 @@ absl::StatusOr<std::pair<uint32_t, uint64_t>>
 fileChecksum(const std::string &path) {
   uint64_t size = 0;
   {
-    auto file = io::InputFile::open(path);
-    if (!file.ok())
-      return file.status();
-    size = (*file)->size();
+    ZERO_ASSIGN_OR_RETURN(auto file, io::InputFile::open(path));
+    size = (file)->size();
   }
   uint32_t crc = 0;
   absl::Status read = io::readSequentially(
@@ -373,11 +371,9 @@ absl::Status verifyCheckpointFiles(const std::string &dir,
       if (crc->first != file.crc32)
         return checksumMismatch(path, crc->first, file.crc32);
     }
-    absl::StatusOr<SafetensorsIndex> header = readSafetensorsIndex(path);
-    if (!header.ok())
-      return header.status();
+    ZERO_ASSIGN_OR_RETURN(SafetensorsIndex header, readSafetensorsIndex(path));
     std::map<std::string, const SafetensorsEntry *> entries;
-    for (const SafetensorsEntry &entry : header->entries)
+    for (const SafetensorsEntry &entry : header.entries)
       entries[entry.name] = &entry;
     for (const CheckpointTensor &tensor : manifest.tensors)
       for (const CheckpointChunk &chunk : tensor.chunks) {
@@ -407,17 +403,13 @@ absl::Status readCheckpointRange(const std::string &dir,
     int64_t to = std::min(end, chunk.end);
     if (from >= to)
       continue;
-    auto file = io::InputFile::open(join(dir, chunk.file));
-    if (!file.ok())
-      return file.status();
-    if (absl::Status status = (*file)->readAt(
-            chunk.offset +
-                static_cast<uint64_t>(from - chunk.begin) * elementBytes,
-            static_cast<uint64_t>(to - from) * elementBytes,
-            static_cast<char *>(out) + (from - begin) * elementBytes,
-            absl::StrCat("tensor '", tensor.name, "'"));
-        !status.ok())
-      return status;
+    ZERO_ASSIGN_OR_RETURN(auto file,
+                          io::InputFile::open(join(dir, chunk.file)));
+    ZERO_RETURN_IF_ERROR((file)->readAt(
+        chunk.offset + static_cast<uint64_t>(from - chunk.begin) * elementBytes,
+        static_cast<uint64_t>(to - from) * elementBytes,
+        static_cast<char *>(out) + (from - begin) * elementBytes,
+        absl::StrCat("tensor '", tensor.name, "'")));
     covered += to - from;
   }
   if (covered != end - begin)
@@ -569,31 +561,23 @@ absl::StatusOr<std::string> prepareCheckpointDirectory(const std::string &root,
   fs::create_directory(temporary, error);
   if (error)
     return filesystemError(temporary, error, "cannot create the directory");
-  if (absl::Status status = syncDirectory(root); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(syncDirectory(root));
   return temporary;
 }
 
 static absl::Status writeTextAtomically(const std::string &path,
                                         const std::string &text) {
-  auto out = io::AtomicOutputFile::create(path);
-  if (!out.ok())
-    return out.status();
-  if (absl::Status status = (*out)->write(text.data(), text.size());
-      !status.ok())
-    return status;
-  return (*out)->commit();
+  ZERO_ASSIGN_OR_RETURN(auto out, io::AtomicOutputFile::create(path));
+  ZERO_RETURN_IF_ERROR((out)->write(text.data(), text.size()));
+  return (out)->commit();
 }
 
 absl::Status commitCheckpoint(const std::string &root,
                               const std::string &temporary,
                               const CheckpointManifest &manifest, int keep) {
-  if (absl::Status status = writeTextAtomically(
-          join(temporary, kManifest), toJson(manifest).dump(1) + "\n");
-      !status.ok())
-    return status;
-  if (absl::Status status = syncDirectory(temporary); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(writeTextAtomically(join(temporary, kManifest),
+                                           toJson(manifest).dump(1) + "\n"));
+  ZERO_RETURN_IF_ERROR(syncDirectory(temporary));
   checkpointCrashPoint("before-publish", 0);
   std::string name = checkpointDirName(manifest.step);
   std::string final = join(root, name);
@@ -601,15 +585,10 @@ absl::Status commitCheckpoint(const std::string &root,
   fs::rename(temporary, final, error);
   if (error)
     return filesystemError(final, error, "cannot publish the checkpoint");
-  if (absl::Status status = syncDirectory(root); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(syncDirectory(root));
   checkpointCrashPoint("before-latest", 0);
-  if (absl::Status status =
-          writeTextAtomically(join(root, kLatest), name + "\n");
-      !status.ok())
-    return status;
-  if (absl::Status status = syncDirectory(root); !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(writeTextAtomically(join(root, kLatest), name + "\n"));
+  ZERO_RETURN_IF_ERROR(syncDirectory(root));
   checkpointCrashPoint("before-retention", 0);
   if (keep > 0) {
     std::vector<std::pair<int64_t, std::string>> found = listCheckpoints(root);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/runtime/TensorFile.h"
+#include "zero/support/Status.h"
 
 #include "FileIO.h"
 #include "Zip.h"
@@ -146,14 +147,12 @@ public:
       return io::formatError(
           where_, "fortran_order is True: only C-ordered arrays are supported "
                   "(save np.ascontiguousarray(arr))");
-    auto dtype = parseDescr(*descr, where_);
-    if (!dtype.ok())
-      return dtype.status();
+    ZERO_ASSIGN_OR_RETURN(auto dtype, parseDescr(*descr, where_));
     NpyLayout layout;
-    layout.dtype = *dtype;
+    layout.dtype = dtype;
     layout.shape = *shape;
     // Counting bytes, not elements, so that the byte count cannot overflow.
-    int64_t bytes = dtypeBytes(*dtype);
+    int64_t bytes = dtypeBytes(dtype);
     for (int64_t dim : layout.shape)
       if (!io::multiplyChecked(dim, &bytes))
         return error("shape is too large");
@@ -242,9 +241,7 @@ absl::StatusOr<NpyLayout> readNpyLayout(const ByteSource &read,
                                         const std::string &where) {
   uint8_t prefix[12];
   uint64_t prefixBytes = std::min<uint64_t>(totalBytes, sizeof(prefix));
-  if (absl::Status s = read(0, prefixBytes, prefix, "the npy preamble");
-      !s.ok())
-    return s;
+  ZERO_RETURN_IF_ERROR(read(0, prefixBytes, prefix, "the npy preamble"));
   if (prefixBytes < kMagicBytes ||
       std::memcmp(prefix, kMagic, kMagicBytes) != 0)
     return io::formatError(where, "not an npy file (bad magic)");
@@ -272,21 +269,17 @@ absl::StatusOr<NpyLayout> readNpyLayout(const ByteSource &read,
                            absl::StrCat("npy header length ", headerBytes,
                                         " is implausibly large"));
   std::string header(headerBytes, '\0');
-  if (absl::Status s =
-          read(headerStart, headerBytes, header.data(), "the npy header");
-      !s.ok())
-    return s;
-  auto layout = HeaderParser(header, where).parse();
-  if (!layout.ok())
-    return layout.status();
-  layout->dataOffset = headerStart + headerBytes;
-  uint64_t available = totalBytes - layout->dataOffset;
-  if (available != layout->dataBytes) {
+  ZERO_RETURN_IF_ERROR(
+      read(headerStart, headerBytes, header.data(), "the npy header"));
+  ZERO_ASSIGN_OR_RETURN(auto layout, HeaderParser(header, where).parse());
+  layout.dataOffset = headerStart + headerBytes;
+  uint64_t available = totalBytes - layout.dataOffset;
+  if (available != layout.dataBytes) {
     std::string message =
-        absl::StrCat("shape (", absl::StrJoin(layout->shape, ", "), ") of ",
-                     dtypeName(layout->dtype), " needs ", layout->dataBytes,
+        absl::StrCat("shape (", absl::StrJoin(layout.shape, ", "), ") of ",
+                     dtypeName(layout.dtype), " needs ", layout.dataBytes,
                      " data bytes but ", available, " follow the header");
-    if (available < layout->dataBytes)
+    if (available < layout.dataBytes)
       return io::fileError(absl::StatusCode::kDataLoss, where,
                            absl::StrCat("truncated: ", message));
     return io::formatError(
@@ -307,22 +300,19 @@ absl::StatusOr<HostTensor> parseNpyBytes(std::vector<uint8_t> bytes,
       std::memcpy(out, bytes.data() + offset, length);
     return absl::OkStatus();
   };
-  auto layout = readNpyLayout(read, bytes.size(), where);
-  if (!layout.ok())
-    return layout.status();
+  ZERO_ASSIGN_OR_RETURN(auto layout, readNpyLayout(read, bytes.size(), where));
   HostTensor tensor;
-  tensor.dtype = layout->dtype;
-  tensor.shape = layout->shape;
+  tensor.dtype = layout.dtype;
+  tensor.shape = layout.shape;
   // Drop the header in place rather than copying the array out.
-  bytes.erase(bytes.begin(), bytes.begin() + layout->dataOffset);
+  bytes.erase(bytes.begin(), bytes.begin() + layout.dataOffset);
   tensor.data = std::move(bytes);
   return tensor;
 }
 
 absl::StatusOr<std::string> npyHeader(const HostTensor &tensor,
                                       absl::string_view where) {
-  if (absl::Status s = checkTensor(tensor, where); !s.ok())
-    return s;
+  ZERO_RETURN_IF_ERROR(checkTensor(tensor, where));
   const char *descr = npyDescr(tensor.dtype);
   if (!descr)
     return io::formatError(where, "npy has no bfloat16: convert the tensor "
@@ -379,58 +369,41 @@ template <typename Fn> auto guarded(const std::string &path, Fn fn) {
 
 absl::StatusOr<HostTensor> readNpy(const std::string &path) {
   return guarded(path, [&]() -> absl::StatusOr<HostTensor> {
-    auto fileOr = io::InputFile::open(path);
-    if (!fileOr.ok())
-      return fileOr.status();
-    const io::InputFile &file = **fileOr;
+    ZERO_ASSIGN_OR_RETURN(auto opened, io::InputFile::open(path));
+    const io::InputFile &file = *opened;
     ByteSource read = [&](uint64_t offset, uint64_t length, void *out,
                           absl::string_view what) {
       return file.readAt(offset, length, out, what);
     };
-    auto layout = readNpyLayout(read, file.size(), path);
-    if (!layout.ok())
-      return layout.status();
+    ZERO_ASSIGN_OR_RETURN(auto layout, readNpyLayout(read, file.size(), path));
     HostTensor tensor;
-    tensor.dtype = layout->dtype;
-    tensor.shape = layout->shape;
-    tensor.data.resize(layout->dataBytes);
-    if (absl::Status s = file.readAt(layout->dataOffset, layout->dataBytes,
-                                     tensor.data.data(), "the array data");
-        !s.ok())
-      return s;
+    tensor.dtype = layout.dtype;
+    tensor.shape = layout.shape;
+    tensor.data.resize(layout.dataBytes);
+    ZERO_RETURN_IF_ERROR(file.readAt(layout.dataOffset, layout.dataBytes,
+                                     tensor.data.data(), "the array data"));
     return tensor;
   });
 }
 
 absl::Status writeNpy(const std::string &path, const HostTensor &tensor) {
   return guarded(path, [&]() -> absl::Status {
-    auto header = npyHeader(tensor, path);
-    if (!header.ok())
-      return header.status();
-    auto outOr = io::AtomicOutputFile::create(path);
-    if (!outOr.ok())
-      return outOr.status();
-    io::AtomicOutputFile &out = **outOr;
-    if (absl::Status s = out.write(header->data(), header->size()); !s.ok())
-      return s;
-    if (absl::Status s = out.write(tensor.data.data(), tensor.data.size());
-        !s.ok())
-      return s;
+    ZERO_ASSIGN_OR_RETURN(auto header, npyHeader(tensor, path));
+    ZERO_ASSIGN_OR_RETURN(auto created, io::AtomicOutputFile::create(path));
+    io::AtomicOutputFile &out = *created;
+    ZERO_RETURN_IF_ERROR(out.write(header.data(), header.size()));
+    ZERO_RETURN_IF_ERROR(out.write(tensor.data.data(), tensor.data.size()));
     return out.commit();
   });
 }
 
 absl::StatusOr<TensorMap> readNpz(const std::string &path) {
   return guarded(path, [&]() -> absl::StatusOr<TensorMap> {
-    auto fileOr = io::InputFile::open(path);
-    if (!fileOr.ok())
-      return fileOr.status();
-    const io::InputFile &file = **fileOr;
-    auto entries = io::listZip(file);
-    if (!entries.ok())
-      return entries.status();
+    ZERO_ASSIGN_OR_RETURN(auto opened, io::InputFile::open(path));
+    const io::InputFile &file = *opened;
+    ZERO_ASSIGN_OR_RETURN(auto entries, io::listZip(file));
     TensorMap tensors;
-    for (const io::ZipEntry &entry : *entries) {
+    for (const io::ZipEntry &entry : entries) {
       // NumPy loads only the .npy members as arrays; others (directories,
       // notes) are not ours to interpret.
       if (!isArrayEntry(entry))
@@ -439,14 +412,11 @@ absl::StatusOr<TensorMap> readNpz(const std::string &path) {
       if (tensors.count(key))
         return io::formatError(
             path, absl::StrCat("duplicate zip entry '", entry.name, "'"));
-      auto bytes = io::readZipEntry(file, entry);
-      if (!bytes.ok())
-        return bytes.status();
-      auto tensor = parseNpyBytes(std::move(*bytes),
-                                  absl::StrCat(path, " entry '", key, "'"));
-      if (!tensor.ok())
-        return tensor.status();
-      tensors.emplace(std::move(key), std::move(*tensor));
+      ZERO_ASSIGN_OR_RETURN(auto bytes, io::readZipEntry(file, entry));
+      ZERO_ASSIGN_OR_RETURN(
+          auto tensor, parseNpyBytes(std::move(bytes),
+                                     absl::StrCat(path, " entry '", key, "'")));
+      tensors.emplace(std::move(key), std::move(tensor));
     }
     return tensors;
   });
@@ -455,25 +425,19 @@ absl::StatusOr<TensorMap> readNpz(const std::string &path) {
 absl::StatusOr<HostTensor> readNpzEntry(const std::string &path,
                                         absl::string_view key) {
   return guarded(path, [&]() -> absl::StatusOr<HostTensor> {
-    auto fileOr = io::InputFile::open(path);
-    if (!fileOr.ok())
-      return fileOr.status();
-    const io::InputFile &file = **fileOr;
-    auto entries = io::listZip(file);
-    if (!entries.ok())
-      return entries.status();
+    ZERO_ASSIGN_OR_RETURN(auto opened, io::InputFile::open(path));
+    const io::InputFile &file = *opened;
+    ZERO_ASSIGN_OR_RETURN(auto entries, io::listZip(file));
     std::vector<std::string> keys;
-    for (const io::ZipEntry &entry : *entries) {
+    for (const io::ZipEntry &entry : entries) {
       if (!isArrayEntry(entry))
         continue;
       if (entryKey(entry.name) != key) {
         keys.push_back(entryKey(entry.name));
         continue;
       }
-      auto bytes = io::readZipEntry(file, entry);
-      if (!bytes.ok())
-        return bytes.status();
-      return parseNpyBytes(std::move(*bytes),
+      ZERO_ASSIGN_OR_RETURN(auto bytes, io::readZipEntry(file, entry));
+      return parseNpyBytes(std::move(bytes),
                            absl::StrCat(path, " entry '", key, "'"));
     }
     return io::fileError(absl::StatusCode::kNotFound, path,
@@ -487,24 +451,19 @@ absl::Status writeNpz(const std::string &path, const TensorMap &tensors) {
   return guarded(path, [&]() -> absl::Status {
     std::vector<std::string> headers;
     for (const auto &[key, tensor] : tensors) {
-      auto header = npyHeader(tensor, absl::StrCat(path, " entry '", key, "'"));
-      if (!header.ok())
-        return header.status();
-      headers.push_back(std::move(*header));
+      ZERO_ASSIGN_OR_RETURN(
+          auto header,
+          npyHeader(tensor, absl::StrCat(path, " entry '", key, "'")));
+      headers.push_back(std::move(header));
     }
-    auto outOr = io::AtomicOutputFile::create(path);
-    if (!outOr.ok())
-      return outOr.status();
-    io::ZipWriter zip(**outOr);
+    ZERO_ASSIGN_OR_RETURN(auto created, io::AtomicOutputFile::create(path));
+    io::ZipWriter zip(*created);
     size_t index = 0;
     for (const auto &[key, tensor] : tensors)
-      if (absl::Status s = zip.add(key + ".npy", headers[index++],
-                                   tensor.data.data(), tensor.data.size());
-          !s.ok())
-        return s;
-    if (absl::Status s = zip.finish(); !s.ok())
-      return s;
-    return (*outOr)->commit();
+      ZERO_RETURN_IF_ERROR(zip.add(key + ".npy", headers[index++],
+                                   tensor.data.data(), tensor.data.size()));
+    ZERO_RETURN_IF_ERROR(zip.finish());
+    return (created)->commit();
   });
 }
 

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/runtime/TensorFile.h"
+#include "zero/support/Status.h"
 
 #include "Crc32.h"
 #include "FileIO.h"
@@ -91,19 +92,15 @@ readEntries(const io::InputFile &file, const std::string &path,
             std::map<std::string, std::string> *metadata, uint64_t *dataStart) {
 
   uint8_t lengthBytes[8];
-  if (absl::Status s = file.readAt(0, 8, lengthBytes, "the header length");
-      !s.ok())
-    return s;
+  ZERO_RETURN_IF_ERROR(file.readAt(0, 8, lengthBytes, "the header length"));
   uint64_t headerBytes = io::loadLE64(lengthBytes);
   if (headerBytes > kMaxHeaderBytes)
     return io::formatError(
         path, absl::StrCat("header length ", headerBytes,
                            " is implausibly large (not a safetensors file?)"));
   std::string headerText(headerBytes, '\0');
-  if (absl::Status s =
-          file.readAt(8, headerBytes, headerText.data(), "the JSON header");
-      !s.ok())
-    return s;
+  ZERO_RETURN_IF_ERROR(
+      file.readAt(8, headerBytes, headerText.data(), "the JSON header"));
   *dataStart = 8 + headerBytes;
   uint64_t dataBytes = file.size() - *dataStart;
 
@@ -151,12 +148,12 @@ readEntries(const io::InputFile &file, const std::string &path,
 
     Entry entry;
     entry.name = name;
-    auto dtype = parseSafetensorsDType(dtypeIt->get<std::string>(), path, name);
-    if (!dtype.ok())
-      return dtype.status();
-    entry.tensor.dtype = *dtype;
+    ZERO_ASSIGN_OR_RETURN(
+        auto dtype,
+        parseSafetensorsDType(dtypeIt->get<std::string>(), path, name));
+    entry.tensor.dtype = dtype;
     // Counting bytes, not elements, so that the byte count cannot overflow.
-    int64_t expected = dtypeBytes(*dtype);
+    int64_t expected = dtypeBytes(dtype);
     for (const json &dim : *shapeIt) {
       int64_t extent;
       if (!readCount(dim, &extent))
@@ -209,24 +206,17 @@ readEntries(const io::InputFile &file, const std::string &path,
 absl::StatusOr<TensorMap>
 readImpl(const std::string &path,
          std::map<std::string, std::string> *metadata) {
-  auto fileOr = io::InputFile::open(path);
-  if (!fileOr.ok())
-    return fileOr.status();
-  const io::InputFile &file = **fileOr;
+  ZERO_ASSIGN_OR_RETURN(auto opened, io::InputFile::open(path));
+  const io::InputFile &file = *opened;
   uint64_t dataStart = 0;
-  absl::StatusOr<std::vector<Entry>> entries =
-      readEntries(file, path, metadata, &dataStart);
-  if (!entries.ok())
-    return entries.status();
+  ZERO_ASSIGN_OR_RETURN(std::vector<Entry> entries,
+                        readEntries(file, path, metadata, &dataStart));
   TensorMap tensors;
-  for (Entry &entry : *entries) {
+  for (Entry &entry : entries) {
     entry.tensor.data.resize(entry.end - entry.begin);
-    if (absl::Status s =
-            file.readAt(dataStart + entry.begin, entry.end - entry.begin,
-                        entry.tensor.data.data(),
-                        absl::StrCat("tensor '", entry.name, "'"));
-        !s.ok())
-      return s;
+    ZERO_RETURN_IF_ERROR(file.readAt(
+        dataStart + entry.begin, entry.end - entry.begin,
+        entry.tensor.data.data(), absl::StrCat("tensor '", entry.name, "'")));
     tensors.emplace(entry.name, std::move(entry.tensor));
   }
   return tensors;
@@ -240,10 +230,8 @@ absl::Status writeImpl(const std::string &path, const TensorMap &tensors,
     if (name == "__metadata__")
       return io::formatError(path,
                              "'__metadata__' cannot be used as a tensor name");
-    if (absl::Status s =
-            checkTensor(tensor, absl::StrCat(path, ": tensor '", name, "'"));
-        !s.ok())
-      return s;
+    ZERO_RETURN_IF_ERROR(
+        checkTensor(tensor, absl::StrCat(path, ": tensor '", name, "'")));
     uint64_t end = offset + tensor.data.size();
     header[name] = {{"dtype", safetensorsDType(tensor.dtype)},
                     {"shape", tensor.shape},
@@ -257,21 +245,15 @@ absl::Status writeImpl(const std::string &path, const TensorMap &tensors,
   // the file, as the reference implementation does.
   text.append((8 - text.size() % 8) % 8, ' ');
 
-  auto outOr = io::AtomicOutputFile::create(path);
-  if (!outOr.ok())
-    return outOr.status();
-  io::AtomicOutputFile &out = **outOr;
+  ZERO_ASSIGN_OR_RETURN(auto created, io::AtomicOutputFile::create(path));
+  io::AtomicOutputFile &out = *created;
   std::string prefix;
   io::appendLE64(prefix, text.size());
-  if (absl::Status s = out.write(prefix.data(), prefix.size()); !s.ok())
-    return s;
-  if (absl::Status s = out.write(text.data(), text.size()); !s.ok())
-    return s;
+  ZERO_RETURN_IF_ERROR(out.write(prefix.data(), prefix.size()));
+  ZERO_RETURN_IF_ERROR(out.write(text.data(), text.size()));
   for (const auto &entry : tensors)
-    if (absl::Status s =
-            out.write(entry.second.data.data(), entry.second.data.size());
-        !s.ok())
-      return s;
+    ZERO_RETURN_IF_ERROR(
+        out.write(entry.second.data.data(), entry.second.data.size()));
   return out.commit();
 }
 
@@ -354,17 +336,14 @@ SafetensorsWriter::create(const std::string &path,
       checkedHeader(path, tensors, metadata);
   if (!header.ok())
     return header.status();
-  auto out = io::AtomicOutputFile::create(path);
-  if (!out.ok())
-    return out.status();
+  ZERO_ASSIGN_OR_RETURN(auto out, io::AtomicOutputFile::create(path));
   std::string prefix;
   io::appendLE64(prefix, header->first.size());
   prefix += header->first;
   auto state = std::make_unique<State>();
-  state->out = std::move(*out);
+  state->out = std::move(out);
   state->dataBytes = header->second;
-  if (absl::Status s = state->put(prefix.data(), prefix.size()); !s.ok())
-    return s;
+  ZERO_RETURN_IF_ERROR(state->put(prefix.data(), prefix.size()));
   return std::unique_ptr<SafetensorsWriter>(
       new SafetensorsWriter(std::move(state)));
 }
@@ -422,17 +401,14 @@ absl::StatusOr<TensorMap> readSafetensors(const std::string &path) {
 
 absl::StatusOr<SafetensorsIndex> readSafetensorsIndex(const std::string &path) {
   try {
-    auto fileOr = io::InputFile::open(path);
-    if (!fileOr.ok())
-      return fileOr.status();
+    ZERO_ASSIGN_OR_RETURN(auto opened, io::InputFile::open(path));
     SafetensorsIndex index;
-    index.fileBytes = (*fileOr)->size();
+    index.fileBytes = (opened)->size();
     uint64_t dataStart = 0;
-    absl::StatusOr<std::vector<Entry>> entries =
-        readEntries(**fileOr, path, &index.metadata, &dataStart);
-    if (!entries.ok())
-      return entries.status();
-    for (Entry &entry : *entries)
+    ZERO_ASSIGN_OR_RETURN(
+        std::vector<Entry> entries,
+        readEntries(*opened, path, &index.metadata, &dataStart));
+    for (Entry &entry : entries)
       index.entries.push_back(
           {entry.name, entry.tensor.dtype, std::move(entry.tensor.shape),
            dataStart + entry.begin, entry.end - entry.begin});

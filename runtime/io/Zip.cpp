@@ -8,6 +8,7 @@
 #include "Zip.h"
 
 #include "Crc32.h"
+#include "zero/support/Status.h"
 
 #include <zlib.h>
 
@@ -45,10 +46,8 @@ absl::StatusOr<EndRecord> readEndRecord(const InputFile &file) {
   uint64_t tailBytes = std::min<uint64_t>(file.size(), kEndBytes + kMax16);
   uint64_t tailStart = file.size() - tailBytes;
   std::vector<uint8_t> tail(tailBytes);
-  if (absl::Status s =
-          file.readAt(tailStart, tailBytes, tail.data(), "the zip end record");
-      !s.ok())
-    return s;
+  ZERO_RETURN_IF_ERROR(
+      file.readAt(tailStart, tailBytes, tail.data(), "the zip end record"));
   int64_t found = -1;
   for (int64_t i = static_cast<int64_t>(tailBytes - kEndBytes); i >= 0; --i) {
     const uint8_t *p = tail.data() + i;
@@ -77,18 +76,14 @@ absl::StatusOr<EndRecord> readEndRecord(const InputFile &file) {
     if (endOffset < kZip64LocatorBytes)
       return formatError(path, "zip64 end record locator missing");
     uint8_t locator[kZip64LocatorBytes];
-    if (absl::Status s =
-            file.readAt(endOffset - kZip64LocatorBytes, kZip64LocatorBytes,
-                        locator, "the zip64 end record locator");
-        !s.ok())
-      return s;
+    ZERO_RETURN_IF_ERROR(file.readAt(endOffset - kZip64LocatorBytes,
+                                     kZip64LocatorBytes, locator,
+                                     "the zip64 end record locator"));
     if (loadLE32(locator) != kZip64LocatorSig)
       return formatError(path, "zip64 end record locator missing");
     uint8_t end64[kZip64EndBytes];
-    if (absl::Status s = file.readAt(loadLE64(locator + 8), kZip64EndBytes,
-                                     end64, "the zip64 end record");
-        !s.ok())
-      return s;
+    ZERO_RETURN_IF_ERROR(file.readAt(loadLE64(locator + 8), kZip64EndBytes,
+                                     end64, "the zip64 end record"));
     if (loadLE32(end64) != kZip64EndSig)
       return formatError(path, "bad zip64 end record signature");
     disk = loadLE32(end64 + 16) == 0 ? 0 : 1;
@@ -112,16 +107,12 @@ absl::StatusOr<EndRecord> readEndRecord(const InputFile &file) {
 
 absl::StatusOr<std::vector<ZipEntry>> listZip(const InputFile &file) {
   const std::string &path = file.path();
-  auto recordOr = readEndRecord(file);
-  if (!recordOr.ok())
-    return recordOr.status();
-  const EndRecord &record = *recordOr;
+  ZERO_ASSIGN_OR_RETURN(auto endRecord, readEndRecord(file));
+  const EndRecord &record = endRecord;
   std::vector<uint8_t> directory(record.directoryBytes);
-  if (absl::Status s =
-          file.readAt(record.directoryOffset, record.directoryBytes,
-                      directory.data(), "the zip central directory");
-      !s.ok())
-    return s;
+  ZERO_RETURN_IF_ERROR(file.readAt(record.directoryOffset,
+                                   record.directoryBytes, directory.data(),
+                                   "the zip central directory"));
 
   std::vector<ZipEntry> entries;
   uint64_t pos = 0;
@@ -201,11 +192,9 @@ absl::StatusOr<std::vector<uint8_t>> readZipEntry(const InputFile &file,
     return bad(absl::StrCat("compression method ", entry.method,
                             " is not supported (only stored and deflated)"));
   uint8_t local[kLocalHeaderBytes];
-  if (absl::Status s =
-          file.readAt(entry.localHeaderOffset, kLocalHeaderBytes, local,
-                      absl::StrCat("the local header of '", entry.name, "'"));
-      !s.ok())
-    return s;
+  ZERO_RETURN_IF_ERROR(
+      file.readAt(entry.localHeaderOffset, kLocalHeaderBytes, local,
+                  absl::StrCat("the local header of '", entry.name, "'")));
   if (loadLE32(local) != kLocalSig)
     return bad("bad local header signature");
   uint64_t dataOffset = entry.localHeaderOffset + kLocalHeaderBytes +
@@ -225,9 +214,8 @@ absl::StatusOr<std::vector<uint8_t>> readZipEntry(const InputFile &file,
     if (entry.compressedSize != entry.size)
       return bad("stored entry with different compressed and plain sizes");
     data.resize(entry.size);
-    if (absl::Status s = file.readAt(dataOffset, entry.size, data.data(), what);
-        !s.ok())
-      return s;
+    ZERO_RETURN_IF_ERROR(
+        file.readAt(dataOffset, entry.size, data.data(), what));
   } else {
     // Deflate expands at most ~1032:1; a larger claimed size is corrupt and
     // must not make us allocate it.
@@ -235,10 +223,8 @@ absl::StatusOr<std::vector<uint8_t>> readZipEntry(const InputFile &file,
       return bad(absl::StrCat("implausible size ", entry.size, " for ",
                               entry.compressedSize, " compressed bytes"));
     std::vector<uint8_t> compressed(entry.compressedSize);
-    if (absl::Status s = file.readAt(dataOffset, entry.compressedSize,
-                                     compressed.data(), what);
-        !s.ok())
-      return s;
+    ZERO_RETURN_IF_ERROR(
+        file.readAt(dataOffset, entry.compressedSize, compressed.data(), what));
     // One spare byte tells "inflates to more than declared" apart from an
     // exact fit.
     data.resize(entry.size + 1);
@@ -329,12 +315,9 @@ absl::Status ZipWriter::add(const std::string &name, const std::string &head,
     appendLE64(header, entry.size);
     appendLE64(header, entry.size);
   }
-  if (absl::Status s = out_.write(header.data(), header.size()); !s.ok())
-    return s;
-  if (absl::Status s = out_.write(head.data(), head.size()); !s.ok())
-    return s;
-  if (absl::Status s = out_.write(data, dataBytes); !s.ok())
-    return s;
+  ZERO_RETURN_IF_ERROR(out_.write(header.data(), header.size()));
+  ZERO_RETURN_IF_ERROR(out_.write(head.data(), head.size()));
+  ZERO_RETURN_IF_ERROR(out_.write(data, dataBytes));
   entries_.push_back(std::move(entry));
   return absl::OkStatus();
 }

@@ -4,6 +4,7 @@
 #include "RunMetrics.h"
 
 #include "zero/analysis/PlanReport.h"
+#include "zero/support/Status.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -112,10 +113,8 @@ std::vector<int64_t> RunMetrics::localFields() const {
 absl::Status RunMetrics::gatherRanks(Communicator &comm) {
   std::vector<int64_t> local = localFields();
   std::vector<int64_t> all(local.size() * comm.size());
-  if (absl::Status status =
-          comm.allGather(local.data(), all.data(), local.size(), DType::i64);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      comm.allGather(local.data(), all.data(), local.size(), DType::i64));
   perRank.clear();
   for (int rank = 0; rank < comm.size(); ++rank)
     perRank.emplace_back(all.begin() + rank * local.size(),

@@ -3,6 +3,7 @@
 #include "RunProfile.h"
 
 #include "absl/strings/str_cat.h"
+#include "zero/support/Status.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -55,17 +56,12 @@ absl::Status zero::rt::writeProfile(Communicator &comm,
   // largest count, rows of -1 are padding.
   int64_t count = static_cast<int64_t>(events.size()), most = 0;
   std::vector<int64_t> counts(comm.size());
-  if (absl::Status status =
-          comm.allGather(&count, counts.data(), 1, DType::i64);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(comm.allGather(&count, counts.data(), 1, DType::i64));
   most = *std::max_element(counts.begin(), counts.end());
   std::vector<int64_t> local = flatten(events, most);
   std::vector<int64_t> all(local.size() * comm.size());
-  if (absl::Status status =
-          comm.allGather(local.data(), all.data(), local.size(), DType::i64);
-      !status.ok())
-    return status;
+  ZERO_RETURN_IF_ERROR(
+      comm.allGather(local.data(), all.data(), local.size(), DType::i64));
   if (comm.rank() != 0)
     return absl::OkStatus();
 

@@ -26,6 +26,7 @@
 #include "zero/runtime/RankAgreement.h"
 #include "zero/runtime/TrainingState.h"
 #include "zero/support/ByteSize.h"
+#include "zero/support/Status.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -292,8 +293,7 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
     return program;
   }
   if (scheduleTotalFlag.getNumOccurrences())
-    if (absl::Status status = setScheduleTotal(module); !status.ok())
-      return status;
+    ZERO_RETURN_IF_ERROR(setScheduleTotal(module));
   if (stageFlag < 0)
     return absl::InvalidArgumentError(absl::StrCat(
         programPath.getValue(),

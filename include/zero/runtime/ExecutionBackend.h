@@ -147,6 +147,10 @@ public:
   /// (checkpoints, the arena write check); otherwise only through
   /// copyToHost and copyFromHost (device memory).
   virtual bool hostAddressable() const { return false; }
+  /// Whether the backend's collectives can run on the communicators of a
+  /// placement's axes (a 2-D mesh): the host communicator's collectives
+  /// can; one NCCL communicator per axis is not built.
+  virtual bool runsCollectivesPerAxis() const { return false; }
   /// From now on, adds an event to `profile` for every instruction run
   /// (null stops). Backends that cannot time instructions say so.
   virtual absl::Status setProfile(StepProfile *profile);
@@ -158,6 +162,7 @@ public:
 class HostExecutionBackend : public ExecutionBackend {
 public:
   bool hostAddressable() const override { return true; }
+  bool runsCollectivesPerAxis() const override { return true; }
   absl::StatusOr<void *> allocate(int64_t bytes) override;
   void release(void *memory) override;
   /// Host and "device" memory are the same here; the executor accounts for

@@ -671,23 +671,24 @@ LogicalResult Offloader::run(const llvm::StringSet<> &hostBuffers) {
   if (hostArena > 0)
     program.setHostArenaBytesAttr(builder.getI64IntegerAttr(hostArena));
   // As zero-lower-to-runtime records its arena: the plan beside the header.
-  program->setAttr("zrt.planned_arena",
+  program->setAttr(zrt::ZrtDialect::getPlannedArenaAttrName(),
                    builder.getI64IntegerAttr(program.getArenaBytes()));
   program->setAttr(
-      "zrt.planned_host_arena",
+      zrt::ZrtDialect::getPlannedHostArenaAttrName(),
       builder.getI64IntegerAttr(program.getArenaBytes(MemorySpace::host)));
   // The liveness figures zero-run --check-memory holds the writes against,
   // apart from the placement: the device staging sits above the arena
   // zero-lower-to-runtime planned, so its peak adds to that arena's.
   if (deviceStagingLive > 0) {
     int64_t live = 0;
-    if (auto earlier = program->getAttrOfType<IntegerAttr>("zrt.live_bytes"))
+    if (auto earlier = program->getAttrOfType<IntegerAttr>(
+            zrt::ZrtDialect::getLiveBytesAttrName()))
       live = earlier.getInt();
-    program->setAttr("zrt.live_bytes",
+    program->setAttr(zrt::ZrtDialect::getLiveBytesAttrName(),
                      builder.getI64IntegerAttr(live + deviceStagingLive));
   }
   if (hostStagingLive > 0)
-    program->setAttr("zrt.live_host_bytes",
+    program->setAttr(zrt::ZrtDialect::getLiveHostBytesAttrName(),
                      builder.getI64IntegerAttr(hostStagingLive));
   return success();
 }

@@ -59,23 +59,25 @@ void StepLowering::declareState() {
                                param.getLocalTensorType());
     // What the runtime needs to draw the logical tensor from a seed and keep
     // its own shard of it.
-    buffer->setAttr("zrt.logical_type", param.getLogicalTypeAttr());
+    buffer->setAttr(zrt::ZrtDialect::getLogicalTypeAttrName(),
+                    param.getLogicalTypeAttr());
     buffer->setAttr(
-        "zrt.layout",
+        zrt::ZrtDialect::getLayoutAttrName(),
         builder.getStringAttr(stringifyStorageLayoutKind(param.getLayout())));
     // On a mesh, the axes whose ranks hold the shards, the major one first
     // (the ranks along the others hold copies of them).
     if (param.isSharded() &&
         ArrayRef<int64_t>(param.getShardAxisList()) != ArrayRef<int64_t>{0})
-      buffer->setAttr("zrt.shard_axes",
+      buffer->setAttr(zrt::ZrtDialect::getShardAxesAttrName(),
                       builder.getDenseI64ArrayAttr(param.getShardAxisList()));
     if (auto init = param.getInitAttr())
-      buffer->setAttr("zrt.init", init);
+      buffer->setAttr(zrt::ZrtDialect::getInitAttrName(), init);
     // A master copy starts as its parameter's value, in f32.
     StringRef initName = param.getSymName();
     if (param.getRole() == train::Role::master && param.getOwner())
       initName = *param.getOwner();
-    buffer->setAttr("zrt.init_name", builder.getStringAttr(initName));
+    buffer->setAttr(zrt::ZrtDialect::getInitNameAttrName(),
+                    builder.getStringAttr(initName));
   }
 }
 
@@ -110,7 +112,7 @@ void StepLowering::declareInterface() {
     auto buffer = createBuffer(step.getLoc(), name, zrt::BufferRole::input,
                                argument.getType());
     if (auto sbp = step.getArgAttr(index, "dist.sbp"))
-      buffer->setAttr("zrt.sbp", sbp);
+      buffer->setAttr(zrt::ZrtDialect::getSbpAttrName(), sbp);
     // A count of the step's kept labels, which the runtime computes from
     // the labels input rather than reading from the batch.
     if (auto count = step.getArgAttrOfType<DictionaryAttr>(
@@ -122,18 +124,21 @@ void StepLowering::declareInterface() {
       auto end = count.getAs<DenseI64ArrayAttr>("end");
       if (labels && ignored && begin && end) {
         buffer->setAttr(
-            "zrt.label_count_of",
+            zrt::ZrtDialect::getLabelCountOfAttrName(),
             builder.getStringAttr("input" + std::to_string(labels.getInt())));
-        buffer->setAttr("zrt.label_count_ignored", ignored);
-        buffer->setAttr("zrt.label_count_begin", begin);
-        buffer->setAttr("zrt.label_count_end", end);
+        buffer->setAttr(zrt::ZrtDialect::getLabelCountIgnoredAttrName(),
+                        ignored);
+        buffer->setAttr(zrt::ZrtDialect::getLabelCountBeginAttrName(), begin);
+        buffer->setAttr(zrt::ZrtDialect::getLabelCountEndAttrName(), end);
       }
     }
     if (std::optional<IndexUse> use = getIndexUse(argument)) {
-      buffer->setAttr("zrt.index_of", builder.getStringAttr(use->kind));
-      buffer->setAttr("zrt.index_bound", builder.getI64IntegerAttr(use->bound));
+      buffer->setAttr(zrt::ZrtDialect::getIndexOfAttrName(),
+                      builder.getStringAttr(use->kind));
+      buffer->setAttr(zrt::ZrtDialect::getIndexBoundAttrName(),
+                      builder.getI64IntegerAttr(use->bound));
       if (use->ignored)
-        buffer->setAttr("zrt.index_ignored",
+        buffer->setAttr(zrt::ZrtDialect::getIndexIgnoredAttrName(),
                         builder.getI64IntegerAttr(*use->ignored));
     }
   }
@@ -547,16 +552,18 @@ void StepLowering::planMemory() {
   // The bodies of a program run one after the other: each plans its own
   // offsets from the start of the arena, which is as large as the largest.
   int64_t liveBytes = plan.liveBytesLowerBound;
-  if (auto earlier = program->getAttrOfType<IntegerAttr>("zrt.live_bytes"))
+  if (auto earlier = program->getAttrOfType<IntegerAttr>(
+          zrt::ZrtDialect::getLiveBytesAttrName()))
     liveBytes = std::max(liveBytes, earlier.getInt());
   program.setArenaBytesAttr(builder.getI64IntegerAttr(
       std::max<int64_t>(program.getArenaBytes(), plan.arenaBytes)));
   for (auto [buffer, offset] : llvm::zip(arenaBuffers, plan.offsets))
     buffer.view.setOffsetAttr(builder.getI64IntegerAttr(offset));
-  program->setAttr("zrt.live_bytes", builder.getI64IntegerAttr(liveBytes));
+  program->setAttr(zrt::ZrtDialect::getLiveBytesAttrName(),
+                   builder.getI64IntegerAttr(liveBytes));
   // The plan, apart from the header the runtime allocates by: zero-run
   // --check-memory holds what the instructions really write against it.
-  program->setAttr("zrt.planned_arena",
+  program->setAttr(zrt::ZrtDialect::getPlannedArenaAttrName(),
                    builder.getI64IntegerAttr(program.getArenaBytes()));
 }
 
@@ -580,9 +587,9 @@ LogicalResult StepLowering::lower(DictionaryAttr report, zrt::StepKind kind) {
   declareState();
   declareInterface();
   if (report)
-    program->setAttr("zrt.report", report);
+    program->setAttr(zrt::ZrtDialect::getReportAttrName(), report);
   if (auto stage = module->getAttr("dist.zero_stage"))
-    program->setAttr("zrt.zero_stage", stage);
+    program->setAttr(zrt::ZrtDialect::getZeroStageAttrName(), stage);
   return lowerBody(kind);
 }
 

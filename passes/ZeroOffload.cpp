@@ -84,7 +84,8 @@ SmallVector<OffloadUnit> collectUnits(zrt::ProgramOp program, bool params) {
         continue;
       unit.buffers.push_back(buffer.getSymNameAttr());
       unit.bytes += bytesOf(buffer.getMemRefType());
-      if (auto owner = buffer->getAttrOfType<StringAttr>("zrt.init_name");
+      if (auto owner = buffer->getAttrOfType<StringAttr>(
+              zrt::ZrtDialect::getInitNameAttrName());
           owner && buffer.getRole() == zrt::BufferRole::master)
         unit.tensor = owner.str();
     }
@@ -96,7 +97,8 @@ SmallVector<OffloadUnit> collectUnits(zrt::ProgramOp program, bool params) {
   });
   if (params)
     for (auto buffer : program.getBody().front().getOps<zrt::BufferOp>()) {
-      auto layout = buffer->getAttrOfType<StringAttr>("zrt.layout");
+      auto layout = buffer->getAttrOfType<StringAttr>(
+          zrt::ZrtDialect::getLayoutAttrName());
       if (buffer.getRole() != zrt::BufferRole::param || !layout ||
           layout.getValue() == "replicated" ||
           touchedByOtherKernels.contains(buffer.getSymName()))
@@ -161,7 +163,8 @@ LogicalResult ZeroOffloadPass::place(zrt::ProgramOp program) {
   Location loc = program.getLoc();
   int64_t budget = deviceMemoryBudget;
   int64_t stage = -1;
-  if (auto attr = program->getAttrOfType<IntegerAttr>("zrt.zero_stage"))
+  if (auto attr = program->getAttrOfType<IntegerAttr>(
+          zrt::ZrtDialect::getZeroStageAttrName()))
     stage = attr.getInt();
   if (offload == "optimizer" && stage == 0)
     return emitError(loc) << "zero-offload: offload=optimizer needs ZeRO "
@@ -295,7 +298,8 @@ LogicalResult ZeroOffloadPass::place(zrt::ProgramOp program) {
       diag << "; offload=auto finds the least offload that fits, if any";
     return diag;
   }
-  program->setAttr("zrt.memory_plan", plan.toAttr(program.getContext()));
+  program->setAttr(zrt::ZrtDialect::getMemoryPlanAttrName(),
+                   plan.toAttr(program.getContext()));
   return success();
 }
 

@@ -49,7 +49,8 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     // zero-offload records the plan it chose; with nothing to place, the
     // report still gives the lowered program's device and host bytes.
     for (auto program : module.getOps<zrt::ProgramOp>()) {
-      auto plan = program->getAttrOfType<DictionaryAttr>("zrt.memory_plan");
+      auto plan = program->getAttrOfType<DictionaryAttr>(
+          zrt::ZrtDialect::getMemoryPlanAttrName());
       planReport->memory =
           plan ? MemoryPlan::fromAttr(plan) : offload::measure(program);
       if (machineModel) {

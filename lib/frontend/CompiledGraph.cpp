@@ -133,10 +133,11 @@ MemoryReport readReport(mlir::ModuleOp module, int stage, int ranks) {
   report.ranks = ranks;
   mlir::DictionaryAttr dict;
   for (auto program : module.getOps<zero::zrt::ProgramOp>()) {
-    dict = program->getAttrOfType<mlir::DictionaryAttr>("zrt.report");
+    dict = program->getAttrOfType<mlir::DictionaryAttr>(
+        zero::zrt::ZrtDialect::getReportAttrName());
     report.arenaBytes = program.getArenaBytes(zero::zrt::MemorySpace::device);
-    if (auto plan =
-            program->getAttrOfType<mlir::DictionaryAttr>("zrt.memory_plan")) {
+    if (auto plan = program->getAttrOfType<mlir::DictionaryAttr>(
+            zero::zrt::ZrtDialect::getMemoryPlanAttrName())) {
       zero::MemoryPlan memory = zero::MemoryPlan::fromAttr(plan);
       report.hasMemoryPlan = true;
       report.offload = memory.offload;

@@ -83,12 +83,15 @@ ArenaPrediction ArenaPrediction::fromProgram(zrt::ProgramOp program) {
       return value.getInt();
     return fallback;
   };
-  prediction.plannedArena = integer(
-      "zrt.planned_arena", program.getArenaBytes(zrt::MemorySpace::device));
-  prediction.plannedHostArena = integer(
-      "zrt.planned_host_arena", program.getArenaBytes(zrt::MemorySpace::host));
-  prediction.liveBytes = integer("zrt.live_bytes", 0);
-  prediction.liveHostBytes = integer("zrt.live_host_bytes", 0);
+  prediction.plannedArena =
+      integer(zrt::ZrtDialect::getPlannedArenaAttrName(),
+              program.getArenaBytes(zrt::MemorySpace::device));
+  prediction.plannedHostArena =
+      integer(zrt::ZrtDialect::getPlannedHostArenaAttrName(),
+              program.getArenaBytes(zrt::MemorySpace::host));
+  prediction.liveBytes = integer(zrt::ZrtDialect::getLiveBytesAttrName(), 0);
+  prediction.liveHostBytes =
+      integer(zrt::ZrtDialect::getLiveHostBytesAttrName(), 0);
   return prediction;
 }
 
@@ -125,9 +128,9 @@ zero::rt::checkArenaWrites(const ArenaPrediction &prediction, int64_t rank,
   // times the fragmentation a sound placement stays within.
   for (auto [highWater, live, arena, attribute] :
        {std::make_tuple(device.highWater, prediction.liveBytes, "arena",
-                        "zrt.live_bytes"),
+                        zrt::ZrtDialect::getLiveBytesAttrName().data()),
         std::make_tuple(host.highWater, prediction.liveHostBytes, "host arena",
-                        "zrt.live_host_bytes")}) {
+                        zrt::ZrtDialect::getLiveHostBytesAttrName().data())}) {
     int64_t predicted = static_cast<int64_t>(
         std::ceil(static_cast<double>(live) * kArenaFragmentationBound));
     if (live > 0 && highWater > predicted)

@@ -101,7 +101,8 @@ int Executor::findBuffer(const std::string &name) const {
 static ProgramInfo getProgramInfo(zrt::ProgramOp program) {
   ProgramInfo info;
   info.name = program.getSymName().str();
-  if (auto stage = program->getAttrOfType<mlir::IntegerAttr>("zrt.zero_stage"))
+  if (auto stage = program->getAttrOfType<mlir::IntegerAttr>(
+          zrt::ZrtDialect::getZeroStageAttrName()))
     info.stage = static_cast<int>(stage.getInt());
   static constexpr llvm::StringLiteral kUpdates[] = {
       "train.sgd", "train.sgd_momentum", "train.adam", "train.adamw",

@@ -90,15 +90,16 @@ absl::Status Executor::Loader::declareBuffer(zrt::BufferOp buffer) {
   decl.spec = *spec;
   decl.bytes = spec->numElements() * dtypeBytes(spec->dtype);
   decl.logicalShape = spec->shape;
-  if (auto logical =
-          buffer->getAttrOfType<mlir::TypeAttr>("zrt.logical_type")) {
+  if (auto logical = buffer->getAttrOfType<mlir::TypeAttr>(
+          zrt::ZrtDialect::getLogicalTypeAttrName())) {
     auto shape = mlir::cast<mlir::ShapedType>(logical.getValue()).getShape();
     decl.logicalShape.assign(shape.begin(), shape.end());
   }
-  if (auto layout = buffer->getAttrOfType<mlir::StringAttr>("zrt.layout"))
+  if (auto layout = buffer->getAttrOfType<mlir::StringAttr>(
+          zrt::ZrtDialect::getLayoutAttrName()))
     decl.layout = layout.str();
-  if (auto axes =
-          buffer->getAttrOfType<mlir::DenseI64ArrayAttr>("zrt.shard_axes")) {
+  if (auto axes = buffer->getAttrOfType<mlir::DenseI64ArrayAttr>(
+          zrt::ZrtDialect::getShardAxesAttrName())) {
     decl.shardAxes.clear();
     for (int64_t axis : axes.asArrayRef()) {
       if (axis < 0 ||
@@ -114,31 +115,35 @@ absl::Status Executor::Loader::declareBuffer(zrt::BufferOp buffer) {
     if (decl.shardAxes.empty())
       return error(buffer, "is sharded over no axis");
   }
-  decl.init = getInitSpec(buffer->getAttrOfType<train::InitAttr>("zrt.init"));
+  decl.init = getInitSpec(buffer->getAttrOfType<train::InitAttr>(
+      zrt::ZrtDialect::getInitAttrName()));
   decl.initName = decl.name;
-  if (auto name = buffer->getAttrOfType<mlir::StringAttr>("zrt.init_name"))
+  if (auto name = buffer->getAttrOfType<mlir::StringAttr>(
+          zrt::ZrtDialect::getInitNameAttrName()))
     decl.initName = name.str();
-  if (auto sbp = buffer->getAttr("zrt.sbp")) {
+  if (auto sbp = buffer->getAttr(zrt::ZrtDialect::getSbpAttrName())) {
     std::string text;
     llvm::raw_string_ostream os(text);
     sbp.print(os);
     decl.batchSplit = text.find("S(0)") != std::string::npos;
   }
-  if (auto bound = buffer->getAttrOfType<mlir::IntegerAttr>("zrt.index_bound"))
+  if (auto bound = buffer->getAttrOfType<mlir::IntegerAttr>(
+          zrt::ZrtDialect::getIndexBoundAttrName()))
     decl.indexBound = bound.getInt();
-  if (auto use = buffer->getAttrOfType<mlir::StringAttr>("zrt.index_of"))
+  if (auto use = buffer->getAttrOfType<mlir::StringAttr>(
+          zrt::ZrtDialect::getIndexOfAttrName()))
     decl.indexOf = use.str();
-  if (auto ignored =
-          buffer->getAttrOfType<mlir::IntegerAttr>("zrt.index_ignored"))
+  if (auto ignored = buffer->getAttrOfType<mlir::IntegerAttr>(
+          zrt::ZrtDialect::getIndexIgnoredAttrName()))
     decl.indexIgnored = ignored.getInt();
-  if (auto labels =
-          buffer->getAttrOfType<mlir::StringAttr>("zrt.label_count_of")) {
-    auto ignored =
-        buffer->getAttrOfType<mlir::IntegerAttr>("zrt.label_count_ignored");
-    auto begin =
-        buffer->getAttrOfType<mlir::DenseI64ArrayAttr>("zrt.label_count_begin");
-    auto end =
-        buffer->getAttrOfType<mlir::DenseI64ArrayAttr>("zrt.label_count_end");
+  if (auto labels = buffer->getAttrOfType<mlir::StringAttr>(
+          zrt::ZrtDialect::getLabelCountOfAttrName())) {
+    auto ignored = buffer->getAttrOfType<mlir::IntegerAttr>(
+        zrt::ZrtDialect::getLabelCountIgnoredAttrName());
+    auto begin = buffer->getAttrOfType<mlir::DenseI64ArrayAttr>(
+        zrt::ZrtDialect::getLabelCountBeginAttrName());
+    auto end = buffer->getAttrOfType<mlir::DenseI64ArrayAttr>(
+        zrt::ZrtDialect::getLabelCountEndAttrName());
     if (!ignored || !begin || !end || begin.size() != end.size() ||
         decl.role != BufferRole::input || decl.spec.dtype != DType::f32 ||
         !decl.spec.shape.empty())

@@ -52,16 +52,18 @@ RunMetrics::RunMetrics(Executor &executor, zrt::ProgramOp program)
     ranks *= extent;
   grid.assign(program.getPlacement().getGrid().begin(),
               program.getPlacement().getGrid().end());
-  if (auto value = program->getAttrOfType<mlir::IntegerAttr>("zrt.zero_stage"))
+  if (auto value = program->getAttrOfType<mlir::IntegerAttr>(
+          zrt::ZrtDialect::getZeroStageAttrName()))
     stage = value.getInt();
-  if (auto attr = program->getAttrOfType<mlir::DictionaryAttr>("zrt.report")) {
+  if (auto attr = program->getAttrOfType<mlir::DictionaryAttr>(
+          zrt::ZrtDialect::getReportAttrName())) {
     llvm::json::Value value = toJson(attr);
     if (llvm::json::Object *object = value.getAsObject())
       report = *object;
   }
   prediction = ArenaPrediction::fromProgram(program);
-  if (auto plan =
-          program->getAttrOfType<mlir::DictionaryAttr>("zrt.memory_plan"))
+  if (auto plan = program->getAttrOfType<mlir::DictionaryAttr>(
+          zrt::ZrtDialect::getMemoryPlanAttrName()))
     report["memory_plan"] = memoryPlanToJson(zero::MemoryPlan::fromAttr(plan));
 }
 
@@ -344,8 +346,24 @@ std::string RunMetrics::describeEnd() const {
       megabytes(number(measured, "persistent")), " (",
       megabytes(number(planned, "persistent")), ")", "\n  sent/step    ",
       megabytes(traffic(measured, "traffic_per_step")), " (",
-      megabytes(traffic(planned, "traffic")), ")", "\n  peak         ",
-      megabytes(number(measured, "peak")), " (",
-      megabytes(number(planned, "peak")), ")");
+      megabytes(traffic(planned, "traffic")), ")");
+  // On a mesh, each axis's share: the bytes across nodes (axis 0) are what
+  // a mesh user watches.
+  const llvm::json::Array *plannedAxes = planned.getArray("axes");
+  for (size_t axis = 0; axis < axisTrafficPerStep.size(); ++axis) {
+    double sent = 0;
+    for (const auto &[kind, stats] : axisTrafficPerStep[axis])
+      sent += stats.sentBytesPerRank;
+    const llvm::json::Object *plan = plannedAxes && axis < plannedAxes->size()
+                                         ? (*plannedAxes)[axis].getAsObject()
+                                         : nullptr;
+    absl::StrAppend(&text, "\n    axis ", axis, " (", grid[axis], " ranks) ",
+                    megabytes(sent), " (",
+                    plan ? megabytes(traffic(*plan, "traffic")) : "no plan",
+                    ")");
+  }
+  absl::StrAppend(&text, "\n  peak         ",
+                  megabytes(number(measured, "peak")), " (",
+                  megabytes(number(planned, "peak")), ")");
   return text;
 }

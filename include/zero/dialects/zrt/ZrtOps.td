@@ -39,6 +39,99 @@ def Zrt_Dialect : Dialect {
   }];
   let cppNamespace = "::zero::zrt";
   let dependentDialects = ["::zero::dist::DistDialect"];
+  let extraClassDeclaration = [{
+    // The discardable attributes the lowering writes and the runtime reads.
+    /// On a program: the ZeRO stage (0: plain data parallelism) its step was
+    /// rewritten to.
+    static constexpr ::llvm::StringLiteral getZeroStageAttrName() {
+      return ::llvm::StringLiteral("zrt.zero_stage");
+    }
+    /// On a program: zero-report's plan (PlanReport::toAttr), per rank.
+    static constexpr ::llvm::StringLiteral getReportAttrName() {
+      return ::llvm::StringLiteral("zrt.report");
+    }
+    /// On a program zero-offload placed: the memory plan (MemoryPlan::toAttr).
+    static constexpr ::llvm::StringLiteral getMemoryPlanAttrName() {
+      return ::llvm::StringLiteral("zrt.memory_plan");
+    }
+    /// On a program: the device arena bytes the compiler planned, apart from
+    /// the header the runtime allocates by (what --check-memory holds the
+    /// writes against).
+    static constexpr ::llvm::StringLiteral getPlannedArenaAttrName() {
+      return ::llvm::StringLiteral("zrt.planned_arena");
+    }
+    /// On a program: the host arena bytes the compiler planned.
+    static constexpr ::llvm::StringLiteral getPlannedHostArenaAttrName() {
+      return ::llvm::StringLiteral("zrt.planned_host_arena");
+    }
+    /// On a program: the device arena bytes live at once by the liveness
+    /// analysis, which no placement can go below.
+    static constexpr ::llvm::StringLiteral getLiveBytesAttrName() {
+      return ::llvm::StringLiteral("zrt.live_bytes");
+    }
+    /// On a program: the host arena's bytes live at once.
+    static constexpr ::llvm::StringLiteral getLiveHostBytesAttrName() {
+      return ::llvm::StringLiteral("zrt.live_host_bytes");
+    }
+    /// On a state buffer: the logical (unsharded, unpadded) tensor type.
+    static constexpr ::llvm::StringLiteral getLogicalTypeAttrName() {
+      return ::llvm::StringLiteral("zrt.logical_type");
+    }
+    /// On a state buffer: how the logical tensor is laid out in the shards
+    /// (train::StorageLayoutKind's name).
+    static constexpr ::llvm::StringLiteral getLayoutAttrName() {
+      return ::llvm::StringLiteral("zrt.layout");
+    }
+    /// On a state buffer of a mesh: the placement axes whose ranks hold the
+    /// shards, the major one first.
+    static constexpr ::llvm::StringLiteral getShardAxesAttrName() {
+      return ::llvm::StringLiteral("zrt.shard_axes");
+    }
+    /// On a state buffer: how its logical value is first drawn
+    /// (#train.init).
+    static constexpr ::llvm::StringLiteral getInitAttrName() {
+      return ::llvm::StringLiteral("zrt.init");
+    }
+    /// On a state buffer: the parameter whose drawn value it starts from
+    /// (its own name, or a master copy's parameter).
+    static constexpr ::llvm::StringLiteral getInitNameAttrName() {
+      return ::llvm::StringLiteral("zrt.init_name");
+    }
+    /// On an input buffer: its SBP over the placement (dist.sbp of the step
+    /// argument).
+    static constexpr ::llvm::StringLiteral getSbpAttrName() {
+      return ::llvm::StringLiteral("zrt.sbp");
+    }
+    /// On an integer input: what it indexes, "embedding" rows or "labels".
+    static constexpr ::llvm::StringLiteral getIndexOfAttrName() {
+      return ::llvm::StringLiteral("zrt.index_of");
+    }
+    /// On an integer input: how many rows or classes it indexes.
+    static constexpr ::llvm::StringLiteral getIndexBoundAttrName() {
+      return ::llvm::StringLiteral("zrt.index_bound");
+    }
+    /// On a labels input: the label its loss ignores.
+    static constexpr ::llvm::StringLiteral getIndexIgnoredAttrName() {
+      return ::llvm::StringLiteral("zrt.index_ignored");
+    }
+    /// On an input the runtime fills: the labels input ("inputN") whose kept
+    /// labels it counts.
+    static constexpr ::llvm::StringLiteral getLabelCountOfAttrName() {
+      return ::llvm::StringLiteral("zrt.label_count_of");
+    }
+    /// On a label count: the ignored label.
+    static constexpr ::llvm::StringLiteral getLabelCountIgnoredAttrName() {
+      return ::llvm::StringLiteral("zrt.label_count_ignored");
+    }
+    /// On a label count: the first corner of the labels' box it counts.
+    static constexpr ::llvm::StringLiteral getLabelCountBeginAttrName() {
+      return ::llvm::StringLiteral("zrt.label_count_begin");
+    }
+    /// On a label count: one past the last corner of that box.
+    static constexpr ::llvm::StringLiteral getLabelCountEndAttrName() {
+      return ::llvm::StringLiteral("zrt.label_count_end");
+    }
+  }];
 }
 
 class Zrt_Op<string mnemonic, list<Trait> traits = []>

@@ -12,6 +12,7 @@
 #include "zero/analysis/PlanReport.h"
 #include "zero/dialects/train/TrainOps.h"
 #include "zero/dialects/zrt/ZrtOps.h"
+#include "zero/support/ZeroStage.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -86,10 +87,9 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (stage < 0 || stage > 3) {
+    if (!isZeroStage(stage, /*plainAllowed=*/true)) {
       mlir::emitError(module.getLoc())
-          << "zero-pipeline: stage must be 0, 1, 2 or 3, got "
-          << static_cast<int64_t>(stage);
+          << "zero-pipeline: " << zeroStageRangeError(stage, true);
       return signalPassFailure();
     }
     for (auto [name, bytes] :

@@ -13,6 +13,7 @@
 #include "ZeroShardSharder.h"
 
 #include "zero/passes/Passes.h"
+#include "zero/support/ZeroStage.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
@@ -528,10 +529,9 @@ struct ZeroShardPass : zero::impl::ZeroShardBase<ZeroShardPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (stage < 1 || stage > 3) {
+    if (!isZeroStage(stage, /*plainAllowed=*/false)) {
       mlir::emitError(module.getLoc())
-          << "zero-shard: stage must be 1, 2 or 3, got "
-          << static_cast<int64_t>(stage)
+          << "zero-shard: " << zeroStageRangeError(stage, false)
           << " (stage 0 is dist-data-parallel alone)";
       return signalPassFailure();
     }

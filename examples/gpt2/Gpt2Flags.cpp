@@ -4,6 +4,7 @@
 
 #include "zero/runtime/InstallPaths.h"
 #include "zero/support/ByteSize.h"
+#include "zero/support/ZeroStage.h"
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -226,8 +227,8 @@ Flags parseFlags(int argc, char **argv) {
                            valueText, "'"));
     } else if (flag == "--stage") {
       flags.stage = static_cast<int>(parseInt(flag, value));
-      if (flags.stage < 0 || flags.stage > 3)
-        usage(absl::StrCat("--stage must be 0, 1, 2 or 3, got ", valueText));
+      if (!zero::isZeroStage(flags.stage, /*plainAllowed=*/true))
+        usage("--" + zero::zeroStageRangeError(flags.stage, true));
     } else if (flag == "-n" || flag == "--ranks") {
       flags.ranks = static_cast<int>(parseInt(flag, value));
       if (flags.ranks < 1)

@@ -2,6 +2,8 @@
 
 #include "GraphState.h"
 
+#include "zero/support/ZeroStage.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -211,9 +213,9 @@ absl::Status GraphConfig::validate() const {
         absl::StrCat("precision: must be a float type (f32, bf16 or f16), "
                      "got ",
                      dtypeName(precisionChoice)));
-  if (zeroOn && (stage < 1 || stage > 3))
+  if (zeroOn && !zero::isZeroStage(stage, /*plainAllowed=*/false))
     return absl::InvalidArgumentError(
-        absl::StrCat("enable_zero: stage must be 1, 2 or 3, got ", stage,
+        absl::StrCat("enable_zero: ", zero::zeroStageRangeError(stage, false),
                      " (enable_zero(false) trains plain data parallel)"));
   if (accumulateSteps < 1)
     return absl::InvalidArgumentError(absl::StrCat(

@@ -27,6 +27,7 @@
 #include "zero/runtime/TrainingState.h"
 #include "zero/support/ByteSize.h"
 #include "zero/support/Status.h"
+#include "zero/support/ZeroStage.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -434,9 +435,8 @@ int main(int argc, char **argv) {
       "GPU ranks over CUDA and NCCL\n\n"
       "  zero-run examples/mlp.mlir -n 4 --stage 3 --steps 20\n"
       "  zero-run examples/gpt2-tiny.mlir -n 2 --stage 2 --backend cuda\n");
-  if (stageFlag != -1 && (stageFlag < 0 || stageFlag > 3))
-    failEarly(absl::StrCat("--stage must be 0, 1, 2 or 3, got ",
-                           stageFlag.getValue()));
+  if (stageFlag != -1 && !zero::isZeroStage(stageFlag, /*plainAllowed=*/true))
+    failEarly("--" + zero::zeroStageRangeError(stageFlag, true));
   if (stepsFlag < 1)
     failEarly("--steps must be at least 1");
   if (accumulateFlag < 1)

@@ -38,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -360,6 +361,30 @@ TEST(SimulatedStreamsMemory, BufferAfterTheArenaIsNotInIt) {
   }
 }
 
+/// The device arena's writes of one step of `compiled` under the check
+/// (Executor::startWriteCheck), on the simulated backend with `options`.
+std::optional<rt::ArenaWrites>
+oneCheckedStep(Compiled &compiled, const SimulationOptions &options) {
+  auto executor =
+      rt::Executor::create(compiled.program, *theComm,
+                           createSimulatedStreamsBackend(*theComm, options));
+  EXPECT_TRUE(executor.ok()) << executor.status().message();
+  if (!executor.ok())
+    return std::nullopt;
+  rt::Executor &run = **executor;
+  EXPECT_TRUE(run.startWriteCheck().ok());
+  EXPECT_TRUE(rt::initializeState(run, kStateSeed, "").ok());
+  auto batches = rt::createSyntheticBatches(run, kStateSeed);
+  EXPECT_TRUE(batches.ok()) << batches.status().message();
+  if (!batches.ok() || !(*batches)->fill(1, 0).ok() || !run.runStep(1).ok())
+    return std::nullopt;
+  auto writes = run.measureArenaWrites();
+  EXPECT_TRUE(writes.ok()) << writes.status().message();
+  if (!writes.ok())
+    return std::nullopt;
+  return writes->first;
+}
+
 // zero-run --check-memory's guard band: a kernel that writes past its
 // result, at the arena's end, writes into the band and is seen, where
 // before the write landed in whatever the allocator put after the arena.
@@ -379,24 +404,14 @@ TEST(SimulatedStreamsMemory, WritePastTheArenaIsSeen) {
       options.deviceLikeMemory = deviceLike;
       if (overrun)
         options.overrunKernel = "train.softmax_cross_entropy";
-      auto executor = rt::Executor::create(
-          compiled->program, *theComm,
-          createSimulatedStreamsBackend(*theComm, options));
-      ASSERT_TRUE(executor.ok()) << executor.status().message();
-      rt::Executor &run = **executor;
-      ASSERT_TRUE(run.startWriteCheck().ok());
-      ASSERT_TRUE(rt::initializeState(run, kStateSeed, "").ok());
-      auto batches = rt::createSyntheticBatches(run, kStateSeed);
-      ASSERT_TRUE(batches.ok()) << batches.status().message();
-      ASSERT_TRUE((*batches)->fill(1, 0).ok());
-      ASSERT_TRUE(run.runStep(1).ok());
-      auto writes = run.measureArenaWrites();
-      ASSERT_TRUE(writes.ok()) << writes.status().message();
-      EXPECT_GT(writes->first.highWater, 0);
+      std::optional<rt::ArenaWrites> writes =
+          oneCheckedStep(*compiled, options);
+      ASSERT_TRUE(writes);
+      EXPECT_GT(writes->highWater, 0);
       if (overrun)
-        EXPECT_GT(writes->first.guardBytes, 0);
+        EXPECT_GT(writes->guardBytes, 0);
       else
-        EXPECT_EQ(writes->first.guardBytes, 0);
+        EXPECT_EQ(writes->guardBytes, 0);
     }
   }
 }
@@ -406,29 +421,15 @@ TEST(SimulatedStreamsMemory, WritePastTheArenaIsSeen) {
 TEST(SimulatedStreamsMemory, CopiedScanEqualsInPlaceScan) {
   std::unique_ptr<Compiled> compiled = compile("gpt2-tiny.mlir", 3, -1);
   ASSERT_TRUE(compiled);
-  std::vector<rt::ArenaWrites> figures;
-  for (bool deviceLike : {false, true}) {
-    SimulationOptions options;
-    options.deviceLikeMemory = deviceLike;
-    auto executor =
-        rt::Executor::create(compiled->program, *theComm,
-                             createSimulatedStreamsBackend(*theComm, options));
-    ASSERT_TRUE(executor.ok()) << executor.status().message();
-    rt::Executor &run = **executor;
-    ASSERT_TRUE(run.startWriteCheck().ok());
-    ASSERT_TRUE(rt::initializeState(run, kStateSeed, "").ok());
-    auto batches = rt::createSyntheticBatches(run, kStateSeed);
-    ASSERT_TRUE(batches.ok()) << batches.status().message();
-    ASSERT_TRUE((*batches)->fill(1, 0).ok());
-    ASSERT_TRUE(run.runStep(1).ok());
-    auto writes = run.measureArenaWrites();
-    ASSERT_TRUE(writes.ok()) << writes.status().message();
-    figures.push_back(writes->first);
-  }
-  EXPECT_GT(figures[0].bytes, 0);
-  EXPECT_EQ(figures[0].bytes, figures[1].bytes);
-  EXPECT_EQ(figures[0].highWater, figures[1].highWater);
-  EXPECT_EQ(figures[0].guardBytes, figures[1].guardBytes);
+  SimulationOptions inPlace, copied;
+  copied.deviceLikeMemory = true;
+  std::optional<rt::ArenaWrites> a = oneCheckedStep(*compiled, inPlace);
+  std::optional<rt::ArenaWrites> b = oneCheckedStep(*compiled, copied);
+  ASSERT_TRUE(a && b);
+  EXPECT_GT(a->bytes, 0);
+  EXPECT_EQ(a->bytes, b->bytes);
+  EXPECT_EQ(a->highWater, b->highWater);
+  EXPECT_EQ(a->guardBytes, b->guardBytes);
 }
 
 } // namespace

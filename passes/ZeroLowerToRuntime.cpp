@@ -11,6 +11,7 @@
 
 #include "StepLowering.h"
 
+#include "zero/analysis/ProgramReport.h"
 #include "zero/passes/Passes.h"
 
 namespace zero {
@@ -32,63 +33,7 @@ static DictionaryAttr getReportAttr(ModuleOp module, Builder &builder) {
   FailureOr<PlanReport> report = computePlanReport(module);
   if (failed(report))
     return {};
-  auto bytes = [&](const ByteCount &count) {
-    return builder.getI64IntegerAttr(count.bytes);
-  };
-  auto trafficAttr = [&](const std::map<std::string, TrafficCount> &kinds) {
-    SmallVector<NamedAttribute> traffic;
-    for (const auto &[kind, count] : kinds)
-      traffic.push_back(builder.getNamedAttr(
-          kind, builder.getDictionaryAttr(
-                    {builder.getNamedAttr(
-                         "count", builder.getI64IntegerAttr(count.count)),
-                     builder.getNamedAttr(
-                         "bytes", builder.getI64IntegerAttr(count.bytes)),
-                     builder.getNamedAttr(
-                         "sent_bytes_per_rank",
-                         builder.getF64FloatAttr(count.sentBytesPerRank))})));
-    return builder.getDictionaryAttr(traffic);
-  };
-  // On a mesh, each axis's traffic too (its group size in the ring factor),
-  // for zero-run to hold its per-axis measurements against.
-  SmallVector<Attribute> axes;
-  if (report->grid.size() > 1)
-    for (size_t axis = 0; axis < report->grid.size(); ++axis) {
-      auto found = report->axisTraffic.find(static_cast<int64_t>(axis));
-      axes.push_back(builder.getDictionaryAttr(
-          {builder.getNamedAttr("ranks",
-                                builder.getI64IntegerAttr(report->grid[axis])),
-           builder.getNamedAttr("traffic", found == report->axisTraffic.end()
-                                               ? builder.getDictionaryAttr({})
-                                               : trafficAttr(found->second))}));
-    }
-  SmallVector<NamedAttribute> fields{
-      builder.getNamedAttr("parameters", bytes(report->parameters)),
-      builder.getNamedAttr("gradients", bytes(report->gradients)),
-      builder.getNamedAttr("slots", bytes(report->slots)),
-      builder.getNamedAttr("masters", bytes(report->masters)),
-      builder.getNamedAttr("model_state", bytes(report->modelState())),
-      builder.getNamedAttr("persistent",
-                           builder.getI64IntegerAttr(report->persistentBytes)),
-      builder.getNamedAttr("peak_transient", builder.getI64IntegerAttr(
-                                                 report->peakTransientBytes)),
-      builder.getNamedAttr("peak_gathered", builder.getI64IntegerAttr(
-                                                report->peakGatheredBytes)),
-      builder.getNamedAttr("traffic", trafficAttr(report->traffic))};
-  if (!axes.empty())
-    fields.push_back(builder.getNamedAttr("axes", builder.getArrayAttr(axes)));
-  // The closed formula of the bytes across nodes (with hpZ), for the
-  // runtime's measurements to be held against.
-  if (report->quantization && report->quantization->acrossNodesBytes >= 0) {
-    fields.push_back(builder.getNamedAttr(
-        "across_nodes_bytes",
-        builder.getI64IntegerAttr(report->quantization->acrossNodesBytes)));
-    fields.push_back(builder.getNamedAttr(
-        "across_nodes_bytes_unquantized",
-        builder.getI64IntegerAttr(
-            report->quantization->acrossNodesBytesUnquantized)));
-  }
-  return builder.getDictionaryAttr(fields);
+  return ProgramReport::fromPlan(*report).toAttr(builder.getContext());
 }
 
 namespace {

@@ -121,11 +121,6 @@ zero::ZeroPipelineOptions pipelineOptions(const GraphConfig &config,
   return options;
 }
 
-int64_t intField(mlir::DictionaryAttr dict, llvm::StringRef name) {
-  auto value = dict ? dict.getAs<mlir::IntegerAttr>(name) : nullptr;
-  return value ? value.getInt() : 0;
-}
-
 /// The figures zero-lower-to-runtime attached as `zrt.report`.
 MemoryReport readReport(mlir::ModuleOp module, int stage, int ranks) {
   MemoryReport report;
@@ -147,34 +142,24 @@ MemoryReport readReport(mlir::ModuleOp module, int stage, int ranks) {
       report.offloadDecisions = memory.decisions;
     }
   }
-  report.parameters = intField(dict, "parameters");
-  report.gradients = intField(dict, "gradients");
-  report.slots = intField(dict, "slots");
-  report.masters = intField(dict, "masters");
-  report.modelState = intField(dict, "model_state");
-  report.persistent = intField(dict, "persistent");
-  report.peakTransient = intField(dict, "peak_transient");
-  report.peakGathered = intField(dict, "peak_gathered");
+  zero::ProgramReport figures = zero::ProgramReport::fromAttr(dict);
+  report.parameters = figures.parameters;
+  report.gradients = figures.gradients;
+  report.slots = figures.slots;
+  report.masters = figures.masters;
+  report.modelState = figures.modelState;
+  report.persistent = figures.persistent;
+  report.peakTransient = figures.peakTransient;
+  report.peakGathered = figures.peakGathered;
   report.quantization = zero::getQuantizationPlan(module);
   // The lowered program keeps the report's closed formula of the bytes
   // across nodes, not the parameters it is computed from.
-  if (report.quantization && dict && dict.get("across_nodes_bytes")) {
-    report.quantization->acrossNodesBytes =
-        intField(dict, "across_nodes_bytes");
+  if (report.quantization && figures.acrossNodesBytes) {
+    report.quantization->acrossNodesBytes = *figures.acrossNodesBytes;
     report.quantization->acrossNodesBytesUnquantized =
-        intField(dict, "across_nodes_bytes_unquantized");
+        figures.acrossNodesBytesUnquantized.value_or(0);
   }
-  auto traffic = dict ? dict.getAs<mlir::DictionaryAttr>("traffic") : nullptr;
-  for (mlir::NamedAttribute kind :
-       traffic ? traffic.getValue() : llvm::ArrayRef<mlir::NamedAttribute>{}) {
-    auto entry = llvm::dyn_cast<mlir::DictionaryAttr>(kind.getValue());
-    CollectiveTraffic &counts = report.traffic[kind.getName().str()];
-    counts.count = intField(entry, "count");
-    counts.bytes = intField(entry, "bytes");
-    if (auto sent = entry ? entry.getAs<mlir::FloatAttr>("sent_bytes_per_rank")
-                          : nullptr)
-      counts.sentBytesPerRank = sent.getValueAsDouble();
-  }
+  report.traffic = figures.traffic;
   return report;
 }
 

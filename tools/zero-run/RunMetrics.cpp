@@ -4,6 +4,7 @@
 #include "RunMetrics.h"
 
 #include "zero/analysis/PlanReport.h"
+#include "zero/analysis/ProgramReport.h"
 #include "zero/support/Status.h"
 
 #include "absl/strings/str_cat.h"
@@ -22,29 +23,6 @@ using namespace zero::rt;
 static const char *const kCollectiveKinds[] = {
     "all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all"};
 
-static llvm::json::Value toJson(mlir::Attribute attr) {
-  if (auto integer = mlir::dyn_cast<mlir::IntegerAttr>(attr))
-    return integer.getInt();
-  if (auto real = mlir::dyn_cast<mlir::FloatAttr>(attr))
-    return real.getValueAsDouble();
-  if (auto dictionary = mlir::dyn_cast<mlir::DictionaryAttr>(attr)) {
-    llvm::json::Object object;
-    for (mlir::NamedAttribute entry : dictionary)
-      object[entry.getName().strref()] = toJson(entry.getValue());
-    return object;
-  }
-  if (auto array = mlir::dyn_cast<mlir::ArrayAttr>(attr)) {
-    llvm::json::Array values;
-    for (mlir::Attribute element : array)
-      values.push_back(toJson(element));
-    return values;
-  }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  attr.print(os);
-  return text;
-}
-
 RunMetrics::RunMetrics(Executor &executor, zrt::ProgramOp program)
     : executor(executor), programName(program.getSymName().str()) {
   ranks = 1;
@@ -56,11 +34,8 @@ RunMetrics::RunMetrics(Executor &executor, zrt::ProgramOp program)
           zrt::ZrtDialect::getZeroStageAttrName()))
     stage = value.getInt();
   if (auto attr = program->getAttrOfType<mlir::DictionaryAttr>(
-          zrt::ZrtDialect::getReportAttrName())) {
-    llvm::json::Value value = toJson(attr);
-    if (llvm::json::Object *object = value.getAsObject())
-      report = *object;
-  }
+          zrt::ZrtDialect::getReportAttrName()))
+    report = ProgramReport::fromAttr(attr).toJson();
   prediction = ArenaPrediction::fromProgram(program);
   if (auto plan = program->getAttrOfType<mlir::DictionaryAttr>(
           zrt::ZrtDialect::getMemoryPlanAttrName()))

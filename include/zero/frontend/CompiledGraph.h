@@ -13,6 +13,7 @@
 #define ZERO_FRONTEND_COMPILEDGRAPH_H
 
 #include "zero/analysis/PlanReport.h"
+#include "zero/analysis/ProgramReport.h"
 #include "zero/frontend/Graph.h"
 #include "zero/runtime/Checkpoint.h"
 #include "zero/runtime/Communicator.h"
@@ -46,11 +47,9 @@ enum class Form {
   program,
 };
 
-struct CollectiveTraffic {
-  int64_t count = 0;
-  int64_t bytes = 0;
-  double sentBytesPerRank = 0;
-};
+/// One collective kind over one step: the lowered program's figures
+/// (zrt.report), as the runtime measures them.
+using CollectiveTraffic = zero::TrafficFigures;
 
 /// zero-report's figures for one rank (every rank holds and sends the same).
 struct MemoryReport {

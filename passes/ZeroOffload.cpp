@@ -166,12 +166,12 @@ LogicalResult ZeroOffloadPass::place(zrt::ProgramOp program) {
   if (auto attr = program->getAttrOfType<IntegerAttr>(
           zrt::ZrtDialect::getZeroStageAttrName()))
     stage = attr.getInt();
-  if (offload == "optimizer" && stage == 0)
+  if (offload == OffloadPlacement::optimizer && stage == 0)
     return emitError(loc) << "zero-offload: offload=optimizer needs ZeRO "
                              "stage 1, 2 or 3 (at stage 0 every rank would "
                              "hold and update the whole optimizer state on "
                              "its host)";
-  if (offload == "optimizer+params" && stage != 3)
+  if (offload == OffloadPlacement::optimizerAndParams && stage != 3)
     return emitError(loc)
            << "zero-offload: offload=optimizer+params needs ZeRO stage 3, "
               "where parameters are sharded; this program is "
@@ -182,12 +182,12 @@ LogicalResult ZeroOffloadPass::place(zrt::ProgramOp program) {
       llvm::count_if(units, [](const OffloadUnit &u) { return !u.isParam; });
 
   ArrayRef<OffloadUnit> chosen;
-  std::string reason = "offload=" + offload;
-  if (offload == "optimizer")
+  std::string reason = ("offload=" + stringifyOffloadPlacement(offload)).str();
+  if (offload == OffloadPlacement::optimizer)
     chosen = ArrayRef(units).take_front(optimizerUnits);
-  else if (offload == "optimizer+params")
+  else if (offload == OffloadPlacement::optimizerAndParams)
     chosen = units;
-  if (offload == "auto") {
+  if (offload == OffloadPlacement::automatic) {
     // Device bytes with the first `count` units in host memory.
     llvm::DenseMap<int64_t, int64_t> deviceBytes;
     auto evaluate = [&](int64_t count) -> FailureOr<int64_t> {
@@ -274,12 +274,14 @@ LogicalResult ZeroOffloadPass::place(zrt::ProgramOp program) {
   plan.budget = budget;
   bool params =
       llvm::any_of(chosen, [](const OffloadUnit &u) { return u.isParam; });
-  plan.offload = chosen.empty() ? "none"
-                 : params       ? "optimizer+params"
-                                : "optimizer";
+  plan.offload =
+      stringifyOffloadPlacement(chosen.empty() ? OffloadPlacement::none
+                                : params ? OffloadPlacement::optimizerAndParams
+                                         : OffloadPlacement::optimizer)
+          .str();
   for (const OffloadUnit &unit : chosen)
     plan.decisions.push_back(describe(unit) + ": " + reason);
-  if (offload == "auto" && chosen.size() < units.size())
+  if (offload == OffloadPlacement::automatic && chosen.size() < units.size())
     plan.decisions.push_back(
         (chosen.empty() ? "all " : "the other ") +
         std::to_string(units.size() - chosen.size()) + " of " +
@@ -287,14 +289,15 @@ LogicalResult ZeroOffloadPass::place(zrt::ProgramOp program) {
         " offloadable tensors stay in device memory: the budget holds them");
   if (budget > 0 && plan.deviceBytes() > budget) {
     InFlightDiagnostic diag =
-        emitError(loc) << "zero-offload: with offload=" << offload
+        emitError(loc) << "zero-offload: with offload="
+                       << stringifyOffloadPlacement(offload)
                        << " the device needs " << plan.deviceBytes()
                        << " B per rank (" << plan.devicePersistent
                        << " B of buffers, " << plan.deviceArena
                        << " B of arena), over the device-memory-budget of "
                        << budget << " B by " << plan.deviceBytes() - budget
                        << " B";
-    if (offload != "auto")
+    if (offload != OffloadPlacement::automatic)
       diag << "; offload=auto finds the least offload that fits, if any";
     return diag;
   }
@@ -305,15 +308,6 @@ LogicalResult ZeroOffloadPass::place(zrt::ProgramOp program) {
 
 void ZeroOffloadPass::runOnOperation() {
   ModuleOp module = getOperation();
-  if (!llvm::is_contained({StringRef("none"), StringRef("optimizer"),
-                           StringRef("optimizer+params"), StringRef("auto")},
-                          StringRef(offload))) {
-    emitError(module.getLoc())
-        << "zero-offload: offload must be none, optimizer, optimizer+params "
-           "or auto, got '"
-        << offload << "'";
-    return signalPassFailure();
-  }
   if (deviceMemoryBudget < 0) {
     emitError(module.getLoc())
         << "zero-offload: device-memory-budget must be a number of bytes "
@@ -321,12 +315,12 @@ void ZeroOffloadPass::runOnOperation() {
         << static_cast<int64_t>(deviceMemoryBudget);
     return signalPassFailure();
   }
-  if (offload == "auto" && deviceMemoryBudget == 0) {
+  if (offload == OffloadPlacement::automatic && deviceMemoryBudget == 0) {
     emitError(module.getLoc())
         << "zero-offload: offload=auto needs a device-memory-budget to fit";
     return signalPassFailure();
   }
-  if (offload == "none" && deviceMemoryBudget == 0)
+  if (offload == OffloadPlacement::none && deviceMemoryBudget == 0)
     return markAllAnalysesPreserved();
   auto programs = module.getOps<zrt::ProgramOp>();
   if (programs.empty()) {

@@ -6,13 +6,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/passes/Pipeline.h"
+#include "zero/passes/PipelineOptions.h"
 
 #include "OffloadRewriter.h"
 
 #include "zero/analysis/PlanReport.h"
 #include "zero/dialects/train/TrainOps.h"
 #include "zero/dialects/zrt/ZrtOps.h"
-#include "zero/support/ZeroStage.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -29,11 +29,17 @@ namespace {
 struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
   using ZeroPipelineBase::ZeroPipelineBase;
 
+  // The options' rules read the options where the pass holds them.
+  template <typename Options>
+  friend std::optional<std::string>
+  zero::findZeroOptionsError(const Options &options, bool onMesh,
+                             const OptionSpelling &spelling);
+
   /// Lowers the rewritten step and places its memory; the report, taken
   /// before the lowering, then includes the program's memory plan.
   LogicalResult lower(ModuleOp module) {
     std::optional<PlanReport> planReport;
-    if (report != "none") {
+    if (report != ReportFormat::none) {
       FailureOr<PlanReport> computed = computePlanReport(module);
       if (failed(computed))
         return failure();
@@ -69,7 +75,8 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
   /// predicts the step in the report: it is loaded before anything runs, so
   /// that a bad file fails fast.
   LogicalResult checkPrediction(ModuleOp module) {
-    if (report == "timeline" && (machine.empty() || !lowerToRuntime))
+    if (report == ReportFormat::timeline &&
+        (machine.empty() || !lowerToRuntime))
       return mlir::emitError(module.getLoc())
              << "zero-pipeline: report=timeline draws the predicted step of "
                 "the lowered program; it needs machine= and "
@@ -87,25 +94,12 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (!isZeroStage(stage, /*plainAllowed=*/true)) {
-      mlir::emitError(module.getLoc())
-          << "zero-pipeline: " << zeroStageRangeError(stage, true);
-      return signalPassFailure();
-    }
-    for (auto [name, bytes] :
-         {std::pair<StringRef, int64_t>{"prefetch-bytes", prefetchBytes},
-          {"max-live-gathered-bytes", maxLiveGatheredBytes}})
-      if (bytes < 0) {
-        mlir::emitError(module.getLoc())
-            << "zero-pipeline: " << name << " must not be negative, got "
-            << bytes;
-        return signalPassFailure();
-      }
-    if (report != "none" && report != "text" && report != "json" &&
-        report != "timeline") {
-      mlir::emitError(module.getLoc())
-          << "zero-pipeline: report must be none, text, json or timeline, got '"
-          << report << "'";
+    dist::PlacementAttr placement = dist::lookupPlacement(module);
+    bool onMesh = !mesh.empty() ||
+                  (ranks == 0 && placement && placement.getNumAxes() == 2);
+    if (std::optional<std::string> error = findZeroOptionsError(
+            *this, onMesh, OptionSpelling::passOptions())) {
+      mlir::emitError(module.getLoc()) << "zero-pipeline: " << *error;
       return signalPassFailure();
     }
     if (failed(checkPrediction(module)))
@@ -136,14 +130,15 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
       pipeline.addPass(createZeroSchedule(
           ZeroScheduleOptions{prefetchBytes, maxLiveGatheredBytes, machine}));
     pipeline.addPass(createZeroVerify());
-    bool offloading = offload != "none" || deviceMemoryBudget != 0;
+    bool offloading =
+        offload != OffloadPlacement::none || deviceMemoryBudget != 0;
     if (offloading && !lowerToRuntime) {
       mlir::emitError(module.getLoc())
           << "zero-pipeline: offload and device-memory-budget place the "
              "lowered program's memory; they need lower-to-runtime";
       return signalPassFailure();
     }
-    if (report != "none" && !lowerToRuntime)
+    if (report != ReportFormat::none && !lowerToRuntime)
       pipeline.addPass(
           createZeroReport(ZeroReportOptions{report, reportOutput}));
     if (failed(runPipeline(pipeline, module)))

@@ -39,13 +39,7 @@ struct ZeroReportPass : zero::impl::ZeroReportBase<ZeroReportPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (format != "text" && format != "json" && format != "timeline") {
-      mlir::emitError(module.getLoc())
-          << "zero-report: format must be text, json or timeline, got '"
-          << format << "'";
-      return signalPassFailure();
-    }
-    if (format == "timeline" && machine.empty()) {
+    if (format == ReportFormat::timeline && machine.empty()) {
       mlir::emitError(module.getLoc())
           << "zero-report: format=timeline draws the predicted step; it "
              "needs machine=";

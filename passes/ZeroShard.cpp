@@ -535,28 +535,10 @@ struct ZeroShardPass : zero::impl::ZeroShardBase<ZeroShardPass> {
           << " (stage 0 is dist-data-parallel alone)";
       return signalPassFailure();
     }
-    std::optional<StorageLayoutKind> kind =
-        train::symbolizeStorageLayoutKind(layout);
-    if (!kind || *kind == StorageLayoutKind::replicated) {
-      mlir::emitError(module.getLoc())
-          << "zero-shard: layout must be flat or dim0, got '" << layout << "'";
-      return signalPassFailure();
-    }
     if (minShardElements < 0 || maxReuseDistance < 0) {
       mlir::emitError(module.getLoc())
           << "zero-shard: min-shard-elements and "
              "max-reuse-distance must not be negative";
-      return signalPassFailure();
-    }
-    std::optional<MeshScheme> scheme =
-        llvm::StringSwitch<std::optional<MeshScheme>>(meshScheme)
-            .Case("hybrid", MeshScheme::hybrid)
-            .Case("full", MeshScheme::full)
-            .Default(std::nullopt);
-    if (!scheme) {
-      mlir::emitError(module.getLoc())
-          << "zero-shard: mesh-scheme must be hybrid or full, got '"
-          << meshScheme << "'";
       return signalPassFailure();
     }
     if (quantizeBlock < 1 || quantizeMinElements < 0) {
@@ -578,8 +560,8 @@ struct ZeroShardPass : zero::impl::ZeroShardBase<ZeroShardPass> {
       }
     Quantization quantization{qwz,     qgz,           qwzBits,
                               qgzBits, quantizeBlock, quantizeMinElements};
-    if (failed(Sharder(module, stage, *kind, minShardElements,
-                       regatherInBackward, maxReuseDistance, *scheme, hpz,
+    if (failed(Sharder(module, stage, layout, minShardElements,
+                       regatherInBackward, maxReuseDistance, meshScheme, hpz,
                        quantization)
                    .run()))
       signalPassFailure();

@@ -12,18 +12,11 @@
 
 #include "zero/dialects/dist/DistDialect.h"
 #include "zero/dialects/train/TrainDialect.h"
+#include "zero/support/OptionEnums.h"
 
 #include "mlir/IR/Builders.h"
 
 namespace zero {
-
-/// How stages 1-3 use a two-level mesh `[R, S]` (axis 0 across nodes).
-enum class MeshScheme {
-  /// Cut over axis 1 (within the node), replicated across nodes.
-  hybrid,
-  /// Cut over both axes into R * S shards, axis 1 major.
-  full,
-};
 
 /// ZeRO++'s quantized communication under full 2-D sharding: int8 codes in
 /// blocks of `block` with one f32 scale each (dist.quantize).

@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
   zero::ZeroPipelineOptions options;
   options.stage = std::atoi(argv[2]);
   options.ranks = std::atoi(argv[3]);
-  options.report = "text";
+  options.report = zero::ReportFormat::text;
   mlir::PassManager pm(&context);
   zero::buildZeroPipeline(pm, options);
   if (mlir::failed(pm.run(*step)))

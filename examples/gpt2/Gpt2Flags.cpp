@@ -2,6 +2,7 @@
 
 #include "Gpt2Flags.h"
 
+#include "zero/passes/PipelineOptions.h"
 #include "zero/runtime/InstallPaths.h"
 #include "zero/support/ByteSize.h"
 #include "zero/support/ZeroStage.h"
@@ -249,10 +250,12 @@ Flags parseFlags(int argc, char **argv) {
                            "2x4, got '",
                            valueText, "'"));
     } else if (flag == "--mesh-scheme") {
-      if (valueText != "hybrid" && valueText != "full")
+      std::optional<zero::MeshScheme> scheme =
+          zero::symbolizeMeshScheme(valueText);
+      if (!scheme)
         usage(absl::StrCat("--mesh-scheme must be hybrid or full, got '",
                            valueText, "'"));
-      flags.meshScheme = valueText;
+      flags.meshScheme = *scheme;
     } else if (flag == "--qwz-bits" || flag == "--qgz-bits") {
       long bits = parseInt(flag, value);
       if (bits != 8 && bits != 4)
@@ -298,7 +301,7 @@ Flags parseFlags(int argc, char **argv) {
       flags.resume = valueText;
     } else if (flag == "--offload") {
       std::optional<GraphConfig::Offload> choice =
-          GraphConfig::parseOffload(valueText);
+          zero::symbolizeOffloadPlacement(valueText);
       if (!choice)
         usage(absl::StrCat("--offload must be none, optimizer, "
                            "optimizer+params or auto, got '",
@@ -395,19 +398,19 @@ Flags parseFlags(int argc, char **argv) {
                            "machine with a link per axis, such as "
                            "h100-nodes-ib400"));
   }
-  if ((flags.meshScheme != "hybrid" || flags.hpz || flags.qwz || flags.qgz) &&
-      flags.mesh.empty())
-    usage("--mesh-scheme, --hpz, --qwz and --qgz say how a mesh is sharded; "
-          "give --mesh RxS");
-  if ((flags.qwz || flags.qgz) && flags.meshScheme != "full")
-    usage("--qwz and --qgz quantize what crosses nodes under full 2-D "
-          "sharding; they need --mesh-scheme full");
-  if (flags.qwz && flags.stage != 3)
-    usage("--qwz quantizes the gathers of sharded parameters; it needs "
-          "--stage 3");
-  if (flags.hpz && (flags.meshScheme != "full" || flags.stage != 3))
-    usage("--hpz keeps a secondary shard of the parameters within the node; "
-          "it needs --stage 3 --mesh-scheme full");
+  // The rules are the pipeline's (PipelineOptions.h), worded for flags.
+  zero::ZeroPipelineOptions sharding;
+  sharding.stage = flags.stage;
+  sharding.meshScheme = flags.meshScheme;
+  sharding.hpz = flags.hpz;
+  sharding.qwz = flags.qwz;
+  sharding.qgz = flags.qgz;
+  sharding.qwzBits = flags.qwzBits;
+  sharding.qgzBits = flags.qgzBits;
+  sharding.quantizeBlock = flags.quantizeBlock;
+  if (std::optional<std::string> error = zero::findZeroOptionsError(
+          sharding, !flags.mesh.empty(), zero::OptionSpelling::commandLine()))
+    usage(*error);
   if (flags.machine.empty() && flags.mesh.empty())
     flags.machine = zero::rt::getDefaultMachine(flags.backend);
   return flags;

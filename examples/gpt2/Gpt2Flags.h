@@ -41,7 +41,7 @@ struct Flags {
   /// empty: one axis.
   std::vector<int64_t> mesh;
   /// --mesh-scheme hybrid|full and --hpz (zero-shard's options).
-  std::string meshScheme = "hybrid";
+  zero::MeshScheme meshScheme = zero::MeshScheme::hybrid;
   bool hpz = false;
   /// --qwz, --qgz, --qwz-bits N, --qgz-bits N and --quantize-block N
   /// (ZeRO++'s quantized communication).

@@ -573,7 +573,7 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
   }
 
   comm.resetTraffic();
-  std::map<std::string, zero::rt::TrafficStats> firstStepTraffic;
+  std::map<std::string, zero::TrafficCount> firstStepTraffic;
   std::vector<float> losses;
   // Each step's wall time; step() reads the loss back, which waits for the
   // device, so on a GPU this is the step's time too.

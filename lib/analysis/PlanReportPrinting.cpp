@@ -234,6 +234,36 @@ trafficToJson(const std::map<std::string, TrafficCount> &kinds) {
   return traffic;
 }
 
+llvm::json::Array optimizerGroupsToJson(llvm::ArrayRef<OptimizerGroup> groups) {
+  llvm::json::Array array;
+  for (const OptimizerGroup &group : groups)
+    array.push_back(llvm::json::Object{{"optimizer", group.optimizer},
+                                       {"kind", group.kind},
+                                       {"lr", group.lr},
+                                       {"weight_decay", group.weightDecay},
+                                       {"parameters", group.parameters},
+                                       {"elements", group.elements}});
+  return array;
+}
+
+llvm::json::Object quantizationPlanToJson(const QuantizationPlan &plan) {
+  llvm::json::Array names;
+  for (const std::string &name : plan.fullPrecision)
+    names.push_back(name);
+  llvm::json::Object object{{"weights", plan.weights},
+                            {"gradients", plan.gradients},
+                            {"weight_bits", plan.weightBits},
+                            {"gradient_bits", plan.gradientBits},
+                            {"block", plan.block},
+                            {"min_elements", plan.minElements},
+                            {"full_precision", std::move(names)}};
+  if (plan.acrossNodesBytes >= 0) {
+    object["across_nodes_bytes"] = plan.acrossNodesBytes;
+    object["across_nodes_bytes_unquantized"] = plan.acrossNodesBytesUnquantized;
+  }
+  return object;
+}
+
 static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
   llvm::json::Object traffic = trafficToJson(report.traffic);
   llvm::json::Array axes;
@@ -246,34 +276,12 @@ static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
                                            ? llvm::json::Object()
                                            : trafficToJson(found->second)}});
   }
-  llvm::json::Array groups;
-  for (const OptimizerGroup &group : report.groups)
-    groups.push_back(llvm::json::Object{{"optimizer", group.optimizer},
-                                        {"kind", group.kind},
-                                        {"lr", group.lr},
-                                        {"weight_decay", group.weightDecay},
-                                        {"parameters", group.parameters},
-                                        {"elements", group.elements}});
+  llvm::json::Array groups = optimizerGroupsToJson(report.groups);
   const ZeroFormula &f = report.formula;
   ByteCount state = report.modelState();
   llvm::json::Object quantization;
-  if (const std::optional<QuantizationPlan> &plan = report.quantization) {
-    llvm::json::Array names;
-    for (const std::string &name : plan->fullPrecision)
-      names.push_back(name);
-    quantization = llvm::json::Object{{"weights", plan->weights},
-                                      {"gradients", plan->gradients},
-                                      {"weight_bits", plan->weightBits},
-                                      {"gradient_bits", plan->gradientBits},
-                                      {"block", plan->block},
-                                      {"min_elements", plan->minElements},
-                                      {"full_precision", std::move(names)}};
-    if (plan->acrossNodesBytes >= 0) {
-      quantization["across_nodes_bytes"] = plan->acrossNodesBytes;
-      quantization["across_nodes_bytes_unquantized"] =
-          plan->acrossNodesBytesUnquantized;
-    }
-  }
+  if (report.quantization)
+    quantization = quantizationPlanToJson(*report.quantization);
   llvm::json::Object result{
       {"stage", report.stage},
       {"ranks", report.ranks},
@@ -421,9 +429,9 @@ llvm::json::Value planReportToJson(const PlanReport &report) {
   return value;
 }
 
-LogicalResult writePlanReport(const PlanReport &report, StringRef format,
+LogicalResult writePlanReport(const PlanReport &report, ReportFormat format,
                               StringRef output, Location loc) {
-  if (format == "timeline") {
+  if (format == ReportFormat::timeline) {
     if (!report.prediction)
       return mlir::emitError(loc)
              << "zero-report: a timeline is the predicted step: it needs "
@@ -431,7 +439,7 @@ LogicalResult writePlanReport(const PlanReport &report, StringRef format,
     return writePrediction(*report.prediction, format, output, loc);
   }
   return writeReportOutput(output, loc, [&](llvm::raw_ostream &os) {
-    if (format == "json")
+    if (format == ReportFormat::json)
       os << llvm::formatv("{0:2}", planReportToJson(report)) << "\n";
     else
       printPlanReport(report, os);

@@ -9,8 +9,14 @@ using namespace zero;
 
 static TrafficByKind trafficOf(const std::map<std::string, TrafficCount> &in) {
   TrafficByKind out;
-  for (const auto &[kind, count] : in)
-    out[kind] = {count.count, count.bytes, count.sentBytesPerRank};
+  // The program carries what a rank measures of a collective kind: how
+  // many, their bytes and what each rank sends.
+  for (const auto &[kind, count] : in) {
+    TrafficCount &carried = out[kind];
+    carried.count = count.count;
+    carried.bytes = count.bytes;
+    carried.sentBytesPerRank = count.sentBytesPerRank;
+  }
   return out;
 }
 
@@ -100,7 +106,7 @@ static TrafficByKind trafficFromAttr(DictionaryAttr dict) {
   for (NamedAttribute kind :
        kinds ? kinds.getValue() : ArrayRef<NamedAttribute>()) {
     auto entry = dyn_cast<DictionaryAttr>(kind.getValue());
-    TrafficFigures &figures = traffic[kind.getName().str()];
+    TrafficCount &figures = traffic[kind.getName().str()];
     figures.count = integerOf(entry, "count");
     figures.bytes = integerOf(entry, "bytes");
     if (auto sent =

@@ -458,15 +458,15 @@ void writeTimelineSvg(const StepPrediction &prediction, llvm::raw_ostream &os) {
 }
 
 LogicalResult writePrediction(const StepPrediction &prediction,
-                              StringRef format, StringRef output,
+                              ReportFormat format, StringRef output,
                               Location loc) {
   return writeReportOutput(output, loc, [&](llvm::raw_ostream &os) {
-    if (format == "json")
+    if (format == ReportFormat::json)
       os << llvm::formatv("{0:2}",
                           llvm::json::Value(llvm::json::Object{
                               {"prediction", predictionToJson(prediction)}}))
          << "\n";
-    else if (format == "timeline")
+    else if (format == ReportFormat::timeline)
       writeTimelineSvg(prediction, os);
     else
       printPrediction(prediction, os);

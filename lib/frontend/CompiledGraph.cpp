@@ -89,38 +89,6 @@ std::unique_ptr<mlir::MLIRContext> makeContext() {
   return context;
 }
 
-zero::ZeroPipelineOptions pipelineOptions(const GraphConfig &config,
-                                          int ranks) {
-  const ZeroOptions &zero = config.zero();
-  zero::ZeroPipelineOptions options;
-  options.stage = config.zeroStage();
-  options.ranks = ranks;
-  // The caller keeps the extents alive as long as the options.
-  options.mesh = config.meshShape();
-  options.accumulateSteps = config.accumulationSteps();
-  options.layout = zero.layout == ZeroOptions::Layout::dim0 ? "dim0" : "flat";
-  options.minShardElements = zero.minShardElements;
-  options.regatherInBackward = zero.regatherInBackward;
-  options.meshScheme = zero.meshScheme;
-  options.hpz = zero.hpz;
-  options.qwz = zero.qwz;
-  options.qgz = zero.qgz;
-  options.qwzBits = zero.qwzBits;
-  options.qgzBits = zero.qgzBits;
-  options.quantizeBlock = zero.quantizeBlock;
-  options.quantizeMinElements = zero.quantizeMinElements;
-  options.maxReuseDistance = zero.maxReuseDistance;
-  options.reduceBucketBytes = zero.reduceBucketBytes;
-  options.allgatherBucketBytes = zero.allgatherBucketBytes;
-  options.prefetchBytes = zero.prefetchBytes;
-  options.maxLiveGatheredBytes = zero.maxLiveGatheredBytes;
-  options.machine = zero.machine;
-  options.lowerToRuntime = true;
-  options.offload = config.offloadName();
-  options.deviceMemoryBudget = config.deviceMemoryBudget();
-  return options;
-}
-
 /// The figures zero-lower-to-runtime attached as `zrt.report`.
 MemoryReport readReport(mlir::ModuleOp module, int stage, int ranks) {
   MemoryReport report;
@@ -142,24 +110,16 @@ MemoryReport readReport(mlir::ModuleOp module, int stage, int ranks) {
       report.offloadDecisions = memory.decisions;
     }
   }
-  zero::ProgramReport figures = zero::ProgramReport::fromAttr(dict);
-  report.parameters = figures.parameters;
-  report.gradients = figures.gradients;
-  report.slots = figures.slots;
-  report.masters = figures.masters;
-  report.modelState = figures.modelState;
-  report.persistent = figures.persistent;
-  report.peakTransient = figures.peakTransient;
-  report.peakGathered = figures.peakGathered;
+  static_cast<zero::ProgramReport &>(report) =
+      zero::ProgramReport::fromAttr(dict);
   report.quantization = zero::getQuantizationPlan(module);
   // The lowered program keeps the report's closed formula of the bytes
   // across nodes, not the parameters it is computed from.
-  if (report.quantization && figures.acrossNodesBytes) {
-    report.quantization->acrossNodesBytes = *figures.acrossNodesBytes;
+  if (report.quantization && report.acrossNodesBytes) {
+    report.quantization->acrossNodesBytes = *report.acrossNodesBytes;
     report.quantization->acrossNodesBytesUnquantized =
-        figures.acrossNodesBytesUnquantized.value_or(0);
+        report.acrossNodesBytesUnquantized.value_or(0);
   }
-  report.traffic = figures.traffic;
   return report;
 }
 
@@ -196,6 +156,40 @@ absl::Status checkParameterGroups(const GraphState &graph) {
 }
 
 } // namespace
+
+zero::ZeroPipelineOptions
+zero::frontend::pipelineOptionsOf(const GraphConfig &config, int ranks) {
+  const ZeroOptions &z = config.zero();
+  zero::ZeroPipelineOptions options;
+  options.stage = config.zeroStage();
+  options.ranks = ranks;
+  // The caller keeps the extents alive as long as the options.
+  options.mesh = config.meshShape();
+  options.accumulateSteps = config.accumulationSteps();
+  options.layout = z.layout == ZeroOptions::Layout::dim0
+                       ? zero::train::StorageLayoutKind::dim0
+                       : zero::train::StorageLayoutKind::flat;
+  options.minShardElements = z.minShardElements;
+  options.regatherInBackward = z.regatherInBackward;
+  options.meshScheme = z.meshScheme;
+  options.hpz = z.hpz;
+  options.qwz = z.qwz;
+  options.qgz = z.qgz;
+  options.qwzBits = z.qwzBits;
+  options.qgzBits = z.qgzBits;
+  options.quantizeBlock = z.quantizeBlock;
+  options.quantizeMinElements = z.quantizeMinElements;
+  options.maxReuseDistance = z.maxReuseDistance;
+  options.reduceBucketBytes = z.reduceBucketBytes;
+  options.allgatherBucketBytes = z.allgatherBucketBytes;
+  options.prefetchBytes = z.prefetchBytes;
+  options.maxLiveGatheredBytes = z.maxLiveGatheredBytes;
+  options.machine = z.machine;
+  options.lowerToRuntime = true;
+  options.offload = config.offloadChoice();
+  options.deviceMemoryBudget = config.deviceMemoryBudget();
+  return options;
+}
 
 absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
   const GraphState &graph = *state;
@@ -268,11 +262,11 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
     return absl::InternalError(absl::StrCat(
         what,
         ": cannot create a temporary file for the report: ", error.message()));
-  zero::ZeroPipelineOptions options = pipelineOptions(graph.config, ranks);
+  zero::ZeroPipelineOptions options = pipelineOptionsOf(graph.config, ranks);
   impl->mesh = graph.config.meshShape();
   impl->pipelineOptions = options;
   impl->pipelineOptions.mesh = impl->mesh;
-  options.report = "text";
+  options.report = zero::ReportFormat::text;
   options.reportOutput = reportPath.str().str();
   mlir::PassManager pipeline(impl->context.get());
   zero::buildZeroPipeline(pipeline, options);

@@ -2,6 +2,8 @@
 
 #include "GraphState.h"
 
+#include "zero/frontend/CompiledGraph.h"
+#include "zero/passes/PipelineOptions.h"
 #include "zero/support/ZeroStage.h"
 
 #include "absl/strings/str_cat.h"
@@ -173,28 +175,8 @@ GraphConfig &GraphConfig::device_memory_budget(int64_t bytes) {
 }
 
 const char *GraphConfig::offloadName() const {
-  switch (offloadWhat) {
-  case Offload::none:
-    return "none";
-  case Offload::optimizer:
-    return "optimizer";
-  case Offload::optimizerAndParams:
-    return "optimizer+params";
-  case Offload::automatic:
-    return "auto";
-  }
-  return "none";
-}
-
-std::optional<GraphConfig::Offload>
-GraphConfig::parseOffload(std::string_view name) {
-  for (Offload what : {Offload::none, Offload::optimizer,
-                       Offload::optimizerAndParams, Offload::automatic}) {
-    GraphConfig config;
-    if (config.offload(what).offloadName() == name)
-      return what;
-  }
-  return std::nullopt;
+  // The generated spellings are string literals, so null-terminated.
+  return stringifyOffloadPlacement(offloadWhat).data();
 }
 
 GraphConfig &GraphConfig::precision(DType dtype) {
@@ -312,45 +294,12 @@ absl::Status GraphConfig::validate() const {
                        "': weight decay must be a finite number >= 0, got ",
                        *group.weightDecay));
   }
-  const ZeroOptions &z = zeroOptions;
-  if (z.minShardElements < 0 || z.reduceBucketBytes < 0 ||
-      z.allgatherBucketBytes < 0 || z.maxReuseDistance < 0 ||
-      z.prefetchBytes < 0 || z.maxLiveGatheredBytes < 0)
-    return absl::InvalidArgumentError(
-        "zero options: min-shard-elements, bucket bytes, reuse distance, "
-        "prefetch bytes and max live gathered bytes must not be negative");
-  if (z.meshScheme != "hybrid" && z.meshScheme != "full")
-    return absl::InvalidArgumentError(
-        absl::StrCat("zero options: mesh scheme must be hybrid or full, got '",
-                     z.meshScheme, "'"));
-  if ((z.meshScheme != "hybrid" || z.hpz || z.qwz || z.qgz) &&
-      meshExtents.empty())
-    return absl::InvalidArgumentError(
-        "zero options: the mesh scheme, hpz, qwz and qgz say how a mesh is "
-        "sharded; call mesh(nodes, ranks_per_node)");
-  if ((z.qwz || z.qgz) && z.meshScheme != "full")
-    return absl::InvalidArgumentError(
-        "zero options: qwz and qgz quantize what crosses nodes under full "
-        "2-D sharding; they need mesh scheme full");
-  if (z.qwz && (!zeroOn || stage != 3))
-    return absl::InvalidArgumentError(
-        "zero options: qwz quantizes the gathers of sharded parameters; it "
-        "needs enable_zero(true, 3)");
-  for (auto [name, bits] :
-       {std::pair<const char *, int64_t>{"qwz", z.qwzBits}, {"qgz", z.qgzBits}})
-    if (bits != 8 && bits != 4)
-      return absl::InvalidArgumentError(
-          absl::StrCat("zero options: ", name,
-                       " bits must be 8 (int8) or 4 (int4), got ", bits));
-  if (z.quantizeBlock < 1 || z.quantizeMinElements < 0)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "zero options: the quantize block must be positive and the minimum "
-        "elements not negative, got ",
-        z.quantizeBlock, " and ", z.quantizeMinElements));
-  if (z.hpz && (z.meshScheme != "full" || !zeroOn || stage != 3))
-    return absl::InvalidArgumentError(
-        "zero options: hpz keeps a secondary shard of the parameters within "
-        "the node; it needs enable_zero(true, 3) and mesh scheme full");
+  // The ZeRO options' rules are the pipeline's (PipelineOptions.h), worded
+  // for the builder.
+  if (std::optional<std::string> error =
+          findZeroOptionsError(pipelineOptionsOf(*this, /*ranks=*/0),
+                               !meshExtents.empty(), OptionSpelling::builder()))
+    return absl::InvalidArgumentError(absl::StrCat("zero options: ", *error));
   return absl::OkStatus();
 }
 

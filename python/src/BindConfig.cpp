@@ -243,11 +243,23 @@ void bindConfig(py::module_ &m) {
                      "The largest fused parameter all-gather bucket, in bytes "
                      "(default 25 MiB); 0 leaves every collective on its "
                      "own.")
-      .def_readwrite("mesh_scheme", &ZeroOptions::meshScheme,
-                     "On a mesh, stages 1-3: 'hybrid' (the default) shards "
-                     "within a node and keeps a copy per node; 'full' shards "
-                     "over all ranks, gathering across nodes first. Checked "
-                     "at compile().")
+      .def_property(
+          "mesh_scheme",
+          [](const ZeroOptions &o) {
+            return zero::stringifyMeshScheme(o.meshScheme).str();
+          },
+          [](ZeroOptions &o, const std::string &scheme) {
+            std::optional<zero::MeshScheme> parsed =
+                zero::symbolizeMeshScheme(scheme);
+            if (!parsed)
+              throw py::value_error(
+                  "mesh_scheme must be 'hybrid' or 'full', got '" + scheme +
+                  "'");
+            o.meshScheme = *parsed;
+          },
+          "On a mesh, stages 1-3: 'hybrid' (the default) shards "
+          "within a node and keeps a copy per node; 'full' shards "
+          "over all ranks, gathering across nodes first.")
       .def_readwrite("hpz", &ZeroOptions::hpz,
                      "Stage 3 with mesh_scheme 'full': later gathers of a "
                      "parameter start from the secondary shard its forward "
@@ -412,7 +424,7 @@ void bindConfig(py::module_ &m) {
           "offload",
           [](GraphConfig &config, const std::string &what) -> GraphConfig & {
             std::optional<GraphConfig::Offload> choice =
-                GraphConfig::parseOffload(what);
+                zero::symbolizeOffloadPlacement(what);
             if (!choice)
               throw py::value_error("offload must be 'none', 'optimizer', "
                                     "'optimizer+params' or 'auto', got '" +

@@ -20,6 +20,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <exception>
@@ -200,56 +201,53 @@ py::object toNumpy(const rt::HostTensor &tensor) {
   return array;
 }
 
-py::dict reportDict(const MemoryReport &report) {
-  py::dict traffic;
-  for (const auto &[kind, figures] : report.traffic) {
-    py::dict entry;
-    entry["count"] = figures.count;
-    entry["bytes"] = figures.bytes;
-    entry["sent_bytes_per_rank"] = figures.sentBytesPerRank;
-    traffic[py::str(kind)] = entry;
+/// A JSON value as the Python objects json.loads would give.
+py::object toPython(const llvm::json::Value &value) {
+  if (const llvm::json::Object *object = value.getAsObject()) {
+    py::dict dict;
+    // llvm::json::Object is unordered; Python's dicts keep the order their
+    // keys come in, so sort them for one order.
+    std::vector<std::string> keys;
+    for (const auto &entry : *object)
+      keys.push_back(entry.first.str());
+    std::sort(keys.begin(), keys.end());
+    for (const std::string &key : keys)
+      dict[py::str(key)] = toPython(*object->get(key));
+    return dict;
   }
-  py::dict dict;
+  if (const llvm::json::Array *array = value.getAsArray()) {
+    py::list list;
+    for (const llvm::json::Value &element : *array)
+      list.append(toPython(element));
+    return list;
+  }
+  if (std::optional<int64_t> integer = value.getAsInteger())
+    return py::int_(*integer);
+  if (std::optional<double> number = value.getAsNumber())
+    return py::float_(*number);
+  if (std::optional<bool> flag = value.getAsBoolean())
+    return py::bool_(*flag);
+  if (std::optional<llvm::StringRef> text = value.getAsString())
+    return py::str(text->str());
+  return py::none();
+}
+
+/// CompiledGraph.report as a dict: the lowered program's report in its JSON
+/// form (zero::ProgramReport::toJson, the keys zero-run's metrics use) and
+/// zero-report's JSON forms of the parameter groups and the quantization
+/// plan, with what the frontend adds.
+py::dict reportDict(const MemoryReport &report) {
+  py::dict dict = toPython(llvm::json::Value(report.toJson()));
+  // The Python name of the optimizer state's bytes.
+  dict["optimizer_slots"] = dict.attr("pop")("slots");
   dict["stage"] = report.stage;
   dict["ranks"] = report.ranks;
-  dict["parameters"] = report.parameters;
-  dict["gradients"] = report.gradients;
-  dict["optimizer_slots"] = report.slots;
-  dict["masters"] = report.masters;
-  dict["model_state"] = report.modelState;
-  dict["persistent"] = report.persistent;
-  dict["peak_transient"] = report.peakTransient;
-  dict["peak_gathered"] = report.peakGathered;
   dict["arena_bytes"] = report.arenaBytes;
-  dict["traffic"] = traffic;
-  py::list groups;
-  for (const zero::OptimizerGroup &group : report.groups) {
-    py::dict entry;
-    entry["optimizer"] = group.optimizer;
-    entry["kind"] = group.kind;
-    entry["lr"] = group.lr;
-    entry["weight_decay"] = group.weightDecay;
-    entry["parameters"] = group.parameters;
-    entry["elements"] = group.elements;
-    groups.append(entry);
-  }
-  dict["parameter_groups"] = groups;
-  if (const std::optional<zero::QuantizationPlan> &plan = report.quantization) {
-    py::dict quantization;
-    quantization["weights"] = plan->weights;
-    quantization["gradients"] = plan->gradients;
-    quantization["block"] = plan->block;
-    quantization["min_elements"] = plan->minElements;
-    quantization["weight_bits"] = plan->weightBits;
-    quantization["gradient_bits"] = plan->gradientBits;
-    quantization["full_precision"] = plan->fullPrecision;
-    if (plan->acrossNodesBytes >= 0) {
-      quantization["across_nodes_bytes"] = plan->acrossNodesBytes;
-      quantization["across_nodes_bytes_unquantized"] =
-          plan->acrossNodesBytesUnquantized;
-    }
-    dict["quantization"] = quantization;
-  }
+  dict["parameter_groups"] =
+      toPython(zero::optimizerGroupsToJson(report.groups));
+  if (report.quantization)
+    dict["quantization"] =
+        toPython(zero::quantizationPlanToJson(*report.quantization));
   if (report.hasMemoryPlan) {
     py::dict memory;
     memory["offload"] = report.offload;

@@ -161,7 +161,7 @@ public:
 
 private:
   Communicator &comm;
-  std::map<std::string, TrafficStats> saved;
+  std::map<std::string, TrafficCount> saved;
 };
 
 std::string describe(DType dtype, const std::vector<int64_t> &shape,

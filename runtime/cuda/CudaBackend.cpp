@@ -306,7 +306,7 @@ private:
   struct CapturedBody {
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
-    std::map<std::string, TrafficStats> traffic;
+    std::map<std::string, TrafficCount> traffic;
     double learningRateFactor = 1.0;
     void release() {
       if (exec)
@@ -633,7 +633,7 @@ absl::Status CudaBackend::captureStep(size_t body,
       cudaCheck(cudaGraphInstantiate(&capture.exec, capture.graph, 0),
                 "instantiating the step's CUDA graph"));
   capture.traffic =
-      nccl ? nccl->traffic() : std::map<std::string, TrafficStats>();
+      nccl ? nccl->traffic() : std::map<std::string, TrafficCount>();
   if (nccl)
     nccl->resetTraffic();
   return absl::OkStatus();

@@ -198,11 +198,11 @@ module @not_averaged attributes {dist.placement = #dist.placement<cpu, [2]>, dis
 // SHARD-STAGE-0: error: zero-shard: stage must be 1, 2 or 3, got 0 (stage 0 is dist-data-parallel alone)
 
 // Two shard layouts exist; `replicated` is a storage layout but not a way
-// to shard.
+// to shard. An enum-valued option names its choices.
 // RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-shard{layout=rows})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARD-LAYOUT-ROWS
-// SHARD-LAYOUT-ROWS: error: zero-shard: layout must be flat or dim0, got 'rows'
+// SHARD-LAYOUT-ROWS: for the --layout option: 'rows' is not a choice: flat or dim0
 // RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-shard{layout=replicated})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARD-LAYOUT-REPLICATED
-// SHARD-LAYOUT-REPLICATED: error: zero-shard: layout must be flat or dim0, got 'replicated'
+// SHARD-LAYOUT-REPLICATED: for the --layout option: 'replicated' is not a choice: flat or dim0
 
 // The pipeline goes from stage 0 (plain data parallelism) to stage 3.
 // RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-pipeline{stage=7})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE-STAGE
@@ -211,9 +211,9 @@ module @not_averaged attributes {dist.placement = #dist.placement<cpu, [2]>, dis
 // Reports come as text, JSON or (with a machine) a timeline, from the
 // pipeline and from zero-report.
 // RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-pipeline{report=yaml})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE-REPORT
-// PIPELINE-REPORT: error: zero-pipeline: report must be none, text, json or timeline, got 'yaml'
+// PIPELINE-REPORT: for the --report option: 'yaml' is not a choice: none, text, json or timeline
 // RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-report{format=yaml})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT-FORMAT
-// REPORT-FORMAT: error: zero-report: format must be text, json or timeline, got 'yaml'
+// REPORT-FORMAT: for the --format option: 'yaml' is not a choice: text, json or timeline
 
 // A report file that cannot be created (its directory does not exist).
 // RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-report{output=%t.no-such-dir/report.json})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT-OUTPUT -DPATH=%t.no-such-dir/report.json -DMESSAGE=%errc_ENOENT

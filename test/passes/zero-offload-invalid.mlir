@@ -3,6 +3,7 @@
 // RUN: not zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=cpu})" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=auto})" 2>&1 | FileCheck %s --check-prefix=NO-BUDGET
 // RUN: not zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 device-memory-budget=-1})" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// RUN: not zero-opt %s --pass-pipeline="builtin.module(zero-offload{device-memory-budget=-1})" 2>&1 | FileCheck %s --check-prefix=NEGATIVE-OFFLOAD
 // RUN: not zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=auto device-memory-budget=2403})" 2>&1 | FileCheck %s --check-prefix=NOTHING-FITS
 // RUN: not zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=3 lower-to-runtime=1 offload=auto device-memory-budget=1795})" 2>&1 | FileCheck %s --check-prefix=NOTHING-FITS3
 // RUN: not zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=optimizer device-memory-budget=2403})" 2>&1 | FileCheck %s --check-prefix=OVER
@@ -39,9 +40,12 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 
 // STAGE0: error: zero-offload: offload=optimizer needs ZeRO stage 1, 2 or 3 (at stage 0 every rank would hold and update the whole optimizer state on its host)
 // PARAMS-STAGE2: error: zero-offload: offload=optimizer+params needs ZeRO stage 3, where parameters are sharded; this program is stage 2
-// UNKNOWN: error: zero-offload: offload must be none, optimizer, optimizer+params or auto, got 'cpu'
+// UNKNOWN: for the --offload option: 'cpu' is not a choice: none, optimizer, optimizer+params or auto
 // NO-BUDGET: error: zero-offload: offload=auto needs a device-memory-budget to fit
-// NEGATIVE: error: zero-offload: device-memory-budget must be a number of bytes (0 for none), got -1
+// zero-pipeline checks its options before it runs a pass; zero-offload alone
+// checks its own.
+// NEGATIVE: error: zero-pipeline: device-memory-budget must not be negative, got -1
+// NEGATIVE-OFFLOAD: error: zero-offload: device-memory-budget must be a number of bytes (0 for none), got -1
 // NOTHING-FITS: error: zero-offload: no placement fits a device-memory-budget of 2403 B per rank: the least device memory this program can use is 2404 B, short by 1 B; tried nothing in host memory (2980 B), all optimizer state (2404 B)
 // NOTHING-FITS3: error: zero-offload: no placement fits a device-memory-budget of 1795 B per rank: the least device memory this program can use is 1796 B, short by 1 B; tried nothing in host memory (2628 B), all optimizer state (2052 B), and then the sharded parameters one by one, largest first (all of them: 1828 B)
 // OVER: error: zero-offload: with offload=optimizer the device needs 2404 B per rank (868 B of buffers, 1536 B of arena), over the device-memory-budget of 2403 B by 1 B; offload=auto finds the least offload that fits, if any

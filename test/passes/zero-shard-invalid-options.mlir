@@ -34,8 +34,8 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 
 // Only flat and dim0 shard; 'replicated' names a storage layout, not a way
 // to shard.
-// ROWS:       error: zero-shard: layout must be flat or dim0, got 'rows'
-// REPLICATED: error: zero-shard: layout must be flat or dim0, got 'replicated'
+// ROWS:       for the --layout option: 'rows' is not a choice: flat or dim0
+// REPLICATED: for the --layout option: 'replicated' is not a choice: flat or dim0
 
 // NEGATIVE: error: zero-shard: min-shard-elements and max-reuse-distance must not be negative
 

@@ -17,6 +17,15 @@ using namespace zero;
 
 namespace {
 
+/// A collective kind's figures as the program carries them.
+TrafficCount traffic(int64_t count, int64_t bytes, double sentBytesPerRank) {
+  TrafficCount figures;
+  figures.count = count;
+  figures.bytes = bytes;
+  figures.sentBytesPerRank = sentBytesPerRank;
+  return figures;
+}
+
 ProgramReport meshReport() {
   ProgramReport report;
   report.parameters = 1000;
@@ -27,9 +36,9 @@ ProgramReport meshReport() {
   report.persistent = 4000;
   report.peakTransient = 5000;
   report.peakGathered = 600;
-  report.traffic["all_gather"] = {5, 930048, 465024.0};
-  report.traffic["reduce_scatter"] = {1, 470016, 235008.5};
-  report.axes.push_back({2, {{"all_reduce", {2, 235012, 235012.0}}}});
+  report.traffic["all_gather"] = traffic(5, 930048, 465024.0);
+  report.traffic["reduce_scatter"] = traffic(1, 470016, 235008.5);
+  report.axes.push_back({2, {{"all_reduce", traffic(2, 235012, 235012.0)}}});
   report.axes.push_back({2, report.traffic});
   report.acrossNodesBytes = 123;
   report.acrossNodesBytesUnquantized = 456;

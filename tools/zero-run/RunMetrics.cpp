@@ -64,7 +64,7 @@ std::vector<int64_t> RunMetrics::localFields() const {
                                  memory.inputsOutputs, memory.arenaBytes,
                                  memory.arenaHighWater};
   for (const char *kind : kCollectiveKinds) {
-    TrafficStats stats;
+    TrafficCount stats;
     if (auto it = trafficPerStep.find(kind); it != trafficPerStep.end())
       stats = it->second;
     int64_t sentBits;

@@ -44,11 +44,11 @@ public:
   bool deterministic = false;
   uint64_t seed = 0;
   std::string data;
-  std::map<std::string, TrafficStats> trafficPerStep;
-  std::map<std::string, TrafficStats> trafficTotal;
+  std::map<std::string, TrafficCount> trafficPerStep;
+  std::map<std::string, TrafficCount> trafficTotal;
   /// On a mesh, this rank's traffic of the first step per placement axis
   /// (each axis's communicator's, the group size in its ring factor).
-  std::vector<std::map<std::string, TrafficStats>> axisTrafficPerStep;
+  std::vector<std::map<std::string, TrafficCount>> axisTrafficPerStep;
   /// With --check-memory, this rank's measured arena writes (device, host).
   std::optional<std::pair<ArenaWrites, ArenaWrites>> writes;
 

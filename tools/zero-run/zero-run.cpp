@@ -17,7 +17,8 @@
 #include "zero/dialects/train/TrainOps.h"
 #include "zero/dialects/zrt/ZrtDialect.h"
 #include "zero/dialects/zrt/ZrtOps.h"
-#include "zero/passes/Passes.h"
+#include "zero/frontend/CompiledGraph.h"
+#include "zero/passes/PipelineOptions.h"
 #include "zero/runtime/BackendSelection.h"
 #include "zero/runtime/Checkpoint.h"
 #include "zero/runtime/Communicator.h"
@@ -75,12 +76,14 @@ static cl::opt<std::string> meshFlag(
              "is 2 nodes of 4 ranks (ranks numbered node by node); stages "
              "1-3 shard as --mesh-scheme says"),
     cl::value_desc("RxS"), cl::cat(runCategory));
-static cl::opt<std::string> meshSchemeFlag(
-    "mesh-scheme",
-    cl::desc("With --mesh and --stage 1-3: hybrid (shard within a node, "
-             "replicate across nodes; the default) or full (shard over all "
-             "ranks, gathering across nodes first)"),
-    cl::init("hybrid"), cl::cat(runCategory));
+static cl::opt<MeshScheme> meshSchemeFlag(
+    "mesh-scheme", cl::desc("With --mesh and --stage 1-3: how to shard"),
+    cl::values(clEnumValN(MeshScheme::hybrid, "hybrid",
+                          "shard within a node, replicate across nodes"),
+               clEnumValN(MeshScheme::full, "full",
+                          "shard over all ranks, gathering across nodes "
+                          "first")),
+    cl::init(MeshScheme::hybrid), cl::cat(runCategory));
 static cl::opt<bool> hpzFlag(
     "hpz",
     cl::desc("With --mesh-scheme full --stage 3: gather parameters again "
@@ -129,11 +132,18 @@ static cl::opt<int64_t> accumulateFlag(
     cl::desc("Micro-batches per optimizer step (gradient accumulation): the "
              "global batch is N x local x K"),
     cl::init(1), cl::cat(runCategory));
-static cl::opt<std::string> offloadFlag(
+static cl::opt<OffloadPlacement> offloadFlag(
     "offload",
-    cl::desc("When compiling: what lives in host memory (zero-offload): none, "
-             "optimizer, optimizer+params or auto"),
-    cl::init("none"), cl::cat(runCategory));
+    cl::desc("When compiling: what lives in host memory (zero-offload)"),
+    cl::values(
+        clEnumValN(OffloadPlacement::none, "none", "nothing"),
+        clEnumValN(OffloadPlacement::optimizer, "optimizer",
+                   "the optimizer state and its update"),
+        clEnumValN(OffloadPlacement::optimizerAndParams, "optimizer+params",
+                   "the parameters' shards too (stage 3)"),
+        clEnumValN(OffloadPlacement::automatic, "auto",
+                   "the least of these that fits --device-memory-budget")),
+    cl::init(OffloadPlacement::none), cl::cat(runCategory));
 static cl::opt<std::string> deviceBudgetFlag(
     "device-memory-budget",
     cl::desc("When compiling: device bytes per rank the plan must fit, with "
@@ -272,6 +282,34 @@ static absl::Status setScheduleTotal(mlir::ModuleOp module) {
   return absl::OkStatus();
 }
 
+/// zero-run's compile flags in the builder's terms, from which
+/// frontend::pipelineOptionsOf makes the pipeline's options as it does for
+/// every front end.
+static frontend::GraphConfig configFromFlags(int64_t budget,
+                                             const std::string &machine) {
+  frontend::GraphConfig config;
+  config.enable_zero(stageFlag > 0, std::max<int>(stageFlag, 1));
+  if (!meshFlag.empty()) {
+    std::vector<std::string> extents = absl::StrSplit(meshFlag.getValue(), 'x');
+    int64_t nodes = 0, perNode = 0;
+    if (extents.size() == 2 && absl::SimpleAtoi(extents[0], &nodes) &&
+        absl::SimpleAtoi(extents[1], &perNode))
+      config.mesh(nodes, perNode);
+  }
+  config.gradient_accumulation_steps(static_cast<int>(accumulateFlag));
+  config.offload(offloadFlag);
+  config.device_memory_budget(budget);
+  frontend::ZeroOptions &zero = config.zero();
+  zero.meshScheme = meshSchemeFlag;
+  zero.hpz = hpzFlag;
+  zero.qwz = qwzFlag;
+  zero.qgz = qgzFlag;
+  zero.qwzBits = qwzBitsFlag;
+  zero.qgzBits = qgzBitsFlag;
+  zero.machine = machine;
+  return config;
+}
+
 /// `stage` on `ranks` ranks.
 static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
                                                  int ranks) {
@@ -309,39 +347,28 @@ static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
           "' is not a number of bytes (write e.g. 80GiB, 512MB or 1000000)"));
     budget = *parsed;
   }
-  // --pipeline-options come last, so that their accumulate-steps or
-  // machine (if any) is the one that counts. The default machine describes
-  // one axis (data parallel).
+  // The default machine describes one axis (data parallel).
   dist::PlacementAttr placement = dist::lookupPlacement(module);
   std::string machine = !placement || placement.getNumAxes() <= 1
                             ? std::string(getDefaultMachine(backendFlag))
                             : std::string();
-  std::string mesh;
-  if (!meshFlag.empty())
-    mesh = absl::StrCat(
-        " mesh=", absl::StrReplaceAll(meshFlag.getValue(), {{"x", ","}}),
-        " mesh-scheme=", meshSchemeFlag.getValue(), hpzFlag ? " hpz=true" : "",
-        qwzFlag ? absl::StrCat(" qwz=true qwz-bits=", qwzBitsFlag.getValue())
-                : "",
-        qgzFlag ? absl::StrCat(" qgz=true qgz-bits=", qgzBitsFlag.getValue())
-                : "");
-  std::string options = absl::StrCat(
-      "stage=", stageFlag.getValue(), " ranks=", ranks, mesh,
-      " lower-to-runtime=true accumulate-steps=", accumulateFlag.getValue(),
-      " offload=", offloadFlag.getValue(), " device-memory-budget=", budget,
-      machine.empty() ? "" : " machine=", machine, " ",
-      pipelineOptionsFlag.getValue());
-  auto pm = mlir::PassManager::on<mlir::ModuleOp>(module.getContext());
-  const mlir::PassInfo *info = mlir::PassInfo::lookup("zero-pipeline");
+  frontend::GraphConfig config = configFromFlags(budget, machine);
+  std::unique_ptr<mlir::Pass> pipeline =
+      createZeroPipeline(frontend::pipelineOptionsOf(config, ranks));
+  // --pipeline-options come last, so that their accumulate-steps or
+  // machine (if any) is the one that counts.
   std::string errors;
   auto onError = [&](const llvm::Twine &message) {
     errors = std::string(absl::StripTrailingAsciiWhitespace(message.str()));
     return mlir::failure();
   };
-  if (!info || mlir::failed(info->addToPipeline(pm, options, onError)))
+  if (mlir::failed(
+          pipeline->initializeOptions(pipelineOptionsFlag.getValue(), onError)))
     return absl::InvalidArgumentError(
         absl::StrCat("bad --pipeline-options '", pipelineOptionsFlag.getValue(),
                      "': ", errors));
+  auto pm = mlir::PassManager::on<mlir::ModuleOp>(module.getContext());
+  pm.addPass(std::move(pipeline));
   if (mlir::failed(pm.run(module)))
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot compile ", programPath.getValue(), " for stage ",
@@ -480,27 +507,15 @@ int main(int argc, char **argv) {
     if (!ranksFlag.getNumOccurrences() && !isUnderMpirun())
       ranksFlag = static_cast<int>(product);
   }
-  if (meshSchemeFlag != "hybrid" && meshSchemeFlag != "full")
-    failEarly(absl::StrCat("--mesh-scheme must be hybrid or full, got '",
-                           meshSchemeFlag.getValue(), "'"));
-  if ((meshSchemeFlag.getNumOccurrences() || hpzFlag || qwzFlag || qgzFlag) &&
-      meshFlag.empty())
-    failEarly("--mesh-scheme, --hpz, --qwz and --qgz say how a mesh is "
-              "sharded; give --mesh RxS");
-  if ((qwzFlag || qgzFlag) && meshSchemeFlag != "full")
-    failEarly("--qwz and --qgz quantize what crosses nodes under full 2-D "
-              "sharding; they need --mesh-scheme full");
-  if (qwzFlag && stageFlag != 3)
-    failEarly("--qwz quantizes the gathers of sharded parameters; it needs "
-              "--stage 3");
-  for (const cl::opt<int64_t> *bits : {&qwzBitsFlag, &qgzBitsFlag})
-    if (*bits != 8 && *bits != 4)
-      failEarly(absl::StrCat("--", bits->ArgStr.str(),
-                             " must be 8 (int8) or 4 (int4), got ",
-                             bits->getValue()));
-  if (hpzFlag && (meshSchemeFlag != "full" || stageFlag != 3))
-    failEarly("--hpz keeps a secondary shard of the parameters within the "
-              "node; it needs --stage 3 --mesh-scheme full");
+  // The ZeRO options' rules are the pipeline's (PipelineOptions.h), worded
+  // for flags; the machine is checked when compiling.
+  {
+    frontend::GraphConfig config = configFromFlags(0, "");
+    if (std::optional<std::string> error = findZeroOptionsError(
+            frontend::pipelineOptionsOf(config, 0), !meshFlag.empty(),
+            OptionSpelling::commandLine()))
+      failEarly(*error);
+  }
   if (!profileFlag.empty() && backendFlag != "cpu")
     failEarly(absl::StrCat("--profile times the CPU backend's instructions; "
                            "with --backend ",

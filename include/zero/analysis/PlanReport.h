@@ -13,6 +13,7 @@
 #define ZERO_ANALYSIS_PLANREPORT_H
 
 #include "zero/analysis/StepSimulation.h"
+#include "zero/support/TrafficCount.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -37,19 +38,6 @@ struct ByteCount {
     padding += other.padding;
     return *this;
   }
-};
-
-/// One kind of collective over one step.
-struct TrafficCount {
-  int64_t count = 0;
-  /// Elements in the collectives' full tensors (padding included).
-  int64_t elements = 0;
-  int64_t bytes = 0;
-  /// Ring accounting: what each rank sends, (N-1)/N of the payload, twice
-  /// for an all-reduce.
-  double sentBytesPerRank = 0.0;
-  /// Payload elements as the ZeRO table counts them (twice for all-reduce).
-  int64_t volumeElements = 0;
 };
 
 /// The ZeRO memory and traffic formula for the module's model.
@@ -196,6 +184,10 @@ void printPlanReport(const PlanReport &report, llvm::raw_ostream &os);
 llvm::json::Value planReportToJson(const PlanReport &report);
 /// The memory plan alone, as the report's "memory_plan" object.
 llvm::json::Object memoryPlanToJson(const MemoryPlan &plan);
+/// The report's JSON forms of its parameter groups and of its quantization
+/// plan, which the Python report dict takes as they are.
+llvm::json::Array optimizerGroupsToJson(llvm::ArrayRef<OptimizerGroup> groups);
+llvm::json::Object quantizationPlanToJson(const QuantizationPlan &plan);
 /// Runs `write` on `output` opened as a text file, or on stderr for `-`;
 /// fails with a diagnostic at `loc` when the file cannot be written.
 mlir::LogicalResult
@@ -203,11 +195,11 @@ writeReportOutput(llvm::StringRef output, mlir::Location loc,
                   llvm::function_ref<void(llvm::raw_ostream &)> write);
 
 /// Writes the report as `format` (text, json, or timeline: the
-/// prediction's SVG) to `output` (a file, or - for stderr); fails with a
-/// diagnostic at `loc` when it cannot.
+/// prediction's SVG; not none) to `output` (a file, or - for stderr); fails
+/// with a diagnostic at `loc` when it cannot.
 mlir::LogicalResult writePlanReport(const PlanReport &report,
-                                    llvm::StringRef format,
-                                    llvm::StringRef output, mlir::Location loc);
+                                    ReportFormat format, llvm::StringRef output,
+                                    mlir::Location loc);
 
 } // namespace zero
 

@@ -26,20 +26,8 @@
 
 namespace zero {
 
-/// One collective kind over one step, as a rank measures it too.
-struct TrafficFigures {
-  int64_t count = 0;
-  int64_t bytes = 0;
-  double sentBytesPerRank = 0.0;
-
-  bool operator==(const TrafficFigures &other) const {
-    return count == other.count && bytes == other.bytes &&
-           sentBytesPerRank == other.sentBytesPerRank;
-  }
-};
-
 /// Traffic per collective kind ("all_gather", "all_reduce", ...).
-using TrafficByKind = std::map<std::string, TrafficFigures>;
+using TrafficByKind = std::map<std::string, TrafficCount>;
 
 struct ProgramReport {
   int64_t parameters = 0;

@@ -14,6 +14,7 @@
 
 #include "zero/analysis/MachineModel.h"
 #include "zero/dialects/zrt/ZrtOps.h"
+#include "zero/support/OptionEnums.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -115,8 +116,8 @@ void writeTimelineSvg(const StepPrediction &prediction, llvm::raw_ostream &os);
 /// `output` (a file, or - for stderr): zero-report's output for a module
 /// that is already lowered.
 mlir::LogicalResult writePrediction(const StepPrediction &prediction,
-                                    llvm::StringRef format,
-                                    llvm::StringRef output, mlir::Location loc);
+                                    ReportFormat format, llvm::StringRef output,
+                                    mlir::Location loc);
 
 } // namespace zero
 

@@ -15,6 +15,7 @@
 #include "zero/analysis/PlanReport.h"
 #include "zero/analysis/ProgramReport.h"
 #include "zero/frontend/Graph.h"
+#include "zero/passes/Passes.h"
 #include "zero/runtime/Checkpoint.h"
 #include "zero/runtime/Communicator.h"
 #include "zero/runtime/Executor.h"
@@ -47,30 +48,18 @@ enum class Form {
   program,
 };
 
-/// One collective kind over one step: the lowered program's figures
-/// (zrt.report), as the runtime measures them.
-using CollectiveTraffic = zero::TrafficFigures;
-
-/// zero-report's figures for one rank (every rank holds and sends the same).
-struct MemoryReport {
+/// zero-report's figures for one rank (every rank holds and sends the
+/// same): the lowered program's own report (zrt.report, read back as the
+/// zero::ProgramReport the lowering wrote: bytes by category, the peaks,
+/// traffic per collective kind and per mesh axis), and what the frontend
+/// adds to it from the rest of the program.
+struct MemoryReport : zero::ProgramReport {
   int stage = 0;
   int ranks = 1;
-  int64_t parameters = 0;
-  int64_t gradients = 0;
-  int64_t slots = 0;
-  int64_t masters = 0;
-  int64_t modelState = 0;
-  int64_t persistent = 0;
-  int64_t peakTransient = 0;
-  /// Stage 3: the most gathered parameter bytes alive at once (zero-schedule
-  /// keeps it within maxLiveGatheredBytes); part of peakTransient.
-  int64_t peakGathered = 0;
   /// The lowered program's device arena: every transient at its planned
   /// offset. At least the live bytes at any instruction, and above
   /// peakTransient by padding, buckets and collectives in flight.
   int64_t arenaBytes = 0;
-  /// Per step, by collective kind ("all_reduce", "reduce_scatter", ...).
-  std::map<std::string, CollectiveTraffic> traffic;
   /// The step's optimizers and what each updates (parameter groups), in
   /// declaration order; the first is the graph's.
   std::vector<zero::OptimizerGroup> groups;
@@ -250,6 +239,14 @@ private:
   StepMetrics metrics;
   uint64_t seed = 0;
 };
+
+/// The zero-pipeline options `config` compiles with on `ranks` ranks (0:
+/// the module's placement): the one translation of the builder's
+/// configuration into pass options, used by compile, by
+/// GraphConfig::validate to check them, and by zero-run for its flags.
+/// The options point into `config`'s mesh extents.
+zero::ZeroPipelineOptions pipelineOptionsOf(const GraphConfig &config,
+                                            int ranks);
 
 } // namespace zero::frontend
 

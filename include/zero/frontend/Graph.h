@@ -23,6 +23,7 @@
 #define ZERO_FRONTEND_GRAPH_H
 
 #include "zero/runtime/DType.h"
+#include "zero/support/OptionEnums.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -220,10 +221,10 @@ struct ZeroOptions {
   /// Stage 3: gather parameters again for their backward uses (otherwise
   /// the forward gathers stay alive until the backward).
   bool regatherInBackward = true;
-  /// On a mesh (GraphConfig::mesh), stages 1-3: "hybrid" shards within a
-  /// node and keeps a copy per node; "full" shards over all ranks,
-  /// gathering across nodes first (zero-shard's mesh-scheme).
-  std::string meshScheme = "hybrid";
+  /// On a mesh (GraphConfig::mesh), stages 1-3: hybrid shards within a
+  /// node and keeps a copy per node; full shards over all ranks, gathering
+  /// across nodes first (zero-shard's mesh-scheme).
+  MeshScheme meshScheme = MeshScheme::hybrid;
   /// Stage 3 with meshScheme "full": later gathers of a parameter start
   /// from the secondary shard its forward gather left within the node
   /// (ZeRO++ hpZ).
@@ -321,7 +322,7 @@ public:
   /// zero-offload pass): nothing; the optimizer state (stages 1-3); the
   /// optimizer state and the parameter shards (stage 3); or the least
   /// offload that fits `device_memory_budget` (automatic).
-  enum class Offload { none, optimizer, optimizerAndParams, automatic };
+  using Offload = ::zero::OffloadPlacement;
   GraphConfig &offload(Offload what);
   /// Device bytes per rank the compiled plan must fit; compile fails, with
   /// the shortfall, when it cannot. 0 (the default) sets no budget.
@@ -376,11 +377,10 @@ public:
   const std::vector<int64_t> &meshShape() const { return meshExtents; }
   int accumulationSteps() const { return accumulateSteps; }
   Offload offloadChoice() const { return offloadWhat; }
-  /// The zero-offload option's spelling of offloadChoice().
+  /// The zero-offload option's spelling of offloadChoice() ("none",
+  /// "optimizer", "optimizer+params", "auto"; symbolizeOffloadPlacement
+  /// reads it back).
   const char *offloadName() const;
-  /// The choice the zero-offload option `name` spells ("none", "optimizer",
-  /// "optimizer+params", "auto"), or nullopt.
-  static std::optional<Offload> parseOffload(std::string_view name);
   int64_t deviceMemoryBudget() const { return budgetBytes; }
   DType precision() const { return precisionChoice; }
   /// The first invalid setting, in the user's terms (checked by compile).

@@ -11,6 +11,7 @@
 #include "zero/dialects/dist/DistDialect.h"
 #include "zero/dialects/train/TrainDialect.h"
 #include "zero/dialects/zrt/ZrtDialect.h"
+#include "zero/support/OptionEnums.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -18,6 +19,9 @@
 
 #include <memory>
 #include <string>
+
+// zero-shard's and zero-pipeline's layout option.
+ZERO_CHOICE_PARSER(::zero::train::StorageLayoutKind);
 
 namespace zero {
 

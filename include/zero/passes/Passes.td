@@ -11,6 +11,49 @@
 
 include "mlir/Pass/PassBase.td"
 
+// The enum-valued options list their choices (clEnumValN): a bad value fails
+// when the options are parsed, with the choices named, and --help lists
+// them. The enums are zero/support/OptionEnums.td's and train's
+// StorageLayoutKind, so that every front end spells a choice alike.
+
+class LayoutOption<string desc> : Option<"layout", "layout",
+    "::zero::train::StorageLayoutKind", "::zero::train::StorageLayoutKind::flat",
+    desc, [{::llvm::cl::values(
+      clEnumValN(::zero::train::StorageLayoutKind::flat, "flat",
+                 "padded 1-D chunks (DeepSpeed, ColossalAI)"),
+      clEnumValN(::zero::train::StorageLayoutKind::dim0, "dim0",
+                 "dimension 0 split, padding rows (FSDP2)"))}]>;
+
+class MeshSchemeOption<string desc> : Option<"meshScheme", "mesh-scheme",
+    "::zero::MeshScheme", "::zero::MeshScheme::hybrid", desc,
+    [{::llvm::cl::values(
+      clEnumValN(::zero::MeshScheme::hybrid, "hybrid",
+                 "shard within a node, replicate across nodes"),
+      clEnumValN(::zero::MeshScheme::full, "full",
+                 "shard over both axes, gathering across nodes first"))}]>;
+
+class OffloadOption<string desc> : Option<"offload", "offload",
+    "::zero::OffloadPlacement", "::zero::OffloadPlacement::none", desc,
+    [{::llvm::cl::values(
+      clEnumValN(::zero::OffloadPlacement::none, "none",
+                 "everything in device memory"),
+      clEnumValN(::zero::OffloadPlacement::optimizer, "optimizer",
+                 "the optimizer state and its update in host memory"),
+      clEnumValN(::zero::OffloadPlacement::optimizerAndParams,
+                 "optimizer+params",
+                 "the parameters' shards too (stage 3)"),
+      clEnumValN(::zero::OffloadPlacement::automatic, "auto",
+                 "the least of these that fits device-memory-budget"))}]>;
+
+class ReportFormatOption<string varName, string arg, string default,
+                         string desc, string noneChoice> : Option<varName, arg,
+    "::zero::ReportFormat", "::zero::ReportFormat::" # default, desc,
+    "::llvm::cl::values(" # noneChoice # [{
+      clEnumValN(::zero::ReportFormat::text, "text", "a table"),
+      clEnumValN(::zero::ReportFormat::json, "json", "one JSON object"),
+      clEnumValN(::zero::ReportFormat::timeline, "timeline",
+                 "an SVG of the predicted step; needs machine"))}]>;
+
 def TrainAutodiff : Pass<"train-autodiff", "::mlir::ModuleOp"> {
   let summary = "Generates the backward pass and apply_gradients of a forward-only step";
   let description = [{
@@ -199,8 +242,7 @@ def ZeroShard : Pass<"zero-shard", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"stage", "stage", "int64_t", "1", "ZeRO stage: 1, 2 or 3">,
-    Option<"layout", "layout", "std::string", "\"flat\"",
-           "Shard layout: flat (padded 1-D chunks) or dim0 (padded rows)">,
+    LayoutOption<"Shard layout">,
     Option<"minShardElements", "min-shard-elements", "int64_t", "0",
            "Tensors with fewer elements stay replicated">,
     Option<"regatherInBackward", "regather-in-backward", "bool", "true",
@@ -208,9 +250,7 @@ def ZeroShard : Pass<"zero-shard", "::mlir::ModuleOp"> {
     Option<"maxReuseDistance", "max-reuse-distance", "int64_t", "0",
            "Stage 3: re-gather when consecutive uses are more than this many "
            "operations apart (0: never for distance alone)">,
-    Option<"meshScheme", "mesh-scheme", "std::string", "\"hybrid\"",
-           "On a two-axis mesh: hybrid (cut within the node, replicated "
-           "across nodes) or full (cut over both axes)">,
+    MeshSchemeOption<"How stages 1-3 shard a two-axis mesh">,
     Option<"hpz", "hpz", "bool", "false",
            "Stage 3, mesh-scheme=full: gather again from the secondary shard "
            "within the node (ZeRO++ hpZ)">,
@@ -407,9 +447,7 @@ def ZeroReport : Pass<"zero-report", "::mlir::ModuleOp"> {
     instruction, and the live device memory below.
   }];
   let options = [
-    Option<"format", "format", "std::string", "\"text\"",
-           "Report format: text, json, or timeline (an SVG of the predicted "
-           "step; needs machine)">,
+    ReportFormatOption<"format", "format", "text", "Report format", "">,
     Option<"output", "output", "std::string", "\"-\"",
            "File to write the report to; - for stderr">,
     Option<"machine", "machine", "std::string", "\"\"",
@@ -509,9 +547,7 @@ def ZeroOffload : Pass<"zero-offload", "::mlir::ModuleOp"> {
     the plan fits.
   }];
   let options = [
-    Option<"offload", "offload", "std::string", "\"none\"",
-           "What lives in host memory: none, optimizer, optimizer+params or "
-           "auto">,
+    OffloadOption<"What lives in host memory">,
     Option<"deviceMemoryBudget", "device-memory-budget", "int64_t", "0",
            "Device bytes per rank the plan must fit (0: no budget; needed "
            "by offload=auto)">,
@@ -555,9 +591,7 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
                "A two-level grid of ranks for dist-data-parallel, nodes "
                "first: mesh=2,4; stages 1-3 then shard as mesh-scheme "
                "says">,
-    Option<"meshScheme", "mesh-scheme", "std::string", "\"hybrid\"",
-           "zero-shard's mesh-scheme: hybrid (shard within a node) or full "
-           "(shard over both axes)">,
+    MeshSchemeOption<"zero-shard's mesh-scheme">,
     Option<"hpz", "hpz", "bool", "false",
            "zero-shard's hpz: stage 3 with mesh-scheme=full gathers again "
            "from a secondary shard within the node">,
@@ -575,8 +609,7 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "zero-shard's quantize-min-elements">,
     Option<"accumulateSteps", "accumulate-steps", "int64_t", "1",
            "Micro-batches per optimizer step">,
-    Option<"layout", "layout", "std::string", "\"flat\"",
-           "Shard layout: flat or dim0">,
+    LayoutOption<"zero-shard's layout">,
     Option<"minShardElements", "min-shard-elements", "int64_t", "0",
            "Tensors with fewer elements stay replicated">,
     Option<"regatherInBackward", "regather-in-backward", "bool", "true",
@@ -598,9 +631,9 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
     Option<"maxLiveGatheredBytes", "max-live-gathered-bytes", "int64_t", "0",
            "Stage 3: largest number of gathered parameter bytes alive at "
            "once (0: no bound)">,
-    Option<"report", "report", "std::string", "\"none\"",
-           "Also run zero-report: none, text, json or timeline (an SVG of "
-           "the predicted step; needs machine)">,
+    ReportFormatOption<"report", "report", "none",
+        "Also run zero-report, writing this format",
+        [{clEnumValN(::zero::ReportFormat::none, "none", "no report"),}]>,
     Option<"reportOutput", "report-output", "std::string", "\"-\"",
            "Where zero-report writes; - for stderr">,
     Option<"machine", "machine", "std::string", "\"\"",
@@ -611,9 +644,7 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "it">,
     Option<"lowerToRuntime", "lower-to-runtime", "bool", "false",
            "Also run zero-lower-to-runtime, producing the zrt program">,
-    Option<"offload", "offload", "std::string", "\"none\"",
-           "With lower-to-runtime, zero-offload's placement: none, "
-           "optimizer, optimizer+params or auto">,
+    OffloadOption<"With lower-to-runtime, zero-offload's placement">,
     Option<"deviceMemoryBudget", "device-memory-budget", "int64_t", "0",
            "With lower-to-runtime, device bytes per rank the plan must fit "
            "(0: no budget)">,

@@ -14,6 +14,7 @@
 #define ZERO_RUNTIME_COMMUNICATOR_H
 
 #include "zero/runtime/DType.h"
+#include "zero/support/TrafficCount.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -30,16 +31,10 @@ namespace zero::rt {
 
 enum class ReduceKind { sum, mean, max };
 
-/// Traffic of one collective kind, accounted like the compile-time plan
-/// report (lib/analysis/PlanReport.cpp) so that both can be compared.
-struct TrafficStats {
-  int64_t count = 0;
-  /// Elements of the collectives' full tensors, padding included.
-  int64_t elements = 0;
-  int64_t bytes = 0;
-  /// Ring accounting: (N-1)/N of the payload, twice for an all-reduce.
-  double sentBytesPerRank = 0;
-};
+/// Traffic of one collective kind, accounted as the compile-time plan
+/// report accounts it (one type, zero/support/TrafficCount.h), so that the
+/// two are compared field by field.
+using ::zero::TrafficCount;
 
 struct CommOptions {
   /// Every floating-point reduction adds the ranks' contributions in rank
@@ -133,7 +128,7 @@ public:
 
   /// Bytes moved per collective kind ("all_reduce", "reduce_scatter",
   /// "all_gather", "broadcast", "all_to_all") since the last reset.
-  const std::map<std::string, TrafficStats> &traffic() const {
+  const std::map<std::string, TrafficCount> &traffic() const {
     return traffic_;
   }
   void resetTraffic() { traffic_.clear(); }
@@ -142,9 +137,9 @@ public:
   void setTrafficParent(Communicator *parent) { trafficParent_ = parent; }
   /// Adds traffic counted elsewhere: a replayed CUDA graph issues the
   /// collectives it captured without calling this communicator again.
-  void addTraffic(const std::map<std::string, TrafficStats> &more) {
+  void addTraffic(const std::map<std::string, TrafficCount> &more) {
     for (const auto &[kind, stats] : more) {
-      TrafficStats &total = traffic_[kind];
+      TrafficCount &total = traffic_[kind];
       total.count += stats.count;
       total.elements += stats.elements;
       total.bytes += stats.bytes;
@@ -161,7 +156,7 @@ protected:
     int64_t bytes = elements * dtypeBytes(dtype);
     int64_t factor = kind == "all_reduce" ? 2 : 1;
     int64_t repeat = 1;
-    TrafficStats &stats = traffic_[kind];
+    TrafficCount &stats = traffic_[kind];
     stats.count += repeat;
     stats.elements += elements * repeat;
     stats.bytes += bytes * repeat;
@@ -183,7 +178,7 @@ private:
     return wait(*ticket);
   }
 
-  std::map<std::string, TrafficStats> traffic_;
+  std::map<std::string, TrafficCount> traffic_;
   Communicator *trafficParent_ = nullptr;
 };
 

@@ -403,10 +403,10 @@ void checkTraffic(Context &c) {
   if (!ok)
     return;
   // The plan report's expression, op by op (lib/analysis/PlanReport.cpp).
-  std::map<std::string, TrafficStats> expected;
+  std::map<std::string, TrafficCount> expected;
   auto add = [&](const std::string &kind, int64_t elements, int64_t bytes) {
     int64_t factor = kind == "all_reduce" ? 2 : 1, repeat = 1;
-    TrafficStats &stats = expected[kind];
+    TrafficCount &stats = expected[kind];
     stats.count += repeat;
     stats.elements += elements * repeat;
     stats.bytes += bytes * repeat;
@@ -428,7 +428,7 @@ void checkTraffic(Context &c) {
     if (!c.checker.expect(found != actual.end(),
                           absl::StrCat(c.mode, " traffic lacks ", kind)))
       continue;
-    const TrafficStats &got = found->second;
+    const TrafficCount &got = found->second;
     c.checker.expect(got.count == want.count && got.elements == want.elements &&
                          got.bytes == want.bytes &&
                          got.sentBytesPerRank == want.sentBytesPerRank,

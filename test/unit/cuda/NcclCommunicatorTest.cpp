@@ -202,7 +202,7 @@ TEST_F(NcclCommunicatorTest, CollectivesOnOneRank) {
   }
   EXPECT_TRUE(nccl->barrier().ok());
 
-  const std::map<std::string, TrafficStats> &traffic = nccl->traffic();
+  const std::map<std::string, TrafficCount> &traffic = nccl->traffic();
   ASSERT_EQ(traffic.count("all_reduce"), 1u);
   EXPECT_EQ(traffic.at("all_reduce").count, 7);
   EXPECT_EQ(traffic.at("all_reduce").elements, 7 * count);

@@ -114,7 +114,7 @@ std::unique_ptr<Compiled> compile(const std::string &example, int stage,
   options.stage = stage;
   options.ranks = 1;
   options.lowerToRuntime = true;
-  options.offload = offload;
+  options.offload = *symbolizeOffloadPlacement(offload);
   if (bucketBytes >= 0) {
     options.reduceBucketBytes = bucketBytes;
     options.allgatherBucketBytes = bucketBytes;

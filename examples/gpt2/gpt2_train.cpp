@@ -304,11 +304,12 @@ void printPlan(const Flags &flags, const CompiledGraph &compiled,
                 bytes(r.arenaBytes).c_str(),
                 static_cast<double>(r.arenaBytes) /
                     static_cast<double>(r.peakTransient));
-  if (r.hasMemoryPlan)
+  if (const std::optional<zero::MemoryPlan> &plan = r.memoryPlan)
     std::printf("plan, memory per rank (offload %s): device %s, host %s; "
                 "host link %s per step\n",
-                r.offload.c_str(), bytes(r.deviceBytes).c_str(),
-                bytes(r.hostBytes).c_str(), bytes(r.hostLinkBytes).c_str());
+                plan->offload.c_str(), bytes(plan->deviceBytes()).c_str(),
+                bytes(plan->hostBytes()).c_str(),
+                bytes(plan->hostLinkBytes).c_str());
   if (!dataLine.empty())
     std::printf("data: %s\n", dataLine.c_str());
   std::fflush(stdout);
@@ -688,7 +689,7 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
                 bytes(measured.arenaBytes).c_str(),
                 bytes(compiled->report().peakTransient).c_str(),
                 bytes(sent).c_str(), bytes(planned).c_str());
-    if (compiled->report().hasMemoryPlan)
+    if (compiled->report().memoryPlan)
       std::printf("measured on rank 0: device %s (high water %s), host %s, "
                   "host link %s per step\n",
                   bytes(measured.deviceBytes()).c_str(),

@@ -100,15 +100,8 @@ MemoryReport readReport(mlir::ModuleOp module, int stage, int ranks) {
         zero::zrt::ZrtDialect::getReportAttrName());
     report.arenaBytes = program.getArenaBytes(zero::zrt::MemorySpace::device);
     if (auto plan = program->getAttrOfType<mlir::DictionaryAttr>(
-            zero::zrt::ZrtDialect::getMemoryPlanAttrName())) {
-      zero::MemoryPlan memory = zero::MemoryPlan::fromAttr(plan);
-      report.hasMemoryPlan = true;
-      report.offload = memory.offload;
-      report.deviceBytes = memory.deviceBytes();
-      report.hostBytes = memory.hostBytes();
-      report.hostLinkBytes = memory.hostLinkBytes;
-      report.offloadDecisions = memory.decisions;
-    }
+            zero::zrt::ZrtDialect::getMemoryPlanAttrName()))
+      report.memoryPlan = zero::MemoryPlan::fromAttr(plan);
   }
   static_cast<zero::ProgramReport &>(report) =
       zero::ProgramReport::fromAttr(dict);

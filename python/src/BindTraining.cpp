@@ -248,13 +248,10 @@ py::dict reportDict(const MemoryReport &report) {
   if (report.quantization)
     dict["quantization"] =
         toPython(zero::quantizationPlanToJson(*report.quantization));
-  if (report.hasMemoryPlan) {
-    py::dict memory;
-    memory["offload"] = report.offload;
-    memory["device_bytes"] = report.deviceBytes;
-    memory["host_bytes"] = report.hostBytes;
-    memory["host_link_bytes"] = report.hostLinkBytes;
-    memory["decisions"] = report.offloadDecisions;
+  if (report.memoryPlan) {
+    py::dict memory = toPython(zero::memoryPlanToJson(*report.memoryPlan));
+    // The Python name of the host-link bytes of a step.
+    memory["host_link_bytes"] = memory["host_link_bytes_per_step"];
     dict["memory_plan"] = memory;
   }
   return dict;

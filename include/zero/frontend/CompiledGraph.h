@@ -63,15 +63,11 @@ struct MemoryReport : zero::ProgramReport {
   /// The step's optimizers and what each updates (parameter groups), in
   /// declaration order; the first is the graph's.
   std::vector<zero::OptimizerGroup> groups;
-  /// zero-offload's memory plan, when offload or a budget was asked for:
-  /// what was moved ("none", "optimizer", "optimizer+params"), the two
-  /// pools per rank, the host-link bytes per step, and why.
-  bool hasMemoryPlan = false;
-  std::string offload = "none";
-  int64_t deviceBytes = 0;
-  int64_t hostBytes = 0;
-  int64_t hostLinkBytes = 0;
-  std::vector<std::string> offloadDecisions;
+  /// zero-offload's memory plan (zrt.memory_plan), when offload or a
+  /// budget was asked for: what was moved ("none", "optimizer",
+  /// "optimizer+params"), the two pools per rank, the host-link bytes per
+  /// step, and why.
+  std::optional<zero::MemoryPlan> memoryPlan;
   /// ZeRO++'s int8 communication (qwz, qgz): the block and the tensors
   /// that cross nodes in full precision.
   std::optional<zero::QuantizationPlan> quantization;

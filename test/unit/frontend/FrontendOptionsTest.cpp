@@ -309,11 +309,11 @@ TEST(FrontendTraining, OffloadedOptimizerTrainsBitwiseLikeTheDevice) {
   absl::StatusOr<CompiledGraph> compiled = offloaded.compile(1);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   const MemoryReport &report = compiled->report();
-  EXPECT_TRUE(report.hasMemoryPlan);
-  EXPECT_EQ(report.offload, "optimizer");
-  EXPECT_GE(report.hostBytes, report.slots);
-  EXPECT_EQ(report.offloadDecisions.size(), 4u);
-  EXPECT_FALSE(onDevice.compile(1)->report().hasMemoryPlan);
+  ASSERT_TRUE(report.memoryPlan);
+  EXPECT_EQ(report.memoryPlan->offload, "optimizer");
+  EXPECT_GE(report.memoryPlan->hostBytes(), report.slots);
+  EXPECT_EQ(report.memoryPlan->decisions.size(), 4u);
+  EXPECT_FALSE(onDevice.compile(1)->report().memoryPlan);
   expectSameBits(trainGraph(offloaded, 3, 7), trainGraph(onDevice, 3, 7));
 }
 

@@ -28,6 +28,7 @@
 #include "zero/runtime/CheckpointFormat.h"
 #include "zero/runtime/Communicator.h"
 #include "zero/runtime/CpuKernels.h"
+#include "zero/runtime/Launch.h"
 #include "zero/runtime/TrainingState.h"
 #include "zero/support/Status.h"
 
@@ -434,11 +435,9 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
              " ranks (it is the global batch: use a multiple of ", comm.size(),
              ")")));
   int64_t localBatch = flags.batch / comm.size();
-  int local = comm.size();
-  if (const char *value = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
-    local = std::max(1, std::atoi(value));
   int cores = static_cast<int>(std::thread::hardware_concurrency());
-  zero::rt::setCpuKernelThreads(std::max(1, cores / std::max(1, local)));
+  zero::rt::setCpuKernelThreads(
+      std::max(1, cores / zero::rt::ranksOnThisNode(comm.size())));
 
   absl::StatusOr<std::string> text = readCorpus(flags);
   if (!text.ok())

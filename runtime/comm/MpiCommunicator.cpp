@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/runtime/Communicator.h"
+#include "zero/runtime/Launch.h"
 #include "zero/support/Status.h"
 
 #include "Departures.h"
@@ -715,6 +716,12 @@ createMpiCommunicator(const CommOptions &options) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   MPI_Comm_get_attr(comm, MPI_TAG_UB, &tagBound, &hasTagBound);
+  // A launcher that started this process as one of several whose MPI did
+  // not join them (torchrun; srun without PMI) would have each train alone.
+  absl::StatusOr<Launch> launch = resolveLaunch();
+  if (!launch.ok())
+    return launch.status();
+  ZERO_RETURN_IF_ERROR(checkLaunchAgainstMpi(*launch, rank, size));
   // MPI guarantees tags up to at least 32767.
   int64_t tagSpace = (static_cast<int64_t>(
                           hasTagBound ? *static_cast<int *>(tagBound) : 32767) +

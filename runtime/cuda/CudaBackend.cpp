@@ -14,6 +14,7 @@
 
 #include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/CudaKernels.h"
+#include "zero/runtime/Launch.h"
 #include "zero/runtime/NcclCommunicator.h"
 #include "zero/support/Status.h"
 
@@ -41,21 +42,16 @@ absl::Status cudaCheck(cudaError_t error, absl::string_view what) {
       absl::StrCat(what, ": ", cudaGetErrorString(error)));
 }
 
-/// The rank's index among the ranks of its node, from the launcher.
+/// The rank's index among the ranks of its node, and how many share it,
+/// from the launcher (zero/runtime/Launch.h); the communicator's rank and
+/// size where no launcher says.
 int localRank(const Communicator &comm) {
-  for (const char *name :
-       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
-    if (const char *value = std::getenv(name))
-      return std::atoi(value);
-  return comm.rank();
+  absl::StatusOr<Launch> launch = resolveLaunch();
+  return launch.ok() && launch->launcher != "none" ? launch->localRank
+                                                   : comm.rank();
 }
 
-int localSize(const Communicator &comm) {
-  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
-    if (const char *value = std::getenv(name))
-      return std::max(1, std::atoi(value));
-  return comm.size();
-}
+int localSize(const Communicator &comm) { return ranksOnThisNode(comm.size()); }
 
 /// Collectives on device buffers, ordered on a CUDA stream.
 class DeviceCollectives {

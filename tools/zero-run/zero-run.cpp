@@ -24,6 +24,7 @@
 #include "zero/runtime/Communicator.h"
 #include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/Executor.h"
+#include "zero/runtime/Launch.h"
 #include "zero/runtime/RankAgreement.h"
 #include "zero/runtime/TrainingState.h"
 #include "zero/support/ByteSize.h"
@@ -61,9 +62,15 @@ using namespace zero::rt;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory runCategory("zero-run options");
-static cl::opt<std::string> programPath(cl::Positional, cl::Required,
+static cl::opt<std::string> programPath(cl::Positional,
                                         cl::desc("<program.mlir>"),
                                         cl::cat(runCategory));
+static cl::opt<bool> printLaunchFlag(
+    "print-launch",
+    cl::desc("Print which launcher started this process and the rank, world "
+             "size and local rank it gave (docs/runtime.md, \"Launchers\"), "
+             "and exit"),
+    cl::init(false), cl::cat(runCategory));
 static cl::opt<int> ranksFlag("n", cl::desc("Ranks to launch through mpirun"),
                               cl::init(0), cl::cat(runCategory));
 static cl::opt<int>
@@ -423,11 +430,8 @@ static void compileBeforeLaunch(int ranks) {
 static void setThreads(int ranks) {
   int threads = threadsFlag;
   if (threads <= 0) {
-    int local = ranks;
-    if (const char *value = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
-      local = std::max(1, std::atoi(value));
     int cores = static_cast<int>(std::thread::hardware_concurrency());
-    threads = std::max(1, cores / std::max(1, local));
+    threads = std::max(1, cores / ranksOnThisNode(ranks));
   }
   setCpuKernelThreads(threads);
 }
@@ -462,6 +466,15 @@ int main(int argc, char **argv) {
       "GPU ranks over CUDA and NCCL\n\n"
       "  zero-run examples/mlp.mlir -n 4 --stage 3 --steps 20\n"
       "  zero-run examples/gpt2-tiny.mlir -n 2 --stage 2 --backend cuda\n");
+  if (printLaunchFlag) {
+    absl::StatusOr<Launch> launch = resolveLaunch();
+    if (!launch.ok())
+      failEarly(std::string(launch.status().message()));
+    llvm::outs() << describeLaunch(*launch) << "\n";
+    return 0;
+  }
+  if (programPath.empty())
+    failEarly("give the program to run: zero-run <program.mlir> [options]");
   if (stageFlag != -1 && !zero::isZeroStage(stageFlag, /*plainAllowed=*/true))
     failEarly("--" + zero::zeroStageRangeError(stageFlag, true));
   if (stepsFlag < 1)

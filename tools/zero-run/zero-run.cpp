@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RunCompile.h"
 #include "RunMetrics.h"
 #include "RunProfile.h"
 
@@ -269,143 +270,28 @@ static cl::opt<int> deviceFlag(
   std::exit(1); // abortJob does not return; this tells the compiler so.
 }
 
-/// The lowered program: the file's own, or the training step compiled for
-/// --schedule-total: every train.optimizer's schedule runs to that step.
-static absl::Status setScheduleTotal(mlir::ModuleOp module) {
-  int64_t total = scheduleTotalFlag;
-  for (train::OptimizerOp optimizer : module.getOps<train::OptimizerOp>()) {
-    if (!optimizer.getTotal())
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--schedule-total ", total, ": @", optimizer.getSymName().str(),
-          "'s learning rate has no schedule with a total to set"));
-    if (total <= optimizer.getWarmupValue())
-      return absl::InvalidArgumentError(
-          absl::StrCat("--schedule-total ", total, " must be past @",
-                       optimizer.getSymName().str(), "'s warmup of ",
-                       optimizer.getWarmupValue(), " steps"));
-    optimizer.setTotalAttr(
-        mlir::Builder(module.getContext()).getI64IntegerAttr(total));
-  }
-  return absl::OkStatus();
-}
-
-/// zero-run's compile flags in the builder's terms, from which
-/// frontend::pipelineOptionsOf makes the pipeline's options as it does for
-/// every front end.
-static frontend::GraphConfig configFromFlags(int64_t budget,
-                                             const std::string &machine) {
-  frontend::GraphConfig config;
-  config.enable_zero(stageFlag > 0, std::max<int>(stageFlag, 1));
-  if (!meshFlag.empty()) {
-    std::vector<std::string> extents = absl::StrSplit(meshFlag.getValue(), 'x');
-    int64_t nodes = 0, perNode = 0;
-    if (extents.size() == 2 && absl::SimpleAtoi(extents[0], &nodes) &&
-        absl::SimpleAtoi(extents[1], &perNode))
-      config.mesh(nodes, perNode);
-  }
-  config.gradient_accumulation_steps(static_cast<int>(accumulateFlag));
-  config.offload(offloadFlag);
-  config.device_memory_budget(budget);
-  frontend::ZeroOptions &zero = config.zero();
-  zero.meshScheme = meshSchemeFlag;
-  zero.hpz = hpzFlag;
-  zero.qwz = qwzFlag;
-  zero.qgz = qgzFlag;
-  zero.qwzBits = qwzBitsFlag;
-  zero.qgzBits = qgzBitsFlag;
-  zero.machine = machine;
-  return config;
-}
-
-/// `stage` on `ranks` ranks.
-static absl::StatusOr<zrt::ProgramOp> getProgram(mlir::ModuleOp module,
-                                                 int ranks) {
-  auto programs = module.getOps<zrt::ProgramOp>();
-  if (!programs.empty()) {
-    if (stageFlag >= 0 || offloadFlag.getNumOccurrences() ||
-        deviceBudgetFlag.getNumOccurrences() ||
-        scheduleTotalFlag.getNumOccurrences())
-      return absl::InvalidArgumentError(absl::StrCat(
-          programPath.getValue(),
-          " is already lowered; --stage, --offload, --device-memory-budget "
-          "and --schedule-total apply to training steps only"));
-    zrt::ProgramOp program = *programs.begin();
-    if (accumulateFlag.getNumOccurrences() &&
-        program.getMicroSteps() != accumulateFlag)
-      return absl::InvalidArgumentError(absl::StrCat(
-          programPath.getValue(), " is lowered for ", program.getMicroSteps(),
-          " micro-batches per step; --accumulate ", accumulateFlag.getValue(),
-          " applies when compiling a training step"));
-    return program;
-  }
+/// zero-run's flags about the program and its compilation.
+static CompileFlags compileFlags() {
+  CompileFlags flags;
+  flags.programPath = programPath;
+  flags.stage = stageFlag;
+  flags.mesh = meshFlag;
+  flags.meshScheme = meshSchemeFlag;
+  flags.hpz = hpzFlag;
+  flags.qwz = qwzFlag;
+  flags.qgz = qgzFlag;
+  flags.qwzBits = qwzBitsFlag;
+  flags.qgzBits = qgzBitsFlag;
+  flags.accumulate = accumulateFlag;
+  flags.accumulateGiven = accumulateFlag.getNumOccurrences() > 0;
+  flags.offload = offloadFlag;
+  flags.offloadGiven = offloadFlag.getNumOccurrences() > 0;
+  flags.deviceBudget = deviceBudgetFlag;
   if (scheduleTotalFlag.getNumOccurrences())
-    ZERO_RETURN_IF_ERROR(setScheduleTotal(module));
-  if (stageFlag < 0)
-    return absl::InvalidArgumentError(absl::StrCat(
-        programPath.getValue(),
-        " is a training step, not a lowered zrt program: pass --stage 0..3 "
-        "to compile it"));
-  int64_t budget = 0;
-  if (!deviceBudgetFlag.empty()) {
-    std::optional<int64_t> parsed = parseByteSize(deviceBudgetFlag);
-    if (!parsed)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--device-memory-budget '", deviceBudgetFlag.getValue(),
-          "' is not a number of bytes (write e.g. 80GiB, 512MB or 1000000)"));
-    budget = *parsed;
-  }
-  // The default machine describes one axis (data parallel).
-  dist::PlacementAttr placement = dist::lookupPlacement(module);
-  std::string machine = !placement || placement.getNumAxes() <= 1
-                            ? std::string(getDefaultMachine(backendFlag))
-                            : std::string();
-  frontend::GraphConfig config = configFromFlags(budget, machine);
-  std::unique_ptr<mlir::Pass> pipeline =
-      createZeroPipeline(frontend::pipelineOptionsOf(config, ranks));
-  // --pipeline-options come last, so that their accumulate-steps or
-  // machine (if any) is the one that counts.
-  std::string errors;
-  auto onError = [&](const llvm::Twine &message) {
-    errors = std::string(absl::StripTrailingAsciiWhitespace(message.str()));
-    return mlir::failure();
-  };
-  if (mlir::failed(
-          pipeline->initializeOptions(pipelineOptionsFlag.getValue(), onError)))
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad --pipeline-options '", pipelineOptionsFlag.getValue(),
-                     "': ", errors));
-  auto pm = mlir::PassManager::on<mlir::ModuleOp>(module.getContext());
-  pm.addPass(std::move(pipeline));
-  if (mlir::failed(pm.run(module)))
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot compile ", programPath.getValue(), " for stage ",
-        stageFlag.getValue(), " on ", ranks, ranks == 1 ? " rank" : " ranks",
-        " (see the diagnostics above)"));
-  programs = module.getOps<zrt::ProgramOp>();
-  if (programs.empty())
-    return absl::InternalError("the pipeline produced no zrt program");
-  return *programs.begin();
-}
-
-static mlir::DialectRegistry dialects() {
-  mlir::DialectRegistry registry;
-  registry.insert<dist::DistDialect, train::TrainDialect, zrt::ZrtDialect,
-                  mlir::arith::ArithDialect, mlir::func::FuncDialect>();
-  return registry;
-}
-
-/// Parses --program into `module` and returns its lowered program for
-/// `ranks` ranks (compiling a training step).
-static absl::StatusOr<zrt::ProgramOp>
-loadProgram(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr, int ranks,
-            mlir::OwningOpRef<mlir::ModuleOp> &module) {
-  module =
-      mlir::parseSourceFile<mlir::ModuleOp>(programPath, sourceMgr, &context);
-  if (!module)
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot load ", programPath.getValue(),
-                     " (see the diagnostics above)"));
-  return getProgram(*module, ranks);
+    flags.scheduleTotal = scheduleTotalFlag;
+  flags.backend = backendFlag;
+  flags.pipelineOptions = pipelineOptionsFlag;
+  return flags;
 }
 
 /// Compiles the program and checks its placement once before mpirun starts
@@ -414,12 +300,12 @@ loadProgram(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr, int ranks,
 /// again (the pipeline is cheap next to training, and needs no file passed
 /// between processes).
 static void compileBeforeLaunch(int ranks) {
-  mlir::MLIRContext context(dialects());
+  mlir::MLIRContext context(runDialects());
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler printer(sourceMgr, &context);
   mlir::OwningOpRef<mlir::ModuleOp> module;
   absl::StatusOr<zrt::ProgramOp> program =
-      loadProgram(context, sourceMgr, ranks, module);
+      loadProgram(compileFlags(), context, sourceMgr, ranks, module);
   if (!program.ok())
     failEarly(std::string(program.status().message()));
   if (absl::Status status = Executor::checkPlacement(*program, ranks);
@@ -523,7 +409,7 @@ int main(int argc, char **argv) {
   // The ZeRO options' rules are the pipeline's (PipelineOptions.h), worded
   // for flags; the machine is checked when compiling.
   {
-    frontend::GraphConfig config = configFromFlags(0, "");
+    frontend::GraphConfig config = configFromFlags(compileFlags(), 0, "");
     if (std::optional<std::string> error = findZeroOptionsError(
             frontend::pipelineOptionsOf(config, 0), !meshFlag.empty(),
             OptionSpelling::commandLine()))
@@ -562,7 +448,7 @@ int main(int argc, char **argv) {
                    comm.size(), " ranks")));
   setThreads(comm.size());
 
-  mlir::MLIRContext context(dialects());
+  mlir::MLIRContext context(runDialects());
   // One rank speaks for all: the others would print the same diagnostics.
   llvm::SourceMgr sourceMgr;
   std::optional<mlir::SourceMgrDiagnosticHandler> printer;
@@ -574,7 +460,7 @@ int main(int argc, char **argv) {
                      [](mlir::Diagnostic &) { return mlir::success(); });
   mlir::OwningOpRef<mlir::ModuleOp> module;
   absl::StatusOr<zrt::ProgramOp> program =
-      loadProgram(context, sourceMgr, comm.size(), module);
+      loadProgram(compileFlags(), context, sourceMgr, comm.size(), module);
   if (!program.ok())
     fail(comm, program.status());
   // Ranks launched with another file (a stale copy on one host) or other

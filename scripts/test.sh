@@ -10,7 +10,9 @@
 #   scripts/test.sh --all    the default tier, then what is slow: PyTorch and
 #                            transformers (scripts/setup-torch.sh, 5.6 GB) and
 #                            the importer's tests against PyTorch's own
-#                            training (test/torch, lit --param torch=1), the clang
+#                            training (test/torch, lit --param torch=1), srun
+#                            and sbatch on a single-node Slurm cluster
+#                            (test/slurm, lit --param slurm=1), the clang
 #                            ASan + UBSan build and its suite (the sanitizer
 #                            tier: every unit and FileCheck test, and slices
 #                            of the end-to-end matrices; the full matrices ran
@@ -25,6 +27,7 @@
 # budgets above stay measured (README.md, docs/building.md "Test tiers").
 #
 #   ZERO_TORCH_STAGE=0      with --all: skips the PyTorch import stage (said in the output)
+#   ZERO_SLURM_STAGE=0      with --all: skips the Slurm stage (said in the output)
 #   ZERO_SANITIZER_STAGE=0  with --all: skips the sanitizer stage (said in the output)
 #   ZERO_BUNDLE_STAGE=0     with --all: skips the release bundle's build and test
 #   FUZZ_SECONDS=N          time per fuzzer (default 60)
@@ -81,10 +84,13 @@ status=0
 stage "release suite (lit)"
 results="$build/test-results.xml"
 rm -f "$results"
-# With --all the torch tests run in their own stage below, not as skips here.
+# With --all the torch and Slurm tests run in their own stages below, not as
+# skips here.
 torch_filter=()
-if [ $all = 1 ] && [ "${ZERO_TORCH_STAGE:-1}" != 0 ]; then
-  torch_filter=(--filter-out '^ZERO :: torch/')
+if [ $all = 1 ]; then
+  own_stages=slurm
+  [ "${ZERO_TORCH_STAGE:-1}" != 0 ] && own_stages="torch|slurm"
+  torch_filter=(--filter-out "^ZERO :: ($own_stages)/")
 fi
 python3 "$lit" "$build/test" -j "$lit_jobs" --xunit-xml-output "$results" -sv \
   ${torch_filter[@]+"${torch_filter[@]}"} ${lit_args[@]+"${lit_args[@]}"} || status=$?
@@ -108,6 +114,28 @@ if [ $all = 1 ]; then
     summary+=(--label "torch tests=$torch_results")
   else
     echo "== PyTorch import stage skipped (ZERO_TORCH_STAGE=0)"
+  fi
+
+  # srun and sbatch on a single-node Slurm cluster this machine runs
+  # (test/slurm/start-slurm.sh installs and starts it; needs root).
+  if [ "${ZERO_SLURM_STAGE:-1}" = 0 ]; then
+    echo "== Slurm stage skipped (ZERO_SLURM_STAGE=0)"
+  elif [ "$(id -u)" -ne 0 ]; then
+    echo "== Slurm stage skipped: needs root (it starts slurmctld and slurmd)"
+  else
+    stage "Slurm: start-slurm.sh, test/slurm"
+    slurm_results="$build/slurm-results.xml"
+    rm -f "$slurm_results"
+    if bash "$root/test/slurm/start-slurm.sh"; then
+      python3 "$lit" "$build/test/slurm" --param slurm=1 \
+        --xunit-xml-output "$slurm_results" -sv \
+        ${lit_args[@]+"${lit_args[@]}"} || status=$?
+    else
+      status=1
+    fi
+    bash "$root/test/slurm/stop-slurm.sh" || status=1
+    stage_done
+    summary+=(--label "slurm tests=$slurm_results")
   fi
 
   if [ "${ZERO_SANITIZER_STAGE:-1}" != 0 ]; then

@@ -124,6 +124,14 @@ if lit_config.params.get("torch") == "1" and subprocess.run(
         capture_output=True).returncode == 0:
     config.available_features.add("torch")
 
+# A single-node Slurm cluster (test/slurm/start-slurm.sh starts slurmctld
+# and slurmd as root): its tests run in the --all tier, which starts it and
+# passes --param slurm=1, and show as unsupported elsewhere.
+if lit_config.params.get("slurm") == "1" and shutil.which("srun") and \
+        subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True,
+                       text=True).stdout.strip() in ("idle", "mixed"):
+    config.available_features.add("slurm")
+
 if shutil.which("clang-format"):
     config.available_features.add("clang-format")
 

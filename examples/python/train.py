@@ -81,9 +81,12 @@ def main():
     parser.add_argument("--clip", type=float, default=1.0,
                         help="clip the gradients' global norm at this")
     parser.add_argument("--weight-decay", type=float, default=0.1)
-    parser.add_argument("--eval-every", type=int, default=50)
+    parser.add_argument("--eval-every", type=int, default=50,
+                        help="evaluate every this many steps and after the "
+                        "last (0: after the last only)")
     parser.add_argument("--eval-batches", type=int, default=4)
-    parser.add_argument("--checkpoint-every", type=int, default=50)
+    parser.add_argument("--checkpoint-every", type=int, default=50,
+                        help="save every this many steps (0: never)")
     parser.add_argument("--out", default="runs/gpt2")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the newest checkpoint in --out")
@@ -96,6 +99,9 @@ def main():
     parser.add_argument("--temperature", type=float, default=0.8)
     parser.add_argument("--top-k", type=int, default=40)
     args = parser.parse_args()
+    for name in ("eval_every", "checkpoint_every"):
+        if getattr(args, name) < 0:
+            parser.error(f"--{name.replace('_', '-')} must be 0 or more")
     rank, ranks = zero.rank(), zero.world_size()
 
     def log(*message):
@@ -131,10 +137,11 @@ def main():
         log(f"step {step:4d}/{args.steps}  train loss {loss:.6f}  lr "
             f"{metrics['learning_rate']:.3e}  grad norm "
             f"{metrics['grad_norm']:.4f}")
-        if step % args.eval_every == 0 or step == args.steps:
+        if (args.eval_every and step % args.eval_every == 0) or \
+                step == args.steps:
             log(f"step {step:4d}/{args.steps}  validation loss "
                 f"{trainer.evaluate(validation):.6f}")
-        if step % args.checkpoint_every == 0:
+        if args.checkpoint_every and step % args.checkpoint_every == 0:
             where = trainer.save(checkpoints, keep=2)
             log(f"step {step:4d}/{args.steps}  checkpoint {where}")
     if trainer.metrics is not None:

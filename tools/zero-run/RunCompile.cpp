@@ -60,14 +60,8 @@ frontend::GraphConfig configFromFlags(const CompileFlags &flags, int64_t budget,
   config.gradient_accumulation_steps(static_cast<int>(flags.accumulate));
   config.offload(flags.offload);
   config.device_memory_budget(budget);
-  frontend::ZeroOptions &zero = config.zero();
-  zero.meshScheme = flags.meshScheme;
-  zero.hpz = flags.hpz;
-  zero.qwz = flags.qwz;
-  zero.qgz = flags.qgz;
-  zero.qwzBits = flags.qwzBits;
-  zero.qgzBits = flags.qgzBits;
-  zero.machine = machine;
+  config.zero() = flags.zero;
+  config.zero().machine = machine;
   return config;
 }
 

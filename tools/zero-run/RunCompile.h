@@ -34,12 +34,9 @@ struct CompileFlags {
   int stage = -1;
   /// --mesh RxS as written, or empty.
   std::string mesh;
-  MeshScheme meshScheme = MeshScheme::hybrid;
-  bool hpz = false;
-  bool qwz = false;
-  bool qgz = false;
-  int64_t qwzBits = 8;
-  int64_t qgzBits = 4;
+  /// --mesh-scheme, --hpz, --qwz, --qgz and their bits, as the builder
+  /// holds them (the machine is configFromFlags's).
+  frontend::ZeroOptions zero;
   int64_t accumulate = 1;
   bool accumulateGiven = false;
   OffloadPlacement offload = OffloadPlacement::none;

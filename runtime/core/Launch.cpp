@@ -4,6 +4,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -54,6 +56,37 @@ absl::StatusOr<std::optional<int>> number(const char *name, int lowest) {
   return std::optional<int>(value);
 }
 
+/// The step's tasks on this node (SLURM_NODEID) from srun's
+/// SLURM_STEP_TASKS_PER_NODE ("4", "2(x3),1": counts per node, run-length
+/// encoded), or nothing where srun did not set them.
+absl::StatusOr<std::optional<int>> slurmTasksOnThisNode() {
+  const char *text = std::getenv("SLURM_STEP_TASKS_PER_NODE");
+  if (!text)
+    return std::optional<int>();
+  absl::StatusOr<std::optional<int>> node = number("SLURM_NODEID", 0);
+  if (!node.ok())
+    return node.status();
+  int wanted = node->value_or(0), first = 0;
+  for (absl::string_view entry : absl::StrSplit(text, ',')) {
+    int count = 0, repeat = 1;
+    std::vector<absl::string_view> parts = absl::StrSplit(entry, "(x");
+    if (parts.empty() || parts.size() > 2 ||
+        !absl::SimpleAtoi(parts[0], &count) || count < 1 ||
+        (parts.size() == 2 &&
+         (!absl::ConsumeSuffix(&parts[1], ")") ||
+          !absl::SimpleAtoi(parts[1], &repeat) || repeat < 1)))
+      return absl::InvalidArgumentError(
+          absl::StrCat("the launcher's SLURM_STEP_TASKS_PER_NODE='", text,
+                       "' is not a list of task counts such as 2(x3),1"));
+    if (wanted < first + repeat)
+      return std::optional<int>(count);
+    first += repeat;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("the launcher's SLURM_NODEID=", wanted,
+                   " has no entry in SLURM_STEP_TASKS_PER_NODE='", text, "'"));
+}
+
 } // namespace
 
 absl::StatusOr<Launch> resolveLaunch() {
@@ -97,9 +130,15 @@ absl::StatusOr<Launch> resolveLaunch() {
     if (*localSize) {
       launch.localSize = **localSize;
       read.push_back(vars.localSize);
-    } else if (launch.localRank != launch.rank) {
-      // Slurm does not say how many of its tasks share the node.
-      launch.localSize = launch.localRank + 1;
+    } else if (std::string(vars.launcher) == "Slurm") {
+      // Slurm says how many of the step's tasks each node runs.
+      absl::StatusOr<std::optional<int>> perNode = slurmTasksOnThisNode();
+      if (!perNode.ok())
+        return perNode.status();
+      if (*perNode) {
+        launch.localSize = **perNode;
+        read.push_back("SLURM_STEP_TASKS_PER_NODE");
+      }
     }
     for (size_t i = 0; i < read.size(); ++i)
       absl::StrAppend(&launch.variables, i ? ", " : "", read[i]);

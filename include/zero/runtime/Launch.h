@@ -43,7 +43,8 @@ struct Launch {
 /// and Intel MPI's PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS),
 /// torchrun
 /// (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE), Slurm's srun
-/// (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID; a batch script's own
+/// (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID, and the node's share
+/// of SLURM_STEP_TASKS_PER_NODE by SLURM_NODEID; a batch script's own
 /// process is not a task of a step), PMIx (PMIX_RANK), and otherwise none.
 /// Fails, naming the variable, on a value that is not a number in range.
 absl::StatusOr<Launch> resolveLaunch();

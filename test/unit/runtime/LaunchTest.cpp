@@ -31,7 +31,7 @@ public:
           "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "RANK",
           "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_PROCID",
           "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", "SLURM_NTASKS",
-          "PMIX_RANK"}) {
+          "SLURM_STEP_TASKS_PER_NODE", "SLURM_NODEID", "PMIX_RANK"}) {
       if (const char *old = std::getenv(name))
         saved[name] = old;
       unsetenv(name);
@@ -126,6 +126,41 @@ TEST(Launch, SrunStepTasksAndNotTheBatchScript) {
   // A batch script's own process: the allocation's SLURM_NTASKS, no step.
   Environment env(Vars{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"}});
   EXPECT_EQ(resolved().launcher, "none");
+}
+
+TEST(Launch, SrunSaysHowManyTasksShareTheNode) {
+  // Every rank of a node must agree on it: it divides the node's cores and
+  // GPUs among them.
+  for (const char *procid : {"2", "3"}) {
+    Environment env(Vars{{"SLURM_PROCID", procid},
+                         {"SLURM_STEP_NUM_TASKS", "5"},
+                         {"SLURM_LOCALID", procid[0] == '2' ? "0" : "1"},
+                         {"SLURM_NODEID", "1"},
+                         {"SLURM_STEP_TASKS_PER_NODE", "2(x2),1"}});
+    EXPECT_EQ(resolved().localSize, 2) << "SLURM_PROCID=" << procid;
+  }
+  {
+    Environment env(Vars{{"SLURM_PROCID", "4"},
+                         {"SLURM_STEP_NUM_TASKS", "5"},
+                         {"SLURM_LOCALID", "0"},
+                         {"SLURM_NODEID", "2"},
+                         {"SLURM_STEP_TASKS_PER_NODE", "2(x2),1"}});
+    EXPECT_EQ(resolved().localSize, 1);
+  }
+  {
+    // Without the counts, every task is taken to share the node.
+    Environment env(Vars{{"SLURM_PROCID", "3"},
+                         {"SLURM_STEP_NUM_TASKS", "4"},
+                         {"SLURM_LOCALID", "1"}});
+    EXPECT_EQ(resolved().localSize, 4);
+  }
+  for (const char *counts : {"2(x", "two", "2(x2)"}) {
+    Environment env(Vars{{"SLURM_PROCID", "0"},
+                         {"SLURM_STEP_NUM_TASKS", "4"},
+                         {"SLURM_NODEID", "3"},
+                         {"SLURM_STEP_TASKS_PER_NODE", counts}});
+    EXPECT_FALSE(resolveLaunch().ok()) << counts;
+  }
 }
 
 TEST(Launch, PmixAloneLeavesTheSizeToMpi) {

@@ -19,7 +19,6 @@ set -uo pipefail
 root_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 archive="${1:-$(ls -t "$root_dir"/dist/zero-*-linux-x86_64.tar.xz 2>/dev/null | head -1)}"
 build="${ZERO_BUILD_DIR:-$root_dir/build}"
-cache="${ZERO_BUNDLE_ROOT_CACHE:-/var/tmp/zero-bundle-root.tar}"
 work="${ZERO_BUNDLE_TEST_DIR:-/var/tmp/zero-bundle-test}"
 chroot_dir="$work/root"
 
@@ -31,10 +30,6 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "test-bundle: needs root (debootstrap, chroot)" >&2
   exit 2
 fi
-if ! command -v debootstrap >/dev/null; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
-fi
 for tool in zero-run zero-opt zero-ckpt; do
   if [ ! -x "$build/bin/$tool" ]; then
     echo "test-bundle: $build/bin/$tool is missing (scripts/build.sh builds it)" >&2
@@ -42,81 +37,29 @@ for tool in zero-run zero-opt zero-ckpt; do
   fi
 done
 
-passed=0
-failed=0
-cases=()
-check() { # check NAME COMMAND...: one named check
-  local name="$1"
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-    echo "PASS: $name"
-    cases+=("<testcase classname=\"bundle\" name=\"$name\"/>")
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $name"
-    cases+=("<testcase classname=\"bundle\" name=\"$name\"><failure message=\"failed\"/></testcase>")
-  fi
-}
-# $ZERO_BUNDLE_RESULTS: a JUnit file of the checks, for scripts/summarize_tests.py.
-write_results() {
-  [ -n "${ZERO_BUNDLE_RESULTS:-}" ] || return 0
-  {
-    echo '<?xml version="1.0" encoding="UTF-8"?>'
-    echo "<testsuites><testsuite name=\"bundle\" tests=\"${#cases[@]}\" failures=\"$failed\">"
-    printf '%s\n' "${cases[@]}"
-    echo "</testsuite></testsuites>"
-  } >"$ZERO_BUNDLE_RESULTS"
-}
-
-cleanup() {
-  for mount in dev/shm proc sys; do
-    mountpoint -q "$chroot_dir/$mount" && umount -l "$chroot_dir/$mount"
-  done
-}
-trap cleanup EXIT
-cleanup
+suite=bundle
+# shellcheck source=scripts/lib/minimal-root.sh
+source "$root_dir/scripts/lib/minimal-root.sh"
+trap unmount_root EXIT
+unmount_root
 rm -rf "$work"
-mkdir -p "$chroot_dir"
+mkdir -p "$work"
 
 # --- The minimal root ------------------------------------------------------------
 start=$SECONDS
-if [ -f "$cache" ]; then
-  tar -C "$chroot_dir" -xf "$cache"
-else
-  mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-  if ! debootstrap --variant=minbase bookworm "$chroot_dir" "${mirror:-http://deb.debian.org/debian}" \
-    >"$work/debootstrap.log" 2>&1; then
-    tail -n 20 "$work/debootstrap.log"
-    echo "test-bundle: debootstrap failed"
-    check "debootstrap makes a minimal Debian root" false
-    write_results
-    echo "0 passed, 1 failed"
-    exit 1
-  fi
-  tar -C "$chroot_dir" -cf "$cache" .
+if ! make_root "$work"; then
+  finish "${ZERO_BUNDLE_RESULTS:-}"
+  exit 1
 fi
 echo "test-bundle: minimal Debian root in $((SECONDS - start)) s"
-bare() {
-  ! find "$chroot_dir/usr" "$chroot_dir/lib" \
-    \( -name 'libLLVM*' -o -name 'libMLIR*' -o -name 'libmpi*' -o -name 'libopen-pal*' \
-    -o -name 'libopenblas*' -o -name 'libabsl*' -o -name 'mpirun' \) 2>/dev/null | grep -q .
-}
-check "the root has no LLVM, MLIR, Open MPI, OpenBLAS or Abseil" bare
+check "the root has no LLVM, MLIR, Open MPI, OpenBLAS, Abseil or CUDA" bare_root
 
 mkdir -p "$chroot_dir/opt" "$chroot_dir/work"
 tar -C "$chroot_dir/opt" -xJf "$archive"
 bundle=$(cd "$chroot_dir/opt" && ls -d zero-*/ | head -1)
 bundle="/opt/${bundle%/}"
-mount -t proc proc "$chroot_dir/proc"
-mount -t sysfs sys "$chroot_dir/sys"
-mkdir -p "$chroot_dir/dev/shm"
-mount -t tmpfs shm "$chroot_dir/dev/shm"
-# The OpenBLAS settings of this environment go in too (OPENBLAS_CORETYPE
-# picks the kernels, and so the rounding): the comparison is like for like.
-passed_env=(HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin)
-while IFS= read -r setting; do passed_env+=("$setting"); done < <(env | grep -E '^(OPENBLAS|OMP)_' || true)
-inside() { chroot "$chroot_dir" /usr/bin/env -i "${passed_env[@]}" "$bundle/bin/zero-env" "$@"; }
+mount_root
+inside() { chroot "$chroot_dir" /usr/bin/env -i "${root_env[@]}" "$bundle/bin/zero-env" "$@"; }
 
 # --- GPT-2 on two ranks, stage 3, in the root and in the build tree --------------
 example="$bundle/share/zero/examples/gpt2-tiny.mlir"
@@ -166,7 +109,7 @@ refused() { [ $status -eq 1 ] && grep -q "cannot load the CUDA backend: libcudar
 check "--backend cuda says what is missing" refused
 
 # --- The GPU check's dry run -----------------------------------------------------
-chroot "$chroot_dir" /usr/bin/env -i "${passed_env[@]}" OUT=/work/gpu-check \
+chroot "$chroot_dir" /usr/bin/env -i "${root_env[@]}" OUT=/work/gpu-check \
   bash "$bundle/bin/zero-gpu-check" >"$work/gpu-check.log" 2>&1
 status=$?
 cat "$work/gpu-check.log"
@@ -181,6 +124,4 @@ dry() {
 check "the GPU check dry-runs: its $gpu_parts GPU parts skipped, the simulated streams pass, at most 8 files" dry
 
 echo "test-bundle: $((SECONDS - start)) s in all"
-write_results
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+finish "${ZERO_BUNDLE_RESULTS:-}"

@@ -18,8 +18,9 @@
 #                            of the end-to-end matrices; the full matrices ran
 #                            in the default tier), the libFuzzer targets for a
 #                            bounded time (scripts/fuzz.sh), and the release
-#                            bundle tested in a minimal Debian root
-#                            (scripts/test-bundle.sh). CI (.ci/run) runs this;
+#                            bundle and the wheel, each tested in a minimal
+#                            Debian root (scripts/test-bundle.sh,
+#                            scripts/test-wheel.sh). CI (.ci/run) runs this;
 #                            budget 45 minutes.
 #
 # Ends with `N passed, N failed, N skipped` over every stage it ran and exits
@@ -29,7 +30,7 @@
 #   ZERO_TORCH_STAGE=0      with --all: skips the PyTorch import stage (said in the output)
 #   ZERO_SLURM_STAGE=0      with --all: skips the Slurm stage (said in the output)
 #   ZERO_SANITIZER_STAGE=0  with --all: skips the sanitizer stage (said in the output)
-#   ZERO_BUNDLE_STAGE=0     with --all: skips the release bundle's build and test
+#   ZERO_BUNDLE_STAGE=0     with --all: skips the release bundle's and the wheel's build and test
 #   FUZZ_SECONDS=N          time per fuzzer (default 60)
 #   ZERO_LIT_JOBS=N         tests lit runs at once in the Release suite
 #                           (default 3: on 2 cores a third keeps them busy
@@ -168,16 +169,19 @@ if [ $all = 1 ]; then
   elif [ "$(id -u)" -ne 0 ]; then
     echo "== bundle stage skipped: needs root (debootstrap, chroot)"
   else
-    stage "bundle: scripts/bundle.sh, scripts/test-bundle.sh"
+    stage "bundle and wheel: scripts/wheel.sh, test-bundle.sh, test-wheel.sh"
     bundle_results="$root/build-bundle/bundle-results.xml"
-    rm -f "$bundle_results"
-    if bash "$root/scripts/bundle.sh"; then
+    wheel_results="$root/build-bundle/wheel-results.xml"
+    rm -f "$bundle_results" "$wheel_results"
+    # wheel.sh builds the bundle first, then the wheel from the same tree.
+    if bash "$root/scripts/wheel.sh"; then
       ZERO_BUNDLE_RESULTS="$bundle_results" bash "$root/scripts/test-bundle.sh" || status=$?
+      ZERO_WHEEL_RESULTS="$wheel_results" bash "$root/scripts/test-wheel.sh" || status=$?
     else
       status=1
     fi
     stage_done
-    summary+=(--label "bundle=$bundle_results")
+    summary+=(--label "bundle=$bundle_results" --label "wheel=$wheel_results")
   fi
 else
   echo "== the default tier ends here; scripts/test.sh --all adds the sanitizer" \

@@ -19,7 +19,13 @@ Launch on several ranks with `mpirun -n 4 python3 train.py` or
 import atexit as _atexit
 import sys as _sys
 
-from zero import _zero
+from zero import _bundle
+
+# The wheel's own Open MPI, before the extension module can start MPI.
+if _bundle.present():
+    _bundle.configure_open_mpi()
+
+from zero import _zero  # noqa: E402
 from zero._zero import (Adam, AdamW, CompiledGraph, Graph, GraphConfig, Init,
                         LossScaling, Momentum, Parameter, Schedule, SGD,
                         Tensor, add, bias_add, cast, causal_mask, concat, div,

@@ -14,9 +14,13 @@ import os
 import shutil
 import sys
 
+from zero import _bundle
+
 
 def mpirun_command(ranks, script, arguments, hostfile=None, mpirun=None):
-    mpirun = mpirun or shutil.which("mpirun")
+    # The wheel's own mpirun (zero/_bundle), else the system's.
+    mpirun = mpirun or (_bundle.mpirun() if _bundle.present()
+                        else shutil.which("mpirun"))
     if mpirun is None:
         raise SystemExit("zero.run: mpirun not found: install Open MPI "
                          "(apt-get install openmpi-bin)")

@@ -14,7 +14,8 @@
 #   - where this machine's python3 has torch: zero.from_torch on a small
 #     module, trained as torch.optim.SGD trains it (torch from this
 #     machine's site-packages, mounted read-only: a 5 GB install is not
-#     repeated in the root).
+#     repeated in the root); then zero-env finds CUDA's libraries in torch's
+#     nvidia-* wheels and --backend cuda loads the backend (and finds no GPU).
 # Needs root (debootstrap, chroot, mounts), Debian's mirror and the package
 # registry (numpy), and the build tree (scripts/build.sh) to compare with.
 #
@@ -159,6 +160,19 @@ else
   status=$?
   cat "$work/torch.log"
   check "zero.from_torch trains a torch module as torch.optim.SGD does" test $status -eq 0
+  # torch's nvidia-* wheels are now the venv's: the entry points find CUDA
+  # there (through this venv's python, which is not on the root's PATH),
+  # the backend loads, and finds no GPU.
+  inside /venv/bin/zero-env --print >"$work/env-torch.log" 2>&1
+  inside /venv/bin/zero-run /work/gpt2-tiny.mlir --stage 1 --backend cuda >>"$work/env-torch.log" 2>&1
+  status=$?
+  cat "$work/env-torch.log"
+  cuda_from_wheels() {
+    [ $status -eq 1 ] && grep -q "zero-env: libcudart.so.13: /host-site/nvidia/" "$work/env-torch.log" &&
+      grep -q "zero-env: libnccl.so.2: /host-site/nvidia/" "$work/env-torch.log" &&
+      grep -q "no CUDA device is visible" "$work/env-torch.log"
+  }
+  check "CUDA's libraries found in PyTorch's nvidia-* wheels; the CUDA backend loads" cuda_from_wheels
 fi
 
 echo "test-wheel: $((SECONDS - start)) s in all"

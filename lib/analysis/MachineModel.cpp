@@ -88,8 +88,8 @@ struct Preset {
 // a ring step latency that gives their ~20 us small-message all-reduce.
 // Compute: 65% of the dense tensor-core peak (989 TFLOP/s bf16/f16; 67
 // TFLOP/s f32 without TF32, which the CUDA backend does not use, at 70%).
-// Memory: 80% of HBM3's 3.35 TB/s. Host: PCIe Gen5 x16 with pinned memory,
-// and one rank's share of the host's DDR5.
+// Memory: 80% of HBM3's 3.35 TB/s; 81559 MiB a card. Host: PCIe Gen5 x16
+// with pinned memory, and one rank's share of the host's DDR5.
 constexpr StringLiteral kH100 = R"({
   "name": "h100-nvlink-8",
   "links": [{"bandwidth": 450e9, "latency": 1.5e-6}],
@@ -98,10 +98,12 @@ constexpr StringLiteral kH100 = R"({
   "launch_overhead": 2e-6,
   "host_link_bandwidth": 50e9,
   "host_memory_bandwidth": 40e9,
-  "async_collectives": true
+  "async_collectives": true,
+  "device_memory": 85520809984
 })";
 
-// 8x H200 SXM: the H100's compute and NVLink4, HBM3e at 4.8 TB/s (80%).
+// 8x H200 SXM: the H100's compute and NVLink4, HBM3e at 4.8 TB/s (80%),
+// 143771 MiB a card.
 constexpr StringLiteral kH200 = R"({
   "name": "h200-nvlink-8",
   "links": [{"bandwidth": 450e9, "latency": 1.5e-6}],
@@ -110,7 +112,8 @@ constexpr StringLiteral kH200 = R"({
   "launch_overhead": 2e-6,
   "host_link_bandwidth": 50e9,
   "host_memory_bandwidth": 40e9,
-  "async_collectives": true
+  "async_collectives": true,
+  "device_memory": 150754820096
 })";
 
 // Nodes of 8x H100 SXM5 (the h100-nvlink-8 node: its compute, memory,
@@ -128,7 +131,57 @@ constexpr StringLiteral kH100Nodes = R"({
   "launch_overhead": 2e-6,
   "host_link_bandwidth": 50e9,
   "host_memory_bandwidth": 40e9,
-  "async_collectives": true
+  "async_collectives": true,
+  "device_memory": 85520809984
+})";
+
+// 8x A100 SXM4 in one node (DGX A100), NVLink3 through NVSwitch: 300 GB/s a
+// direction per GPU, of which NCCL's all-reduce reaches ~230 GB/s bus
+// bandwidth; the H100's ring step latency. Compute: 65% of the dense
+// tensor-core peak (312 TFLOP/s bf16/f16) and 70% of the 19.5 TFLOP/s FP32
+// peak, as for the H100. Memory: 80% of HBM2's 1.555 TB/s (40 GB card,
+// 40960 MiB) or HBM2e's 2.039 TB/s (80 GB card, 81920 MiB). Host: PCIe Gen4
+// x16 with pinned memory (~25 of 32 GB/s) and one rank's share of two
+// EPYC 7742s' DDR4.
+constexpr StringLiteral kA100x40 = R"({
+  "name": "a100-40gb-nvlink-8",
+  "links": [{"bandwidth": 230e9, "latency": 1.5e-6}],
+  "matmul_flops": {"f32": 13.7e12, "bf16": 203e12, "f16": 203e12},
+  "memory_bandwidth": 1.24e12,
+  "launch_overhead": 2e-6,
+  "host_link_bandwidth": 25e9,
+  "host_memory_bandwidth": 30e9,
+  "async_collectives": true,
+  "device_memory": 42949672960
+})";
+
+constexpr StringLiteral kA100x80 = R"({
+  "name": "a100-80gb-nvlink-8",
+  "links": [{"bandwidth": 230e9, "latency": 1.5e-6}],
+  "matmul_flops": {"f32": 13.7e12, "bf16": 203e12, "f16": 203e12},
+  "memory_bandwidth": 1.63e12,
+  "launch_overhead": 2e-6,
+  "host_link_bandwidth": 25e9,
+  "host_memory_bandwidth": 30e9,
+  "async_collectives": true,
+  "device_memory": 85899345920
+})";
+
+// Nodes of a100-40gb-nvlink-8 (axis 1) joined by 200 Gb/s RoCE per GPU
+// (axis 0), the network of MosaicML's MPT-13B runs: 25 GB/s a direction,
+// ~90% of it as NCCL's inter-node bus bandwidth, and ~8 us a ring step
+// (RoCE's switches add to InfiniBand's 6).
+constexpr StringLiteral kA100Nodes = R"({
+  "name": "a100-40gb-nodes-roce200",
+  "links": [{"bandwidth": 22.5e9, "latency": 8e-6},
+            {"bandwidth": 230e9, "latency": 1.5e-6}],
+  "matmul_flops": {"f32": 13.7e12, "bf16": 203e12, "f16": 203e12},
+  "memory_bandwidth": 1.24e12,
+  "launch_overhead": 2e-6,
+  "host_link_bandwidth": 25e9,
+  "host_memory_bandwidth": 30e9,
+  "async_collectives": true,
+  "device_memory": 42949672960
 })";
 
 // The project's 2-core development machine (Intel Xeon, KVM), one rank per
@@ -150,7 +203,10 @@ constexpr StringLiteral kCpu = R"({
   "async_collectives": false
 })";
 
-constexpr Preset kPresets[] = {{"h100-nvlink-8", kH100},
+constexpr Preset kPresets[] = {{"a100-40gb-nvlink-8", kA100x40},
+                               {"a100-80gb-nvlink-8", kA100x80},
+                               {"a100-40gb-nodes-roce200", kA100Nodes},
+                               {"h100-nvlink-8", kH100},
                                {"h200-nvlink-8", kH200},
                                {"h100-nodes-ib400", kH100Nodes},
                                {"cpu", kCpu}};
@@ -158,8 +214,12 @@ constexpr Preset kPresets[] = {{"h100-nvlink-8", kH100},
 } // namespace
 
 ArrayRef<StringRef> getMachinePresetNames() {
-  static const StringRef names[] = {"h100-nvlink-8", "h200-nvlink-8",
-                                    "h100-nodes-ib400", "cpu"};
+  static const std::vector<StringRef> names = [] {
+    std::vector<StringRef> result;
+    for (const Preset &preset : kPresets)
+      result.push_back(preset.name);
+    return result;
+  }();
   return names;
 }
 
@@ -198,6 +258,16 @@ public:
                   (allowZero ? "non-negative" : "positive") + ", got " +
                   llvm::formatv("{0}", *number).str());
     out = *number;
+  }
+
+  /// A number > 0 where the field is present; `out` is left as it is where
+  /// it is absent.
+  void optionalNumber(StringRef key, double &out) {
+    if (!object.get(key)) {
+      seen.insert(key);
+      return;
+    }
+    number(key, out);
   }
 
   void boolean(StringRef key, bool &out) {
@@ -302,6 +372,9 @@ FailureOr<MachineModel> parseMachineModel(StringRef text, StringRef source,
   top.number("host_link_bandwidth", model.hostLinkBandwidth);
   top.number("host_memory_bandwidth", model.hostMemoryBandwidth);
   top.boolean("async_collectives", model.asyncCollectives);
+  double deviceMemory = 0;
+  top.optionalNumber("device_memory", deviceMemory);
+  model.deviceMemory = static_cast<int64_t>(deviceMemory);
   top.rejectUnknown();
   if (error)
     return emit() << *error;

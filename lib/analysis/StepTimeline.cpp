@@ -25,6 +25,7 @@ namespace zero {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * kMiB;
 
 StringRef kindName(SimulatedKind kind) {
   switch (kind) {
@@ -99,6 +100,21 @@ void printPrediction(const StepPrediction &prediction, llvm::raw_ostream &os) {
                      static_cast<long long>(peakDeviceBytes(prediction)),
                      static_cast<long long>(prediction.devicePersistentBytes),
                      static_cast<long long>(prediction.deviceArenaBytes));
+  if (machine.deviceMemory > 0) {
+    int64_t peak = peakDeviceBytes(prediction);
+    double card = static_cast<double>(machine.deviceMemory);
+    if (peak <= machine.deviceMemory)
+      os << llvm::format("  %-22s %12.2f GiB a device: the peak fits (%.1f "
+                         "%% of it)\n",
+                         static_cast<const char *>("device memory"),
+                         card / kGiB, percentOf(peak, card));
+    else
+      os << llvm::format("  %-22s %12.2f GiB a device: the peak does NOT fit "
+                         "(%lld B over)\n",
+                         static_cast<const char *>("device memory"),
+                         card / kGiB,
+                         static_cast<long long>(peak - machine.deviceMemory));
+  }
   os << "  Busy time per stream:\n";
   for (auto [name, busy] : llvm::zip(prediction.streams, prediction.streamBusy))
     os << llvm::format("    @%-19s %12.4f ms\n", name.c_str(), busy * 1e3);
@@ -128,7 +144,7 @@ static llvm::json::Object machineToJson(const MachineModel &machine) {
   for (const LinkModel &link : machine.links)
     links.push_back(llvm::json::Object{{"bandwidth", link.bandwidth},
                                        {"latency", link.latency}});
-  return llvm::json::Object{
+  llvm::json::Object object{
       {"name", machine.name},
       {"links", std::move(links)},
       {"matmul_flops", llvm::json::Object{{"f32", machine.matmulFlopsF32},
@@ -139,6 +155,10 @@ static llvm::json::Object machineToJson(const MachineModel &machine) {
       {"host_link_bandwidth", machine.hostLinkBandwidth},
       {"host_memory_bandwidth", machine.hostMemoryBandwidth},
       {"async_collectives", machine.asyncCollectives}};
+  // Written only where stated, so that a machine read back is the same.
+  if (machine.deviceMemory > 0)
+    object["device_memory"] = machine.deviceMemory;
+  return object;
 }
 
 llvm::json::Object predictionToJson(const StepPrediction &prediction) {
@@ -189,6 +209,11 @@ llvm::json::Object predictionToJson(const StepPrediction &prediction) {
       {"device_persistent_bytes", prediction.devicePersistentBytes},
       {"device_arena_bytes", prediction.deviceArenaBytes},
       {"peak_device_bytes", peakDeviceBytes(prediction)},
+      {"fits_device_memory",
+       prediction.machine.deviceMemory > 0
+           ? llvm::json::Value(peakDeviceBytes(prediction) <=
+                               prediction.machine.deviceMemory)
+           : llvm::json::Value(nullptr)},
       {"bodies", std::move(bodies)}};
 }
 

@@ -90,9 +90,9 @@ TEST_F(StepSimulationTest, PresetsParse) {
         loadMachineModel(name, UnknownLoc::get(&context));
     ASSERT_TRUE(succeeded(machine)) << name.str() << ": " << message;
     EXPECT_EQ(machine->name, name.str());
-    // One node's presets describe one axis; h100-nodes-ib400 a mesh of
+    // One node's presets describe one axis; the -nodes- presets a mesh of
     // nodes, whose link across nodes is the slower.
-    bool nodes = name == "h100-nodes-ib400";
+    bool nodes = name.contains("-nodes-");
     ASSERT_EQ(machine->links.size(), nodes ? 2u : 1u);
     for (const LinkModel &link : machine->links)
       EXPECT_GT(link.bandwidth, 0);
@@ -103,7 +103,36 @@ TEST_F(StepSimulationTest, PresetsParse) {
     EXPECT_GT(machine->memoryBandwidth, 0);
     // Only the CPU ranks progress collectives inside MPI calls alone.
     EXPECT_EQ(machine->asyncCollectives, name != "cpu");
+    // Every GPU preset states its card's memory, as nvidia-smi gives it
+    // (a whole number of MiB, 40 to 141 GiB).
+    if (name != "cpu") {
+      EXPECT_EQ(machine->deviceMemory % (1 << 20), 0) << name.str();
+      EXPECT_GE(machine->deviceMemory, int64_t{40} << 30) << name.str();
+      EXPECT_LE(machine->deviceMemory, int64_t{141} << 30) << name.str();
+    }
   }
+}
+
+// device_memory is optional; where given it must be a positive size.
+TEST_F(StepSimulationTest, DeviceMemoryIsOptional) {
+  std::string base = R"({"name": "m", "links": [{"bandwidth": 1, "latency": 0}],
+    "matmul_flops": {"f32": 1, "bf16": 1, "f16": 1}, "memory_bandwidth": 1,
+    "launch_overhead": 0, "host_link_bandwidth": 1,
+    "host_memory_bandwidth": 1, "async_collectives": true)";
+  Location loc = UnknownLoc::get(&context);
+  FailureOr<MachineModel> without = parseMachineModel(base + "}", "m", loc);
+  ASSERT_TRUE(succeeded(without)) << message;
+  EXPECT_EQ(without->deviceMemory, 0);
+  FailureOr<MachineModel> with =
+      parseMachineModel(base + R"(, "device_memory": 42949672960})", "m", loc);
+  ASSERT_TRUE(succeeded(with)) << message;
+  EXPECT_EQ(with->deviceMemory, int64_t{40} << 30);
+  message.clear();
+  EXPECT_TRUE(
+      failed(parseMachineModel(base + R"(, "device_memory": -1})", "m", loc)));
+  EXPECT_NE(message.find("field 'device_memory' must be positive, got -1"),
+            std::string::npos)
+      << message;
 }
 
 TEST_F(StepSimulationTest, MachineFileChecks) {

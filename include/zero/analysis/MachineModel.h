@@ -4,8 +4,9 @@
 // per placement axis the bandwidth and latency of the collectives' links,
 // the matmul rate per element type, the memory bandwidth that bounds every
 // other kernel, a per-launch overhead, and the host link of offload copies.
-// Presets describe one 8-GPU H100 or H200 node and the 2-core machine the
-// project is developed on; any other machine is a JSON file.
+// Presets describe 8-GPU A100, H100 and H200 nodes, clusters of them, and
+// the 2-core machine the project is developed on; any other machine is a
+// JSON file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +57,10 @@ struct MachineModel {
   /// stream waits for it (CPU ranks: Open MPI progresses a non-blocking
   /// collective only inside MPI calls).
   bool asyncCollectives = true;
+  /// Bytes of one device's memory, as `nvidia-smi` reports the card's; 0
+  /// where the machine does not say (a file without `device_memory`), and
+  /// then the prediction says nothing about fitting.
+  int64_t deviceMemory = 0;
 
   /// Matmul FLOP/s for `elementType` (f32 for any type without its own).
   double matmulFlops(mlir::Type elementType) const;

@@ -388,8 +388,8 @@ def ZeroSchedule : Pass<"zero-schedule", "::mlir::ModuleOp"> {
            "Largest number of gathered parameter bytes alive at once "
            "(0: no bound)">,
     Option<"machine", "machine", "std::string", "\"\"",
-           "The machine model to hide each gather on (h100-nvlink-8, "
-           "h200-nvlink-8, cpu or a .json file); empty: place by "
+           "The machine model to hide each gather on (a preset such as "
+           "h100-nvlink-8, or a .json file); empty: place by "
            "prefetch-bytes alone">,
   ];
   let dependentDialects = ["::zero::dist::DistDialect"];
@@ -433,13 +433,14 @@ def ZeroReport : Pass<"zero-report", "::mlir::ModuleOp"> {
     The IR is not changed. `output=-` (the default) writes to stderr, so the
     IR still goes to stdout.
 
-    With `machine` (a preset, `h100-nvlink-8`, `h200-nvlink-8` or `cpu`, or
-    a JSON machine file) the report predicts the step of the lowered
+    With `machine` (a preset such as `a100-80gb-nvlink-8`, `h100-nvlink-8`
+    or `cpu`, docs/zero-opt.md "Presets", or a JSON machine file) the report predicts the step of the lowered
     program: each instruction's time from the machine model, streams in
     program order ordered by their events, and it prints per collective its
     bytes and predicted time, per stream the busy time, the predicted step
     time and the exposed communication (the time some collective runs while
-    the compute stream runs no kernel). This needs the `zrt.program`: on a
+    the compute stream runs no kernel), and the peak of device memory against
+    the machine's `device_memory` where it states one. This needs the `zrt.program`: on a
     lowered module the report is the prediction alone (a module with a
     training step but no program is an error; `zero-pipeline` with
     `lower-to-runtime` gives both). `format=timeline` writes the prediction
@@ -451,8 +452,8 @@ def ZeroReport : Pass<"zero-report", "::mlir::ModuleOp"> {
     Option<"output", "output", "std::string", "\"-\"",
            "File to write the report to; - for stderr">,
     Option<"machine", "machine", "std::string", "\"\"",
-           "Machine model to predict the lowered step's time on: "
-           "h100-nvlink-8, h200-nvlink-8, h100-nodes-ib400, cpu or a .json file (empty: no "
+           "Machine model to predict the lowered step's time on: a preset "
+           "(docs/zero-opt.md, Presets) or a .json file (empty: no "
            "prediction)">,
   ];
 }
@@ -637,8 +638,8 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
     Option<"reportOutput", "report-output", "std::string", "\"-\"",
            "Where zero-report writes; - for stderr">,
     Option<"machine", "machine", "std::string", "\"\"",
-           "The machine the step is compiled for (h100-nvlink-8, "
-           "h200-nvlink-8, cpu or a .json file): zero-schedule places the "
+           "The machine the step is compiled for (a preset such as "
+           "h100-nvlink-8, or a .json file): zero-schedule places the "
            "stage-3 gathers and the stage 1-2 updates for it, and with "
            "lower-to-runtime and a report the report predicts the step on "
            "it">,

@@ -19,6 +19,7 @@ position ids, rotary tables) are evaluated once here with torch.
 import atexit
 import collections.abc
 import inspect
+import itertools
 import os
 import tempfile
 
@@ -178,6 +179,7 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
             isinstance(a, torch.Tensor) for a in example_args):
         raise TypeError("example_args must be a tuple of tensors or a "
                         "mapping of argument names to tensors")
+    _refuse_meta(module, example_args + tuple(example_targets))
     if hasattr(module, "config") and "use_cache" not in kwargs:
         kwargs["use_cache"] = False
     loss_fn = None
@@ -296,6 +298,27 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
             graph._state_owner.setdefault(alias, graph._state_owner[path])
     graph.init_path = _write_init(importer.init_tensors, init_path)
     return graph
+
+
+def _refuse_meta(module, examples):
+    """A module built on the meta device has shapes but no values: the
+    importer evaluates constants (masks, position ids, rotary tables) and
+    starts training from the weights, so it is refused here, by name,
+    rather than failing inside torch."""
+    tensors = itertools.chain(
+        (("parameter", name, value)
+         for name, value in module.named_parameters()),
+        (("buffer", name, value) for name, value in module.named_buffers()),
+        (("example input", str(index), value)
+         for index, value in enumerate(examples)))
+    for kind, name, value in tensors:
+        if value.is_meta:
+            raise UnsupportedModuleError(
+                f"{kind} '{name}' is on the meta device: zero.from_torch "
+                "needs the module's values (it evaluates its constants and "
+                "starts training from its weights), and planning a module by "
+                "its shapes alone is not supported yet; build it on the CPU, "
+                "or plan with zero.nn's models, which need no weights")
 
 
 def _remove_quietly(path):

@@ -237,6 +237,17 @@ class Mean(torch.nn.Module):
         return x.mean(dim=-1)
 
 
+class OnMeta(torch.nn.Module):
+    """Built on the meta device: shapes without values."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4, device="meta")
+
+    def forward(self, x):
+        return self.proj(x)
+
+
 REFUSED = {
     "scale-grad-by-freq": (FrequencyScaled(), (torch.randint(0, 16, (2, 4)),),
                            mean_loss, ()),
@@ -262,6 +273,7 @@ REFUSED = {
         {"x": torch.randn(2, 1, 4, 8),
          "attention_mask": torch.ones(2, 4, dtype=torch.int64)}, mean_loss,
         ()),
+    "meta-device": (OnMeta(), (torch.randn(2, 4),), mean_loss, ()),
     "input-given-twice": (
         MaskOutsideAttention(),
         {"x": torch.randn(2, 4, 3),

@@ -15,6 +15,9 @@
 #include "zero/dialects/zrt/ZrtOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <functional>
 
 namespace zero {
 #define GEN_PASS_DEF_ZEROPIPELINE
@@ -37,7 +40,10 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
 
   /// Lowers the rewritten step and places its memory; the report, taken
   /// before the lowering, then includes the program's memory plan.
-  LogicalResult lower(ModuleOp module) {
+  /// `unplanned`, the step as it was given, is kept where the report
+  /// predicts on a machine that states its device memory: the settings that
+  /// would make it fit are planned from it.
+  LogicalResult lower(ModuleOp module, ModuleOp unplanned) {
     std::optional<PlanReport> planReport;
     if (report != ReportFormat::none) {
       FailureOr<PlanReport> computed = computePlanReport(module);
@@ -68,7 +74,114 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
         planReport->prediction = std::move(*prediction);
       }
     }
+    if (planReport->prediction && unplanned &&
+        getPeakDeviceBytes(*planReport->prediction) >
+            machineModel->deviceMemory)
+      planReport->fitAlternatives = planAlternatives(module, unplanned);
     return writePlanReport(*planReport, report, reportOutput, module.getLoc());
+  }
+
+  /// These options, as a nested zero-pipeline takes them.
+  ZeroPipelineOptions currentOptions() const {
+    ZeroPipelineOptions options;
+    options.stage = stage;
+    options.ranks = ranks;
+    options.mesh = ArrayRef<int64_t>(mesh);
+    options.meshScheme = meshScheme;
+    options.hpz = hpz;
+    options.qwz = qwz;
+    options.qgz = qgz;
+    options.qwzBits = qwzBits;
+    options.qgzBits = qgzBits;
+    options.quantizeBlock = quantizeBlock;
+    options.quantizeMinElements = quantizeMinElements;
+    options.accumulateSteps = accumulateSteps;
+    options.layout = layout;
+    options.minShardElements = minShardElements;
+    options.regatherInBackward = regatherInBackward;
+    options.maxReuseDistance = maxReuseDistance;
+    options.reduceBucketBytes = reduceBucketBytes;
+    options.allgatherBucketBytes = allgatherBucketBytes;
+    options.allgatherAcrossUsesBytes = allgatherAcrossUsesBytes;
+    options.prefetchBytes = prefetchBytes;
+    options.maxLiveGatheredBytes = maxLiveGatheredBytes;
+    options.machine = machine;
+    options.lowerToRuntime = lowerToRuntime;
+    options.offload = offload;
+    options.deviceMemoryBudget = deviceMemoryBudget;
+    options.optimizer = optimizer;
+    options.recompute = recompute;
+    return options;
+  }
+
+  /// The settings that move memory off a device which this run did not
+  /// use, each planned whole on a copy of the step as it was given (nested
+  /// in the module while it runs): a higher stage, activation checkpointing
+  /// where the step marks what it may recompute, and offload. A setting
+  /// whose plan fails (offloading parameters below stage 3, say) is left
+  /// out; its diagnostics are not the user's.
+  std::vector<FitAlternative> planAlternatives(ModuleOp module,
+                                               ModuleOp unplanned) {
+    using Change =
+        std::pair<std::string, std::function<void(ZeroPipelineOptions &)>>;
+    std::vector<Change> changes;
+    for (int64_t higher = stage + 1; higher <= 3; ++higher)
+      changes.push_back(
+          {"stage=" + std::to_string(higher),
+           [higher](ZeroPipelineOptions &options) { options.stage = higher; }});
+    // recompute applies where the pipeline differentiates the step (it
+    // ends in train.minimize) and the step marks what it may recompute.
+    bool marked = false, forwardOnly = false;
+    unplanned.walk([&](Operation *op) {
+      marked |= op->hasAttr(train::TrainDialect::getRecomputeAttrName());
+      forwardOnly |= isa<train::MinimizeOp>(op);
+    });
+    marked &= forwardOnly;
+    if (!recompute && marked)
+      changes.push_back({"recompute=true", [](ZeroPipelineOptions &options) {
+                           options.recompute = true;
+                         }});
+    if (offload == OffloadPlacement::none && deviceMemoryBudget == 0) {
+      changes.push_back({"offload=optimizer", [](ZeroPipelineOptions &options) {
+                           options.offload = OffloadPlacement::optimizer;
+                         }});
+      changes.push_back(
+          {"offload=optimizer+params", [](ZeroPipelineOptions &options) {
+             options.offload = OffloadPlacement::optimizerAndParams;
+           }});
+      changes.push_back({marked && !recompute
+                             ? "stage=3 recompute=true offload=optimizer+params"
+                             : "stage=3 offload=optimizer+params",
+                         [marked](ZeroPipelineOptions &options) {
+                           options.stage = 3;
+                           options.recompute = options.recompute || marked;
+                           options.offload =
+                               OffloadPlacement::optimizerAndParams;
+                         }});
+    }
+    std::vector<FitAlternative> alternatives;
+    for (const Change &change : changes) {
+      ZeroPipelineOptions options = currentOptions();
+      options.report = ReportFormat::none;
+      change.second(options);
+      ScopedDiagnosticHandler quiet(&getContext(),
+                                    [](Diagnostic &) { return success(); });
+      OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+      auto copy = cast<ModuleOp>(builder.clone(*unplanned.getOperation()));
+      OpPassManager planning(ModuleOp::getOperationName());
+      planning.addPass(createZeroPipeline(options));
+      if (succeeded(runPipeline(planning, copy)))
+        for (auto program : copy.getOps<zrt::ProgramOp>()) {
+          FailureOr<StepPrediction> prediction =
+              simulateProgram(program, *machineModel);
+          if (succeeded(prediction))
+            alternatives.push_back({change.first,
+                                    getPeakDeviceBytes(*prediction),
+                                    prediction->stepSeconds});
+        }
+      copy.erase();
+    }
+    return alternatives;
   }
 
   /// The machine places the stage-3 gathers and, for a lowered program,
@@ -104,6 +217,10 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     }
     if (failed(checkPrediction(module)))
       return signalPassFailure();
+    OwningOpRef<ModuleOp> unplanned;
+    if (report != ReportFormat::none && lowerToRuntime && machineModel &&
+        machineModel->deviceMemory > 0)
+      unplanned = module.clone();
     OpPassManager pipeline(ModuleOp::getOperationName());
     // A forward-only step is differentiated here, so that no user of the
     // pipeline can get a step without its backward and its reductions.
@@ -143,7 +260,7 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
           createZeroReport(ZeroReportOptions{report, reportOutput}));
     if (failed(runPipeline(pipeline, module)))
       return signalPassFailure();
-    if (lowerToRuntime && failed(lower(module)))
+    if (lowerToRuntime && failed(lower(module, unplanned.get())))
       return signalPassFailure();
     WalkResult left = module.walk([](train::MinimizeOp minimize) {
       minimize.emitError("zero-pipeline: train.minimize survived "

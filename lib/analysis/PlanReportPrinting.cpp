@@ -398,6 +398,20 @@ void printPlanReport(const PlanReport &report, llvm::raw_ostream &os) {
     printMemoryPlan(*report.memory, report.peakTransientBytes, os);
   if (report.prediction)
     printPrediction(*report.prediction, os);
+  if (!report.prediction || report.fitAlternatives.empty())
+    return;
+  int64_t card = report.prediction->machine.deviceMemory;
+  os << llvm::format("To fit %lld B (%.2f GiB) a device, each planned on a "
+                     "copy of the step:\n",
+                     static_cast<long long>(card),
+                     card / (1024.0 * 1024.0 * 1024.0));
+  for (const FitAlternative &alternative : report.fitAlternatives)
+    os << llvm::format("  %-48s peak %14lld B (%s), step %.4f ms\n",
+                       alternative.change.c_str(),
+                       static_cast<long long>(alternative.peakDeviceBytes),
+                       alternative.peakDeviceBytes <= card ? "fits"
+                                                           : "does not fit",
+                       alternative.stepSeconds * 1e3);
 }
 
 llvm::json::Object memoryPlanToJson(const MemoryPlan &plan) {
@@ -426,6 +440,17 @@ llvm::json::Value planReportToJson(const PlanReport &report) {
   }
   if (report.prediction)
     (*value.getAsObject())["prediction"] = predictionToJson(*report.prediction);
+  if (report.prediction && !report.fitAlternatives.empty()) {
+    llvm::json::Array alternatives;
+    for (const FitAlternative &alternative : report.fitAlternatives)
+      alternatives.push_back(llvm::json::Object{
+          {"change", alternative.change},
+          {"peak_device_bytes", alternative.peakDeviceBytes},
+          {"fits", alternative.peakDeviceBytes <=
+                       report.prediction->machine.deviceMemory},
+          {"step_seconds", alternative.stepSeconds}});
+    (*value.getAsObject())["fit_alternatives"] = std::move(alternatives);
+  }
   return value;
 }
 

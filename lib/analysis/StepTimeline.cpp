@@ -57,14 +57,14 @@ std::string bodyLabel(const SimulatedBody &body) {
   return body.kind;
 }
 
-int64_t peakDeviceBytes(const StepPrediction &prediction) {
+} // namespace
+
+int64_t getPeakDeviceBytes(const StepPrediction &prediction) {
   int64_t peak = 0;
   for (const SimulatedBody &body : prediction.bodies)
     peak = std::max(peak, body.peakLiveArena);
   return prediction.devicePersistentBytes + peak;
 }
-
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // Text and JSON
@@ -97,11 +97,11 @@ void printPrediction(const StepPrediction &prediction, llvm::raw_ostream &os) {
   os << llvm::format("  %-22s %12lld B   (persistent %lld B + peak live "
                      "arena; arena planned %lld B)\n",
                      static_cast<const char *>("peak device memory"),
-                     static_cast<long long>(peakDeviceBytes(prediction)),
+                     static_cast<long long>(getPeakDeviceBytes(prediction)),
                      static_cast<long long>(prediction.devicePersistentBytes),
                      static_cast<long long>(prediction.deviceArenaBytes));
   if (machine.deviceMemory > 0) {
-    int64_t peak = peakDeviceBytes(prediction);
+    int64_t peak = getPeakDeviceBytes(prediction);
     double card = static_cast<double>(machine.deviceMemory);
     if (peak <= machine.deviceMemory)
       os << llvm::format("  %-22s %12.2f GiB a device: the peak fits (%.1f "
@@ -208,10 +208,10 @@ llvm::json::Object predictionToJson(const StepPrediction &prediction) {
       {"stream_busy_seconds", std::move(streamBusy)},
       {"device_persistent_bytes", prediction.devicePersistentBytes},
       {"device_arena_bytes", prediction.deviceArenaBytes},
-      {"peak_device_bytes", peakDeviceBytes(prediction)},
+      {"peak_device_bytes", getPeakDeviceBytes(prediction)},
       {"fits_device_memory",
        prediction.machine.deviceMemory > 0
-           ? llvm::json::Value(peakDeviceBytes(prediction) <=
+           ? llvm::json::Value(getPeakDeviceBytes(prediction) <=
                                prediction.machine.deviceMemory)
            : llvm::json::Value(nullptr)},
       {"bodies", std::move(bodies)}};
@@ -304,7 +304,7 @@ void writeTimelineSvg(const StepPrediction &prediction, llvm::raw_ostream &os) {
   double persistentMiB = prediction.devicePersistentBytes / kMiB;
   double plannedMiB =
       (prediction.devicePersistentBytes + prediction.deviceArenaBytes) / kMiB;
-  double topMiB = std::max(plannedMiB, peakDeviceBytes(prediction) / kMiB);
+  double topMiB = std::max(plannedMiB, getPeakDeviceBytes(prediction) / kMiB);
   double memoryStep = tickStep(topMiB, 4);
   double memoryMax =
       std::max(memoryStep, std::ceil(topMiB / memoryStep) * memoryStep);

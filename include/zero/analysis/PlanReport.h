@@ -131,6 +131,14 @@ struct QuantizationPlan {
 /// dist.quantization of `module`, if zero-shard quantized anything.
 std::optional<QuantizationPlan> getQuantizationPlan(mlir::ModuleOp module);
 
+/// A setting that moves a step's memory (`stage=3`, `offload=optimizer`,
+/// ...) and what the step predicts with it.
+struct FitAlternative {
+  std::string change;
+  int64_t peakDeviceBytes = 0;
+  double stepSeconds = 0;
+};
+
 struct PlanReport {
   /// Every rank of the placement (the product of its grid).
   int64_t ranks = 1;
@@ -174,6 +182,9 @@ struct PlanReport {
   /// The lowered program's predicted step on a machine model, when the
   /// report was asked for one.
   std::optional<StepPrediction> prediction;
+  /// Where that step's peak does not fit the machine's device memory: the
+  /// settings zero-pipeline planned instead, each on a copy of the step.
+  std::vector<FitAlternative> fitAlternatives;
 };
 
 /// Computes the report. Fails (with a diagnostic) when the module has no

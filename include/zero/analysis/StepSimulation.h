@@ -103,6 +103,9 @@ struct StepPrediction {
 mlir::FailureOr<StepPrediction> simulateProgram(zero::zrt::ProgramOp program,
                                                 const MachineModel &machine);
 
+/// The persistent device bytes plus the largest live arena of any body.
+int64_t getPeakDeviceBytes(const StepPrediction &prediction);
+
 /// The prediction as the report's text section, and as its "prediction"
 /// JSON object.
 void printPrediction(const StepPrediction &prediction, llvm::raw_ostream &os);

@@ -574,7 +574,12 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
     on a machine whose collectives overlap compute, each stage-3 gather is
     issued just early enough to be hidden behind the compute before its
     use, without a `prefetch-bytes` window, and each stage 1-2 update and
-    the gather of its result run inside the backward.
+    the gather of its result run inside the backward. Where the predicted
+    peak does not fit the machine's `device_memory`, the report adds what
+    would: each setting that moves memory off the device and was not used
+    (a higher stage, `recompute=true` where the step marks what it may
+    recompute, `offload`), planned whole on a copy of the step, with its
+    peak and step time.
 
     A forward-only step (one that ends in `train.minimize`) is
     differentiated first: the pipeline then begins with `train-autodiff`,

@@ -26,6 +26,8 @@ import resource
 import subprocess
 import sys
 
+import benchlib
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CASES = "32x4096x8,40x5120x16,40x5120x128,80x8192x128"
 
@@ -120,15 +122,7 @@ def main():
     header = ["layers x width", "parameters", "ranks", "build s",
               "compile s", "peak RSS MiB", "model state / rank GiB",
               "predicted peak / rank GiB (of 79.6)"]
-    if args.markdown:
-        print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * len(header))
-        for row in rows:
-            print("| " + " | ".join(row) + " |")
-    else:
-        for row in [header] + rows:
-            print("  ".join(row))
-
+    print(benchlib.table(header, rows, args.markdown))
 
 if __name__ == "__main__":
     main()

@@ -150,6 +150,33 @@ LogicalResult LayerNormOp::verify() {
   return success();
 }
 
+/// Attention's operands are [..., seq, head_dim] and its log-sum-exp has one
+/// f32 per query row.
+static LogicalResult verifyAttentionShapes(Operation *op,
+                                           RankedTensorType query,
+                                           ShapedType logsumexp, double scale) {
+  if (query.getRank() < 2)
+    return op->emitOpError()
+           << "attends over the last two dimensions [..., seq, head_dim], "
+              "but "
+           << query << " has rank " << query.getRank();
+  if (!(scale > 0.0))
+    return op->emitOpError() << "needs scale > 0, got " << scale;
+  return verifyRowShape(op, query, logsumexp, "a log-sum-exp");
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyAttentionShapes(*this, getQuery().getType(),
+                               getLogsumexp().getType(),
+                               getScale().convertToDouble());
+}
+
+LogicalResult AttentionGradOp::verify() {
+  return verifyAttentionShapes(*this, getQuery().getType(),
+                               getLogsumexp().getType(),
+                               getScale().convertToDouble());
+}
+
 LogicalResult LayerNormGradOp::verify() {
   RankedTensorType input = getInput().getType();
   if (failed(verifyPerFeature(*this, input, getGamma().getType(), "a scale")))

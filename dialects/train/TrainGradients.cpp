@@ -321,6 +321,19 @@ LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ValueRange dys,
   return success();
 }
 
+LogicalResult AttentionOp::buildGradients(OpBuilder &b, ValueRange dys,
+                                          SmallVectorImpl<Value> &grads) {
+  if (dys[1])
+    return emitOpError() << "has its log-sum-exp on the path to the loss; "
+                            "train-autodiff differentiates train.attention "
+                            "through its result only";
+  auto grad = b.create<AttentionGradOp>(getLoc(), dys[0], getQuery(), getKey(),
+                                        getValue(), getResult(), getLogsumexp(),
+                                        getScaleAttr(), getCausalAttr());
+  grads.append({grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Embedding and loss
 //===----------------------------------------------------------------------===//

@@ -48,11 +48,12 @@ double MachineModel::collectiveSeconds(StringRef kind, int64_t axis,
 }
 
 double MachineModel::kernelSeconds(double bytes, double flops, Type elementType,
-                                   bool onHost) const {
+                                   bool onHost, double efficiency) const {
   double seconds = bytes / (onHost ? hostMemoryBandwidth : memoryBandwidth);
   // A roofline: a small matmul is bound by its memory traffic.
   if (flops > 0)
-    seconds = std::max(seconds, flops / matmulFlops(elementType));
+    seconds =
+        std::max(seconds, flops / (matmulFlops(elementType) * efficiency));
   return seconds + launchOverhead;
 }
 
@@ -70,6 +71,18 @@ double getMatmulFlops(ShapedType lhs, ShapedType out, bool transposeA) {
   int64_t contracted = lhs.getDimSize(rank - (transposeA ? 2 : 1));
   return 2.0 * static_cast<double>(out.getNumElements()) *
          static_cast<double>(contracted);
+}
+
+double getAttentionFlops(ShapedType query, bool causal, bool backward) {
+  if (!query.hasStaticShape() || query.getRank() < 2)
+    return 0.0;
+  int64_t rank = query.getRank();
+  double seq = static_cast<double>(query.getDimSize(rank - 2));
+  double headDim = static_cast<double>(query.getDimSize(rank - 1));
+  double slices = static_cast<double>(query.getNumElements()) / (seq * headDim);
+  double pairs = causal ? seq * (seq + 1) / 2 : seq * seq;
+  double matmuls = backward ? 5.0 : 2.0;
+  return matmuls * 2.0 * slices * pairs * headDim;
 }
 
 //===----------------------------------------------------------------------===//
@@ -375,6 +388,11 @@ FailureOr<MachineModel> parseMachineModel(StringRef text, StringRef source,
   double deviceMemory = 0;
   top.optionalNumber("device_memory", deviceMemory);
   model.deviceMemory = static_cast<int64_t>(deviceMemory);
+  top.optionalNumber("attention_efficiency", model.attentionEfficiency);
+  if (!error && model.attentionEfficiency > 1.0)
+    top.fail("field 'attention_efficiency' must be at most 1 (a fraction of "
+             "the matmul rate), got " +
+             llvm::formatv("{0}", model.attentionEfficiency).str());
   top.rejectUnknown();
   if (error)
     return emit() << *error;

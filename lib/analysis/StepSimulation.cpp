@@ -159,6 +159,17 @@ double BodySimulator::kernelSeconds(zrt::LaunchOp launch, bool onHost,
                                launch.getParams()->get("transpose_a"));
     elementType = out.getElementType();
   }
+  bool forward = launch.getKernel() == "train.attention";
+  if ((forward || launch.getKernel() == "train.attention_grad") &&
+      launch.getIns().size() >= 3) {
+    // The query is operand 0 of the forward, 1 of the backward.
+    auto query = cast<MemRefType>(launch.getIns()[forward ? 0 : 1].getType());
+    flops = getAttentionFlops(
+        query, launch.getParams() && launch.getParams()->get("causal"),
+        !forward);
+    return machine.kernelSeconds(bytes, flops, query.getElementType(), onHost,
+                                 machine.attentionEfficiency);
+  }
   return machine.kernelSeconds(bytes, flops, elementType, onHost);
 }
 

@@ -158,6 +158,8 @@ static llvm::json::Object machineToJson(const MachineModel &machine) {
   // Written only where stated, so that a machine read back is the same.
   if (machine.deviceMemory > 0)
     object["device_memory"] = machine.deviceMemory;
+  if (machine.attentionEfficiency != 1.0)
+    object["attention_efficiency"] = machine.attentionEfficiency;
   return object;
 }
 

@@ -85,10 +85,10 @@ MLP::MLP(Graph &graph, const std::string &name, int64_t dim, int64_t hidden)
 Tensor MLP::operator()(const Tensor &x) const { return proj(gelu(fc(x))); }
 
 CausalSelfAttention::CausalSelfAttention(Graph &graph, const std::string &name,
-                                         int64_t dim, int64_t heads)
+                                         int64_t dim, int64_t heads, bool fused)
     : q(graph, name + ".q", dim, dim), k(graph, name + ".k", dim, dim),
       v(graph, name + ".v", dim, dim), proj(graph, name + ".proj", dim, dim),
-      name(name), dim(dim), numHeads(heads) {}
+      name(name), dim(dim), numHeads(heads), fused(fused) {}
 
 /// [B*T, D] -> projection -> [B, T, H, Dh] -> [B, H, T, Dh].
 Tensor CausalSelfAttention::heads(const Linear &projection, const Tensor &x,
@@ -115,17 +115,24 @@ Tensor CausalSelfAttention::operator()(const Tensor &x, int64_t batch) const {
   Tensor qh = heads(q, x, batch, seq);
   Tensor kh = heads(k, x, batch, seq);
   Tensor vh = heads(v, x, batch, seq);
-  Tensor scores = matmul(qh, kh, Transpose::b);
-  Tensor scaled = scale(scores, 1.0 / std::sqrt(static_cast<double>(headDim)));
-  Tensor masked = causalMask(scaled, -std::numeric_limits<double>::infinity());
-  Tensor context = matmul(softmax(masked), vh);
+  double factor = 1.0 / std::sqrt(static_cast<double>(headDim));
+  Tensor context;
+  if (fused) {
+    context = attention(qh, kh, vh, factor, /*causal=*/true);
+  } else {
+    Tensor scores = matmul(qh, kh, Transpose::b);
+    Tensor masked = causalMask(scale(scores, factor),
+                               -std::numeric_limits<double>::infinity());
+    context = matmul(softmax(masked), vh);
+  }
   Tensor merged = reshape(transpose(context, {0, 2, 1, 3}), {batch * seq, dim});
   return proj(merged);
 }
 
 GPT2Block::GPT2Block(Graph &graph, const std::string &name, int64_t dim,
-                     int64_t heads, bool checkpoint)
-    : ln1(graph, name + ".ln_1", dim), attn(graph, name + ".attn", dim, heads),
+                     int64_t heads, bool checkpoint, bool fusedAttention)
+    : ln1(graph, name + ".ln_1", dim),
+      attn(graph, name + ".attn", dim, heads, fusedAttention),
       ln2(graph, name + ".ln_2", dim), mlp(graph, name + ".mlp", dim, 4 * dim),
       checkpoint(checkpoint) {}
 
@@ -151,7 +158,7 @@ static std::vector<GPT2Block> makeBlocks(Graph &graph,
   blocks.reserve(config.layers);
   for (int64_t i = 0; i < config.layers; ++i)
     blocks.emplace_back(graph, absl::StrCat("h", i), config.dim, config.heads,
-                        config.checkpoint);
+                        config.checkpoint, config.fusedAttention);
   return blocks;
 }
 

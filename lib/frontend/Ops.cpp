@@ -265,6 +265,31 @@ Tensor zero::frontend::layerNorm(const Tensor &x, const Tensor &gamma,
   return state->add(std::move(node));
 }
 
+Tensor zero::frontend::attention(const Tensor &q, const Tensor &k,
+                                 const Tensor &v, double scale, bool causal) {
+  GraphState *state = graphOf({&q, &k, &v}, "attention");
+  if (!state)
+    return Tensor();
+  if (q.rank() < 2 || !isFloat(q.dtype()) || k.shape() != q.shape() ||
+      v.shape() != q.shape() || k.dtype() != q.dtype() ||
+      v.dtype() != q.dtype())
+    return state->fail(absl::StrCat(
+        "attention: needs query, key and value [..., seq, head_dim] of one "
+        "float type, got ",
+        describe(q), ", ", describe(k), " and ", describe(v)));
+  if (!(scale > 0))
+    return state->fail(
+        absl::StrCat("attention: scale must be > 0, got ", scale));
+  Node node = opNode("train.attention", {&q, &k, &v}, q.shape(), q.dtype());
+  node.f64Attrs.push_back({"scale", scale});
+  if (causal)
+    node.unitAttrs.push_back("causal");
+  // Each query row's log-sum-exp, f32, for the gradient.
+  node.extraResults = {
+      {Shape(q.shape().begin(), q.shape().end() - 1), DType::f32}};
+  return state->add(std::move(node));
+}
+
 Tensor zero::frontend::embedding(const Tensor &table, const Tensor &ids,
                                  std::optional<int64_t> paddingIdx) {
   GraphState *state = graphOf({&table, &ids}, "embedding");

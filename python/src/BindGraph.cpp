@@ -15,6 +15,8 @@
 #include "zero/runtime/Communicator.h"
 #include "zero/support/ByteSize.h"
 
+#include <cmath>
+#include <optional>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -297,6 +299,26 @@ void bindGraph(py::module_ &m) {
         py::keep_alive<0, 1>(),
         "x with element [..., i, j], j > i, of the last two dimensions set to "
         "`fill` (e.g. -inf before a softmax over attention scores).");
+  m.def(
+      "attention",
+      [](const Tensor &q, const Tensor &k, const Tensor &v,
+         std::optional<double> scale, bool causal) {
+        double factor =
+            scale
+                ? *scale
+                : (q.rank() > 0 && q.shape().back() > 0
+                       ? 1.0 / std::sqrt(static_cast<double>(q.shape().back()))
+                       : 1.0);
+        return checkedResult(attention(q, k, v, factor, causal), q, k, v);
+      },
+      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("scale") = py::none(),
+      py::arg("causal") = true, py::keep_alive<0, 1>(),
+      "softmax(q k^T * scale) v over q, k, v [..., seq, head_dim] of one "
+      "type (scale defaults to 1/sqrt(head_dim), causal leaves out keys "
+      "after the query, as PyTorch's scaled_dot_product_attention with "
+      "is_causal): one fused op, FlashAttention's algorithm, so the "
+      "[seq, seq] scores are never a tensor of the step and take no memory "
+      "between forward and backward.");
   m.def("dropout", checked(&dropout), py::arg("x"), py::arg("p"),
         py::keep_alive<0, 1>(),
         "PyTorch's dropout in training: each element kept with probability "
@@ -493,16 +515,17 @@ void bindGraph(py::module_ &m) {
       "Causal multi-head self-attention on the [batch * seq, dim] residual "
       "stream, with `heads` heads (which must divide `dim`): declares the "
       "Linear projections '<name>.q', '.k', '.v' and '.proj', each [dim, "
-      "dim].")
+      "dim]. With `fused_attention`, the scores, mask, softmax and product "
+      "with the values are one fused op (zero.attention).")
       .def(py::init([](Graph &graph, const std::string &name, int64_t dim,
-                       int64_t heads) {
+                       int64_t heads, bool fused) {
              int64_t failures = graph.failures();
-             CausalSelfAttention layer(graph, name, dim, heads);
+             CausalSelfAttention layer(graph, name, dim, heads, fused);
              raiseNewFailure(graph, failures);
              return layer;
            }),
            py::arg("graph"), py::arg("name"), py::arg("dim"), py::arg("heads"),
-           py::keep_alive<1, 2>())
+           py::arg("fused_attention") = false, py::keep_alive<1, 2>())
       .def(
           "__call__",
           [](const CausalSelfAttention &layer, const Tensor &x, int64_t batch) {
@@ -517,16 +540,18 @@ void bindGraph(py::module_ &m) {
       "mlp(ln_2(.)), with '<name>.ln_1', '.attn', '.ln_2' and '.mlp' (a "
       "4 * dim GELU feed-forward). With `checkpoint`, every op but the "
       "block's output is recomputed in the backward when "
-      "config.activation_checkpointing is on.")
+      "config.activation_checkpointing is on. `fused_attention` as "
+      "CausalSelfAttention's.")
       .def(py::init([](Graph &graph, const std::string &name, int64_t dim,
-                       int64_t heads, bool checkpoint) {
+                       int64_t heads, bool checkpoint, bool fused) {
              int64_t failures = graph.failures();
-             GPT2Block layer(graph, name, dim, heads, checkpoint);
+             GPT2Block layer(graph, name, dim, heads, checkpoint, fused);
              raiseNewFailure(graph, failures);
              return layer;
            }),
            py::arg("graph"), py::arg("name"), py::arg("dim"), py::arg("heads"),
-           py::arg("checkpoint") = false, py::keep_alive<1, 2>())
+           py::arg("checkpoint") = false, py::arg("fused_attention") = false,
+           py::keep_alive<1, 2>())
       .def(
           "__call__",
           [](const GPT2Block &layer, const Tensor &x, int64_t batch) {
@@ -539,18 +564,21 @@ void bindGraph(py::module_ &m) {
       m, "GPT2",
       "GPT-2 with the parameter names of gen_gpt2.py: 'wte' [vocab, dim], "
       "'wpe' [seq, dim], `layers` GPT2Blocks 'h0', 'h1', ... and 'ln_f'; the "
-      "LM head is tied to wte. `checkpoint` as GPT2Block's.")
-      .def(py::init([](Graph &graph, int64_t layers, int64_t vocab, int64_t seq,
-                       int64_t dim, int64_t heads, bool checkpoint) {
-             int64_t failures = graph.failures();
-             GPT2 model(graph,
-                        GPT2Config{layers, vocab, seq, dim, heads, checkpoint});
-             raiseNewFailure(graph, failures);
-             return model;
-           }),
-           py::arg("graph"), py::arg("layers") = 2, py::arg("vocab") = 256,
-           py::arg("seq") = 16, py::arg("dim") = 64, py::arg("heads") = 4,
-           py::arg("checkpoint") = false, py::keep_alive<1, 2>())
+      "LM head is tied to wte. `checkpoint` and `fused_attention` as "
+      "GPT2Block's.")
+      .def(
+          py::init([](Graph &graph, int64_t layers, int64_t vocab, int64_t seq,
+                      int64_t dim, int64_t heads, bool checkpoint, bool fused) {
+            int64_t failures = graph.failures();
+            GPT2 model(graph, GPT2Config{layers, vocab, seq, dim, heads,
+                                         checkpoint, fused});
+            raiseNewFailure(graph, failures);
+            return model;
+          }),
+          py::arg("graph"), py::arg("layers") = 2, py::arg("vocab") = 256,
+          py::arg("seq") = 16, py::arg("dim") = 64, py::arg("heads") = 4,
+          py::arg("checkpoint") = false, py::arg("fused_attention") = false,
+          py::keep_alive<1, 2>())
       .def(
           "logits",
           [](const GPT2 &model, const Tensor &tokens, const Tensor &positions) {

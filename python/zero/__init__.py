@@ -28,8 +28,8 @@ if _bundle.present():
 from zero import _zero  # noqa: E402
 from zero._zero import (Adam, AdamW, CompiledGraph, Graph, GraphConfig, Init,
                         LossScaling, Momentum, Parameter, Schedule, SGD,
-                        Tensor, add, bias_add, cast, causal_mask, concat, div,
-                        dropout, embedding, exp, expand, gelu, key_mask,
+                        Tensor, add, attention, bias_add, cast, causal_mask,
+                        concat, div, dropout, embedding, exp, expand, gelu, key_mask,
                         layer_norm, log, matmul,
                         mul, narrow, neg, rank, reduce_mean, reduce_sum, relu,
                         reshape, rsqrt, scale, set_collective_timeout,
@@ -44,7 +44,8 @@ __version__ = _zero.__version__
 __all__ = [
     "Adam", "AdamW", "CompiledGraph", "Graph", "GraphConfig", "Init",
     "LossScaling", "Momentum", "Parameter", "Schedule", "SGD", "Tensor",
-    "Trainer", "add", "bias_add", "cast", "causal_mask", "concat", "div",
+    "Trainer", "add", "attention", "bias_add", "cast", "causal_mask",
+    "concat", "div",
     "dropout", "embedding", "exp", "expand", "gelu", "key_mask",
     "layer_norm", "log", "matmul", "mul",
     "narrow", "neg", "nn", "rank", "reduce_mean", "reduce_sum", "relu",

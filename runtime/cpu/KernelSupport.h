@@ -183,6 +183,8 @@ absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &request);
 
 absl::StatusOr<KernelFn> bindMatmul(const BindRequest &request);
 
+absl::StatusOr<KernelFn> bindAttention(const BindRequest &request);
+absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &request);
 absl::StatusOr<KernelFn> bindSoftmax(const BindRequest &request);
 absl::StatusOr<KernelFn> bindSoftmaxGrad(const BindRequest &request);
 absl::StatusOr<KernelFn> bindLayerNorm(const BindRequest &request);

@@ -23,6 +23,8 @@ constexpr std::pair<absl::string_view, Binder> kBinders[] = {
     {"train.adam", cpu::bindAdam},
     {"train.adamw", cpu::bindAdam},
     {"train.add", cpu::bindBinary},
+    {"train.attention", cpu::bindAttention},
+    {"train.attention_grad", cpu::bindAttentionGrad},
     {"train.bias_add", cpu::bindBiasAdd},
     {"train.cast", cpu::bindCast},
     {"train.causal_mask", cpu::bindCausalMask},

@@ -130,6 +130,8 @@ absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &, cudaStream_t);
 
 absl::StatusOr<KernelFn> bindMatmul(const BindRequest &, cudaStream_t);
 
+absl::StatusOr<KernelFn> bindAttention(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindSoftmax(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindSoftmaxGrad(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindLayerNorm(const BindRequest &, cudaStream_t);

@@ -85,6 +85,22 @@ cudaError_t launchFillFloat(void *y, Dt type, int64_t count, float value,
 cudaError_t launchFillInt(void *y, Dt type, int64_t count, int64_t value,
                           cudaStream_t stream);
 
+//===- Attention.cu -------------------------------------------------------===//
+
+/// The largest head dimension the attention kernels take.
+int64_t attentionMaxHeadDim();
+/// `slices` independent [seq, head_dim] attentions; `lse` one f32 per row.
+cudaError_t launchAttention(const void *q, const void *k, const void *v,
+                            void *out, float *lse, Dt type, int64_t slices,
+                            int64_t seq, int64_t headDim, float scale,
+                            bool causal, cudaStream_t stream);
+cudaError_t launchAttentionGrad(const void *dout, const void *q, const void *k,
+                                const void *v, const void *out,
+                                const float *lse, void *dq, void *dk, void *dv,
+                                Dt type, int64_t slices, int64_t seq,
+                                int64_t headDim, float scale, bool causal,
+                                cudaStream_t stream);
+
 //===- Normalization.cu ---------------------------------------------------===//
 
 /// With `safe`, a row of only -inf gives zeros, not NaN.

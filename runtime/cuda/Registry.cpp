@@ -25,6 +25,8 @@ constexpr std::pair<absl::string_view, cuda::Binder> kBinders[] = {
     {"train.adam", cuda::bindAdam},
     {"train.adamw", cuda::bindAdam},
     {"train.add", cuda::bindBinary},
+    {"train.attention", cuda::bindAttention},
+    {"train.attention_grad", cuda::bindAttentionGrad},
     {"train.bias_add", cuda::bindBiasAdd},
     {"train.cast", cuda::bindCast},
     {"train.causal_mask", cuda::bindCausalMask},

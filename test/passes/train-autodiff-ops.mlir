@@ -159,6 +159,34 @@ module @transposed_shared {
 
 // -----
 
+// Fused attention: one train.attention_grad from the result's gradient,
+// the forward's operands, its result and its log-sum-exp gives the
+// gradients of query, key and value; the key here is a step argument, so its
+// gradient is dropped.
+
+// CHECK-LABEL: module @fused_attention
+// CHECK:         %[[ATTN:.*]], %[[LSE:.*]] = train.attention %[[Q:.*]], %[[K:.*]], %[[V:.*]] scale 5.000000e-01 causal : tensor<2x4x4xf32> -> tensor<2x4xf32>
+// CHECK:         %[[DQ:.*]], %{{.*}}, %[[DV:.*]] = train.attention_grad %{{.*}}, %[[Q]], %[[K]], %[[V]], %[[ATTN]], %[[LSE]] scale 5.000000e-01 causal : tensor<2x4x4xf32> -> tensor<2x4xf32>
+// CHECK-NEXT:    train.apply_gradient %[[DQ]] to @q with @sgd : tensor<2x4x4xf32>
+// CHECK-NEXT:    train.apply_gradient %[[DV]] to @v with @sgd : tensor<2x4x4xf32>
+// CHECK-NEXT:    return %{{.*}} : tensor<f32>
+module @fused_attention {
+  train.param @q param : tensor<2x4x4xf32> init normal(0.0, 0.02)
+  train.param @v param : tensor<2x4x4xf32> init normal(0.0, 0.02)
+  train.optimizer @sgd sgd lr 1.0e-01
+  func.func @step(%k: tensor<2x4x4xf32>) -> tensor<f32> attributes {train.step} {
+    %q = train.load @q : tensor<2x4x4xf32>
+    %v = train.load @v : tensor<2x4x4xf32>
+    %o, %lse = train.attention %q, %k, %v scale 0.5 causal : tensor<2x4x4xf32> -> tensor<2x4xf32>
+    %t = train.tanh %o : tensor<2x4x4xf32>
+    %loss = train.reduce_sum %t dims [0, 1, 2] : tensor<2x4x4xf32> -> tensor<f32>
+    train.minimize %loss : tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
 // Attention pieces: tanh_grad, softmax_grad, causal_mask with fill 0,
 // scale, the batched matmul with transpose_b, and layer_norm_grad, whose
 // three results are the gradients of the input, gain and shift.

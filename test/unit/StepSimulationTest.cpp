@@ -211,6 +211,65 @@ TEST_F(StepSimulationTest, CollectivesOnOneStreamSerialize) {
   EXPECT_EQ(prediction.devicePersistentBytes, 4000000);
 }
 
+// Fused attention is charged FlashAttention's FLOPs (2 matmuls forward, 5
+// backward, the unmasked half with causal) at the matmul rate times
+// attention_efficiency, and only its operands' bytes: no [seq, seq] tensor.
+TEST_F(StepSimulationTest, AttentionRunsAtItsEfficiency) {
+  MachineModel machine = round();
+  machine.attentionEfficiency = 0.5;
+  StepPrediction prediction = simulate(R"mlir(
+    zrt.program @p placement #dist.placement<cpu, [1]> arena 4000000 align 64 {
+      zrt.stream @compute
+      zrt.step {
+        %q = zrt.arena_view [0] : memref<4x1024x64xf32>
+        %o = zrt.arena_view [1048576] : memref<4x1024x64xf32>
+        %l = zrt.arena_view [2097152] : memref<4x1024xf32>
+        %d = zrt.arena_view [2113536] : memref<4x1024x64xf32>
+        zrt.launch "train.attention" on @compute ins(%q, %q, %q : memref<4x1024x64xf32>, memref<4x1024x64xf32>, memref<4x1024x64xf32>) outs(%o, %l : memref<4x1024x64xf32>, memref<4x1024xf32>) params {causal, scale = 1.250000e-01 : f64}
+        zrt.launch "train.attention_grad" on @compute ins(%d, %q, %q, %q, %o, %l : memref<4x1024x64xf32>, memref<4x1024x64xf32>, memref<4x1024x64xf32>, memref<4x1024x64xf32>, memref<4x1024x64xf32>, memref<4x1024xf32>) outs(%d, %d, %d : memref<4x1024x64xf32>, memref<4x1024x64xf32>, memref<4x1024x64xf32>) params {scale = 1.250000e-01 : f64}
+      }
+    })mlir",
+                                       machine);
+  ASSERT_EQ(prediction.bodies.size(), 1u);
+  const std::vector<SimulatedInstruction> &run =
+      prediction.bodies[0].instructions;
+  ASSERT_EQ(run.size(), 2u);
+  // 4 slices: forward 2 x 2 x 4 x (1024 x 1025 / 2) x 64 FLOPs (causal);
+  // backward 5 x 2 x 4 x 1024^2 x 64 (not causal).
+  double forward = 2.0 * 2 * 4 * (1024.0 * 1025 / 2) * 64;
+  double backward = 5.0 * 2 * 4 * 1024.0 * 1024 * 64;
+  EXPECT_DOUBLE_EQ(run[0].flops, forward);
+  EXPECT_DOUBLE_EQ(run[1].flops, backward);
+  EXPECT_DOUBLE_EQ(run[0].seconds(), forward / (1e12 * 0.5));
+  EXPECT_DOUBLE_EQ(run[1].seconds(), backward / (1e12 * 0.5));
+  EXPECT_EQ(run[0].kind, SimulatedKind::matmul);
+  // q, k, v, out (1 MiB each) and the log-sum-exp (16 KiB): at 10 GB/s
+  // 0.42 ms, below the FLOPs' 1.07 ms.
+  EXPECT_DOUBLE_EQ(run[0].bytes, 4 * 1048576.0 + 16384);
+}
+
+// attention_efficiency is an optional fraction.
+TEST_F(StepSimulationTest, AttentionEfficiencyIsAFraction) {
+  std::string base = R"({"name": "m", "links": [{"bandwidth": 1, "latency": 0}],
+    "matmul_flops": {"f32": 1, "bf16": 1, "f16": 1}, "memory_bandwidth": 1,
+    "launch_overhead": 0, "host_link_bandwidth": 1,
+    "host_memory_bandwidth": 1, "async_collectives": true)";
+  Location loc = UnknownLoc::get(&context);
+  FailureOr<MachineModel> without = parseMachineModel(base + "}", "m", loc);
+  ASSERT_TRUE(succeeded(without)) << message;
+  EXPECT_EQ(without->attentionEfficiency, 1.0);
+  FailureOr<MachineModel> with =
+      parseMachineModel(base + R"(, "attention_efficiency": 0.6})", "m", loc);
+  ASSERT_TRUE(succeeded(with)) << message;
+  EXPECT_EQ(with->attentionEfficiency, 0.6);
+  message.clear();
+  EXPECT_TRUE(failed(
+      parseMachineModel(base + R"(, "attention_efficiency": 1.5})", "m", loc)));
+  EXPECT_NE(message.find("field 'attention_efficiency' must be at most 1"),
+            std::string::npos)
+      << message;
+}
+
 // With accumulation the optimizer step is K micro bodies and the apply
 // body; each body is simulated from time 0.
 TEST_F(StepSimulationTest, MicroStepsCountKTimes) {

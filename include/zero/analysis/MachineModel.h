@@ -61,6 +61,10 @@ struct MachineModel {
   /// where the machine does not say (a file without `device_memory`), and
   /// then the prediction says nothing about fitting.
   int64_t deviceMemory = 0;
+  /// The fraction of the matmul rate a fused attention kernel achieves
+  /// (`attention_efficiency`; FlashAttention's forward and backward run
+  /// below a plain GEMM's rate): 1 where the machine does not say.
+  double attentionEfficiency = 1.0;
 
   /// Matmul FLOP/s for `elementType` (f32 for any type without its own).
   double matmulFlops(mlir::Type elementType) const;
@@ -76,9 +80,10 @@ struct MachineModel {
   /// Seconds of one kernel that reads and writes `bytes` and does `flops`
   /// matmul FLOPs in `elementType`, on a device stream or (`onHost`) a host
   /// stream: a roofline (memory or the matmul rate, whichever is slower)
-  /// plus the launch overhead.
+  /// plus the launch overhead. The FLOPs run at `efficiency` times the
+  /// matmul rate (attentionEfficiency for fused attention).
   double kernelSeconds(double bytes, double flops, mlir::Type elementType,
-                       bool onHost) const;
+                       bool onHost, double efficiency = 1.0) const;
 
   /// Seconds of a copy of `bytes` within one memory, which reads and writes
   /// every byte.
@@ -90,6 +95,15 @@ struct MachineModel {
 /// dynamic shape.
 double getMatmulFlops(mlir::ShapedType lhs, mlir::ShapedType out,
                       bool transposeA);
+
+/// FLOPs of `train.attention` (or, with `backward`, `train.attention_grad`)
+/// on query/key/value of type `query` [..., seq, head_dim], as
+/// FlashAttention does them: the forward's two [seq, seq, head_dim] matmuls
+/// (scores, then probabilities times values), the backward's five (the
+/// scores again, and the gradients of values, probabilities, queries and
+/// keys); with `causal`, only the seq (seq + 1) / 2 query-key pairs that
+/// are not masked. 0 below rank 2 or with a dynamic shape.
+double getAttentionFlops(mlir::ShapedType query, bool causal, bool backward);
 
 /// The preset names, for diagnostics and documentation.
 llvm::ArrayRef<llvm::StringRef> getMachinePresetNames();

@@ -538,6 +538,12 @@ Tensor softmax(const Tensor &x, bool safe = false);
 Tensor scale(const Tensor &x, double factor);
 /// Sets the entries above the diagonal of the last two dimensions to `fill`.
 Tensor causalMask(const Tensor &x, double fill);
+/// softmax(q k^T * scale) v over q, k, v [..., seq, head_dim] of one type,
+/// with `causal` key positions after the query's left out: one fused op
+/// (train.attention, FlashAttention's algorithm), so the [seq, seq] scores
+/// are never a tensor of the step.
+Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
+                 double scale, bool causal);
 /// PyTorch's dropout in training: each element kept with probability
 /// 1 - rate and scaled by 1 / (1 - rate), else 0; the first dimension is
 /// the batch. The mask is drawn from the trainer's seed, the step and each

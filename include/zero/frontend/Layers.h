@@ -71,10 +71,14 @@ public:
 
 /// Causal multi-head self-attention on the [batch * seq, dim] residual
 /// stream, with separate q, k, v projections and an output projection.
+/// With `fused`, the scores, mask, softmax and product with the values are
+/// one `train.attention` (FlashAttention's algorithm: no [seq, seq] tensor
+/// is kept for the backward); without, they are separate ops, as GPT-2's
+/// reference code computes them.
 class CausalSelfAttention {
 public:
   CausalSelfAttention(Graph &graph, const std::string &name, int64_t dim,
-                      int64_t heads);
+                      int64_t heads, bool fused = false);
   Tensor operator()(const Tensor &x, int64_t batch) const;
   Linear q, k, v, proj;
 
@@ -83,6 +87,7 @@ private:
                int64_t seq) const;
   std::string name;
   int64_t dim, numHeads;
+  bool fused;
 };
 
 /// Pre-LN transformer block: x + attn(ln_1(x)), then + mlp(ln_2(.)).
@@ -93,7 +98,7 @@ private:
 class GPT2Block {
 public:
   GPT2Block(Graph &graph, const std::string &name, int64_t dim, int64_t heads,
-            bool checkpoint = false);
+            bool checkpoint = false, bool fusedAttention = false);
   Tensor operator()(const Tensor &x, int64_t batch) const;
   LayerNorm ln1;
   CausalSelfAttention attn;
@@ -111,6 +116,8 @@ struct GPT2Config {
   /// Activation checkpointing per block (see GPT2Block); takes effect with
   /// `graph.config().activation_checkpointing(true)`.
   bool checkpoint = false;
+  /// Each block's attention as one fused op (see CausalSelfAttention).
+  bool fusedAttention = false;
 };
 
 /// GPT-2 with the parameter names of gen_gpt2.py: wte, wpe, h{i}.*, ln_f.

@@ -217,6 +217,22 @@ func.func @layer_norm(%x: tensor<2x16x64xf32>, %gamma: tensor<64xf32>, %beta: te
   return %y, %mean, %rstd : tensor<2x16x64xf32>, tensor<2x16xf32>, tensor<2x16xf32>
 }
 
+// Fused attention over [batch, heads, seq, head_dim]: the result has the
+// query's type and the per-row log-sum-exp is f32, whatever the input type.
+// The gradient recomputes the probabilities from the log-sum-exp.
+// CHECK-LABEL: func.func @attention
+// CHECK-SAME:    (%[[Q:.*]]: tensor<2x4x16x8xbf16>, %[[K:.*]]: tensor<2x4x16x8xbf16>, %[[V:.*]]: tensor<2x4x16x8xbf16>, %[[DO:.*]]: tensor<2x4x16x8xbf16>)
+// CHECK-NEXT:    %attn, %attn_lse = train.attention %[[Q]], %[[K]], %[[V]] scale 3.535500e-01 causal : tensor<2x4x16x8xbf16> -> tensor<2x4x16xf32>
+// CHECK-NEXT:    %{{.*}}, %{{.*}} = train.attention %[[Q]], %[[K]], %[[V]] scale 1.000000e+00 : tensor<2x4x16x8xbf16> -> tensor<2x4x16xf32>
+// CHECK-NEXT:    %attn_dq, %attn_dk, %attn_dv = train.attention_grad %[[DO]], %[[Q]], %[[K]], %[[V]], %attn, %attn_lse scale 3.535500e-01 causal : tensor<2x4x16x8xbf16> -> tensor<2x4x16xf32>
+func.func @attention(%q: tensor<2x4x16x8xbf16>, %k: tensor<2x4x16x8xbf16>,
+                     %v: tensor<2x4x16x8xbf16>, %do: tensor<2x4x16x8xbf16>) {
+  %o, %lse = train.attention %q, %k, %v scale 0.35355 causal : tensor<2x4x16x8xbf16> -> tensor<2x4x16xf32>
+  %o2, %lse2 = train.attention %q, %k, %v scale 1.0 : tensor<2x4x16x8xbf16> -> tensor<2x4x16xf32>
+  %dq, %dk, %dv = train.attention_grad %do, %q, %k, %v, %o, %lse scale 0.35355 causal : tensor<2x4x16x8xbf16> -> tensor<2x4x16xf32>
+  return
+}
+
 // Embedding lookup with i32 and i64 ids of any shape.
 // CHECK-LABEL: func.func @embedding
 // CHECK-SAME:    (%[[WTE:.*]]: tensor<256x64xf32>, %[[TOK:.*]]: tensor<2x16xi32>, %[[WPE:.*]]: tensor<16x64xbf16>, %[[POS:.*]]: tensor<16xi64>)

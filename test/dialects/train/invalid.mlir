@@ -1227,3 +1227,39 @@ module {
   train.param @b param : tensor<4xf32> with @adamw.no_decay
   train.optimizer @adamw adamw lr 3.0e-04 weight_decay 0.1
 }
+
+// -----
+
+// Attention needs [..., seq, head_dim].
+func.func @f(%q: tensor<8xf32>, %lse: tensor<f32>) {
+  // expected-error @+1 {{attends over the last two dimensions [..., seq, head_dim], but 'tensor<8xf32>' has rank 1}}
+  %0:2 = train.attention %q, %q, %q scale 1.0 : tensor<8xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// A log-sum-exp per head_dim column instead of per query row.
+func.func @f(%q: tensor<2x16x8xf32>) {
+  // expected-error @+1 {{needs a log-sum-exp of shape 'tensor<2x16xf32>' (one per row of 'tensor<2x16x8xf32>'), got 'tensor<2x8xf32>'}}
+  %0:2 = train.attention %q, %q, %q scale 1.0 : tensor<2x16x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// A scale that is not positive.
+func.func @f(%q: tensor<2x16x8xf32>, %lse: tensor<2x16xf32>) {
+  // expected-error @+1 {{needs scale > 0, got 0.000000e+00}}
+  %0:3 = train.attention_grad %q, %q, %q, %q, %q, %lse scale 0.0 causal : tensor<2x16x8xf32> -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+// Query, key and value of different types.
+func.func @f(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xbf16>) {
+  // expected-error @+1 {{failed to verify that all of {query, key, value, result} have same type}}
+  %0:2 = "train.attention"(%q, %k, %q) <{scale = 1.0 : f64}> : (tensor<2x16x8xf32>, tensor<2x16x8xbf16>, tensor<2x16x8xf32>) -> (tensor<2x16x8xf32>, tensor<2x16xf32>)
+  return
+}

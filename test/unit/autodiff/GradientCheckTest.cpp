@@ -606,6 +606,19 @@ std::vector<Case> allCases() {
                          " transpose_a transpose_b", {2, 3, 2}));
   cases.push_back(
       matmul("matmul_shared_4d", {2, 2, 3, 4}, {4, 2}, "", {2, 2, 3, 2}));
+  // Fused attention, with and without the causal mask: query, key and value
+  // all trainable, two slices (batch x heads) of 4 positions by 3.
+  for (bool causal : {false, true})
+    cases.push_back(Case{
+        causal ? "attention_causal" : "attention",
+        {param("q", {2, 4, 3}), param("k", {2, 4, 3}), param("v", {2, 4, 3})},
+        {},
+        std::string("    %y, %lse = train.attention %q, %k, %v scale "
+                    "7.000000e-01") +
+            (causal ? " causal" : "") +
+            " : tensor<2x4x3xf32> -> tensor<2x4xf32>\n",
+        "y",
+        {2, 4, 3}});
   // Input, scale and shift of a layer norm all trainable.
   cases.push_back(Case{
       "layer_norm",

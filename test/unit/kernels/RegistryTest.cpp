@@ -87,6 +87,10 @@ constexpr const char *kModule = R"mlir(
     %42 = train.key_mask %h, %keep fill 0xFFF0000000000000 : tensor<2x4x8xf32>, tensor<2x8xi64>
     %43 = train.softmax %42 safe : tensor<2x4x8xf32>
     %44 = train.dropout %h rate 1.000000e-01 stream 0 : tensor<2x4x8xf32>
+    %att, %lse = train.attention %h, %h, %h scale 0.35 causal
+        : tensor<2x4x8xf32> -> tensor<2x4xf32>
+    %dq, %dk, %dv = train.attention_grad %h, %h, %h, %h, %att, %lse scale 0.35
+        : tensor<2x4x8xf32> -> tensor<2x4xf32>
     %t = train.step_index : tensor<i64>
     %p1 = train.sgd %x, %y with @sgd : tensor<4x8xf32>, tensor<4x8xf32>
     %p2, %b2 = train.sgd_momentum %x, %y, %x with @mom

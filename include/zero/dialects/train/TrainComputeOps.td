@@ -278,6 +278,44 @@ def Train_LayerNormOp : Train_ComputeOp<"layer_norm", "ln", [
   }];
 }
 
+// One op for softmax(q k^T scale [+ causal mask]) v, as FlashAttention
+// computes it: the [seq, seq] scores and probabilities are never tensors of
+// the step, so they take no memory between forward and backward and no
+// memory traffic, and the backward recomputes them from the row log-sum-exp.
+def Train_AttentionOp : Train_ComputeOp<"attention", "attn", [
+    AllTypesMatch<["query", "key", "value", "result"]>, Train_Differentiable]> {
+  let summary = "Fused scaled dot-product attention (FlashAttention's algorithm)";
+  let description = [{
+    `softmax(query key^T * scale) value` over the last two dimensions
+    `[..., seq, head_dim]`, with `causal` the entries of key position j >
+    query position i left out (PyTorch's `scaled_dot_product_attention`
+    with `is_causal=True`). Also returns, for the gradient, each query row's
+    f32 log-sum-exp of its scaled scores. Query, key and value have one
+    type: as many key as query positions, one head per query head.
+
+    ```mlir
+    %o, %lse = train.attention %q, %k, %v scale 1.250000e-01 causal
+        : tensor<2x4x16x64xbf16> -> tensor<2x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$query, Train_FloatTensor:$key,
+                       Train_FloatTensor:$value, F64Attr:$scale,
+                       UnitAttr:$causal);
+  let results = (outs Train_FloatTensor:$result,
+                      TensorOf<[F32]>:$logsumexp);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `scale` $scale (`causal` $causal^)? attr-dict
+    `:` type($query) `->` type($logsumexp)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    void $cppClass::getAsmResultNames(::mlir::OpAsmSetValueNameFn setNameFn) {
+      setNameFn(getResult(), "attn");
+      setNameFn(getLogsumexp(), "attn_lse");
+    }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Embedding and loss
 //===----------------------------------------------------------------------===//
@@ -579,6 +617,41 @@ def Train_LayerNormGradOp : Train_ComputeOp<"layer_norm_grad", "ln_grad", [
       setNameFn(getInputGrad(), "ln_dx");
       setNameFn(getGammaGrad(), "ln_dgamma");
       setNameFn(getBetaGrad(), "ln_dbeta");
+    }
+  }];
+}
+
+def Train_AttentionGradOp : Train_ComputeOp<"attention_grad", "attn_grad", [
+    AllTypesMatch<["result_grad", "query", "key", "value", "result",
+                   "query_grad", "key_grad", "value_grad"]>]> {
+  let summary = "Gradients of `train.attention` with respect to query, key and value";
+  let description = [{
+    Recomputes each block of probabilities from the query, the key and the
+    forward's log-sum-exp, as FlashAttention's backward does, rather than
+    reading them back.
+
+    ```mlir
+    %dq, %dk, %dv = train.attention_grad %do, %q, %k, %v, %o, %lse
+        scale 1.250000e-01 causal : tensor<2x4x16x64xbf16> -> tensor<2x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$result_grad, Train_FloatTensor:$query,
+                       Train_FloatTensor:$key, Train_FloatTensor:$value,
+                       Train_FloatTensor:$result, TensorOf<[F32]>:$logsumexp,
+                       F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs Train_FloatTensor:$query_grad, Train_FloatTensor:$key_grad,
+                      Train_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $result_grad `,` $query `,` $key `,` $value `,` $result `,` $logsumexp
+    `scale` $scale (`causal` $causal^)? attr-dict `:` type($query) `->`
+    type($logsumexp)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    void $cppClass::getAsmResultNames(::mlir::OpAsmSetValueNameFn setNameFn) {
+      setNameFn(getQueryGrad(), "attn_dq");
+      setNameFn(getKeyGrad(), "attn_dk");
+      setNameFn(getValueGrad(), "attn_dv");
     }
   }];
 }

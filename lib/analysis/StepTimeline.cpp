@@ -139,30 +139,6 @@ void printPrediction(const StepPrediction &prediction, llvm::raw_ostream &os) {
             instruction.seconds() * 1e3, instruction.start * 1e3);
 }
 
-static llvm::json::Object machineToJson(const MachineModel &machine) {
-  llvm::json::Array links;
-  for (const LinkModel &link : machine.links)
-    links.push_back(llvm::json::Object{{"bandwidth", link.bandwidth},
-                                       {"latency", link.latency}});
-  llvm::json::Object object{
-      {"name", machine.name},
-      {"links", std::move(links)},
-      {"matmul_flops", llvm::json::Object{{"f32", machine.matmulFlopsF32},
-                                          {"bf16", machine.matmulFlopsBF16},
-                                          {"f16", machine.matmulFlopsF16}}},
-      {"memory_bandwidth", machine.memoryBandwidth},
-      {"launch_overhead", machine.launchOverhead},
-      {"host_link_bandwidth", machine.hostLinkBandwidth},
-      {"host_memory_bandwidth", machine.hostMemoryBandwidth},
-      {"async_collectives", machine.asyncCollectives}};
-  // Written only where stated, so that a machine read back is the same.
-  if (machine.deviceMemory > 0)
-    object["device_memory"] = machine.deviceMemory;
-  if (machine.attentionEfficiency != 1.0)
-    object["attention_efficiency"] = machine.attentionEfficiency;
-  return object;
-}
-
 llvm::json::Object predictionToJson(const StepPrediction &prediction) {
   llvm::json::Object streamBusy;
   for (auto [name, busy] : llvm::zip(prediction.streams, prediction.streamBusy))

@@ -20,6 +20,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/JSON.h"
 
 #include <string>
 #include <vector>
@@ -104,6 +105,10 @@ double getMatmulFlops(mlir::ShapedType lhs, mlir::ShapedType out,
 /// keys); with `causal`, only the seq (seq + 1) / 2 query-key pairs that
 /// are not masked. 0 below rank 2 or with a dynamic shape.
 double getAttentionFlops(mlir::ShapedType query, bool causal, bool backward);
+
+/// `machine` in the machine file's format: parseMachineModel reads it back
+/// as the same machine.
+llvm::json::Object machineToJson(const MachineModel &machine);
 
 /// The preset names, for diagnostics and documentation.
 llvm::ArrayRef<llvm::StringRef> getMachinePresetNames();

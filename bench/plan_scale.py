@@ -3,7 +3,8 @@
 without weights, and times it.
 
 Each case builds the model with zero.nn.GPT2 (bf16, full activation
-checkpointing, one 2048-token sequence per rank, vocabulary 32000), turns
+checkpointing, fused attention, one 2048-token sequence per rank,
+vocabulary 32000), turns
 on ZeRO stage 3 sharded over every rank (`mesh=R,8`, `mesh_scheme="full"`,
 so FSDP's full shard) and compiles it for the ranks on `h100-nodes-ib400`,
 in a process of its own with its address space capped (`--limit-gib`,
@@ -12,8 +13,8 @@ default 3): a plan that allocated parameters would need the model's bytes
 moments 8.7 GB at 128 ranks) and fail there. It reports the wall time of
 building and of compiling, the process's peak resident memory, the
 per-rank model state, and the predicted step's peak device memory against
-the card's (the prediction's constants are not yet fitted to a published
-run: docs/zero-opt.md, "Presets").
+the card's (the H100 presets' constants are datasheet estimates, not
+fitted to a published run: docs/zero-opt.md, "Presets").
 
     python3 bench/plan_scale.py [--markdown] [--limit-gib 3]
         [--cases 32x4096x8,80x8192x128]      (layers x width x ranks)
@@ -42,7 +43,7 @@ graph.config.precision("bf16")
 inputs = [graph.input(name, [1, seq], "i32")
           for name in ("tokens", "positions", "targets")]
 model = zero.nn.GPT2(graph, layers=layers, vocab=vocab, seq=seq, dim=dim,
-                     heads=dim // 128, checkpoint=True)
+                     heads=dim // 128, checkpoint=True, fused_attention=True)
 graph.minimize(model.loss(*inputs))
 graph.config.optimizer(zero.AdamW(lr=1e-4)).enable_zero(True, 3)
 graph.config.activation_checkpointing(True)

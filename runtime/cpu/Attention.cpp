@@ -90,6 +90,20 @@ int64_t keysOf(const AttentionAttrs &attrs, int64_t seq, int64_t row) {
   return attrs.causal ? row + 1 : seq;
 }
 
+/// scores[i, j] = scale q_i . k_j for the keys query row i attends to; the
+/// rest of each row is left as the product wrote it.
+void scaledScores(const AttentionShape &shape, const AttentionAttrs &attrs,
+                  const float *q, const float *k, float *scores) {
+  int64_t seq = shape.seq;
+  gemm(false, true, seq, seq, shape.headDim, q, k, scores);
+  for (int64_t i = 0; i < seq; ++i) {
+    float *row = scores + i * seq;
+    int64_t keys = keysOf(attrs, seq, i);
+    for (int64_t j = 0; j < keys; ++j)
+      row[j] *= attrs.scale;
+  }
+}
+
 } // namespace
 
 absl::StatusOr<KernelFn> bindAttention(const BindRequest &request) {
@@ -114,13 +128,10 @@ absl::StatusOr<KernelFn> bindAttention(const BindRequest &request) {
           loadFloats(ins[0], dtype, offset, slice, q.data());
           loadFloats(ins[1], dtype, offset, slice, k.data());
           loadFloats(ins[2], dtype, offset, slice, v.data());
-          gemm(false, true, seq, seq, shape.headDim, q.data(), k.data(),
-               scores.data());
+          scaledScores(shape, attrs, q.data(), k.data(), scores.data());
           for (int64_t i = 0; i < seq; ++i) {
             float *row = scores.data() + i * seq;
             int64_t keys = keysOf(attrs, seq, i);
-            for (int64_t j = 0; j < keys; ++j)
-              row[j] *= attrs.scale;
             float max = maxOf(row, keys);
             expShiftedBlock(keys, row, max, row);
             float sum = sumFixed(row, keys);
@@ -170,13 +181,10 @@ absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &request) {
           loadFloats(ins[3], dtype, offset, slice, v.data());
           loadFloats(ins[4], dtype, offset, slice, o.data());
           // P = exp(scale q k^T - lse), 0 where causal leaves a key out.
-          gemm(false, true, seq, seq, headDim, q.data(), k.data(),
-               probs.data());
+          scaledScores(shape, attrs, q.data(), k.data(), probs.data());
           for (int64_t i = 0; i < seq; ++i) {
             float *row = probs.data() + i * seq;
             int64_t keys = keysOf(attrs, seq, i);
-            for (int64_t j = 0; j < keys; ++j)
-              row[j] *= attrs.scale;
             expShiftedBlock(keys, row, lse[s * seq + i], row);
             for (int64_t j = keys; j < seq; ++j)
               row[j] = 0.0f;

@@ -27,6 +27,14 @@ using namespace zero;
 
 namespace {
 
+/// A machine file's required fields, its closing brace left off so that a
+/// test can append optional ones.
+constexpr const char *kRequiredFields =
+    R"({"name": "m", "links": [{"bandwidth": 1, "latency": 0}],
+    "matmul_flops": {"f32": 1, "bf16": 1, "f16": 1}, "memory_bandwidth": 1,
+    "launch_overhead": 0, "host_link_bandwidth": 1,
+    "host_memory_bandwidth": 1, "async_collectives": true)";
+
 class StepSimulationTest : public ::testing::Test {
 protected:
   StepSimulationTest() {
@@ -115,10 +123,7 @@ TEST_F(StepSimulationTest, PresetsParse) {
 
 // device_memory is optional; where given it must be a positive size.
 TEST_F(StepSimulationTest, DeviceMemoryIsOptional) {
-  std::string base = R"({"name": "m", "links": [{"bandwidth": 1, "latency": 0}],
-    "matmul_flops": {"f32": 1, "bf16": 1, "f16": 1}, "memory_bandwidth": 1,
-    "launch_overhead": 0, "host_link_bandwidth": 1,
-    "host_memory_bandwidth": 1, "async_collectives": true)";
+  std::string base = kRequiredFields;
   Location loc = UnknownLoc::get(&context);
   FailureOr<MachineModel> without = parseMachineModel(base + "}", "m", loc);
   ASSERT_TRUE(succeeded(without)) << message;
@@ -250,10 +255,7 @@ TEST_F(StepSimulationTest, AttentionRunsAtItsEfficiency) {
 
 // attention_efficiency is an optional fraction.
 TEST_F(StepSimulationTest, AttentionEfficiencyIsAFraction) {
-  std::string base = R"({"name": "m", "links": [{"bandwidth": 1, "latency": 0}],
-    "matmul_flops": {"f32": 1, "bf16": 1, "f16": 1}, "memory_bandwidth": 1,
-    "launch_overhead": 0, "host_link_bandwidth": 1,
-    "host_memory_bandwidth": 1, "async_collectives": true)";
+  std::string base = kRequiredFields;
   Location loc = UnknownLoc::get(&context);
   FailureOr<MachineModel> without = parseMachineModel(base + "}", "m", loc);
   ASSERT_TRUE(succeeded(without)) << message;

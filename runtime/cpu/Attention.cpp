@@ -1,12 +1,14 @@
 //===- Attention.cpp - Fused scaled dot-product attention -----------------===//
 //
 // train.attention and train.attention_grad, one [seq, head_dim] slice (one
-// head of one sequence) at a time. A slice's query, key and value are
-// widened into f32 scratch the bound kernel owns, its [seq, seq] scores are
-// formed there by cblas_sgemm and never leave the kernel: that is what makes
-// the op FlashAttention-class for the plan, whose arena holds no scores
-// between forward and backward. (On a GPU the scores live in tiles of
-// shared memory; on a CPU one slice's fit in cache-sized scratch.)
+// head of one sequence) at a time, and within it a block of 64 query rows
+// at a time. A slice's query, key and value are widened into f32 scratch
+// the bound kernel owns; a block's [64, seq] scores are formed there by
+// cblas_sgemm and never leave the kernel: that is what makes the op
+// FlashAttention-class for the plan, whose arena holds no scores between
+// forward and backward, and keeps the kernel's own scratch at O(seq), not
+// O(seq^2). With the causal mask a block multiplies only the keys its last
+// row sees.
 //
 // The forward computes each row's softmax as train.softmax does (max,
 // exp(x - max), a fixed-order sum, one reciprocal), and returns the row's
@@ -21,6 +23,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace zero::rt::cpu {
@@ -73,15 +76,32 @@ absl::StatusOr<AttentionAttrs> getAttentionAttrs(const BindRequest &request) {
   return AttentionAttrs{static_cast<float>(scale), causal};
 }
 
-/// C[m, n] = A[m, k] B (B[k, n], or B^T with B [n, k]), all row-major f32.
+/// Query rows a block's scores hold.
+constexpr int64_t kQueryBlock = 64;
+
+/// C[m, n] = op(A) op(B) + beta C, op(A) [m, k] and op(B) [k, n]: A is
+/// [m, k] (or [k, m] transposed), B [k, n] (or [n, k] transposed), all
+/// row-major f32 and dense.
 void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
-          const float *a, const float *b, float *c) {
+          const float *a, const float *b, float *c, float beta = 0.0f) {
   cblas_sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
               transposeB ? CblasTrans : CblasNoTrans, static_cast<int>(m),
               static_cast<int>(n), static_cast<int>(k), 1.0f, a,
               static_cast<int>(transposeA ? m : k), b,
-              static_cast<int>(transposeB ? k : n), 0.0f, c,
+              static_cast<int>(transposeB ? k : n), beta, c,
               static_cast<int>(n));
+}
+
+/// A block of query rows [first, first + rows) and the keys its rows see,
+/// [0, keys): all, or with `causal` up to its last row's position.
+struct QueryBlock {
+  int64_t first = 0, rows = 0, keys = 0;
+};
+
+QueryBlock queryBlock(const AttentionShape &shape, const AttentionAttrs &attrs,
+                      int64_t first) {
+  int64_t rows = std::min(kQueryBlock, shape.seq - first);
+  return {first, rows, attrs.causal ? first + rows : shape.seq};
 }
 
 /// Keys a query row attends to: all, or with `causal` those up to its own
@@ -90,17 +110,20 @@ int64_t keysOf(const AttentionAttrs &attrs, int64_t seq, int64_t row) {
   return attrs.causal ? row + 1 : seq;
 }
 
-/// scores[i, j] = scale q_i . k_j for the keys query row i attends to; the
-/// rest of each row is left as the product wrote it.
+/// scores [block.rows, block.keys]: row i is scale q_{first+i} . k_j for
+/// the keys that query attends to, and 0 beyond them.
 void scaledScores(const AttentionShape &shape, const AttentionAttrs &attrs,
-                  const float *q, const float *k, float *scores) {
-  int64_t seq = shape.seq;
-  gemm(false, true, seq, seq, shape.headDim, q, k, scores);
-  for (int64_t i = 0; i < seq; ++i) {
-    float *row = scores + i * seq;
-    int64_t keys = keysOf(attrs, seq, i);
+                  const QueryBlock &block, const float *q, const float *k,
+                  float *scores) {
+  gemm(false, true, block.rows, block.keys, shape.headDim,
+       q + block.first * shape.headDim, k, scores);
+  for (int64_t i = 0; i < block.rows; ++i) {
+    float *row = scores + i * block.keys;
+    int64_t keys = keysOf(attrs, shape.seq, block.first + i);
     for (int64_t j = 0; j < keys; ++j)
       row[j] *= attrs.scale;
+    for (int64_t j = keys; j < block.keys; ++j)
+      row[j] = 0.0f;
   }
 }
 
@@ -116,38 +139,41 @@ absl::StatusOr<KernelFn> bindAttention(const BindRequest &request) {
   DType dtype = request.ins[0].dtype;
   int64_t slice = shape.sliceElements();
   int64_t seq = shape.seq;
-  return KernelFn(
-      [=, q = std::vector<float>(slice), k = std::vector<float>(slice),
-       v = std::vector<float>(slice), o = std::vector<float>(slice),
-       scores = std::vector<float>(seq * seq)](
-          absl::Span<const void *const> ins, absl::Span<void *const> outs,
-          const KernelContext &) mutable -> absl::Status {
-        float *lse = static_cast<float *>(outs[1]);
-        for (int64_t s = 0; s < shape.slices; ++s) {
-          int64_t offset = s * slice;
-          loadFloats(ins[0], dtype, offset, slice, q.data());
-          loadFloats(ins[1], dtype, offset, slice, k.data());
-          loadFloats(ins[2], dtype, offset, slice, v.data());
-          scaledScores(shape, attrs, q.data(), k.data(), scores.data());
-          for (int64_t i = 0; i < seq; ++i) {
-            float *row = scores.data() + i * seq;
-            int64_t keys = keysOf(attrs, seq, i);
-            float max = maxOf(row, keys);
-            expShiftedBlock(keys, row, max, row);
-            float sum = sumFixed(row, keys);
-            float inverse = 1.0f / sum;
-            for (int64_t j = 0; j < keys; ++j)
-              row[j] *= inverse;
-            for (int64_t j = keys; j < seq; ++j)
-              row[j] = 0.0f;
-            lse[s * seq + i] = max + std::log(sum);
-          }
-          gemm(false, false, seq, shape.headDim, seq, scores.data(), v.data(),
-               o.data());
-          storeFloats(outs[0], dtype, offset, slice, o.data());
+  return KernelFn([=, q = std::vector<float>(slice),
+                   k = std::vector<float>(slice), v = std::vector<float>(slice),
+                   o = std::vector<float>(slice),
+                   scores = std::vector<float>(kQueryBlock * seq)](
+                      absl::Span<const void *const> ins,
+                      absl::Span<void *const> outs,
+                      const KernelContext &) mutable -> absl::Status {
+    float *lse = static_cast<float *>(outs[1]);
+    for (int64_t s = 0; s < shape.slices; ++s) {
+      int64_t offset = s * slice;
+      loadFloats(ins[0], dtype, offset, slice, q.data());
+      loadFloats(ins[1], dtype, offset, slice, k.data());
+      loadFloats(ins[2], dtype, offset, slice, v.data());
+      for (int64_t first = 0; first < seq; first += kQueryBlock) {
+        QueryBlock block = queryBlock(shape, attrs, first);
+        scaledScores(shape, attrs, block, q.data(), k.data(), scores.data());
+        // Each row's softmax as train.softmax computes it.
+        for (int64_t i = 0; i < block.rows; ++i) {
+          float *row = scores.data() + i * block.keys;
+          int64_t keys = keysOf(attrs, seq, first + i);
+          float max = maxOf(row, keys);
+          expShiftedBlock(keys, row, max, row);
+          float sum = sumFixed(row, keys);
+          float inverse = 1.0f / sum;
+          for (int64_t j = 0; j < keys; ++j)
+            row[j] *= inverse;
+          lse[s * seq + first + i] = max + std::log(sum);
         }
-        return absl::OkStatus();
-      });
+        gemm(false, false, block.rows, shape.headDim, block.keys, scores.data(),
+             v.data(), o.data() + first * shape.headDim);
+      }
+      storeFloats(outs[0], dtype, offset, slice, o.data());
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &request) {
@@ -168,8 +194,8 @@ absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &request) {
        k = std::vector<float>(slice), v = std::vector<float>(slice),
        o = std::vector<float>(slice), dq = std::vector<float>(slice),
        dk = std::vector<float>(slice), dv = std::vector<float>(slice),
-       probs = std::vector<float>(seq * seq),
-       dprobs = std::vector<float>(seq * seq), delta = std::vector<float>(seq)](
+       probs = std::vector<float>(kQueryBlock * seq),
+       dprobs = std::vector<float>(kQueryBlock * seq)](
           absl::Span<const void *const> ins, absl::Span<void *const> outs,
           const KernelContext &) mutable -> absl::Status {
         const float *lse = static_cast<const float *>(ins[5]);
@@ -180,33 +206,41 @@ absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &request) {
           loadFloats(ins[2], dtype, offset, slice, k.data());
           loadFloats(ins[3], dtype, offset, slice, v.data());
           loadFloats(ins[4], dtype, offset, slice, o.data());
-          // P = exp(scale q k^T - lse), 0 where causal leaves a key out.
-          scaledScores(shape, attrs, q.data(), k.data(), probs.data());
-          for (int64_t i = 0; i < seq; ++i) {
-            float *row = probs.data() + i * seq;
-            int64_t keys = keysOf(attrs, seq, i);
-            expShiftedBlock(keys, row, lse[s * seq + i], row);
-            for (int64_t j = keys; j < seq; ++j)
-              row[j] = 0.0f;
-            delta[i] = dotFixed(dout.data() + i * headDim,
-                                o.data() + i * headDim, headDim);
+          std::fill(dk.begin(), dk.end(), 0.0f);
+          std::fill(dv.begin(), dv.end(), 0.0f);
+          for (int64_t first = 0; first < seq; first += kQueryBlock) {
+            QueryBlock block = queryBlock(shape, attrs, first);
+            const float *qBlock = q.data() + first * headDim;
+            const float *doBlock = dout.data() + first * headDim;
+            // P = exp(scale q k^T - lse), 0 where causal leaves a key out.
+            scaledScores(shape, attrs, block, q.data(), k.data(), probs.data());
+            for (int64_t i = 0; i < block.rows; ++i) {
+              float *row = probs.data() + i * block.keys;
+              int64_t keys = keysOf(attrs, seq, first + i);
+              expShiftedBlock(keys, row, lse[s * seq + first + i], row);
+              for (int64_t j = keys; j < block.keys; ++j)
+                row[j] = 0.0f;
+            }
+            // dV += P^T dO; dP = dO V^T.
+            gemm(true, false, block.keys, headDim, block.rows, probs.data(),
+                 doBlock, dv.data(), 1.0f);
+            gemm(false, true, block.rows, block.keys, headDim, doBlock,
+                 v.data(), dprobs.data());
+            // dS = P (dP - rowsum(dO o)) scale.
+            for (int64_t i = 0; i < block.rows; ++i) {
+              float delta = dotFixed(doBlock + i * headDim,
+                                     o.data() + (first + i) * headDim, headDim);
+              float *p = probs.data() + i * block.keys;
+              const float *dp = dprobs.data() + i * block.keys;
+              for (int64_t j = 0; j < block.keys; ++j)
+                p[j] = p[j] * (dp[j] - delta) * attrs.scale;
+            }
+            // dQ = dS K; dK += dS^T Q.
+            gemm(false, false, block.rows, headDim, block.keys, probs.data(),
+                 k.data(), dq.data() + first * headDim);
+            gemm(true, false, block.keys, headDim, block.rows, probs.data(),
+                 qBlock, dk.data(), 1.0f);
           }
-          // dV = P^T dO; dP = dO V^T; dS = P (dP - delta) scale.
-          gemm(true, false, seq, headDim, seq, probs.data(), dout.data(),
-               dv.data());
-          gemm(false, true, seq, seq, headDim, dout.data(), v.data(),
-               dprobs.data());
-          for (int64_t i = 0; i < seq; ++i) {
-            float *p = probs.data() + i * seq;
-            const float *dp = dprobs.data() + i * seq;
-            for (int64_t j = 0; j < seq; ++j)
-              p[j] = p[j] * (dp[j] - delta[i]) * attrs.scale;
-          }
-          // dQ = dS K; dK = dS^T Q.
-          gemm(false, false, seq, headDim, seq, probs.data(), k.data(),
-               dq.data());
-          gemm(true, false, seq, headDim, seq, probs.data(), q.data(),
-               dk.data());
           storeFloats(outs[0], dtype, offset, slice, dq.data());
           storeFloats(outs[1], dtype, offset, slice, dk.data());
           storeFloats(outs[2], dtype, offset, slice, dv.data());

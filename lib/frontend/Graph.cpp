@@ -84,7 +84,9 @@ DType GraphState::declaredType(DType dtype) {
 }
 
 Tensor GraphState::add(Node node) {
-  if (node.kind == Node::Kind::op && recomputeDepth > 0)
+  bool kept = keepMatmulsDepth > 0 && (node.opName == "train.matmul" ||
+                                       node.opName == "train.attention");
+  if (node.kind == Node::Kind::op && recomputeDepth > 0 && !kept)
     node.unitAttrs.push_back("train.recompute");
   nodes.push_back(std::move(node));
   return Tensor(this, static_cast<int>(nodes.size()) - 1);
@@ -480,11 +482,18 @@ std::vector<std::string> Graph::outputNames() const {
   return names;
 }
 
-RecomputeScope::RecomputeScope(Graph &graph) : state(&graph.internals()) {
+RecomputeScope::RecomputeScope(Graph &graph, RecomputePolicy policy)
+    : state(&graph.internals()), policy(policy) {
   ++state->recomputeDepth;
+  if (policy == RecomputePolicy::exceptMatmuls)
+    ++state->keepMatmulsDepth;
 }
 
-RecomputeScope::~RecomputeScope() { --state->recomputeDepth; }
+RecomputeScope::~RecomputeScope() {
+  --state->recomputeDepth;
+  if (policy == RecomputePolicy::exceptMatmuls)
+    --state->keepMatmulsDepth;
+}
 
 void Graph::minimize(const Tensor &loss) {
   if (!loss.valid()) {

@@ -78,6 +78,9 @@ struct GraphState {
   /// How many RecomputeScopes are open: while positive, every op added gets
   /// the `train.recompute` mark.
   int recomputeDepth = 0;
+  /// How many of them keep matmul and attention results
+  /// (RecomputePolicy::exceptMatmuls).
+  int keepMatmulsDepth = 0;
 
   /// The type a parameter or input declared `dtype` gets: f32 becomes the
   /// precision (read now if nothing was declared yet); an integer precision

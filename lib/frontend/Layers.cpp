@@ -130,24 +130,28 @@ Tensor CausalSelfAttention::operator()(const Tensor &x, int64_t batch) const {
 }
 
 GPT2Block::GPT2Block(Graph &graph, const std::string &name, int64_t dim,
-                     int64_t heads, bool checkpoint, bool fusedAttention)
+                     int64_t heads, bool checkpoint, bool fusedAttention,
+                     bool selective)
     : ln1(graph, name + ".ln_1", dim),
       attn(graph, name + ".attn", dim, heads, fusedAttention),
       ln2(graph, name + ".ln_2", dim), mlp(graph, name + ".mlp", dim, 4 * dim),
-      checkpoint(checkpoint) {}
+      checkpoint(checkpoint), selective(selective) {}
 
 Tensor GPT2Block::operator()(const Tensor &x, int64_t batch) const {
   if (!x.valid())
     return Tensor();
   // Checkpointed, everything but the output is marked (gen_gpt2.py
   // --recompute): the backward recomputes it from the block's input.
+  // Selective, the matmuls and the attention are left unmarked (as
+  // RecomputePolicy::exceptMatmuls does).
   GraphState *state = GraphState::of(x);
-  if (checkpoint)
-    ++state->recomputeDepth;
+  int marked = checkpoint ? 1 : 0, kept = checkpoint && selective ? 1 : 0;
+  state->recomputeDepth += marked;
+  state->keepMatmulsDepth += kept;
   Tensor residual = x + attn(ln1(x), batch);
   Tensor inner = mlp(ln2(residual));
-  if (checkpoint)
-    --state->recomputeDepth;
+  state->recomputeDepth -= marked;
+  state->keepMatmulsDepth -= kept;
   return residual + inner;
 }
 
@@ -158,7 +162,8 @@ static std::vector<GPT2Block> makeBlocks(Graph &graph,
   blocks.reserve(config.layers);
   for (int64_t i = 0; i < config.layers; ++i)
     blocks.emplace_back(graph, absl::StrCat("h", i), config.dim, config.heads,
-                        config.checkpoint, config.fusedAttention);
+                        config.checkpoint, config.fusedAttention,
+                        config.selectiveCheckpoint);
   return blocks;
 }
 

@@ -54,6 +54,23 @@ DType parseDtype(const std::string &name) {
   return *dtype;
 }
 
+/// A layer's `checkpoint` argument: False or "none", True or "full", or
+/// "selective"; returns (checkpoint, selective).
+static std::pair<bool, bool> parseCheckpoint(const py::object &checkpoint) {
+  if (py::isinstance<py::bool_>(checkpoint))
+    return {checkpoint.cast<bool>(), false};
+  if (py::isinstance<py::str>(checkpoint)) {
+    std::string mode = checkpoint.cast<std::string>();
+    if (mode == "none" || mode == "full" || mode == "selective")
+      return {mode != "none", mode == "selective"};
+    throw py::value_error("checkpoint must be False, True, 'none', 'full' or "
+                          "'selective', got '" +
+                          mode + "'");
+  }
+  throw py::type_error("checkpoint must be a bool or 'none', 'full' or "
+                       "'selective'");
+}
+
 void bindGraph(py::module_ &m) {
   py::class_<Tensor>(m, "Tensor",
                      "A value of the step being built: a graph input, a "
@@ -538,20 +555,23 @@ void bindGraph(py::module_ &m) {
       m, "GPT2Block",
       "GPT-2's pre-LN transformer block: x + attn(ln_1(x)), then + "
       "mlp(ln_2(.)), with '<name>.ln_1', '.attn', '.ln_2' and '.mlp' (a "
-      "4 * dim GELU feed-forward). With `checkpoint`, every op but the "
-      "block's output is recomputed in the backward when "
-      "config.activation_checkpointing is on. `fused_attention` as "
-      "CausalSelfAttention's.")
-      .def(py::init([](Graph &graph, const std::string &name, int64_t dim,
-                       int64_t heads, bool checkpoint, bool fused) {
-             int64_t failures = graph.failures();
-             GPT2Block layer(graph, name, dim, heads, checkpoint, fused);
-             raiseNewFailure(graph, failures);
-             return layer;
-           }),
-           py::arg("graph"), py::arg("name"), py::arg("dim"), py::arg("heads"),
-           py::arg("checkpoint") = false, py::arg("fused_attention") = false,
-           py::keep_alive<1, 2>())
+      "4 * dim GELU feed-forward). With `checkpoint` (True or 'full'), "
+      "every op but the block's output is recomputed in the backward when "
+      "config.activation_checkpointing is on; with 'selective', the "
+      "matmul and attention results are kept and only the ops between "
+      "them recomputed. `fused_attention` as CausalSelfAttention's.")
+      .def(
+          py::init([](Graph &graph, const std::string &name, int64_t dim,
+                      int64_t heads, const py::object &checkpoint, bool fused) {
+            auto [marked, selective] = parseCheckpoint(checkpoint);
+            int64_t failures = graph.failures();
+            GPT2Block layer(graph, name, dim, heads, marked, fused, selective);
+            raiseNewFailure(graph, failures);
+            return layer;
+          }),
+          py::arg("graph"), py::arg("name"), py::arg("dim"), py::arg("heads"),
+          py::arg("checkpoint") = false, py::arg("fused_attention") = false,
+          py::keep_alive<1, 2>())
       .def(
           "__call__",
           [](const GPT2Block &layer, const Tensor &x, int64_t batch) {
@@ -566,19 +586,20 @@ void bindGraph(py::module_ &m) {
       "'wpe' [seq, dim], `layers` GPT2Blocks 'h0', 'h1', ... and 'ln_f'; the "
       "LM head is tied to wte. `checkpoint` and `fused_attention` as "
       "GPT2Block's.")
-      .def(
-          py::init([](Graph &graph, int64_t layers, int64_t vocab, int64_t seq,
-                      int64_t dim, int64_t heads, bool checkpoint, bool fused) {
-            int64_t failures = graph.failures();
-            GPT2 model(graph, GPT2Config{layers, vocab, seq, dim, heads,
-                                         checkpoint, fused});
-            raiseNewFailure(graph, failures);
-            return model;
-          }),
-          py::arg("graph"), py::arg("layers") = 2, py::arg("vocab") = 256,
-          py::arg("seq") = 16, py::arg("dim") = 64, py::arg("heads") = 4,
-          py::arg("checkpoint") = false, py::arg("fused_attention") = false,
-          py::keep_alive<1, 2>())
+      .def(py::init([](Graph &graph, int64_t layers, int64_t vocab, int64_t seq,
+                       int64_t dim, int64_t heads, const py::object &checkpoint,
+                       bool fused) {
+             auto [marked, selective] = parseCheckpoint(checkpoint);
+             int64_t failures = graph.failures();
+             GPT2 model(graph, GPT2Config{layers, vocab, seq, dim, heads,
+                                          marked, fused, selective});
+             raiseNewFailure(graph, failures);
+             return model;
+           }),
+           py::arg("graph"), py::arg("layers") = 2, py::arg("vocab") = 256,
+           py::arg("seq") = 16, py::arg("dim") = 64, py::arg("heads") = 4,
+           py::arg("checkpoint") = false, py::arg("fused_attention") = false,
+           py::keep_alive<1, 2>())
       .def(
           "logits",
           [](const GPT2 &model, const Tensor &tokens, const Tensor &positions) {

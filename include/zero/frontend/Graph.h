@@ -484,15 +484,25 @@ private:
 ///   Tensor y = x + inner;       // unmarked: kept
 ///
 /// Inputs and parameters are never marked (they are not ops).
+///
+/// With RecomputePolicy::exceptMatmuls the scope leaves `train.matmul` and
+/// `train.attention` unmarked: their results are kept and only the cheap
+/// ops between them (norms, activations, elementwise) are recomputed, as
+/// PyTorch's selective activation checkpointing saves matmul and attention
+/// outputs. While any such scope is open, matmuls stay unmarked.
+enum class RecomputePolicy { everything, exceptMatmuls };
+
 class RecomputeScope {
 public:
-  explicit RecomputeScope(Graph &graph);
+  explicit RecomputeScope(Graph &graph,
+                          RecomputePolicy policy = RecomputePolicy::everything);
   ~RecomputeScope();
   RecomputeScope(const RecomputeScope &) = delete;
   RecomputeScope &operator=(const RecomputeScope &) = delete;
 
 private:
   detail::GraphState *state;
+  RecomputePolicy policy;
 };
 
 //===----------------------------------------------------------------------===//

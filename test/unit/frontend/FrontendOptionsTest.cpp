@@ -341,3 +341,58 @@ TEST(FrontendErrors, OffloadSettings) {
                       "rank"),
             std::string::npos);
 }
+
+TEST(FrontendModule, SelectiveCheckpointingKeepsMatmuls) {
+  // Selective, no matmul of a block is marked, and its layer norms, GELU,
+  // softmax and residual ops are; the backward then recomputes fewer ops
+  // than with full checkpointing and keeps more alive.
+  absl::StatusOr<CompiledGraph> marked =
+      buildGpt2(DType::f32, /*checkpoint=*/true, /*selective=*/true).compile(1);
+  ASSERT_TRUE(marked.ok()) << marked.status().message();
+  std::string forward = marked->str(Form::forward);
+  size_t matmuls = 0;
+  for (size_t at = forward.find("train.matmul "); at != std::string::npos;
+       at = forward.find("train.matmul ", at + 1), ++matmuls) {
+    size_t end = forward.find('\n', at);
+    EXPECT_EQ(forward.substr(at, end - at).find("train.recompute"),
+              std::string::npos)
+        << forward.substr(at, end - at);
+  }
+  EXPECT_GT(matmuls, 0u);
+  size_t gelu = forward.find("train.gelu ");
+  ASSERT_NE(gelu, std::string::npos);
+  EXPECT_NE(forward.substr(gelu, forward.find('\n', gelu) - gelu)
+                .find("{train.recompute}"),
+            std::string::npos)
+      << forward;
+
+  // Two blocks whose activations (scores [4, 4, 32, 32]) outweigh the
+  // logits, as in ActivationCheckpointingLowersThePeak.
+  auto peak = [](bool checkpoint, bool selective) -> int64_t {
+    Graph graph("gpt2");
+    GPT2Config config{/*layers=*/2, /*vocab=*/64,
+                      /*seq=*/32,   /*dim=*/32,
+                      /*heads=*/4,  checkpoint};
+    config.selectiveCheckpoint = selective;
+    Tensor tokens = graph.input("tokens", {4, 32}, DType::i32);
+    Tensor positions = graph.input("positions", {4, 32}, DType::i32);
+    Tensor targets = graph.input("targets", {4, 32}, DType::i32);
+    GPT2 model(graph, config);
+    graph.minimize(model.loss(tokens, positions, targets));
+    graph.config().activation_checkpointing(checkpoint);
+    absl::StatusOr<CompiledGraph> compiled = graph.compile(1);
+    EXPECT_TRUE(compiled.ok()) << compiled.status().message();
+    return compiled.ok() ? compiled->report().peakTransient : 0;
+  };
+  int64_t kept = peak(false, false), selective = peak(true, true),
+          full = peak(true, false);
+  EXPECT_LT(full, selective);
+  EXPECT_LT(selective, kept);
+}
+
+TEST(FrontendTraining, SelectivelyCheckpointedGpt2TrainsBitwiseLikeTheKeptOne) {
+  std::vector<float> kept = trainGraph(buildGpt2(), 4, 5);
+  Graph graph = buildGpt2(DType::f32, /*checkpoint=*/true, /*selective=*/true);
+  graph.config().activation_checkpointing(true);
+  expectSameBits(trainGraph(graph, 4, 5), kept);
+}

@@ -44,12 +44,13 @@ Graph buildMlp(int64_t batch) {
   return graph;
 }
 
-Graph buildGpt2(DType precision, bool checkpoint) {
+Graph buildGpt2(DType precision, bool checkpoint, bool selective) {
   Graph graph("gpt2");
   graph.config().precision(precision);
   GPT2Config config{/*layers=*/1, /*vocab=*/64,
                     /*seq=*/8,    /*dim=*/32,
                     /*heads=*/2,  /*checkpoint=*/checkpoint};
+  config.selectiveCheckpoint = selective;
   Tensor tokens = graph.input("tokens", {2, 8}, DType::i32);
   Tensor positions = graph.input("positions", {2, 8}, DType::i32);
   Tensor targets = graph.input("targets", {2, 8}, DType::i32);

@@ -40,7 +40,9 @@ Graph buildMlp(int64_t batch = 32);
 /// The GPT-2 of gen_gpt2.py --forward-only --layers 1 --dim 32 --heads 2
 /// --seq 8 --vocab 64 --batch 2 (--dtype bf16 with `precision` bf16).
 /// With `checkpoint`, the blocks are marked as by --recompute.
-Graph buildGpt2(DType precision = DType::f32, bool checkpoint = false);
+/// With `selective` (and `checkpoint`), selective checkpointing.
+Graph buildGpt2(DType precision = DType::f32, bool checkpoint = false,
+                bool selective = false);
 
 std::string printed(mlir::ModuleOp module);
 

@@ -8,7 +8,8 @@
 // FlashAttention-class for the plan, whose arena holds no scores between
 // forward and backward, and keeps the kernel's own scratch at O(seq), not
 // O(seq^2). With the causal mask a block multiplies only the keys its last
-// row sees.
+// row sees. An empty slice (seq or head_dim 0) is skipped: BLAS refuses its
+// leading dimensions.
 //
 // The forward computes each row's softmax as train.softmax does (max,
 // exp(x - max), a fixed-order sum, one reciprocal), and returns the row's
@@ -147,7 +148,7 @@ absl::StatusOr<KernelFn> bindAttention(const BindRequest &request) {
                       absl::Span<void *const> outs,
                       const KernelContext &) mutable -> absl::Status {
     float *lse = static_cast<float *>(outs[1]);
-    for (int64_t s = 0; s < shape.slices; ++s) {
+    for (int64_t s = 0; slice > 0 && s < shape.slices; ++s) {
       int64_t offset = s * slice;
       loadFloats(ins[0], dtype, offset, slice, q.data());
       loadFloats(ins[1], dtype, offset, slice, k.data());
@@ -199,7 +200,7 @@ absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &request) {
           absl::Span<const void *const> ins, absl::Span<void *const> outs,
           const KernelContext &) mutable -> absl::Status {
         const float *lse = static_cast<const float *>(ins[5]);
-        for (int64_t s = 0; s < shape.slices; ++s) {
+        for (int64_t s = 0; slice > 0 && s < shape.slices; ++s) {
           int64_t offset = s * slice;
           loadFloats(ins[0], dtype, offset, slice, dout.data());
           loadFloats(ins[1], dtype, offset, slice, q.data());

@@ -118,6 +118,21 @@ TEST(AttentionTest, MatchesTheFormulasAcrossQueryBlocks) {
   }
 }
 
+TEST(AttentionTest, EmptySequencesAreNothingToDo) {
+  for (std::vector<int64_t> shape :
+       {std::vector<int64_t>{2, 0, 8}, std::vector<int64_t>{2, 4, 0}}) {
+    Tensor q(DType::f32, shape), out(DType::f32, shape);
+    Tensor lse(DType::f32, {shape[0], shape[1]});
+    EXPECT_TRUE(runKernel("train.attention", dict({{"scale", f64(0.5)}}),
+                          {&q, &q, &q}, {&out, &lse})
+                    .ok());
+    Tensor dq(DType::f32, shape);
+    EXPECT_TRUE(runKernel("train.attention_grad", dict({{"scale", f64(0.5)}}),
+                          {&q, &q, &q, &q, &q, &lse}, {&dq, &dq, &dq})
+                    .ok());
+  }
+}
+
 TEST(AttentionTest, BadRequestsAreInvalidArguments) {
   Tensor q = randomTensor(DType::f32, {2, 4, 8}, 5);
   Tensor lse(DType::f32, {2, 8}), out(DType::f32, {2, 4, 8});

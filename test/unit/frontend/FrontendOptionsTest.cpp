@@ -264,26 +264,29 @@ TEST(FrontendModule, ActivationCheckpointingRecomputesInTheBackward) {
             count(keptStep, "train.matmul "));
 }
 
+/// Two GPT-2 blocks whose activations (scores [4, 4, 32, 32]) outweigh the
+/// logits, checkpointed (fully, or with `selective` selectively) or not.
+Graph buildTwoBlockGpt2(bool checkpoint, bool selective = false) {
+  Graph graph("gpt2");
+  GPT2Config config{/*layers=*/2, /*vocab=*/64,
+                    /*seq=*/32,   /*dim=*/32,
+                    /*heads=*/4,  checkpoint};
+  config.selectiveCheckpoint = selective;
+  Tensor tokens = graph.input("tokens", {4, 32}, DType::i32);
+  Tensor positions = graph.input("positions", {4, 32}, DType::i32);
+  Tensor targets = graph.input("targets", {4, 32}, DType::i32);
+  GPT2 model(graph, config);
+  graph.minimize(model.loss(tokens, positions, targets));
+  graph.config().activation_checkpointing(checkpoint);
+  return graph;
+}
+
 TEST(FrontendModule, ActivationCheckpointingLowersThePeak) {
-  // Two blocks whose activations (scores [4, 4, 32, 32]) outweigh the
-  // logits: with recomputation only the block boundaries stay alive from
-  // the forward to the backward.
-  auto build = [](bool checkpoint) {
-    Graph graph("gpt2");
-    GPT2Config config{/*layers=*/2, /*vocab=*/64,
-                      /*seq=*/32,   /*dim=*/32,
-                      /*heads=*/4,  checkpoint};
-    Tensor tokens = graph.input("tokens", {4, 32}, DType::i32);
-    Tensor positions = graph.input("positions", {4, 32}, DType::i32);
-    Tensor targets = graph.input("targets", {4, 32}, DType::i32);
-    GPT2 model(graph, config);
-    graph.minimize(model.loss(tokens, positions, targets));
-    graph.config().activation_checkpointing(checkpoint);
-    return graph;
-  };
-  absl::StatusOr<CompiledGraph> kept = build(false).compile(1);
+  // With recomputation only the block boundaries stay alive from the
+  // forward to the backward.
+  absl::StatusOr<CompiledGraph> kept = buildTwoBlockGpt2(false).compile(1);
   ASSERT_TRUE(kept.ok()) << kept.status().message();
-  absl::StatusOr<CompiledGraph> recomputed = build(true).compile(1);
+  absl::StatusOr<CompiledGraph> recomputed = buildTwoBlockGpt2(true).compile(1);
   ASSERT_TRUE(recomputed.ok()) << recomputed.status().message();
   EXPECT_LT(recomputed->report().peakTransient, kept->report().peakTransient);
 }
@@ -366,21 +369,9 @@ TEST(FrontendModule, SelectiveCheckpointingKeepsMatmuls) {
             std::string::npos)
       << forward;
 
-  // Two blocks whose activations (scores [4, 4, 32, 32]) outweigh the
-  // logits, as in ActivationCheckpointingLowersThePeak.
   auto peak = [](bool checkpoint, bool selective) -> int64_t {
-    Graph graph("gpt2");
-    GPT2Config config{/*layers=*/2, /*vocab=*/64,
-                      /*seq=*/32,   /*dim=*/32,
-                      /*heads=*/4,  checkpoint};
-    config.selectiveCheckpoint = selective;
-    Tensor tokens = graph.input("tokens", {4, 32}, DType::i32);
-    Tensor positions = graph.input("positions", {4, 32}, DType::i32);
-    Tensor targets = graph.input("targets", {4, 32}, DType::i32);
-    GPT2 model(graph, config);
-    graph.minimize(model.loss(tokens, positions, targets));
-    graph.config().activation_checkpointing(checkpoint);
-    absl::StatusOr<CompiledGraph> compiled = graph.compile(1);
+    absl::StatusOr<CompiledGraph> compiled =
+        buildTwoBlockGpt2(checkpoint, selective).compile(1);
     EXPECT_TRUE(compiled.ok()) << compiled.status().message();
     return compiled.ok() ? compiled->report().peakTransient : 0;
   };

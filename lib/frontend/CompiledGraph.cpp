@@ -9,6 +9,7 @@
 
 #include "zero/frontend/CompiledGraph.h"
 
+#include "zero/analysis/MachineModel.h"
 #include "zero/analysis/PlanReport.h"
 
 #include "EmitModule.h"
@@ -149,6 +150,20 @@ absl::Status checkParameterGroups(const GraphState &graph) {
 }
 
 } // namespace
+
+absl::StatusOr<std::string>
+zero::frontend::machineModelJson(const std::string &spec) {
+  mlir::MLIRContext context;
+  DiagnosticCollector diagnostics(context);
+  mlir::FailureOr<zero::MachineModel> machine =
+      zero::loadMachineModel(spec, mlir::UnknownLoc::get(&context));
+  if (failed(machine))
+    return absl::InvalidArgumentError(diagnostics.text());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(zero::machineToJson(*machine));
+  return text;
+}
 
 zero::ZeroPipelineOptions
 zero::frontend::pipelineOptionsOf(const GraphConfig &config, int ranks) {

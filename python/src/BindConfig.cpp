@@ -11,17 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-#include "zero/analysis/MachineModel.h"
+#include "zero/frontend/CompiledGraph.h"
 #include "zero/frontend/Graph.h"
 #include "zero/support/ByteSize.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/Location.h"
-#include "mlir/IR/MLIRContext.h"
-#include "llvm/Support/raw_ostream.h"
 
 using namespace zero::frontend;
 
@@ -142,26 +137,15 @@ void bindConfig(py::module_ &m) {
   m.def(
       "machine",
       [](const std::string &spec) {
-        mlir::MLIRContext context;
-        std::string message;
-        mlir::ScopedDiagnosticHandler handler(
-            &context, [&](mlir::Diagnostic &diagnostic) {
-              message = diagnostic.str();
-              return mlir::success();
-            });
-        mlir::FailureOr<MachineModel> machine =
-            loadMachineModel(spec, mlir::UnknownLoc::get(&context));
-        if (failed(machine))
-          throw py::value_error(message);
-        std::string text;
-        llvm::raw_string_ostream os(text);
-        os << llvm::json::Value(machineToJson(*machine));
-        return py::module_::import("json").attr("loads")(text);
+        absl::StatusOr<std::string> text = machineModelJson(spec);
+        if (!text.ok())
+          throw py::value_error(std::string(text.status().message()));
+        return py::module_::import("json").attr("loads")(*text);
       },
       py::arg("spec"),
       "The machine model a preset name or a .json machine file gives, as a "
       "dict in the machine file's format (docs/zero-opt.md, \"Machine "
-      "models\"): read a preset's constants, or change some and write the "
+      "files\"): read a preset's constants, or change some and write the "
       "dict to a file for config.zero.machine. Raises ValueError naming "
       "the problem with an unknown preset or a bad file.");
   py::class_<SGD>(m, "SGD",

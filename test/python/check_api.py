@@ -13,10 +13,12 @@
 Prints one `ok: ...` line per check; the first failure raises.
 """
 
+import json
 import os
 import re
 import shutil
 import sys
+import tempfile
 
 import numpy as np
 
@@ -147,6 +149,19 @@ def check_errors():
     msg = expect(ValueError, "ranks must be at least 1",
                  lambda: graph.compile(0))
     ok(f"compile(0): {msg}")
+    msg = expect(ValueError, "is neither a preset",
+                 lambda: zero.machine("no-such-machine"))
+    ok(f"zero.machine of an unknown name: {msg[:msg.index(' (')]}")
+    # A preset's dict, written to a file, is the same machine read back.
+    preset = zero.machine("h100-nodes-ib400")
+    assert preset["links"][0] == {"bandwidth": 45e9, "latency": 6e-6}, preset
+    assert preset["device_memory"] == 85520809984, preset
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "machine.json")
+        with open(path, "w") as file:
+            json.dump(preset, file)
+        assert zero.machine(path) == preset, (zero.machine(path), preset)
+    ok(f"zero.machine: {preset['name']} reads back from a file")
     bad = mlp(3, name="bad")
     bad.config.enable_zero(True, 5)
     msg = expect(ValueError, "stage", lambda: bad.compile(2))

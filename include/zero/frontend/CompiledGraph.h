@@ -244,6 +244,11 @@ private:
 zero::ZeroPipelineOptions pipelineOptionsOf(const GraphConfig &config,
                                             int ranks);
 
+/// The machine model a preset name or a .json machine file gives (what
+/// `ZeroOptions::machine` names), as JSON text in the machine file's
+/// format; an error names the problem as zero-opt's diagnostic does.
+absl::StatusOr<std::string> machineModelJson(const std::string &spec);
+
 } // namespace zero::frontend
 
 #endif // ZERO_FRONTEND_COMPILEDGRAPH_H

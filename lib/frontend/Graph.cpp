@@ -84,8 +84,11 @@ DType GraphState::declaredType(DType dtype) {
 }
 
 Tensor GraphState::add(Node node) {
-  bool kept = keepMatmulsDepth > 0 && (node.opName == "train.matmul" ||
-                                       node.opName == "train.attention");
+  bool matmul = node.opName == "train.matmul";
+  bool attention = node.opName == "train.attention";
+  bool kept = keepMatmulsDepth > 0 && (matmul || attention);
+  if (!kept && alternateMatmulsDepth > 0)
+    kept = attention || (matmul && matmulsInScope++ % 2 == 0);
   if (node.kind == Node::Kind::op && recomputeDepth > 0 && !kept)
     node.unitAttrs.push_back("train.recompute");
   nodes.push_back(std::move(node));
@@ -412,12 +415,7 @@ Tensor Graph::full(const Shape &shape, double value, DType dtype) {
   if (!isFloat(dtype) && std::trunc(value) != value)
     return state->fail(absl::StrCat("full: ", value, " is not a ",
                                     dtypeName(dtype), " value"));
-  Node node;
-  node.opName = "arith.constant";
-  node.shape = shape;
-  node.dtype = state->declaredType(dtype);
-  node.splatValue = value;
-  return state->add(std::move(node));
+  return state->constant(shape, value, state->declaredType(dtype));
 }
 
 void Graph::output(const std::string &name, const Tensor &value) {
@@ -482,18 +480,40 @@ std::vector<std::string> Graph::outputNames() const {
   return names;
 }
 
-RecomputeScope::RecomputeScope(Graph &graph, RecomputePolicy policy)
-    : state(&graph.internals()), policy(policy) {
-  ++state->recomputeDepth;
+void GraphState::openRecompute(RecomputePolicy policy) {
+  ++recomputeDepth;
   if (policy == RecomputePolicy::exceptMatmuls)
-    ++state->keepMatmulsDepth;
+    ++keepMatmulsDepth;
+  if (policy == RecomputePolicy::everyOtherMatmul) {
+    // torchtitan counts the matmuls of each checkpointed block afresh.
+    ++alternateMatmulsDepth;
+    matmulsInScope = 0;
+  }
 }
 
-RecomputeScope::~RecomputeScope() {
-  --state->recomputeDepth;
+void GraphState::closeRecompute(RecomputePolicy policy) {
+  --recomputeDepth;
   if (policy == RecomputePolicy::exceptMatmuls)
-    --state->keepMatmulsDepth;
+    --keepMatmulsDepth;
+  if (policy == RecomputePolicy::everyOtherMatmul)
+    --alternateMatmulsDepth;
 }
+
+Tensor GraphState::constant(const Shape &shape, double value, DType dtype) {
+  Node node;
+  node.opName = "arith.constant";
+  node.shape = shape;
+  node.dtype = dtype;
+  node.splatValue = value;
+  return add(std::move(node));
+}
+
+RecomputeScope::RecomputeScope(Graph &graph, RecomputePolicy policy)
+    : state(&graph.internals()), policy(policy) {
+  state->openRecompute(policy);
+}
+
+RecomputeScope::~RecomputeScope() { state->closeRecompute(policy); }
 
 void Graph::minimize(const Tensor &loss) {
   if (!loss.valid()) {

@@ -11,6 +11,7 @@
 
 #include "zero/frontend/Graph.h"
 
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,7 +59,10 @@ struct ParameterDecl {
 struct GraphState {
   std::string name;
   GraphConfig config;
-  std::vector<Node> nodes;
+  /// A deque: adding a node leaves references to the others valid.
+  /// Tensor::shape() returns one, which a call such as
+  /// `expand(rsqrt(y), x.shape(), dims)` may hold while rsqrt adds a node.
+  std::deque<Node> nodes;
   std::vector<InputDecl> inputs;
   std::vector<ParameterDecl> parameters;
   int lossNode = -1;
@@ -81,6 +85,20 @@ struct GraphState {
   /// How many of them keep matmul and attention results
   /// (RecomputePolicy::exceptMatmuls).
   int keepMatmulsDepth = 0;
+  /// How many of them keep attention and every other matmul
+  /// (RecomputePolicy::everyOtherMatmul), and the matmuls added since the
+  /// innermost such scope opened: the first, third, ... are kept.
+  int alternateMatmulsDepth = 0;
+  int64_t matmulsInScope = 0;
+
+  /// Opens and closes a recompute scope (RecomputeScope, and the layers
+  /// that checkpoint their blocks).
+  void openRecompute(RecomputePolicy policy);
+  void closeRecompute(RecomputePolicy policy);
+
+  /// A splat constant of exactly `dtype`, not the configured precision: the
+  /// f32 epsilon of a 16-bit model's RMSNorm, which computes in f32.
+  Tensor constant(const Shape &shape, double value, DType dtype);
 
   /// The type a parameter or input declared `dtype` gets: f32 becomes the
   /// precision (read now if nothing was declared yet); an integer precision
@@ -105,6 +123,10 @@ struct GraphState {
 std::string shapeText(const Shape &shape);
 /// "tensor [32, 784] of f32".
 std::string describe(const Tensor &tensor);
+
+/// Records `message` for the layer `kind` `name` in the graph of `x`.
+Tensor layerError(const Tensor &x, const char *kind, const std::string &name,
+                  const std::string &message);
 
 } // namespace zero::frontend::detail
 

@@ -18,9 +18,8 @@
 using namespace zero::frontend;
 using namespace zero::frontend::detail;
 
-/// Records `message` for the layer `kind` `name` in the graph of `x`.
-static Tensor layerError(const Tensor &x, const char *kind,
-                         const std::string &name, const std::string &message) {
+Tensor detail::layerError(const Tensor &x, const char *kind,
+                          const std::string &name, const std::string &message) {
   return GraphState::of(x)->fail(
       absl::StrCat(kind, " '", name, "': ", message));
 }
@@ -131,27 +130,25 @@ Tensor CausalSelfAttention::operator()(const Tensor &x, int64_t batch) const {
 
 GPT2Block::GPT2Block(Graph &graph, const std::string &name, int64_t dim,
                      int64_t heads, bool checkpoint, bool fusedAttention,
-                     bool selective)
+                     RecomputePolicy policy)
     : ln1(graph, name + ".ln_1", dim),
       attn(graph, name + ".attn", dim, heads, fusedAttention),
       ln2(graph, name + ".ln_2", dim), mlp(graph, name + ".mlp", dim, 4 * dim),
-      checkpoint(checkpoint), selective(selective) {}
+      checkpoint(checkpoint), policy(policy) {}
 
 Tensor GPT2Block::operator()(const Tensor &x, int64_t batch) const {
   if (!x.valid())
     return Tensor();
   // Checkpointed, everything but the output is marked (gen_gpt2.py
   // --recompute): the backward recomputes it from the block's input.
-  // Selective, the matmuls and the attention are left unmarked (as
-  // RecomputePolicy::exceptMatmuls does).
+  // Selective, the policy leaves matmuls and the attention unmarked.
   GraphState *state = GraphState::of(x);
-  int marked = checkpoint ? 1 : 0, kept = checkpoint && selective ? 1 : 0;
-  state->recomputeDepth += marked;
-  state->keepMatmulsDepth += kept;
+  if (checkpoint)
+    state->openRecompute(policy);
   Tensor residual = x + attn(ln1(x), batch);
   Tensor inner = mlp(ln2(residual));
-  state->recomputeDepth -= marked;
-  state->keepMatmulsDepth -= kept;
+  if (checkpoint)
+    state->closeRecompute(policy);
   return residual + inner;
 }
 
@@ -163,7 +160,7 @@ static std::vector<GPT2Block> makeBlocks(Graph &graph,
   for (int64_t i = 0; i < config.layers; ++i)
     blocks.emplace_back(graph, absl::StrCat("h", i), config.dim, config.heads,
                         config.checkpoint, config.fusedAttention,
-                        config.selectiveCheckpoint);
+                        config.checkpointPolicy);
   return blocks;
 }
 

@@ -12,6 +12,7 @@
 #include "zero/frontend/CompiledGraph.h"
 #include "zero/frontend/Graph.h"
 #include "zero/frontend/Layers.h"
+#include "zero/frontend/Llama.h"
 #include "zero/runtime/Communicator.h"
 #include "zero/support/ByteSize.h"
 
@@ -54,21 +55,22 @@ DType parseDtype(const std::string &name) {
   return *dtype;
 }
 
-/// A layer's `checkpoint` argument: False or "none", True or "full", or
-/// "selective"; returns (checkpoint, selective).
-static std::pair<bool, bool> parseCheckpoint(const py::object &checkpoint) {
+std::pair<bool, RecomputePolicy> parseCheckpoint(const py::object &checkpoint) {
   if (py::isinstance<py::bool_>(checkpoint))
-    return {checkpoint.cast<bool>(), false};
-  if (py::isinstance<py::str>(checkpoint)) {
-    std::string mode = checkpoint.cast<std::string>();
-    if (mode == "none" || mode == "full" || mode == "selective")
-      return {mode != "none", mode == "selective"};
-    throw py::value_error("checkpoint must be False, True, 'none', 'full' or "
-                          "'selective', got '" +
-                          mode + "'");
-  }
-  throw py::type_error("checkpoint must be a bool or 'none', 'full' or "
-                       "'selective'");
+    return {checkpoint.cast<bool>(), RecomputePolicy::everything};
+  const char *modes = "False, True, 'none', 'full', 'selective' or "
+                      "'selective_op'";
+  if (!py::isinstance<py::str>(checkpoint))
+    throw py::type_error(std::string("checkpoint must be ") + modes);
+  std::string mode = checkpoint.cast<std::string>();
+  if (mode == "none" || mode == "full")
+    return {mode == "full", RecomputePolicy::everything};
+  if (mode == "selective")
+    return {true, RecomputePolicy::exceptMatmuls};
+  if (mode == "selective_op")
+    return {true, RecomputePolicy::everyOtherMatmul};
+  throw py::value_error(std::string("checkpoint must be ") + modes + ", got '" +
+                        mode + "'");
 }
 
 void bindGraph(py::module_ &m) {
@@ -559,13 +561,16 @@ void bindGraph(py::module_ &m) {
       "every op but the block's output is recomputed in the backward when "
       "config.activation_checkpointing is on; with 'selective', the "
       "matmul and attention results are kept and only the ops between "
-      "them recomputed. `fused_attention` as CausalSelfAttention's.")
+      "them recomputed; with 'selective_op' (torchtitan's op-level "
+      "selective checkpointing), the attention and every other matmul of "
+      "the block, the first kept. `fused_attention` as "
+      "CausalSelfAttention's.")
       .def(
           py::init([](Graph &graph, const std::string &name, int64_t dim,
                       int64_t heads, const py::object &checkpoint, bool fused) {
-            auto [marked, selective] = parseCheckpoint(checkpoint);
+            auto [marked, policy] = parseCheckpoint(checkpoint);
             int64_t failures = graph.failures();
-            GPT2Block layer(graph, name, dim, heads, marked, fused, selective);
+            GPT2Block layer(graph, name, dim, heads, marked, fused, policy);
             raiseNewFailure(graph, failures);
             return layer;
           }),
@@ -589,10 +594,10 @@ void bindGraph(py::module_ &m) {
       .def(py::init([](Graph &graph, int64_t layers, int64_t vocab, int64_t seq,
                        int64_t dim, int64_t heads, const py::object &checkpoint,
                        bool fused) {
-             auto [marked, selective] = parseCheckpoint(checkpoint);
+             auto [marked, policy] = parseCheckpoint(checkpoint);
              int64_t failures = graph.failures();
              GPT2 model(graph, GPT2Config{layers, vocab, seq, dim, heads,
-                                          marked, fused, selective});
+                                          marked, fused, policy});
              raiseNewFailure(graph, failures);
              return model;
            }),
@@ -620,6 +625,7 @@ void bindGraph(py::module_ &m) {
           py::keep_alive<0, 1>(),
           "The mean next-token cross-entropy of the logits against integer "
           "`targets` [batch, seq]: a scalar f32 to minimize.");
+  bindLlama(m);
 }
 
 } // namespace zero::python

@@ -31,6 +31,13 @@ void bindConfig(py::module_ &m);
 /// The DType named `name` ("f32", ...), or ValueError.
 frontend::DType parseDtype(const std::string &name);
 void bindTraining(py::module_ &m);
+/// The Llama family (zero.nn.Llama, ...); bindGraph calls it.
+void bindLlama(py::module_ &m);
+/// A layer's `checkpoint` argument: False or 'none', True or 'full',
+/// 'selective' or 'selective_op'; returns whether to checkpoint, and what
+/// a checkpointed block keeps.
+std::pair<bool, frontend::RecomputePolicy>
+parseCheckpoint(const py::object &checkpoint);
 
 /// `text` with every byte that is not part of valid UTF-8 replaced by '?':
 /// a message carrying bytes from a failing library must still reach Python

@@ -23,10 +23,28 @@ OneFlow's `nn.Graph`.
 
 from zero import _zero
 from zero._zero import (CausalSelfAttention, Embedding, GPT2, GPT2Block,
-                        LayerNorm, Linear)
+                        LayerNorm, Linear, Llama, RMSNorm)
 
 __all__ = ["CausalSelfAttention", "Embedding", "GPT2", "GPT2Block", "Graph",
-           "LayerNorm", "Linear"]
+           "LayerNorm", "Linear", "Llama", "RMSNorm", "rope_tables"]
+
+
+def rope_tables(positions, head_dim, theta=10000.0):
+    """Llama's default rotary tables for integer `positions` [batch, seq]:
+    (cos, sin), float32 [batch, seq, head_dim] each, as Hugging Face's
+    LlamaRotaryEmbedding computes them without rope_scaling (whose output,
+    for a scaled variant, can be passed to zero.nn.Llama as it is)."""
+    import numpy as np
+    positions = np.asarray(positions)
+    if positions.ndim != 2 or head_dim <= 0 or head_dim % 2:
+        raise ValueError("rope_tables takes positions [batch, seq] and an "
+                         f"even head_dim; got positions of shape "
+                         f"{list(positions.shape)} and head_dim {head_dim}")
+    inv_freq = 1.0 / (theta ** (np.arange(0, head_dim, 2, dtype=np.float32)
+                                / head_dim))
+    freqs = positions.astype(np.float32)[..., None] * inv_freq
+    emb = np.concatenate([freqs, freqs], axis=-1)
+    return np.cos(emb).astype(np.float32), np.sin(emb).astype(np.float32)
 
 
 class Graph(_zero.Graph):

@@ -490,7 +490,12 @@ private:
 /// ops between them (norms, activations, elementwise) are recomputed, as
 /// PyTorch's selective activation checkpointing saves matmul and attention
 /// outputs. While any such scope is open, matmuls stay unmarked.
-enum class RecomputePolicy { everything, exceptMatmuls };
+///
+/// RecomputePolicy::everyOtherMatmul is torchtitan's op-level selective
+/// checkpointing (`selective_ac_option = "op"`): attention results are
+/// kept, and of the matmuls added in the scope the first, third, ... are
+/// kept and the others recomputed in the backward.
+enum class RecomputePolicy { everything, exceptMatmuls, everyOtherMatmul };
 
 class RecomputeScope {
 public:

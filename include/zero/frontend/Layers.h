@@ -94,22 +94,23 @@ private:
 /// With `checkpoint`, every op of the block except its output (the last
 /// residual add) is marked `train.recompute`, as `gen_gpt2.py --recompute`
 /// marks it: with `config().activation_checkpointing(true)` only the
-/// block's input and output stay alive for the backward. With `selective`
-/// too, the block's matmul and attention results are not marked and stay
-/// alive as well (RecomputePolicy::exceptMatmuls).
+/// block's input and output stay alive for the backward. A `policy` other
+/// than RecomputePolicy::everything is selective checkpointing: the
+/// block's matmul and attention results it names are not marked and stay
+/// alive as well.
 class GPT2Block {
 public:
   GPT2Block(Graph &graph, const std::string &name, int64_t dim, int64_t heads,
             bool checkpoint = false, bool fusedAttention = false,
-            bool selective = false);
+            RecomputePolicy policy = RecomputePolicy::everything);
   Tensor operator()(const Tensor &x, int64_t batch) const;
   LayerNorm ln1;
   CausalSelfAttention attn;
   LayerNorm ln2;
   MLP mlp;
   bool checkpoint;
-  /// With `checkpoint`: keep the matmul and attention results.
-  bool selective;
+  /// With `checkpoint`: what the block keeps.
+  RecomputePolicy policy;
 };
 
 struct GPT2Config {
@@ -123,10 +124,9 @@ struct GPT2Config {
   bool checkpoint = false;
   /// Each block's attention as one fused op (see CausalSelfAttention).
   bool fusedAttention = false;
-  /// With `checkpoint`, selective checkpointing: the blocks' matmul and
-  /// attention results are kept and only the ops between them recomputed
-  /// (RecomputePolicy::exceptMatmuls).
-  bool selectiveCheckpoint = false;
+  /// With `checkpoint`, what each block keeps: RecomputePolicy::everything
+  /// (nothing but its output) or a selective policy.
+  RecomputePolicy checkpointPolicy = RecomputePolicy::everything;
 };
 
 /// GPT-2 with the parameter names of gen_gpt2.py: wte, wpe, h{i}.*, ln_f.

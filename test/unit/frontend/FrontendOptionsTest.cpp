@@ -271,7 +271,8 @@ Graph buildTwoBlockGpt2(bool checkpoint, bool selective = false) {
   GPT2Config config{/*layers=*/2, /*vocab=*/64,
                     /*seq=*/32,   /*dim=*/32,
                     /*heads=*/4,  checkpoint};
-  config.selectiveCheckpoint = selective;
+  config.checkpointPolicy =
+      selective ? RecomputePolicy::exceptMatmuls : RecomputePolicy::everything;
   Tensor tokens = graph.input("tokens", {4, 32}, DType::i32);
   Tensor positions = graph.input("positions", {4, 32}, DType::i32);
   Tensor targets = graph.input("targets", {4, 32}, DType::i32);

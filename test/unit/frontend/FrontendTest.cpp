@@ -445,4 +445,18 @@ TEST(FrontendErrors, ScheduleEndingInTheWarmup) {
       << message;
 }
 
+TEST(FrontendModule, ShapesStayValidWhileOpsAreAdded) {
+  // `expand(f(x), x.shape(), dims)` may take x's shape (a reference into
+  // the graph) before f adds its op: the reference must survive the graph
+  // growing. Hundreds of ops grow a vector's storage several times over
+  // (the sanitizer tier reports a use after free if it moves).
+  Graph graph("shapes");
+  Tensor x = graph.input("x", {4, 8}, DType::f32);
+  Tensor y = x;
+  for (int i = 0; i < 300; ++i)
+    y = y + expand(rsqrt(reduceMean(y * y, {1})), x.shape(), {1});
+  ASSERT_TRUE(graph.status().ok()) << graph.status().message();
+  EXPECT_EQ(y.shape(), (Shape{4, 8}));
+}
+
 } // namespace

@@ -50,7 +50,8 @@ Graph buildGpt2(DType precision, bool checkpoint, bool selective) {
   GPT2Config config{/*layers=*/1, /*vocab=*/64,
                     /*seq=*/8,    /*dim=*/32,
                     /*heads=*/2,  /*checkpoint=*/checkpoint};
-  config.selectiveCheckpoint = selective;
+  config.checkpointPolicy =
+      selective ? RecomputePolicy::exceptMatmuls : RecomputePolicy::everything;
   Tensor tokens = graph.input("tokens", {2, 8}, DType::i32);
   Tensor positions = graph.input("positions", {2, 8}, DType::i32);
   Tensor targets = graph.input("targets", {2, 8}, DType::i32);

@@ -58,16 +58,37 @@ if "PYTHONPATH" not in os.environ:
 import zero  # noqa: E402
 
 A100_BF16_PEAK = 312e12  # dense tensor-core peak, llm-foundry's constant
+H100_BF16_PEAK = 989e12  # dense tensor-core peak, torchtitan's for an H100
 
 
 class Run:
+    """One published run: the model's shapes, the cluster and the setup."""
+
     def __init__(self, name, layers, dim, heads, gpus, micro, accum,
-                 checkpoint, machine, published, source):
+                 checkpoint, machine, published, source, vocab=50368,
+                 seq=2048, memory=None):
         self.name, self.layers, self.dim, self.heads = name, layers, dim, heads
+        # The published memory a GPU, GiB (torchtitan's: the caching
+        # allocator's peak reserved), where the source states one.
+        self.memory = memory
         self.gpus, self.micro, self.accum = gpus, micro, accum
         self.checkpoint, self.machine = checkpoint, machine
         self.published, self.source = published, source
-        self.vocab, self.seq = 50368, 2048
+        self.vocab, self.seq = vocab, seq
+
+    def tokens_per_gpu(self):
+        return self.micro * self.accum * self.seq
+
+    def declare(self, graph):
+        """Declares the inputs and the model; returns the loss."""
+        raise NotImplementedError
+
+
+class MptRun(Run):
+    """An MPT run, as zero.nn.GPT2 (see the module's docstring)."""
+
+    family = "MPT"
+    peak = A100_BF16_PEAK
 
     def parameters(self):
         """zero.nn.GPT2's parameter count (tied head, learned positions,
@@ -76,29 +97,89 @@ class Run:
         per_layer = 12 * d * d + 13 * d
         return self.vocab * d + self.seq * d + self.layers * per_layer + 2 * d
 
-    def tokens_per_gpu(self):
-        return self.micro * self.accum * self.seq
-
     def mfu(self, tokens_per_second_per_gpu):
         """llm-foundry's MFU: 3 (forward, backward, weight gradient) x
         (2 N FLOPs a token + the attention's 4 L d seq^2 a sequence)."""
         flops_per_seq = 2 * self.parameters() * self.seq
         attention_per_seq = self.layers * 2 * 2 * self.dim * self.seq ** 2
         seqs = tokens_per_second_per_gpu / self.seq
-        return 3 * (flops_per_seq + attention_per_seq) * seqs / A100_BF16_PEAK
+        return 3 * (flops_per_seq + attention_per_seq) * seqs / self.peak
+
+    def declare(self, graph):
+        shape = [self.micro, self.seq]
+        inputs = [graph.input(name, shape, "i32")
+                  for name in ("tokens", "positions", "targets")]
+        model = zero.nn.GPT2(graph, layers=self.layers, vocab=self.vocab,
+                             seq=self.seq, dim=self.dim, heads=self.heads,
+                             checkpoint=self.checkpoint, fused_attention=True)
+        return model.loss(*inputs)
+
+
+class LlamaRun(Run):
+    """A Llama run, as zero.nn.Llama (untied head, the rotary tables
+    inputs of the step)."""
+
+    family = "Llama"
+    peak = H100_BF16_PEAK
+
+    def __init__(self, *args, kv_heads, hidden, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.kv_heads, self.hidden = kv_heads, hidden
+
+    def parameters(self, embedding=True):
+        d, head_dim = self.dim, self.dim // self.heads
+        attention = 2 * d * d + 2 * d * self.kv_heads * head_dim
+        per_layer = attention + 3 * d * self.hidden + 2 * d
+        table = self.vocab * d
+        return (table if embedding else 0) + self.layers * per_layer + d + \
+            table
+
+    def mfu(self, tokens_per_second_per_gpu):
+        """torchtitan's MFU: 6 N + 12 L H Q T FLOPs a token, N the
+        parameters without the embedding table, Q the head width, T the
+        sequence, against the H100's 989 TFLOP/s."""
+        head_dim = self.dim // self.heads
+        per_token = 6 * self.parameters(embedding=False) + \
+            12 * self.layers * self.heads * head_dim * self.seq
+        return per_token * tokens_per_second_per_gpu / self.peak
+
+    def declare(self, graph):
+        shape = [self.micro, self.seq]
+        head_dim = self.dim // self.heads
+        tokens = graph.input("tokens", shape, "i32")
+        cos = graph.input("cos", shape + [head_dim], "f32")
+        sin = graph.input("sin", shape + [head_dim], "f32")
+        targets = graph.input("targets", shape, "i32")
+        model = zero.nn.Llama(graph, layers=self.layers, vocab=self.vocab,
+                              seq=self.seq, dim=self.dim, heads=self.heads,
+                              kv_heads=self.kv_heads, hidden=self.hidden,
+                              eps=1e-5, checkpoint=self.checkpoint,
+                              fused_attention=True)
+        return model.loss(tokens, cos, sin, targets)
 
 
 LLM_FOUNDRY = "llm-foundry scripts/train/benchmarking/README.md"
+TORCHTITAN = "torchtitan benchmarks/llama3_h100_202412_torchtitan.md"
 RUNS = [
-    Run("MPT-7B", 32, 4096, 32, 8, 6, 2, False, "a100-80gb-nvlink-8", 4641,
-        LLM_FOUNDRY + ", A100 80GB, 7b 2048 x 8"),
+    MptRun("MPT-7B", 32, 4096, 32, 8, 6, 2, "none", "a100-80gb-nvlink-8",
+           4641, LLM_FOUNDRY + ", A100 80GB, 7b 2048 x 8"),
 ] + [
-    Run(f"MPT-13B x {gpus}", 40, 5120, 40, gpus, micro, 1, True,
-        "a100-40gb-nodes-roce200", published,
-        LLM_FOUNDRY + f", A100 40GB RoCE, 13b 2048 x {gpus}")
+    MptRun(f"MPT-13B x {gpus}", 40, 5120, 40, gpus, micro, 1, "full",
+           "a100-40gb-nodes-roce200", published,
+           LLM_FOUNDRY + f", A100 40GB RoCE, 13b 2048 x {gpus}")
     for gpus, micro, published in ((16, 10, 1993), (32, 14, 1998),
                                    (64, 16, 1976), (128, 16, 1972))
+] + [
+    LlamaRun(f"Llama 3.1 8B x {gpus}", 32, 4096, 32, gpus, 2, 1,
+             "selective_op", machine, published,
+             TORCHTITAN + f", Table {table}, FSDP", vocab=128256, seq=8192,
+             kv_heads=8, hidden=14336, memory=memory)
+    for gpus, machine, published, memory, table in (
+        (8, "h100-96gb-nvlink-8", 5762, 82.4, 1),
+        (128, "h100-96gb-nodes-ib400", 5605, 67.0, 3))
 ]
+# The runs a preset's matmul rate is fitted to (--fit), one per GPU type.
+FITTED = ("MPT-7B", "Llama 3.1 8B x 8")
 
 
 def plan(run, machine):
@@ -106,17 +187,11 @@ def plan(run, machine):
     returns the predicted step's seconds and peak device bytes, the card's
     bytes, and the compile's wall time."""
     start = time.perf_counter()
-    graph = zero.Graph("gpt")
+    graph = zero.Graph(run.family.lower())
     graph.config.precision("bf16")
-    shape = [run.micro, run.seq]
-    inputs = [graph.input(name, shape, "i32")
-              for name in ("tokens", "positions", "targets")]
-    model = zero.nn.GPT2(graph, layers=run.layers, vocab=run.vocab,
-                         seq=run.seq, dim=run.dim, heads=run.heads,
-                         checkpoint=run.checkpoint, fused_attention=True)
-    graph.minimize(model.loss(*inputs))
+    graph.minimize(run.declare(graph))
     graph.config.optimizer(zero.AdamW(lr=1e-4)).enable_zero(True, 3)
-    graph.config.activation_checkpointing(run.checkpoint)
+    graph.config.activation_checkpointing(run.checkpoint != "none")
     if run.accum > 1:
         graph.config.gradient_accumulation_steps(run.accum)
     if run.gpus > 8:
@@ -144,15 +219,16 @@ def throughput(run, machine):
 
 
 def fit(run, low=0.3, high=1.0):
-    """The A100 bf16 matmul rate (as a fraction of the 312 TFLOP/s peak)
-    at which `run`'s predicted throughput is its published one."""
+    """The bf16 matmul rate (as a fraction of the GPU's dense peak) at which
+    `run`'s predicted throughput is its published one, every other constant
+    of its machine as the preset states it."""
     base = zero.machine(run.machine)
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "machine.json")
 
         def predicted(fraction):
             machine = json.loads(json.dumps(base))
-            rate = fraction * A100_BF16_PEAK
+            rate = fraction * run.peak
             machine["matmul_flops"]["bf16"] = rate
             machine["matmul_flops"]["f16"] = rate
             with open(path, "w") as file:
@@ -168,6 +244,29 @@ def fit(run, low=0.3, high=1.0):
         return (low + high) / 2
 
 
+def scaling(name, series, low, high, problems, memory=False):
+    """Checks a series' throughput at `high` GPUs relative to `low` against
+    the published ratio (within 3 %); with `memory`, prints the drop in
+    memory a GPU beside the published drop."""
+    if low not in series or high not in series:
+        return
+    (ours_low, theirs_low, run_low, peak_low) = series[low]
+    (ours_high, theirs_high, run_high, peak_high) = series[high]
+    ours, theirs = ours_high / ours_low, theirs_high / theirs_low
+    print(f"{name} {high} vs {low} GPUs: predicted {ours - 1:+.2%}, "
+          f"published {theirs - 1:+.2%}")
+    if abs(ours - theirs) > 0.03:
+        problems.append(f"{name} scaling: {high} vs {low} GPUs predicted "
+                        f"{ours - 1:+.2%}, published {theirs - 1:+.2%}")
+    if memory:
+        # Stated, not held: the published figure is the caching
+        # allocator's peak reserve, ours the plan's peak in use.
+        drop = (peak_low - peak_high) / 2**30
+        published = run_low.memory - run_high.memory
+        print(f"{name} memory a GPU, {low} minus {high} GPUs: predicted "
+              f"{drop:.1f} GiB, published {published:.1f} GiB")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--markdown", action="store_true")
@@ -178,10 +277,13 @@ def main():
                         help="comma-separated run names (default: all)")
     args = parser.parse_args()
     if args.fit:
-        fraction = fit(RUNS[0])
-        print(f"A100 bf16 matmul rate fitted to {RUNS[0].name}: "
-              f"{fraction * A100_BF16_PEAK / 1e12:.1f} TFLOP/s "
-              f"({fraction * 100:.1f} % of the 312 TFLOP/s peak)")
+        for run in RUNS:
+            if run.name in FITTED:
+                fraction = fit(run)
+                print(f"{run.machine} bf16 matmul rate fitted to {run.name}: "
+                      f"{fraction * run.peak / 1e12:.1f} TFLOP/s "
+                      f"({fraction * 100:.1f} % of the "
+                      f"{run.peak / 1e12:.0f} TFLOP/s peak)")
         return
     wanted = set(filter(None, args.runs.split(",")))
     rows, problems, series = [], [], {}
@@ -193,30 +295,26 @@ def main():
         if abs(error) > 0.15:
             problems.append(f"{run.name}: predicted {tokens:.0f} tok/s/GPU, "
                             f"published {run.published} ({error:+.1%})")
-        if run.name.startswith("MPT-13B"):
-            series[run.gpus] = (tokens, run.published)
+        series.setdefault(run.name.split(" x ")[0], {})[run.gpus] = (
+            tokens, run.published, run, peak)
         rows.append([
             run.name, run.machine, str(run.gpus),
             f"{run.micro} x {run.accum}",
-            "full" if run.checkpoint else "none",
+            run.checkpoint,
             f"{tokens:,.0f}", f"{run.published:,}", f"{error:+.1%}",
             f"{run.mfu(tokens):.1%}", f"{run.mfu(run.published):.1%}",
-            f"{peak / 2**30:.1f} of {card:.0f}", f"{wall:.1f}",
+            f"{peak / 2**30:.1f} of {card:.0f}",
+            "" if run.memory is None else f"{run.memory}", f"{wall:.1f}",
         ])
         print(f"published_runs: {run.name}: {tokens:.1f} tok/s/GPU, peak "
               f"{peak} B, planned in {wall:.2f} s", file=sys.stderr)
     header = ["run", "machine", "GPUs", "micro x accum", "checkpointing",
               "predicted tok/s/GPU", "published", "error", "predicted MFU",
-              "published MFU", "peak GiB / GPU", "plan s"]
+              "published MFU", "peak GiB / GPU", "published GiB", "plan s"]
     print(benchlib.table(header, rows, args.markdown))
-    if 16 in series and 128 in series:
-        ours = series[128][0] / series[16][0]
-        theirs = series[128][1] / series[16][1]
-        print(f"MPT-13B 128 vs 16 GPUs: predicted {ours - 1:+.2%}, published "
-              f"{theirs - 1:+.2%}")
-        if abs(ours - theirs) > 0.03:
-            problems.append(f"MPT-13B flatness: 128 vs 16 GPUs predicted "
-                            f"{ours - 1:+.2%}, published {theirs - 1:+.2%}")
+    scaling("MPT-13B", series.get("MPT-13B", {}), 16, 128, problems)
+    scaling("Llama 3.1 8B", series.get("Llama 3.1 8B", {}), 8, 128,
+            problems, memory=True)
     if problems:
         raise SystemExit("published_runs: " + "; ".join(problems))
 

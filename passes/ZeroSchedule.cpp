@@ -20,6 +20,8 @@
 
 #include "llvm/ADT/SetVector.h"
 
+#include <limits>
+
 namespace zero {
 #define GEN_PASS_DEF_ZEROSCHEDULE
 #include "zero/passes/Passes.h.inc"
@@ -118,15 +120,28 @@ private:
       return {0.0, 0.0};
     double flops = 0;
     Type elementType;
+    double bytes = getOperandAndResultBytes(op).first;
     if (auto matmul = dyn_cast<train::MatmulOp>(op)) {
       auto out = cast<ShapedType>(matmul.getType());
       flops = getMatmulFlops(cast<ShapedType>(matmul.getLhs().getType()), out,
                              matmul.getTransposeA());
       elementType = out.getElementType();
     }
-    return {machine.kernelSeconds(getOperandAndResultBytes(op).first, flops,
-                                  elementType, false),
-            0.0};
+    // Fused attention, as zero-report's simulation counts it.
+    auto attention = dyn_cast<train::AttentionOp>(op);
+    auto attentionGrad = dyn_cast<train::AttentionGradOp>(op);
+    if (attention || attentionGrad) {
+      auto query =
+          cast<ShapedType>(attention ? attention.getQuery().getType()
+                                     : attentionGrad.getQuery().getType());
+      bool causal =
+          attention ? attention.getCausal() : attentionGrad.getCausal();
+      return {machine.kernelSeconds(
+                  bytes, getAttentionFlops(query, causal, !attention),
+                  query.getElementType(), false, machine.attentionEfficiency),
+              0.0};
+    }
+    return {machine.kernelSeconds(bytes, flops, elementType, false), 0.0};
   }
 
   SmallVector<double> compute, communication;
@@ -159,6 +174,10 @@ private:
   void collectUnits();
   LogicalResult checkBound(const GatheredLiveness &liveness);
   void planMoves(SmallVector<int64_t> live);
+  void placeUnit(size_t i, const BlockCosts *costs,
+                 SmallVectorImpl<int64_t> &live, int64_t latest);
+  void placeFirstLevel(size_t i, const BlockCosts *costs,
+                       SmallVectorImpl<int64_t> &live);
   size_t getHidingUnit(const BlockCosts &costs, size_t i,
                        size_t earliest) const;
   void materialize();
@@ -170,6 +189,9 @@ private:
   SmallVector<Operation *> ops;
   DenseMap<Operation *, int64_t> position;
   SmallVector<Unit> units;
+  /// For the first gather of a two-level one (across nodes), the units of
+  /// the gathers that continue it within the node, by its gather op.
+  DenseMap<Operation *, SmallVector<size_t>> continuations;
 };
 
 void BlockScheduler::sinkUnpacks() {
@@ -233,6 +255,9 @@ void BlockScheduler::collectUnits() {
   }
   llvm::stable_sort(
       units, [](const Unit &a, const Unit &b) { return a.need < b.need; });
+  for (auto [index, unit] : llvm::enumerate(units))
+    if (unit.gather.priorGather)
+      continuations[unit.gather.priorGather].push_back(index);
 }
 
 LogicalResult BlockScheduler::checkBound(const GatheredLiveness &liveness) {
@@ -293,55 +318,141 @@ void BlockScheduler::planMoves(SmallVector<int64_t> live) {
   std::optional<BlockCosts> costs;
   if (machine)
     costs.emplace(ops, *machine);
-  for (size_t i = 0; i < units.size(); ++i) {
-    Unit &unit = units[i];
-    // The earliest unit at whose use this one may be issued: the gathers
-    // issued ahead of the compute, this one included, fit the window.
-    size_t earliest = i;
-    int64_t ahead = 0;
-    while (earliest > 0 &&
-           (prefetchBytes == 0 ||
-            ahead + units[earliest].gather.bytes <= prefetchBytes))
-      ahead += units[earliest--].gather.bytes;
-    size_t start = costs ? getHidingUnit(*costs, i, earliest) : earliest;
-    for (size_t j = start; j < i; ++j) {
-      int64_t target = units[j].need;
-      if (target >= unit.issue)
-        break;
-      // Its inputs (shards loaded at the top of the step) must exist there.
-      Operation *first = ops[unit.issue];
-      bool inputsReady = llvm::all_of(first->getOperands(), [&](Value input) {
-        Operation *def = input.getDefiningOp();
-        return !def || def->getBlock() != &block ||
-               position.lookup(def) < target;
-      });
-      if (!inputsReady)
-        continue;
-      int64_t bytes = unit.gather.bytes;
-      if (bound != 0 && *std::max_element(live.begin() + target,
-                                          live.begin() + unit.gatherAt) +
-                                bytes >
-                            bound)
-        continue;
-      for (int64_t at = target; at < unit.gatherAt; ++at)
-        live[at] += bytes;
-      unit.target = target;
+  const BlockCosts *model = costs ? &*costs : nullptr;
+  // The gathers within the node of a two-level gather are placed first,
+  // each as a gather of its own; the gather across nodes they continue is
+  // then issued early enough to be done where the earliest of them starts.
+  for (size_t i = 0; i < units.size(); ++i)
+    if (!continuations.contains(units[i].gather.gather))
+      placeUnit(i, model, live, std::numeric_limits<int64_t>::max());
+  for (size_t i = 0; i < units.size(); ++i)
+    if (continuations.contains(units[i].gather.gather))
+      placeFirstLevel(i, model, live);
+}
+
+void BlockScheduler::placeUnit(size_t i, const BlockCosts *costs,
+                               SmallVectorImpl<int64_t> &live, int64_t latest) {
+  Unit &unit = units[i];
+  // The earliest unit at whose use this one may be issued: the gathers
+  // issued ahead of the compute, this one included, fit the window.
+  size_t earliest = i;
+  int64_t ahead = 0;
+  while (earliest > 0 &&
+         (prefetchBytes == 0 ||
+          ahead + units[earliest].gather.bytes <= prefetchBytes))
+    ahead += units[earliest--].gather.bytes;
+  size_t start = costs ? getHidingUnit(*costs, i, earliest) : earliest;
+  // What the gather across nodes makes is ready where this gather within
+  // the node goes: placeFirstLevel sees to it.
+  Operation *prior = unit.gather.priorGather;
+  Operation *priorUnpack = nullptr;
+  if (prior)
+    if (std::optional<ParameterGather> first =
+            getParameterGather(unit.gather.priorGather))
+      priorUnpack = first->unpack;
+  for (size_t j = start; j < i; ++j) {
+    int64_t target = units[j].need;
+    if (target >= unit.issue || target > latest)
       break;
-    }
+    // Its inputs (shards loaded at the top of the step) must exist there.
+    Operation *first = ops[unit.issue];
+    bool inputsReady = llvm::all_of(first->getOperands(), [&](Value input) {
+      Operation *def = input.getDefiningOp();
+      return !def || def->getBlock() != &block ||
+             position.lookup(def) < target || def == prior ||
+             def == priorUnpack;
+    });
+    if (!inputsReady)
+      continue;
+    int64_t bytes = unit.gather.bytes;
+    if (bound != 0 &&
+        *std::max_element(live.begin() + target, live.begin() + unit.gatherAt) +
+                bytes >
+            bound)
+      continue;
+    for (int64_t at = target; at < unit.gatherAt; ++at)
+      live[at] += bytes;
+    unit.target = target;
+    break;
   }
 }
 
+void BlockScheduler::placeFirstLevel(size_t i, const BlockCosts *costs,
+                                     SmallVectorImpl<int64_t> &live) {
+  Unit &unit = units[i];
+  SmallVector<size_t> seconds = continuations.lookup(unit.gather.gather);
+  // Where the first gather within the node starts: this one's result is
+  // needed there (by the copy out of its bucket, or the gather itself).
+  int64_t needed = unit.need;
+  for (size_t second : seconds)
+    needed = std::min(needed, units[second].target >= 0 ? units[second].target
+                                                        : units[second].issue);
+  unit.need = needed;
+  placeUnit(i, costs, live, needed);
+  // Left where it is, past a gather within the node moved up, that one
+  // cannot go there: it and the others in front of this one stay.
+  if (unit.target < 0 && unit.gatherAt >= needed)
+    for (size_t second : seconds)
+      if (units[second].target >= 0 && units[second].target <= unit.gatherAt)
+        units[second].target = -1;
+}
+
 void BlockScheduler::materialize() {
+  // Each operation gets a place in the new order: one that stays keeps its
+  // index; one moved in front of the operation at index T goes between T-1
+  // and T, after those moved there before it. Targets are indices of the
+  // original order, so an operation that moves itself (a gather continued
+  // within the node) is still a valid target.
+  DenseMap<Operation *, std::pair<int64_t, int64_t>> place;
+  int64_t moves = 0;
+  auto moveBefore = [&](Operation *op, int64_t target) {
+    place[op] = {2 * target - 1, moves++};
+  };
+  // A two-level gather's first gather goes where it was placed, and the
+  // copy out of its bucket in front of the earliest gather that continues
+  // it, so the compute stream waits for it there and no earlier.
+  for (const Unit &unit : units) {
+    auto seconds = continuations.find(unit.gather.gather);
+    if (seconds == continuations.end())
+      continue;
+    if (unit.target >= 0) {
+      if (unit.gather.pack)
+        moveBefore(unit.gather.pack, unit.target);
+      moveBefore(unit.gather.gather, unit.target);
+    }
+    int64_t earliest = -1;
+    for (size_t second : seconds->second)
+      if (int64_t target = units[second].target;
+          target >= 0 && (earliest < 0 || target < earliest))
+        earliest = target;
+    if (earliest >= 0 && unit.gather.unpack)
+      moveBefore(unit.gather.unpack, earliest);
+  }
   // Units are in order of need: those moved in front of one operation
   // keep that order, so the communication stream runs them as needed.
   for (const Unit &unit : units) {
-    if (unit.target < 0)
+    if (unit.target < 0 || continuations.contains(unit.gather.gather))
       continue;
-    Operation *before = ops[unit.target];
     if (unit.gather.pack)
-      unit.gather.pack->moveBefore(before);
-    unit.gather.gather->moveBefore(before);
+      moveBefore(unit.gather.pack, unit.target);
+    moveBefore(unit.gather.gather, unit.target);
   }
+  if (place.empty())
+    return;
+  SmallVector<std::pair<std::pair<int64_t, int64_t>, Operation *>> order;
+  for (auto [index, op] : llvm::enumerate(ops)) {
+    auto moved = place.find(op);
+    order.push_back(
+        {moved == place.end()
+             ? std::make_pair(2 * static_cast<int64_t>(index), int64_t{0})
+             : moved->second,
+         op});
+  }
+  llvm::sort(order, llvm::less_first());
+  Operation *terminator = block.getTerminator();
+  for (auto &[key, op] : order)
+    if (op != terminator)
+      op->moveBefore(terminator);
 }
 
 void BlockScheduler::putPacksFirst() {

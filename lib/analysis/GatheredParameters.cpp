@@ -12,15 +12,40 @@ static bool isParameterShard(Value value) {
   return isa_and_nonnull<train::LoadOp>(value.getDefiningOp());
 }
 
+/// The first-level gather of parameter shards that every value of `values`
+/// comes out of (its result, or members of its unpack), or null.
+static dist::AllGatherOp getPriorLevel(ValueRange values) {
+  Operation *source = nullptr;
+  for (Value value : values) {
+    Operation *def = value.getDefiningOp();
+    if (!def || (source && def != source))
+      return {};
+    source = def;
+  }
+  if (auto unpack = dyn_cast_or_null<dist::UnpackOp>(source))
+    source = unpack.getInput().getDefiningOp();
+  auto prior = dyn_cast_or_null<dist::AllGatherOp>(source);
+  if (!prior)
+    return {};
+  std::optional<ParameterGather> first = getParameterGather(prior);
+  if (!first || first->priorGather)
+    return {};
+  return prior;
+}
+
 std::optional<ParameterGather> getParameterGather(dist::AllGatherOp gather) {
   ParameterGather result;
   result.gather = gather;
   Value input = gather.getInput();
   if (auto pack = input.getDefiningOp<dist::PackOp>()) {
-    if (!pack->hasOneUse() || !llvm::all_of(pack.getInputs(), isParameterShard))
+    if (!pack->hasOneUse())
+      return std::nullopt;
+    if (!llvm::all_of(pack.getInputs(), isParameterShard) &&
+        !(result.priorGather = getPriorLevel(pack.getInputs())))
       return std::nullopt;
     result.pack = pack;
-  } else if (!isParameterShard(input)) {
+  } else if (!isParameterShard(input) &&
+             !(result.priorGather = getPriorLevel(input))) {
     return std::nullopt;
   }
   if (gather->hasOneUse())
@@ -34,8 +59,21 @@ std::optional<ParameterGather> getParameterGather(dist::AllGatherOp gather) {
   return result;
 }
 
-static llvm::StringRef getParameterName(Value shard) {
-  return cast<train::LoadOp>(shard.getDefiningOp()).getState();
+/// The parameter whose shard `value` is, or (one level on) whose shard a
+/// first-level gather gathered it from: a bucket's members are its pack's
+/// inputs, in order.
+static llvm::StringRef getParameterName(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (auto load = dyn_cast_or_null<train::LoadOp>(def))
+    return load.getState();
+  if (auto unpack = dyn_cast_or_null<dist::UnpackOp>(def))
+    if (auto gather = unpack.getInput().getDefiningOp<dist::AllGatherOp>())
+      if (auto pack = gather.getInput().getDefiningOp<dist::PackOp>())
+        return getParameterName(
+            pack.getInputs()[cast<OpResult>(value).getResultNumber()]);
+  if (auto gather = dyn_cast_or_null<dist::AllGatherOp>(def))
+    return getParameterName(gather.getInput());
+  return "?";
 }
 
 std::string describeGather(ParameterGather gather) {

@@ -172,6 +172,42 @@ constexpr StringLiteral kH100Nodes = R"({
   "device_memory": 85520809984
 })";
 
+// 8x the H100 of torchtitan's Llama 3.1 benchmarks (Meta's Grand Teton):
+// SXM, 96 GB HBM2e at 2.4 TB/s (80%), at the default 500 W power limit,
+// NVLink4 as in h100-nvlink-8. Compute: bf16/f16 497.3 TFLOP/s (50.3% of the
+// SXM's peak), fitted to torchtitan's FSDP Llama 3.1 8B run on 8 of these GPUs
+// (`bench/published_runs.py --fit`, the one fitted constant of these
+// presets; torchtitan says this card's peak lies between the SXM's 989 and
+// the NVL's 835 TFLOP/s); f32 as the H100's. Device memory: 96 GiB less
+// the 361 MiB nvidia-smi withholds on the 80 GB card, 97943 MiB (an
+// estimate: no reading of this card is published).
+constexpr StringLiteral kH100x96 = R"({
+  "name": "h100-96gb-nvlink-8",
+  "links": [{"bandwidth": 450e9, "latency": 1.5e-6}],
+  "matmul_flops": {"f32": 47e12, "bf16": 497.3e12, "f16": 497.3e12},
+  "memory_bandwidth": 1.92e12,
+  "launch_overhead": 2e-6,
+  "host_link_bandwidth": 50e9,
+  "host_memory_bandwidth": 40e9,
+  "async_collectives": true,
+  "device_memory": 102700679168
+})";
+
+// Nodes of h100-96gb-nvlink-8 (axis 1) joined by torchtitan's "backend
+// RDMA network with 400 Gb/s per GPU" (axis 0), as h100-nodes-ib400's.
+constexpr StringLiteral kH100x96Nodes = R"({
+  "name": "h100-96gb-nodes-ib400",
+  "links": [{"bandwidth": 45e9, "latency": 6e-6},
+            {"bandwidth": 450e9, "latency": 1.5e-6}],
+  "matmul_flops": {"f32": 47e12, "bf16": 497.3e12, "f16": 497.3e12},
+  "memory_bandwidth": 1.92e12,
+  "launch_overhead": 2e-6,
+  "host_link_bandwidth": 50e9,
+  "host_memory_bandwidth": 40e9,
+  "async_collectives": true,
+  "device_memory": 102700679168
+})";
+
 // 8x A100 SXM4 in one node (DGX A100), NVLink3 through NVSwitch: 300 GB/s a
 // direction per GPU, of which NCCL's all-reduce reaches ~230 GB/s bus
 // bandwidth; the H100's ring step latency. Compute: bf16/f16 213.5 TFLOP/s,
@@ -248,6 +284,8 @@ constexpr Preset kPresets[] = {{"a100-40gb-nvlink-8", kA100x40},
                                {"h100-nvlink-8", kH100},
                                {"h200-nvlink-8", kH200},
                                {"h100-nodes-ib400", kH100Nodes},
+                               {"h100-96gb-nvlink-8", kH100x96},
+                               {"h100-96gb-nodes-ib400", kH100x96Nodes},
                                {"cpu", kCpu}};
 
 } // namespace

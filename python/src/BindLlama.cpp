@@ -36,8 +36,10 @@ void bindLlama(py::module_ &m) {
           [](const RMSNorm &layer, const Tensor &x) {
             return checkedResult(layer(x), x);
           },
-          py::arg("x"), py::keep_alive<0, 1>())
-      .def_readonly("weight", &RMSNorm::weight);
+          py::arg("x"), py::keep_alive<0, 1>(),
+          "The normalized x, of x's shape and type.")
+      .def_readonly("weight", &RMSNorm::weight,
+                    "The Parameter of the weight, [dim].");
 
   py::class_<Llama>(
       m, "Llama",

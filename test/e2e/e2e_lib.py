@@ -138,11 +138,13 @@ def check_same_training(checker, where, reference, run):
     return same_losses and not diff
 
 
-def train_with_options(program, workdir, tag, ranks, stage, steps, options):
-    """A deterministic run compiled with more zero-pipeline `options`;
-    returns (metrics dict, state path, the lowered program's text)."""
+def train_with_options(program, workdir, tag, ranks, stage, steps, options,
+                       run_args=()):
+    """A deterministic run compiled with more zero-pipeline `options` (and
+    more zero-run `run_args`); returns (metrics dict, state path, the
+    lowered program's text)."""
     emitted = os.path.join(workdir, f"{tag}.zrt.mlir")
-    extra = ["--emit-program", emitted]
+    extra = ["--emit-program", emitted] + list(run_args)
     if options:
         extra += ["--pipeline-options", options]
     metrics, state = train(program, workdir, tag, ranks, stage, steps,

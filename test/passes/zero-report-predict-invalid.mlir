@@ -28,7 +28,7 @@
 // NOLINKS: error: machine '{{.*}}nolinks.json': field 'links' must be a non-empty array
 // BROKEN: error: machine '{{.*}}broken.json': not valid JSON
 // ABSENT: error: machine '{{.*}}absent.json': cannot read it: No such file or directory
-// PRESET: error: machine 'a100' is neither a preset (a100-40gb-nvlink-8, a100-80gb-nvlink-8, a100-40gb-nodes-roce200, h100-nvlink-8, h200-nvlink-8, h100-nodes-ib400, cpu) nor a .json file
+// PRESET: error: machine 'a100' is neither a preset (a100-40gb-nvlink-8, a100-80gb-nvlink-8, a100-40gb-nodes-roce200, h100-nvlink-8, h200-nvlink-8, h100-nodes-ib400, h100-96gb-nvlink-8, h100-96gb-nodes-ib400, cpu) nor a .json file
 
 // A rate of zero is refused (links for more placement axes than the
 // program uses are not).
@@ -49,7 +49,7 @@
 // fails before any pass runs.
 // PIPELINE: error: zero-pipeline: report=timeline draws the predicted step of the lowered program; it needs machine= and lower-to-runtime=true
 // PIPELINE-TIMELINE: error: zero-pipeline: report=timeline draws the predicted step of the lowered program; it needs machine= and lower-to-runtime=true
-// PIPELINE-PRESET: error: machine 'a100' is neither a preset (a100-40gb-nvlink-8, a100-80gb-nvlink-8, a100-40gb-nodes-roce200, h100-nvlink-8, h200-nvlink-8, h100-nodes-ib400, cpu) nor a .json file
+// PIPELINE-PRESET: error: machine 'a100' is neither a preset (a100-40gb-nvlink-8, a100-80gb-nvlink-8, a100-40gb-nodes-roce200, h100-nvlink-8, h200-nvlink-8, h100-nodes-ib400, h100-96gb-nvlink-8, h100-96gb-nodes-ib400, cpu) nor a .json file
 
 //--- missing.json
 {

@@ -67,7 +67,7 @@
 // A machine that does not load fails before anything moves, and so does a
 // step with a collective over a placement axis the machine has no link for:
 // its cost would be unknown.
-// PRESET: error: machine 'a100' is neither a preset (a100-40gb-nvlink-8, a100-80gb-nvlink-8, a100-40gb-nodes-roce200, h100-nvlink-8, h200-nvlink-8, h100-nodes-ib400, cpu) nor a .json file
+// PRESET: error: machine 'a100' is neither a preset (a100-40gb-nvlink-8, a100-80gb-nvlink-8, a100-40gb-nodes-roce200, h100-nvlink-8, h200-nvlink-8, h100-nodes-ib400, h100-96gb-nvlink-8, h100-96gb-nodes-ib400, cpu) nor a .json file
 // AXIS: error: zero-schedule: machine 'h100-nvlink-8' has links for 1 placement axis(es); this collective runs over axis 1
 
 //--- layers.mlir

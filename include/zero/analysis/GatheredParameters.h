@@ -25,11 +25,17 @@ struct ParameterGather {
   dist::UnpackOp unpack;
   /// Bytes of the gathered tensor (the whole bucket).
   int64_t bytes = 0;
+  /// With the state cut over two mesh axes (`mesh-scheme=full`), a
+  /// parameter is gathered across nodes first, then within the node: for
+  /// the second gather, the first, whose result (or its unpack's members)
+  /// this one gathers further. Null for a gather of shards.
+  dist::AllGatherOp priorGather;
 };
 
 /// The parameter gather `gather` belongs to, or nullopt when it gathers
-/// something other than parameter shards read by `train.load` (the stage 1-2
-/// gathers of updated shards, say).
+/// something other than parameter shards read by `train.load` or, one level
+/// on, what a gather of them gathered (the stage 1-2 gathers of updated
+/// shards, say).
 std::optional<ParameterGather> getParameterGather(dist::AllGatherOp gather);
 
 /// `@a`, or `the bucket of @a, @b, ...` for a bucket: what `gather` holds,

@@ -356,7 +356,10 @@ int main(int argc, char **argv) {
     absl::StatusOr<Launch> launch = resolveLaunch();
     if (!launch.ok())
       failEarly(std::string(launch.status().message()));
-    llvm::outs() << describeLaunch(*launch) << "\n";
+    // One write for the whole line: under mpirun, every rank prints one,
+    // and a line written in pieces can interleave with another rank's.
+    llvm::outs() << describeLaunch(*launch) + "\n";
+    llvm::outs().flush();
     return 0;
   }
   if (programPath.empty())

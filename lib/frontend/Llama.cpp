@@ -66,12 +66,11 @@ Tensor RMSNorm::operator()(const Tensor &x) const {
 LlamaAttention::LlamaAttention(Graph &graph, const std::string &name,
                                int64_t dim, int64_t heads, int64_t kvHeads,
                                bool fused)
-    : q(graph, name + ".q_proj", dim, heads > 0 ? dim / heads * heads : 0),
+    : q(graph, name + ".q_proj", dim, dim),
       k(graph, name + ".k_proj", dim, heads > 0 ? dim / heads * kvHeads : 0),
       v(graph, name + ".v_proj", dim, heads > 0 ? dim / heads * kvHeads : 0),
-      o(graph, name + ".o_proj", heads > 0 ? dim / heads * heads : 0, dim),
-      name(name), dim(dim), numHeads(heads), numKvHeads(kvHeads), fused(fused) {
-}
+      o(graph, name + ".o_proj", dim, dim), name(name), dim(dim),
+      numHeads(heads), numKvHeads(kvHeads), fused(fused) {}
 
 /// Hugging Face's rotate_half: the last dimension's halves swapped, the
 /// first negated.

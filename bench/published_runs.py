@@ -7,8 +7,12 @@ attention (FlashAttention-class, as the runs use), ZeRO stage 3 sharded over
 every GPU (FSDP's FULL_SHARD: `mesh_scheme="full"` across nodes), the run's
 micro-batch, accumulation and activation checkpointing, and compiled for
 the run's GPU count on a machine preset: nothing is allocated, nothing runs.
-From the predicted step it reports tokens/s per GPU, MFU by the source's own
-formula, and the peak device memory against the card's.
+From the report of the predicted step it takes tokens/s per GPU (the
+report's own line; the tokens it counts a step are checked against the
+run's), and sets MFU by the source's own formula beside the report's MFU
+(the step's matmul and attention FLOPs, each op once and causal attention's
+half of the score matrix, over the datasheet peak), and the peak device
+memory against the card's.
 
 The runs (MosaicML llm-foundry, scripts/train/benchmarking/README.md, the
 "A100 80GB" and "A100 40GB with 1600 Gbps node-node interconnect (RoCE)"
@@ -184,8 +188,9 @@ FITTED = ("MPT-7B", "Llama 3.1 8B x 8")
 
 def plan(run, machine):
     """Compiles `run` for its GPUs on `machine` (a preset or a JSON file);
-    returns the predicted step's seconds and peak device bytes, the card's
-    bytes, and the compile's wall time."""
+    returns the report's tokens/s a GPU, its MFU (None on a machine without
+    a datasheet peak), the predicted peak device bytes, the card's GiB, and
+    the compile's wall time."""
     start = time.perf_counter()
     graph = zero.Graph(run.family.lower())
     graph.config.precision("bf16")
@@ -202,20 +207,29 @@ def plan(run, machine):
     step = re.search(r"^  step time +([0-9.]+) ms", text, re.M)
     peak = re.search(r"^  peak device memory +([0-9]+) B", text, re.M)
     card = re.search(r"^  device memory +([0-9.]+) GiB", text, re.M)
-    if not (step and peak and card):
+    tokens = re.search(r"^  tokens / s +([0-9.]+) a device +\(([0-9]+) a "
+                       r"step", text, re.M)
+    mfu = re.search(r"^  MFU +([0-9.]+) %", text, re.M)
+    if not (step and peak and card and tokens):
         raise SystemExit(f"{run.name}: the report has no predicted step:\n"
                          f"{text[-2000:]}")
     if "the peak fits" not in text:
         raise SystemExit(f"published_runs: {run.name}: the plan's peak device "
                          f"memory ({peak.group(1)} B) does not fit the "
                          f"{card.group(1)} GiB card the run used")
-    return (float(step.group(1)) / 1e3, int(peak.group(1)),
+    # The report counts the step's tokens itself (its largest integer
+    # input): they must be the run's.
+    if int(tokens.group(2)) != run.tokens_per_gpu():
+        raise SystemExit(f"published_runs: {run.name}: the report counts "
+                         f"{tokens.group(2)} tokens a step on a GPU, the run "
+                         f"{run.tokens_per_gpu()}")
+    return (float(tokens.group(1)),
+            float(mfu.group(1)) / 100 if mfu else None, int(peak.group(1)),
             float(card.group(1)), time.perf_counter() - start)
 
 
 def throughput(run, machine):
-    seconds, peak, card, wall = plan(run, machine)
-    return run.tokens_per_gpu() / seconds, peak, card, wall
+    return plan(run, machine)[0]
 
 
 def fit(run, low=0.3, high=1.0):
@@ -233,7 +247,7 @@ def fit(run, low=0.3, high=1.0):
             machine["matmul_flops"]["f16"] = rate
             with open(path, "w") as file:
                 json.dump(machine, file)
-            return throughput(run, path)[0]
+            return throughput(run, path)
 
         for _ in range(30):
             middle = (low + high) / 2
@@ -290,7 +304,7 @@ def main():
     for run in RUNS:
         if wanted and run.name not in wanted:
             continue
-        tokens, peak, card, wall = throughput(run, run.machine)
+        tokens, report_mfu, peak, card, wall = plan(run, run.machine)
         error = tokens / run.published - 1
         if abs(error) > 0.15:
             problems.append(f"{run.name}: predicted {tokens:.0f} tok/s/GPU, "
@@ -303,6 +317,7 @@ def main():
             run.checkpoint,
             f"{tokens:,.0f}", f"{run.published:,}", f"{error:+.1%}",
             f"{run.mfu(tokens):.1%}", f"{run.mfu(run.published):.1%}",
+            f"{report_mfu:.1%}",
             f"{peak / 2**30:.1f} of {card:.0f}",
             "" if run.memory is None else f"{run.memory}", f"{wall:.1f}",
         ])
@@ -310,7 +325,7 @@ def main():
               f"{peak} B, planned in {wall:.2f} s", file=sys.stderr)
     header = ["run", "machine", "GPUs", "micro x accum", "checkpointing",
               "predicted tok/s/GPU", "published", "error", "predicted MFU",
-              "published MFU", "peak GiB / GPU", "published GiB", "plan s"]
+              "published MFU", "report's MFU", "peak GiB / GPU", "published GiB", "plan s"]
     print(benchlib.table(header, rows, args.markdown))
     scaling("MPT-13B", series.get("MPT-13B", {}), 16, 128, problems)
     scaling("Llama 3.1 8B", series.get("Llama 3.1 8B", {}), 8, 128,

@@ -414,8 +414,11 @@ void Differentiator::cloneForBackward(Operation *op, OpBuilder &builder) {
     }
   });
   // clone() maps the results into `recomputed` for later uses; its mark
-  // goes with the forward op's in run().
-  builder.clone(*op, recomputed);
+  // goes with the forward op's in run(). The clone says it repeats the
+  // forward, so that the plan counts its FLOPs once in the model's.
+  Operation *clone = builder.clone(*op, recomputed);
+  clone->setAttr(train::TrainDialect::getRecomputedAttrName(),
+                 builder.getUnitAttr());
 }
 
 void Differentiator::recompute(Operation *first) {

@@ -118,15 +118,12 @@ private:
         isa<train::LoadOp, train::StoreOp, train::ReshapeOp,
             train::StepIndexOp>(op))
       return {0.0, 0.0};
-    double flops = 0;
-    Type elementType;
     double bytes = getOperandAndResultBytes(op).first;
-    if (auto matmul = dyn_cast<train::MatmulOp>(op)) {
-      auto out = cast<ShapedType>(matmul.getType());
-      flops = getMatmulFlops(cast<ShapedType>(matmul.getLhs().getType()), out,
-                             matmul.getTransposeA());
-      elementType = out.getElementType();
-    }
+    if (auto matmul = dyn_cast<train::MatmulOp>(op))
+      return {machine.matmulSeconds(cast<ShapedType>(matmul.getLhs().getType()),
+                                    cast<ShapedType>(matmul.getType()),
+                                    matmul.getTransposeA(), bytes, false),
+              0.0};
     // Fused attention, as zero-report's simulation counts it.
     auto attention = dyn_cast<train::AttentionOp>(op);
     auto attentionGrad = dyn_cast<train::AttentionGradOp>(op);
@@ -141,7 +138,7 @@ private:
                   query.getElementType(), false, machine.attentionEfficiency),
               0.0};
     }
-    return {machine.kernelSeconds(bytes, flops, elementType, false), 0.0};
+    return {machine.kernelSeconds(bytes, 0.0, Type(), false), 0.0};
   }
 
   SmallVector<double> compute, communication;

@@ -36,7 +36,7 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   // The recompute mark goes on the ops of a step, not on the function.
-  if (name == getRecomputeAttrName()) {
+  if (name == getRecomputeAttrName() || name == getRecomputedAttrName()) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError()
              << "'" << name << "' is a unit attribute and takes no value";
@@ -47,8 +47,9 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
     return op->emitError() << "unknown train attribute '" << name
                            << "'; the dialect defines '" << getStepAttrName()
                            << "', '" << getAccumulateStepsAttrName() << "', '"
-                           << getApplyStepAttrName() << "' and '"
-                           << getRecomputeAttrName() << "'";
+                           << getApplyStepAttrName() << "', '"
+                           << getRecomputeAttrName() << "' and '"
+                           << getRecomputedAttrName() << "'";
   if (!isa<func::FuncOp>(op))
     return op->emitError() << "'" << name
                            << "' marks a training-step func.func, not '"

@@ -14,6 +14,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -62,15 +63,43 @@ double MachineModel::copySeconds(double bytes, bool onHost) const {
          launchOverhead;
 }
 
-double getMatmulFlops(ShapedType lhs, ShapedType out, bool transposeA) {
+namespace {
+
+/// FLOPs of a matmul whose output rows, columns and contracted depth are
+/// each rounded up to a multiple of `tile` (0: not rounded).
+double tiledMatmulFlops(ShapedType lhs, ShapedType out, bool transposeA,
+                        const std::array<int64_t, 3> &tile) {
   if (!lhs.hasStaticShape() || !out.hasStaticShape())
     return 0.0;
   int64_t rank = lhs.getRank();
-  if (rank < 2)
+  if (rank < 2 || out.getRank() < 2)
     return 0.0;
+  auto rounded = [](int64_t size, int64_t multiple) {
+    return static_cast<double>(
+        multiple > 0 ? llvm::divideCeil(size, multiple) * multiple : size);
+  };
+  int64_t outRank = out.getRank();
+  int64_t rows = out.getDimSize(outRank - 2);
+  int64_t cols = out.getDimSize(outRank - 1);
+  double batch = static_cast<double>(out.getNumElements()) /
+                 (static_cast<double>(rows) * static_cast<double>(cols));
   int64_t contracted = lhs.getDimSize(rank - (transposeA ? 2 : 1));
-  return 2.0 * static_cast<double>(out.getNumElements()) *
-         static_cast<double>(contracted);
+  return 2.0 * batch * rounded(rows, tile[0]) * rounded(cols, tile[1]) *
+         rounded(contracted, tile[2]);
+}
+
+} // namespace
+
+double MachineModel::matmulSeconds(ShapedType lhs, ShapedType out,
+                                   bool transposeA, double bytes,
+                                   bool onHost) const {
+  return kernelSeconds(bytes,
+                       tiledMatmulFlops(lhs, out, transposeA, matmulTile),
+                       out.getElementType(), onHost);
+}
+
+double getMatmulFlops(ShapedType lhs, ShapedType out, bool transposeA) {
+  return tiledMatmulFlops(lhs, out, transposeA, {0, 0, 0});
 }
 
 double getAttentionFlops(ShapedType query, bool causal, bool backward) {
@@ -106,6 +135,11 @@ llvm::json::Object machineToJson(const MachineModel &machine) {
     object["device_memory"] = machine.deviceMemory;
   if (machine.attentionEfficiency != 1.0)
     object["attention_efficiency"] = machine.attentionEfficiency;
+  if (machine.peakFlops > 0)
+    object["peak_flops"] = machine.peakFlops;
+  if (machine.matmulTile[0] > 0)
+    object["matmul_tile"] = llvm::json::Array{
+        machine.matmulTile[0], machine.matmulTile[1], machine.matmulTile[2]};
   return object;
 }
 
@@ -124,7 +158,9 @@ struct Preset {
 // bandwidth NCCL's tests report for large collectives over the 8 GPUs, and
 // a ring step latency that gives their ~20 us small-message all-reduce.
 // Compute: 65% of the dense tensor-core peak (989 TFLOP/s bf16/f16; 67
-// TFLOP/s f32 without TF32, which the CUDA backend does not use, at 70%).
+// TFLOP/s f32 without TF32, which the CUDA backend does not use, at 70%),
+// on whole 128x128x64 tiles (CUTLASS's default Hopper GEMM tile; the A100
+// presets: its Ampere one, 128x128x32).
 // Memory: 80% of HBM3's 3.35 TB/s; 81559 MiB a card. Host: PCIe Gen5 x16
 // with pinned memory, and one rank's share of the host's DDR5.
 constexpr StringLiteral kH100 = R"({
@@ -136,7 +172,9 @@ constexpr StringLiteral kH100 = R"({
   "host_link_bandwidth": 50e9,
   "host_memory_bandwidth": 40e9,
   "async_collectives": true,
-  "device_memory": 85520809984
+  "device_memory": 85520809984,
+  "peak_flops": 989e12,
+  "matmul_tile": [128, 128, 64]
 })";
 
 // 8x H200 SXM: the H100's compute and NVLink4, HBM3e at 4.8 TB/s (80%),
@@ -150,7 +188,9 @@ constexpr StringLiteral kH200 = R"({
   "host_link_bandwidth": 50e9,
   "host_memory_bandwidth": 40e9,
   "async_collectives": true,
-  "device_memory": 150754820096
+  "device_memory": 150754820096,
+  "peak_flops": 989e12,
+  "matmul_tile": [128, 128, 64]
 })";
 
 // Nodes of 8x H100 SXM5 (the h100-nvlink-8 node: its compute, memory,
@@ -169,7 +209,9 @@ constexpr StringLiteral kH100Nodes = R"({
   "host_link_bandwidth": 50e9,
   "host_memory_bandwidth": 40e9,
   "async_collectives": true,
-  "device_memory": 85520809984
+  "device_memory": 85520809984,
+  "peak_flops": 989e12,
+  "matmul_tile": [128, 128, 64]
 })";
 
 // 8x the H100 of torchtitan's Llama 3.1 benchmarks (Meta's Grand Teton):
@@ -190,7 +232,9 @@ constexpr StringLiteral kH100x96 = R"({
   "host_link_bandwidth": 50e9,
   "host_memory_bandwidth": 40e9,
   "async_collectives": true,
-  "device_memory": 102700679168
+  "device_memory": 102700679168,
+  "peak_flops": 989e12,
+  "matmul_tile": [128, 128, 64]
 })";
 
 // Nodes of h100-96gb-nvlink-8 (axis 1) joined by torchtitan's "backend
@@ -205,7 +249,9 @@ constexpr StringLiteral kH100x96Nodes = R"({
   "host_link_bandwidth": 50e9,
   "host_memory_bandwidth": 40e9,
   "async_collectives": true,
-  "device_memory": 102700679168
+  "device_memory": 102700679168,
+  "peak_flops": 989e12,
+  "matmul_tile": [128, 128, 64]
 })";
 
 // 8x A100 SXM4 in one node (DGX A100), NVLink3 through NVSwitch: 300 GB/s a
@@ -227,7 +273,9 @@ constexpr StringLiteral kA100x40 = R"({
   "host_link_bandwidth": 25e9,
   "host_memory_bandwidth": 30e9,
   "async_collectives": true,
-  "device_memory": 42949672960
+  "device_memory": 42949672960,
+  "peak_flops": 312e12,
+  "matmul_tile": [128, 128, 32]
 })";
 
 constexpr StringLiteral kA100x80 = R"({
@@ -239,7 +287,9 @@ constexpr StringLiteral kA100x80 = R"({
   "host_link_bandwidth": 25e9,
   "host_memory_bandwidth": 30e9,
   "async_collectives": true,
-  "device_memory": 85899345920
+  "device_memory": 85899345920,
+  "peak_flops": 312e12,
+  "matmul_tile": [128, 128, 32]
 })";
 
 // Nodes of a100-40gb-nvlink-8 (axis 1) joined by 200 Gb/s RoCE per GPU
@@ -256,7 +306,9 @@ constexpr StringLiteral kA100Nodes = R"({
   "host_link_bandwidth": 25e9,
   "host_memory_bandwidth": 30e9,
   "async_collectives": true,
-  "device_memory": 42949672960
+  "device_memory": 42949672960,
+  "peak_flops": 312e12,
+  "matmul_tile": [128, 128, 32]
 })";
 
 // The project's 2-core development machine (Intel Xeon, KVM), one rank per
@@ -320,6 +372,12 @@ public:
     if (!value)
       fail("missing field '" + name(key) + "'");
     return value;
+  }
+
+  /// The field `key` where it is present, else null: an optional field.
+  const llvm::json::Value *optional(StringRef key) {
+    seen.insert(key);
+    return object.get(key);
   }
 
   /// A number > 0 (or >= 0 with `allowZero`).
@@ -453,6 +511,33 @@ FailureOr<MachineModel> parseMachineModel(StringRef text, StringRef source,
   top.optionalNumber("device_memory", deviceMemory);
   model.deviceMemory = static_cast<int64_t>(deviceMemory);
   top.optionalNumber("attention_efficiency", model.attentionEfficiency);
+  top.optionalNumber("peak_flops", model.peakFlops);
+  if (const llvm::json::Value *tile = top.optional("matmul_tile")) {
+    const llvm::json::Array *array = tile->getAsArray();
+    bool valid = array && array->size() == 3;
+    for (size_t index = 0; valid && index < 3; ++index) {
+      std::optional<int64_t> size = (*array)[index].getAsInteger();
+      valid = size && *size > 0;
+      if (valid)
+        model.matmulTile[index] = *size;
+    }
+    if (!valid)
+      top.fail("field 'matmul_tile' must be three positive integers: the "
+               "output rows, output columns and contracted depth of a GEMM "
+               "kernel's tile, such as [128, 128, 64]");
+  }
+  // The datasheet peak bounds what a kernel achieves: a fitted matmul rate
+  // above it is a typo in one of the two, and the MFU would exceed 100%.
+  double matmulPeak = std::max(model.matmulFlopsBF16, model.matmulFlopsF16);
+  if (!error && model.peakFlops > 0 && matmulPeak > model.peakFlops) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::format("field 'peak_flops' (%g) is below the machine's "
+                       "16-bit matmul rate (%g); it is the card's datasheet "
+                       "peak, which no kernel exceeds",
+                       model.peakFlops, matmulPeak);
+    top.fail(text);
+  }
   if (!error && model.attentionEfficiency > 1.0)
     top.fail("field 'attention_efficiency' must be at most 1 (a fraction of "
              "the matmul rate), got " +

@@ -15,6 +15,7 @@
 #include "zero/analysis/StepSimulation.h"
 
 #include "zero/analysis/TrainingStep.h"
+#include "zero/dialects/train/TrainDialect.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -96,6 +97,21 @@ double uncovered(std::vector<std::pair<double, double>> a,
   return measure(a) - covered;
 }
 
+/// The part of a launch's `flops` that MFU counts: each op of the model
+/// once, its backward as the gradients need it. A clone train-autodiff
+/// recomputes adds none. A fused attention's backward runs five score-sized
+/// matmuls, of which one recomputes the forward's scores: the model's are
+/// the other four, so that attention counts 2 + 4, as MosaicML's and
+/// torchtitan's formulas do.
+double modelFlopsOf(zrt::LaunchOp launch, double flops) {
+  if (launch.getParams() &&
+      launch.getParams()->get(train::TrainDialect::getRecomputedAttrName()))
+    return 0;
+  if (launch.getKernel() == "train.attention_grad")
+    return flops * 4.0 / 5.0;
+  return flops;
+}
+
 class BodySimulator {
 public:
   BodySimulator(const MachineModel &machine, dist::PlacementAttr placement,
@@ -150,14 +166,14 @@ double BodySimulator::kernelSeconds(zrt::LaunchOp launch, bool onHost,
   for (Value memref : launch->getOperands())
     bytes += bytesOf(memref);
   flops = 0;
-  Type elementType;
   if (launch.getKernel() == "train.matmul" && launch.getIns().size() == 2 &&
       launch.getOuts().size() == 1) {
+    auto lhs = cast<MemRefType>(launch.getIns()[0].getType());
     auto out = cast<MemRefType>(launch.getOuts()[0].getType());
-    flops = getMatmulFlops(cast<MemRefType>(launch.getIns()[0].getType()), out,
-                           launch.getParams() &&
-                               launch.getParams()->get("transpose_a"));
-    elementType = out.getElementType();
+    bool transposeA =
+        launch.getParams() && launch.getParams()->get("transpose_a");
+    flops = getMatmulFlops(lhs, out, transposeA);
+    return machine.matmulSeconds(lhs, out, transposeA, bytes, onHost);
   }
   bool forward = launch.getKernel() == "train.attention";
   if ((forward || launch.getKernel() == "train.attention_grad") &&
@@ -170,7 +186,7 @@ double BodySimulator::kernelSeconds(zrt::LaunchOp launch, bool onHost,
     return machine.kernelSeconds(bytes, flops, query.getElementType(), onHost,
                                  machine.attentionEfficiency);
   }
-  return machine.kernelSeconds(bytes, flops, elementType, onHost);
+  return machine.kernelSeconds(bytes, 0.0, Type(), onHost);
 }
 
 double BodySimulator::copySeconds(zrt::CopyOp copy, bool onHost,
@@ -250,6 +266,7 @@ LogicalResult BodySimulator::run(zrt::StepOp step, SimulatedBody &body) {
       double seconds =
           kernelSeconds(launch, onHost, instruction.bytes, instruction.flops);
       instruction.name = launch.getKernel().str();
+      instruction.modelFlops = modelFlopsOf(launch, instruction.flops);
       instruction.kind = onHost                  ? SimulatedKind::hostKernel
                          : instruction.flops > 0 ? SimulatedKind::matmul
                                                  : SimulatedKind::kernel;
@@ -417,6 +434,17 @@ FailureOr<StepPrediction> simulateProgram(zrt::ProgramOp program,
           buffer.getMemRefType().getNumElements() *
           getElementBytes(buffer.getMemRefType().getElementType());
   prediction.deviceArenaBytes = program.getArenaBytes(zrt::MemorySpace::device);
+  for (auto buffer : program.getOps<zrt::BufferOp>()) {
+    MemRefType type = buffer.getMemRefType();
+    if (buffer.getRole() != zrt::BufferRole::input ||
+        !isa<IntegerType>(type.getElementType()))
+      continue;
+    int64_t tokens = type.getNumElements() * program.getMicroSteps();
+    if (tokens > prediction.tokens) {
+      prediction.tokens = tokens;
+      prediction.tokensInput = buffer.getSymName().str();
+    }
+  }
   prediction.streamBusy.assign(hostStreams.size(), 0.0);
   for (auto step : program.getOps<zrt::StepOp>()) {
     SimulatedBody body;
@@ -434,9 +462,27 @@ FailureOr<StepPrediction> simulateProgram(zrt::ProgramOp program,
     prediction.exposedCommunication += repeat * body.exposedCommunication;
     for (auto [total, busy] : llvm::zip(prediction.streamBusy, body.streamBusy))
       total += repeat * busy;
+    for (const SimulatedInstruction &instruction : body.instructions) {
+      prediction.modelFlops += repeat * instruction.modelFlops;
+      prediction.recomputeFlops +=
+          repeat * (instruction.flops - instruction.modelFlops);
+    }
     prediction.bodies.push_back(std::move(body));
   }
   return prediction;
+}
+
+double getTokensPerSecond(const StepPrediction &prediction) {
+  if (prediction.tokens == 0 || prediction.stepSeconds <= 0)
+    return 0;
+  return static_cast<double>(prediction.tokens) / prediction.stepSeconds;
+}
+
+double getModelFlopsUtilization(const StepPrediction &prediction) {
+  if (prediction.machine.peakFlops <= 0 || prediction.stepSeconds <= 0)
+    return 0;
+  return prediction.modelFlops / prediction.stepSeconds /
+         prediction.machine.peakFlops;
 }
 
 } // namespace zero

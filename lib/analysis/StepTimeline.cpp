@@ -51,6 +51,18 @@ double percentOf(double part, double whole) {
   return whole > 0 ? 100.0 * part / whole : 0.0;
 }
 
+/// `flops` with the largest SI prefix that leaves at least 1: "3.417
+/// PFLOP".
+std::string formatFlops(double flops) {
+  static constexpr const char *kPrefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  size_t prefix = 0;
+  while (flops >= 1000.0 && prefix + 1 < std::size(kPrefixes)) {
+    flops /= 1000.0;
+    ++prefix;
+  }
+  return llvm::formatv("{0:F3} {1}FLOP", flops, kPrefixes[prefix]).str();
+}
+
 std::string bodyLabel(const SimulatedBody &body) {
   if (body.repeat > 1)
     return body.kind + " (x" + std::to_string(body.repeat) + ")";
@@ -115,6 +127,29 @@ void printPrediction(const StepPrediction &prediction, llvm::raw_ostream &os) {
                          card / kGiB,
                          static_cast<long long>(peak - machine.deviceMemory));
   }
+  // Throughput in the units the runs people plan are published in.
+  if (prediction.tokens > 0)
+    os << llvm::format("  %-22s %12.1f a device   (%lld a step: the "
+                       "elements of input @%s)\n",
+                       static_cast<const char *>("tokens / s"),
+                       getTokensPerSecond(prediction),
+                       static_cast<long long>(prediction.tokens),
+                       prediction.tokensInput.c_str());
+  if (prediction.modelFlops > 0) {
+    os << llvm::format("  %-22s %12s a device   (matmuls and attention, "
+                       "each once",
+                       static_cast<const char *>("model FLOPs a step"),
+                       formatFlops(prediction.modelFlops).c_str());
+    if (prediction.recomputeFlops > 0)
+      os << "; recomputing adds " << formatFlops(prediction.recomputeFlops);
+    os << ")\n";
+  }
+  if (prediction.modelFlops > 0 && machine.peakFlops > 0)
+    os << llvm::format("  %-22s %12.2f %%   (of the %.1f TFLOP/s datasheet "
+                       "peak)\n",
+                       static_cast<const char *>("MFU"),
+                       100.0 * getModelFlopsUtilization(prediction),
+                       machine.peakFlops / 1e12);
   os << "  Busy time per stream:\n";
   for (auto [name, busy] : llvm::zip(prediction.streams, prediction.streamBusy))
     os << llvm::format("    @%-19s %12.4f ms\n", name.c_str(), busy * 1e3);
@@ -157,6 +192,8 @@ llvm::json::Object predictionToJson(const StepPrediction &prediction) {
           {"bytes", instruction.bytes}};
       if (instruction.flops > 0)
         entry["flops"] = instruction.flops;
+      if (instruction.modelFlops != instruction.flops)
+        entry["model_flops"] = instruction.modelFlops;
       if (instruction.kind == SimulatedKind::collective)
         collectives.push_back(llvm::json::Object(entry));
       instructions.push_back(std::move(entry));
@@ -192,6 +229,16 @@ llvm::json::Object predictionToJson(const StepPrediction &prediction) {
            ? llvm::json::Value(getPeakDeviceBytes(prediction) <=
                                prediction.machine.deviceMemory)
            : llvm::json::Value(nullptr)},
+      {"tokens", prediction.tokens},
+      {"tokens_input", prediction.tokens > 0
+                           ? llvm::json::Value(prediction.tokensInput)
+                           : llvm::json::Value(nullptr)},
+      {"tokens_per_second", getTokensPerSecond(prediction)},
+      {"model_flops", prediction.modelFlops},
+      {"recompute_flops", prediction.recomputeFlops},
+      {"mfu", prediction.machine.peakFlops > 0
+                  ? llvm::json::Value(getModelFlopsUtilization(prediction))
+                  : llvm::json::Value(nullptr)},
       {"bodies", std::move(bodies)}};
 }
 

@@ -11,6 +11,7 @@
 
 #include "zero/analysis/MachineModel.h"
 #include "zero/analysis/PlanReport.h"
+#include "zero/analysis/StepSimulation.h"
 
 #include "EmitModule.h"
 #include "GraphState.h"
@@ -286,6 +287,22 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
     return failure("zero-pipeline");
   impl->report = readReport(*impl->program, graph.config.zeroStage(), ranks);
   impl->report.groups = zero::computeOptimizerGroups(*impl->step);
+  if (!options.machine.empty()) {
+    // The pipeline printed the prediction into the text; the dict gets it
+    // from the same simulation of the same program.
+    mlir::Location loc = mlir::UnknownLoc::get(impl->context.get());
+    mlir::FailureOr<zero::MachineModel> machine =
+        zero::loadMachineModel(options.machine, loc);
+    if (failed(machine))
+      return failure("loading the machine");
+    for (auto program : impl->program->getOps<zero::zrt::ProgramOp>()) {
+      mlir::FailureOr<zero::StepPrediction> prediction =
+          zero::simulateProgram(program, *machine);
+      if (failed(prediction))
+        return failure("predicting the step");
+      impl->report.prediction = std::move(*prediction);
+    }
+  }
   impl->optimizer = graph.config.optimizerSpec();
   impl->groups = graph.config.parameterGroups();
   return CompiledGraph(std::move(impl));

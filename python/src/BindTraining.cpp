@@ -254,6 +254,14 @@ py::dict reportDict(const MemoryReport &report) {
     memory["host_link_bytes"] = memory["host_link_bytes_per_step"];
     dict["memory_plan"] = memory;
   }
+  if (report.prediction) {
+    // The summary of zero-report's "prediction" object; the per-instruction
+    // timeline (thousands of entries for a 7B model) stays in zero-opt's
+    // JSON report.
+    llvm::json::Object prediction = zero::predictionToJson(*report.prediction);
+    prediction.erase("bodies");
+    dict["prediction"] = toPython(llvm::json::Value(std::move(prediction)));
+  }
   return dict;
 }
 
@@ -473,8 +481,12 @@ void bindTraining(py::module_ &m) {
           "The plan per rank, as zero-report's figures: a dict of bytes "
           "(parameters, gradients, optimizer_slots, masters, model_state, "
           "persistent, peak_transient, peak_gathered, arena_bytes), stage, "
-          "ranks, traffic per collective kind, parameter_groups and, with "
-          "offload or a budget, memory_plan.")
+          "ranks, traffic per collective kind, parameter_groups, with "
+          "offload or a budget memory_plan and, with config.zero.machine, "
+          "prediction: the predicted step on that machine (step_seconds, "
+          "exposed_communication_seconds, peak_device_bytes, "
+          "fits_device_memory, tokens, tokens_per_second, model_flops, "
+          "recompute_flops, mfu, the machine).")
       .def(
           "ir",
           [](const CompiledGraph &compiled, const std::string &form) {

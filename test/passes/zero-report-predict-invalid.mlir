@@ -13,6 +13,10 @@
 // RUN: not %{report}="builtin.module(zero-report{machine=%t/broken.json})" 2>&1 | FileCheck %s --check-prefix=BROKEN
 // RUN: not %{report}="builtin.module(zero-report{machine=%t/absent.json})" 2>&1 | FileCheck %s --check-prefix=ABSENT
 // RUN: not %{report}="builtin.module(zero-report{machine=a100})" 2>&1 | FileCheck %s --check-prefix=PRESET
+// RUN: sed -e 's/-1e9/1e9/' -e 's/"async_collectives": true/"async_collectives": true, "peak_flops": 1e12/' %t/negative.json > %t/low-peak.json
+// RUN: not %{report}="builtin.module(zero-report{machine=%t/low-peak.json})" 2>&1 | FileCheck %s --check-prefix=LOW-PEAK
+// RUN: sed -e 's/-1e9/1e9/' -e 's/"async_collectives": true/"async_collectives": true, "matmul_tile": [128, 64]/' %t/negative.json > %t/tile.json
+// RUN: not %{report}="builtin.module(zero-report{machine=%t/tile.json})" 2>&1 | FileCheck %s --check-prefix=TILE
 // RUN: not %{report}="builtin.module(zero-report{machine=%t/two-axes.json})" 2>&1 | FileCheck %s --check-prefix=ZERO-RATE
 // RUN: not %{report}="builtin.module(zero-report{format=timeline})" 2>&1 | FileCheck %s --check-prefix=TIMELINE
 // RUN: not zero-opt %zero_src_root/examples/mlp.mlir -o /dev/null --pass-pipeline="builtin.module(zero-report{machine=cpu})" 2>&1 | FileCheck %s --check-prefix=UNLOWERED
@@ -29,6 +33,11 @@
 // BROKEN: error: machine '{{.*}}broken.json': not valid JSON
 // ABSENT: error: machine '{{.*}}absent.json': cannot read it: No such file or directory
 // PRESET: error: machine 'a100' is neither a preset (a100-40gb-nvlink-8, a100-80gb-nvlink-8, a100-40gb-nodes-roce200, h100-nvlink-8, h200-nvlink-8, h100-nodes-ib400, h100-96gb-nvlink-8, h100-96gb-nodes-ib400, cpu) nor a .json file
+
+// A datasheet peak below the achieved matmul rate is a typo in one of them
+// (MFU would pass 100 %); a GEMM tile has three sizes.
+// LOW-PEAK: error: machine '{{.*}}low-peak.json': field 'peak_flops' (1e+12) is below the machine's 16-bit matmul rate (2e+12); it is the card's datasheet peak, which no kernel exceeds
+// TILE: error: machine '{{.*}}tile.json': field 'matmul_tile' must be three positive integers: the output rows, output columns and contracted depth of a GEMM kernel's tile, such as [128, 128, 64]
 
 // A rate of zero is refused (links for more placement axes than the
 // program uses are not).

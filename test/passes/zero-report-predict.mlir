@@ -17,6 +17,10 @@
 // RUN: zero-opt %t/exposed.mlir --pass-pipeline="builtin.module(zero-report{machine=%t/round.json format=json})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=JSON
 // RUN: zero-opt %t/hidden.mlir --pass-pipeline="builtin.module(zero-report{machine=%t/overhead.json})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=OVERHEAD
 // RUN: zero-opt %t/exposed.mlir --pass-pipeline="builtin.module(zero-report{machine=%t/round.json format=timeline output=%t/exposed.svg})" -o /dev/null
+// RUN: sed 's|^    zrt.buffer @g |    zrt.buffer @ids input : memref<8x512xi32>\n    zrt.buffer @g |' %t/exposed.mlir > %t/tokens.mlir
+// RUN: sed 's|"async_collectives": true|"async_collectives": true, "peak_flops": 2e12|' %t/round.json > %t/peak.json
+// RUN: zero-opt %t/tokens.mlir --pass-pipeline="builtin.module(zero-report{machine=%t/peak.json})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=THROUGHPUT
+// RUN: zero-opt %t/tokens.mlir --pass-pipeline="builtin.module(zero-report{machine=%t/peak.json format=json})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=THROUGHPUT-JSON
 // RUN: FileCheck %s --input-file=%t/exposed.svg --check-prefix=SVG
 // The IR is not changed.
 // RUN: zero-opt %t/hidden.mlir --pass-pipeline="builtin.module(zero-report{machine=%t/round.json})" 2>/dev/null | FileCheck %s --check-prefix=IR
@@ -32,6 +36,9 @@
 // HIDDEN-NEXT:    exposed communication        0.0000 ms   (0.00 % of the step)
 // Both views are live while the reduce-scatter and the matmuls run.
 // HIDDEN-NEXT:    peak device memory         13000000 B   (persistent 8000000 B + peak live arena; arena planned 5000000 B)
+// The two matmuls' 4 GFLOP are the model's; the program has no integer
+// input (no tokens line) and the machine no peak_flops (no MFU).
+// HIDDEN-NEXT:    model FLOPs a step      4.000 GFLOP a device   (matmuls and attention, each once)
 // HIDDEN-NEXT:    Busy time per stream:
 // HIDDEN-NEXT:      @compute                   4.3000 ms
 // HIDDEN-NEXT:      @comm                      3.0030 ms
@@ -91,10 +98,26 @@
 // JSON:             "name": "round"
 // JSON:           "program": "exposed",
 // JSON-NEXT:      "ranks": 4,
+// JSON-NEXT:      "recompute_flops": 0,
 // JSON-NEXT:      "step_seconds": 0.007303
 // JSON-NEXT:      "stream_busy_seconds": {
 // JSON-NEXT:        "comm": 0.003003
 // JSON-NEXT:        "compute": 0.0043
+
+// With an integer input (token ids, 8 x 512 on this rank) and a machine
+// with a datasheet peak, the step's throughput: 4096 tokens in 7.303 ms
+// are 560865.4 a second; the two matmuls' 4 GFLOP in 7.303 ms against a
+// peak of 2 TFLOP/s are 27.39 % MFU.
+// THROUGHPUT:      exposed communication        3.0030 ms
+// THROUGHPUT:      tokens / s                 560865.4 a device   (4096 a step: the elements of input @ids)
+// THROUGHPUT-NEXT: model FLOPs a step      4.000 GFLOP a device   (matmuls and attention, each once)
+// THROUGHPUT-NEXT: MFU                           27.39 %   (of the 2.0 TFLOP/s datasheet peak)
+// THROUGHPUT-JSON: "mfu": 0.2738{{[0-9]+}},
+// THROUGHPUT-JSON: "model_flops": 4000000000,
+// THROUGHPUT-JSON: "recompute_flops": 0,
+// THROUGHPUT-JSON: "tokens": 4096,
+// THROUGHPUT-JSON: "tokens_input": "ids",
+// THROUGHPUT-JSON: "tokens_per_second": 560865.
 
 // A launch overhead is added to every kernel and copy (3 kernels: 3 us),
 // not to collectives.

@@ -117,8 +117,38 @@ TEST_F(StepSimulationTest, PresetsParse) {
       EXPECT_EQ(machine->deviceMemory % (1 << 20), 0) << name.str();
       EXPECT_GE(machine->deviceMemory, int64_t{40} << 30) << name.str();
       EXPECT_LE(machine->deviceMemory, int64_t{141} << 30) << name.str();
+      // And its datasheet peak, which MFU divides by: the A100's 312 or
+      // the H100's and H200's 989 TFLOP/s.
+      EXPECT_EQ(machine->peakFlops, name.starts_with("a100") ? 312e12 : 989e12)
+          << name.str();
+      // And the tile its GEMMs compute whole.
+      EXPECT_EQ(machine->matmulTile[0], 128) << name.str();
+      EXPECT_EQ(machine->matmulTile[2], name.starts_with("a100") ? 32 : 64)
+          << name.str();
     }
   }
+}
+
+// peak_flops is optional; a matmul rate above it is refused, naming both.
+TEST_F(StepSimulationTest, PeakFlopsBoundsTheMatmulRate) {
+  std::string base = kRequiredFields;
+  Location loc = UnknownLoc::get(&context);
+  FailureOr<MachineModel> without = parseMachineModel(base + "}", "m", loc);
+  ASSERT_TRUE(succeeded(without)) << message;
+  EXPECT_EQ(without->peakFlops, 0);
+  EXPECT_EQ(machineToJson(*without).get("peak_flops"), nullptr);
+  FailureOr<MachineModel> with =
+      parseMachineModel(base + R"(, "peak_flops": 2})", "m", loc);
+  ASSERT_TRUE(succeeded(with)) << message;
+  EXPECT_EQ(with->peakFlops, 2);
+  EXPECT_EQ(machineToJson(*with).getNumber("peak_flops"), 2);
+  message.clear();
+  EXPECT_TRUE(
+      failed(parseMachineModel(base + R"(, "peak_flops": 0.5})", "m", loc)));
+  EXPECT_NE(message.find("field 'peak_flops' (0.5) is below the machine's "
+                         "16-bit matmul rate (1)"),
+            std::string::npos)
+      << message;
 }
 
 // device_memory is optional; where given it must be a positive size.
@@ -245,6 +275,12 @@ TEST_F(StepSimulationTest, AttentionRunsAtItsEfficiency) {
   double backward = 5.0 * 2 * 4 * 1024.0 * 1024 * 64;
   EXPECT_DOUBLE_EQ(run[0].flops, forward);
   EXPECT_DOUBLE_EQ(run[1].flops, backward);
+  // Of the backward's five score-sized matmuls one recomputes the scores:
+  // the model's FLOPs are the other four.
+  EXPECT_DOUBLE_EQ(run[0].modelFlops, forward);
+  EXPECT_DOUBLE_EQ(run[1].modelFlops, backward * 4 / 5);
+  EXPECT_DOUBLE_EQ(prediction.modelFlops, forward + backward * 4 / 5);
+  EXPECT_DOUBLE_EQ(prediction.recomputeFlops, backward / 5);
   EXPECT_DOUBLE_EQ(run[0].seconds(), forward / (1e12 * 0.5));
   EXPECT_DOUBLE_EQ(run[1].seconds(), backward / (1e12 * 0.5));
   EXPECT_EQ(run[0].kind, SimulatedKind::matmul);
@@ -298,6 +334,8 @@ TEST_F(StepSimulationTest, MicroStepsCountKTimes) {
   double allReduce = 2 * (2e-3 + 1e-6);
   EXPECT_DOUBLE_EQ(prediction.bodies[1].seconds, allReduce);
   EXPECT_DOUBLE_EQ(prediction.stepSeconds, 4 * 2e-3 + allReduce);
+  // The model's FLOPs count each micro-batch's matmul.
+  EXPECT_DOUBLE_EQ(prediction.modelFlops, 4 * 2e9);
   EXPECT_DOUBLE_EQ(prediction.computeBusy, 4 * 2e-3);
   EXPECT_DOUBLE_EQ(prediction.exposedCommunication, allReduce);
 }
@@ -358,6 +396,97 @@ TEST_F(StepSimulationTest, MissingAxisIsAnError) {
   EXPECT_NE(message.find("has links for 1 placement axis(es)"),
             std::string::npos)
       << message;
+}
+
+// With `matmul_tile`, a matmul runs as its shape rounded up to whole tiles:
+// 100 x 100 x 100 as 128 x 128 x 128 on [128, 128, 64] (2.1x the time),
+// 256 x 256 x 256 as itself. Its FLOPs, the model's, stay its own.
+TEST_F(StepSimulationTest, MatmulsRunOnWholeTiles) {
+  std::string base = kRequiredFields;
+  Location loc = UnknownLoc::get(&context);
+  FailureOr<MachineModel> parsed =
+      parseMachineModel(base + R"(, "matmul_tile": [128, 128, 64]})", "m", loc);
+  ASSERT_TRUE(succeeded(parsed)) << message;
+  EXPECT_EQ(parsed->matmulTile, (std::array<int64_t, 3>{128, 128, 64}));
+  const llvm::json::Array *written =
+      machineToJson(*parsed).getArray("matmul_tile");
+  ASSERT_NE(written, nullptr);
+  EXPECT_EQ(written->size(), 3u);
+  for (StringRef bad : {R"([128, 128])", R"([128, 0, 64])", R"("128")"}) {
+    message.clear();
+    EXPECT_TRUE(failed(parseMachineModel(
+        base + ", \"matmul_tile\": " + bad.str() + "}", "m", loc)))
+        << bad.str();
+    EXPECT_NE(message.find("field 'matmul_tile' must be three positive "
+                           "integers"),
+              std::string::npos)
+        << message;
+  }
+
+  MachineModel machine = round();
+  machine.memoryBandwidth = 1e15; // compute-bound at any size
+  machine.matmulTile = {128, 128, 64};
+  StepPrediction prediction = simulate(R"mlir(
+    zrt.program @p placement #dist.placement<cpu, [1]> arena 1000000 align 64 {
+      zrt.stream @compute
+      zrt.buffer @a param : memref<100x100xf32>
+      zrt.buffer @b param : memref<256x256xf32>
+      zrt.step {
+        %a = zrt.buffer_ref @a : memref<100x100xf32>
+        %b = zrt.buffer_ref @b : memref<256x256xf32>
+        %c = zrt.arena_view [0] : memref<100x100xf32>
+        %d = zrt.arena_view [40960] : memref<256x256xf32>
+        zrt.launch "train.matmul" on @compute ins(%a, %a : memref<100x100xf32>, memref<100x100xf32>) outs(%c : memref<100x100xf32>)
+        zrt.launch "train.matmul" on @compute ins(%b, %b : memref<256x256xf32>, memref<256x256xf32>) outs(%d : memref<256x256xf32>)
+      }
+    })mlir",
+                                       machine);
+  const std::vector<SimulatedInstruction> &run =
+      prediction.bodies[0].instructions;
+  ASSERT_EQ(run.size(), 2u);
+  double bytes = 3 * 100 * 100 * 4.0, bigBytes = 3 * 256 * 256 * 4.0;
+  EXPECT_DOUBLE_EQ(run[0].seconds(), 2.0 * 128 * 128 * 128 / 1e12);
+  EXPECT_DOUBLE_EQ(run[1].seconds(), 2.0 * 256 * 256 * 256 / 1e12);
+  EXPECT_DOUBLE_EQ(run[0].flops, 2.0 * 100 * 100 * 100);
+  EXPECT_DOUBLE_EQ(prediction.modelFlops,
+                   2.0 * 100 * 100 * 100 + 2.0 * 256 * 256 * 256);
+  EXPECT_DOUBLE_EQ(run[0].bytes, bytes);
+  EXPECT_DOUBLE_EQ(run[1].bytes, bigBytes);
+}
+
+// The step's tokens are its largest integer input's elements, times the
+// micro-batches; a launch train-autodiff recomputed adds executed FLOPs,
+// not the model's.
+TEST_F(StepSimulationTest, TokensAndRecomputedFlops) {
+  StepPrediction prediction = simulate(R"mlir(
+    zrt.program @p placement #dist.placement<cpu, [2]> arena 4000000 align 64 accumulate 2 {
+      zrt.stream @compute
+      zrt.buffer @a param : memref<100x100xf32>
+      zrt.buffer @input0 input : memref<4x8xi32>
+      zrt.buffer @input1 input : memref<4x8x16xf32>
+      zrt.buffer @input2 input : memref<4xi32>
+      zrt.step micro {
+        %a = zrt.buffer_ref @a : memref<100x100xf32>
+        %c = zrt.arena_view [0] : memref<100x100xf32>
+        zrt.launch "train.matmul" on @compute ins(%a, %a : memref<100x100xf32>, memref<100x100xf32>) outs(%c : memref<100x100xf32>)
+        zrt.launch "train.matmul" on @compute ins(%a, %a : memref<100x100xf32>, memref<100x100xf32>) outs(%c : memref<100x100xf32>) params {train.recomputed}
+      }
+      zrt.step apply {
+      }
+    })mlir",
+                                       round());
+  EXPECT_EQ(prediction.tokens, 2 * 32);
+  EXPECT_EQ(prediction.tokensInput, "input0");
+  EXPECT_DOUBLE_EQ(prediction.modelFlops, 2 * 2e6);
+  EXPECT_DOUBLE_EQ(prediction.recomputeFlops, 2 * 2e6);
+  EXPECT_DOUBLE_EQ(getTokensPerSecond(prediction), 64 / prediction.stepSeconds);
+  // round() states no datasheet peak: no MFU.
+  EXPECT_EQ(getModelFlopsUtilization(prediction), 0);
+  MachineModel peaked = round();
+  peaked.peakFlops = 1e12;
+  prediction.machine = peaked;
+  EXPECT_DOUBLE_EQ(getModelFlopsUtilization(prediction),
+                   4e6 / prediction.stepSeconds / 1e12);
 }
 
 } // namespace

@@ -22,6 +22,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,17 @@ struct MachineModel {
   /// (`attention_efficiency`; FlashAttention's forward and backward run
   /// below a plain GEMM's rate): 1 where the machine does not say.
   double attentionEfficiency = 1.0;
+  /// The card's datasheet dense 16-bit tensor-core FLOP/s (`peak_flops`),
+  /// what MosaicML's and torchtitan's MFU divide by; 0 where the machine
+  /// does not say, and then the prediction states no MFU.
+  double peakFlops = 0;
+  /// The output rows, output columns and contracted depth of the tile a
+  /// GEMM kernel computes whole (`matmul_tile`): a matmul runs as if each
+  /// dimension were rounded up to a multiple of its tile, which is how a
+  /// GEMM's efficiency falls off on shapes that do not fill its tiles
+  /// (NVIDIA's "tile quantization"). Zeros where the machine does not say:
+  /// every shape then runs at the matmul rate.
+  std::array<int64_t, 3> matmulTile = {0, 0, 0};
 
   /// Matmul FLOP/s for `elementType` (f32 for any type without its own).
   double matmulFlops(mlir::Type elementType) const;
@@ -85,6 +97,12 @@ struct MachineModel {
   /// matmul rate (attentionEfficiency for fused attention).
   double kernelSeconds(double bytes, double flops, mlir::Type elementType,
                        bool onHost, double efficiency = 1.0) const;
+
+  /// Seconds of one `train.matmul` with left operand `lhs` and result `out`
+  /// that reads and writes `bytes`: kernelSeconds of the FLOPs of its
+  /// shape rounded up to whole tiles of `matmulTile`.
+  double matmulSeconds(mlir::ShapedType lhs, mlir::ShapedType out,
+                       bool transposeA, double bytes, bool onHost) const;
 
   /// Seconds of a copy of `bytes` within one memory, which reads and writes
   /// every byte.

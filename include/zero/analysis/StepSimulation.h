@@ -55,6 +55,10 @@ struct SimulatedInstruction {
   double bytes = 0;
   /// Matmul FLOPs.
   double flops = 0;
+  /// Those of them that are the model's, counted once: none of a kernel
+  /// train-autodiff recomputes in the backward (`train.recomputed`), four
+  /// fifths of a fused attention's backward (which recomputes the scores).
+  double modelFlops = 0;
   double seconds() const { return end - start; }
 };
 
@@ -96,7 +100,24 @@ struct StepPrediction {
   double communication = 0;
   double exposedCommunication = 0;
   std::vector<double> streamBusy;
+  /// Matmul and attention FLOPs of one optimizer step on one rank, each op
+  /// of the model once: the numerator of MFU.
+  double modelFlops = 0;
+  /// The FLOPs the recomputed forward ops add to those.
+  double recomputeFlops = 0;
+  /// The tokens one rank trains on in a step: the elements of the
+  /// program's largest integer input (its token ids, or its labels) times
+  /// the micro-batches; 0 for a step without one.
+  int64_t tokens = 0;
+  /// That input's buffer.
+  std::string tokensInput;
 };
+
+/// Tokens a second on one rank; 0 where the step has no tokens.
+double getTokensPerSecond(const StepPrediction &prediction);
+/// Model FLOPs a second over the machine's datasheet peak; 0 where the
+/// machine states no peak.
+double getModelFlopsUtilization(const StepPrediction &prediction);
 
 /// Predicts `program`'s step on `machine`. Fails with a diagnostic when the
 /// machine has no link for an axis the program's collectives use.

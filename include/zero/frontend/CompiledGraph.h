@@ -14,6 +14,7 @@
 
 #include "zero/analysis/PlanReport.h"
 #include "zero/analysis/ProgramReport.h"
+#include "zero/analysis/StepSimulation.h"
 #include "zero/frontend/Graph.h"
 #include "zero/passes/Passes.h"
 #include "zero/runtime/Checkpoint.h"
@@ -71,6 +72,9 @@ struct MemoryReport : zero::ProgramReport {
   /// ZeRO++'s int8 communication (qwz, qgz): the block and the tensors
   /// that cross nodes in full precision.
   std::optional<zero::QuantizationPlan> quantization;
+  /// The lowered step predicted on `ZeroOptions::machine`, when the graph
+  /// was compiled for one: what the report text's "Predicted step" states.
+  std::optional<zero::StepPrediction> prediction;
 };
 
 class CompiledGraph {

@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 // A misspelled train.* attribute.
-// expected-error @+1 {{unknown train attribute 'train.stp'; the dialect defines 'train.step', 'train.accumulate_steps', 'train.apply_step' and 'train.recompute'}}
+// expected-error @+1 {{unknown train attribute 'train.stp'; the dialect defines 'train.step', 'train.accumulate_steps', 'train.apply_step', 'train.recompute' and 'train.recomputed'}}
 func.func @step() attributes {train.stp} {
   return
 }

@@ -65,6 +65,13 @@ def Train_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getRecomputeAttrName() {
       return ::llvm::StringLiteral("train.recompute");
     }
+    /// Unit attribute `train-autodiff recompute=true` puts on the clones it
+    /// emits in the backward: the ops a run executes twice. It changes no
+    /// result; it lets the plan tell the step's model FLOPs (each op once)
+    /// from those it executes, as MFU counts them.
+    static constexpr ::llvm::StringLiteral getRecomputedAttrName() {
+      return ::llvm::StringLiteral("train.recomputed");
+    }
   }];
 }
 

@@ -317,7 +317,7 @@ def main():
             run.checkpoint,
             f"{tokens:,.0f}", f"{run.published:,}", f"{error:+.1%}",
             f"{run.mfu(tokens):.1%}", f"{run.mfu(run.published):.1%}",
-            f"{report_mfu:.1%}",
+            "" if report_mfu is None else f"{report_mfu:.1%}",
             f"{peak / 2**30:.1f} of {card:.0f}",
             "" if run.memory is None else f"{run.memory}", f"{wall:.1f}",
         ])

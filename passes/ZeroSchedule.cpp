@@ -121,6 +121,7 @@ private:
     double bytes = getOperandAndResultBytes(op).first;
     if (auto matmul = dyn_cast<train::MatmulOp>(op))
       return {machine.matmulSeconds(cast<ShapedType>(matmul.getLhs().getType()),
+                                    cast<ShapedType>(matmul.getRhs().getType()),
                                     cast<ShapedType>(matmul.getType()),
                                     matmul.getTransposeA(), bytes, false),
               0.0};

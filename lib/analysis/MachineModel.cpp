@@ -66,21 +66,26 @@ double MachineModel::copySeconds(double bytes, bool onHost) const {
 namespace {
 
 /// FLOPs of a matmul whose output rows, columns and contracted depth are
-/// each rounded up to a multiple of `tile` (0: not rounded).
-double tiledMatmulFlops(ShapedType lhs, ShapedType out, bool transposeA,
-                        const std::array<int64_t, 3> &tile) {
+/// each rounded up to a multiple of `tile` (0: not rounded). A linear layer
+/// on [..., T, K] x [K, N] without transpose_a is one GEMM of all the
+/// leading rows, as the CUDA backend runs it; any other batched matmul one
+/// GEMM per slice.
+double tiledMatmulFlops(ShapedType lhs, ShapedType rhs, ShapedType out,
+                        bool transposeA, const std::array<int64_t, 3> &tile) {
   if (!lhs.hasStaticShape() || !out.hasStaticShape())
     return 0.0;
   int64_t rank = lhs.getRank();
-  if (rank < 2 || out.getRank() < 2)
+  int64_t outRank = out.getRank();
+  if (rank < 2 || outRank < 2 || out.getNumElements() == 0)
     return 0.0;
   auto rounded = [](int64_t size, int64_t multiple) {
     return static_cast<double>(
         multiple > 0 ? llvm::divideCeil(size, multiple) * multiple : size);
   };
-  int64_t outRank = out.getRank();
-  int64_t rows = out.getDimSize(outRank - 2);
   int64_t cols = out.getDimSize(outRank - 1);
+  int64_t rows = out.getDimSize(outRank - 2);
+  if (rhs && rhs.getRank() == 2 && rank > 2 && !transposeA)
+    rows = out.getNumElements() / cols;
   double batch = static_cast<double>(out.getNumElements()) /
                  (static_cast<double>(rows) * static_cast<double>(cols));
   int64_t contracted = lhs.getDimSize(rank - (transposeA ? 2 : 1));
@@ -90,16 +95,16 @@ double tiledMatmulFlops(ShapedType lhs, ShapedType out, bool transposeA,
 
 } // namespace
 
-double MachineModel::matmulSeconds(ShapedType lhs, ShapedType out,
-                                   bool transposeA, double bytes,
-                                   bool onHost) const {
+double MachineModel::matmulSeconds(ShapedType lhs, ShapedType rhs,
+                                   ShapedType out, bool transposeA,
+                                   double bytes, bool onHost) const {
   return kernelSeconds(bytes,
-                       tiledMatmulFlops(lhs, out, transposeA, matmulTile),
+                       tiledMatmulFlops(lhs, rhs, out, transposeA, matmulTile),
                        out.getElementType(), onHost);
 }
 
 double getMatmulFlops(ShapedType lhs, ShapedType out, bool transposeA) {
-  return tiledMatmulFlops(lhs, out, transposeA, {0, 0, 0});
+  return tiledMatmulFlops(lhs, ShapedType(), out, transposeA, {0, 0, 0});
 }
 
 double getAttentionFlops(ShapedType query, bool causal, bool backward) {
@@ -159,8 +164,9 @@ struct Preset {
 // a ring step latency that gives their ~20 us small-message all-reduce.
 // Compute: 65% of the dense tensor-core peak (989 TFLOP/s bf16/f16; 67
 // TFLOP/s f32 without TF32, which the CUDA backend does not use, at 70%),
-// on whole 128x128x64 tiles (CUTLASS's default Hopper GEMM tile; the A100
-// presets: its Ampere one, 128x128x32).
+// on whole 128x128x64 tiles (an assumption: a tile size common among
+// cuBLAS's 16-bit GEMM kernels, not one read from its heuristics; the A100
+// presets take 128x128x32).
 // Memory: 80% of HBM3's 3.35 TB/s; 81559 MiB a card. Host: PCIe Gen5 x16
 // with pinned memory, and one rank's share of the host's DDR5.
 constexpr StringLiteral kH100 = R"({
@@ -517,23 +523,30 @@ FailureOr<MachineModel> parseMachineModel(StringRef text, StringRef source,
     bool valid = array && array->size() == 3;
     for (size_t index = 0; valid && index < 3; ++index) {
       std::optional<int64_t> size = (*array)[index].getAsInteger();
-      valid = size && *size > 0;
+      // A bound far above any GEMM tile keeps the rounding in range.
+      valid = size && *size > 0 && *size <= 65536;
       if (valid)
         model.matmulTile[index] = *size;
     }
-    if (!valid)
-      top.fail("field 'matmul_tile' must be three positive integers: the "
-               "output rows, output columns and contracted depth of a GEMM "
-               "kernel's tile, such as [128, 128, 64]");
+    if (!valid) {
+      std::string got;
+      llvm::raw_string_ostream os(got);
+      os << *tile;
+      top.fail("field 'matmul_tile' must be three integers from 1 to 65536: "
+               "the output rows, output columns and contracted depth of a "
+               "GEMM kernel's tile, such as [128, 128, 64]; got " +
+               got);
+    }
   }
   // The datasheet peak bounds what a kernel achieves: a fitted matmul rate
   // above it is a typo in one of the two, and the MFU would exceed 100%.
-  double matmulPeak = std::max(model.matmulFlopsBF16, model.matmulFlopsF16);
+  double matmulPeak = std::max(
+      {model.matmulFlopsF32, model.matmulFlopsBF16, model.matmulFlopsF16});
   if (!error && model.peakFlops > 0 && matmulPeak > model.peakFlops) {
     std::string text;
     llvm::raw_string_ostream os(text);
     os << llvm::format("field 'peak_flops' (%g) is below the machine's "
-                       "16-bit matmul rate (%g); it is the card's datasheet "
+                       "fastest matmul rate (%g); it is the card's datasheet "
                        "peak, which no kernel exceeds",
                        model.peakFlops, matmulPeak);
     top.fail(text);

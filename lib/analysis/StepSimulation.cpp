@@ -173,7 +173,9 @@ double BodySimulator::kernelSeconds(zrt::LaunchOp launch, bool onHost,
     bool transposeA =
         launch.getParams() && launch.getParams()->get("transpose_a");
     flops = getMatmulFlops(lhs, out, transposeA);
-    return machine.matmulSeconds(lhs, out, transposeA, bytes, onHost);
+    return machine.matmulSeconds(lhs,
+                                 cast<MemRefType>(launch.getIns()[1].getType()),
+                                 out, transposeA, bytes, onHost);
   }
   bool forward = launch.getKernel() == "train.attention";
   if ((forward || launch.getKernel() == "train.attention_grad") &&
@@ -434,14 +436,21 @@ FailureOr<StepPrediction> simulateProgram(zrt::ProgramOp program,
           buffer.getMemRefType().getNumElements() *
           getElementBytes(buffer.getMemRefType().getElementType());
   prediction.deviceArenaBytes = program.getArenaBytes(zrt::MemorySpace::device);
+  // The tokens: of the integer inputs, those that index an embedding or
+  // are a loss's labels (not, say, an integer mask) where there are any;
+  // the largest of them, the first of equals.
+  std::pair<bool, int64_t> best = {false, 0};
   for (auto buffer : program.getOps<zrt::BufferOp>()) {
     MemRefType type = buffer.getMemRefType();
     if (buffer.getRole() != zrt::BufferRole::input ||
         !isa<IntegerType>(type.getElementType()))
       continue;
-    int64_t tokens = type.getNumElements() * program.getMicroSteps();
-    if (tokens > prediction.tokens) {
-      prediction.tokens = tokens;
+    std::pair<bool, int64_t> rank = {
+        buffer->hasAttr(zrt::ZrtDialect::getIndexOfAttrName()),
+        type.getNumElements()};
+    if (rank > best) {
+      best = rank;
+      prediction.tokens = type.getNumElements() * program.getMicroSteps();
       prediction.tokensInput = buffer.getSymName().str();
     }
   }

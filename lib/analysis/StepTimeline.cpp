@@ -233,7 +233,9 @@ llvm::json::Object predictionToJson(const StepPrediction &prediction) {
       {"tokens_input", prediction.tokens > 0
                            ? llvm::json::Value(prediction.tokensInput)
                            : llvm::json::Value(nullptr)},
-      {"tokens_per_second", getTokensPerSecond(prediction)},
+      {"tokens_per_second",
+       prediction.tokens > 0 ? llvm::json::Value(getTokensPerSecond(prediction))
+                             : llvm::json::Value(nullptr)},
       {"model_flops", prediction.modelFlops},
       {"recompute_flops", prediction.recomputeFlops},
       {"mfu", prediction.machine.peakFlops > 0

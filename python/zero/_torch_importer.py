@@ -34,8 +34,11 @@ def decomposition_table():
 
 class Importer:
 
-    def __init__(self, program, graph, wrapper, compute_dtype):
+    def __init__(self, program, graph, wrapper, compute_dtype,
+                 plan_only=False):
         self.program = program
+        # The module's parameters and buffers are on the meta device.
+        self.plan_only = plan_only
         self.graph = graph
         self.wrapper = wrapper
         # What a declared f32 tensor becomes: the configured precision.
@@ -43,8 +46,14 @@ class Importer:
         self.values = {}  # fx node -> Live, torch.Tensor, list, or scalar
         self.parameters = {}  # storage key -> (our name, Live)
         self.parameter_paths = {}
+        # The values to start from, by our name (none for a tensor on the
+        # meta device).
         self.init_tensors = {}
         self.constants = {}
+        # The frozen parameters made of constant tensors, in order.
+        self.constant_names = []
+        # Folds of meta tensors by op and operands (fold()).
+        self.meta_folds = {}
         self.const_count = 0
         # Rows of the per-rank batch: the first input's first dimension,
         # along which train.dropout draws its mask.
@@ -92,6 +101,24 @@ class Importer:
                 f"a number {where(node)}")
         dtype = dtype_name(value.dtype, f"a constant of {node.target}")
         shape = list(value.shape)
+        if value.is_meta:
+            # Computed from the meta device's buffers (rotary tables from
+            # inv_freq, Gemma's embedding scale): its shape is all there is.
+            if dtype in ("i32", "i64"):
+                raise UnsupportedModuleError(
+                    f"{node.target}: an integer constant computed from "
+                    f"buffers on the meta device {where(node)}; the importer "
+                    "needs its values (position ids, indices): build the "
+                    "module's buffers on the CPU")
+            if value.numel() == 1:
+                # One number is one number throughout: a splat, as with
+                # values. Its value is unknown and nothing planned depends
+                # on it; 3 is no identity a fold could take.
+                tensor = self.graph.full(shape, 3.0, dtype)
+                return Live(tensor, shape, dtype)
+            # A plan holds it as a frozen parameter, as an import with
+            # values does a constant that is not one number throughout.
+            return self.constant_parameter(value, node)
         flat = value.reshape(-1)
         if flat.numel() > 0 and bool((flat == flat[0]).all()):
             if dtype in ("i32", "i64"):
@@ -111,7 +138,9 @@ class Importer:
     def constant_parameter(self, value, node):
         """A frozen parameter holding a constant tensor (rotary tables)."""
         # By value: Hugging Face computes the rotary tables once per use.
+        # A meta tensor has no value: each computation is its own.
         key = (value.dtype, tuple(value.shape),
+               ("meta", id(value)) if value.is_meta else
                value.detach().contiguous().reshape(-1).view(torch.uint8)
                .numpy().tobytes())
         if key not in self.constants:
@@ -123,7 +152,10 @@ class Importer:
                     f"{node.target}: a rank-0 constant {where(node)}")
             param = self.graph.parameter(name, shape, _zero.Init.zeros())
             param.requires_grad = False
-            self.init_tensors[name] = value.detach().to(torch.float32).clone()
+            if not value.is_meta:
+                self.init_tensors[name] = value.detach().to(
+                    torch.float32).clone()
+            self.constant_names.append(name)
             self.constants[key] = (Live(param.value, shape,
                                         self.compute_dtype), value)
         live, _ = self.constants[key]
@@ -173,7 +205,11 @@ class Importer:
         """The zero parameter for a placeholder, made on first use; tied
         tensors (one tensor, several paths) share one."""
         _, path, tensor, module_param = entry
-        key = (tensor.data_ptr(), tuple(tensor.shape), tensor.stride())
+        # Tied paths share a storage; on the meta device, where no tensor
+        # has one, they share the module's Parameter object.
+        key = (("meta", id(module_param if module_param is not None
+                            else tensor)) if tensor.is_meta
+               else tensor.data_ptr(), tuple(tensor.shape), tensor.stride())
         path = self.strip(path)
         if key not in self.parameters:
             dtype = dtype_name(tensor.dtype, f"parameter '{path}'")
@@ -195,7 +231,9 @@ class Importer:
                              if module_param is not None else True)
             if not requires_grad:
                 param.requires_grad = False
-            self.init_tensors[name] = tensor.detach().to(torch.float32).clone()
+            if not tensor.is_meta:
+                self.init_tensors[name] = tensor.detach().to(
+                    torch.float32).clone()
             self.parameters[key] = (name,
                                     Live(param.value, shape,
                                          self.compute_dtype))
@@ -244,9 +282,21 @@ class Importer:
             if node.target in DROPPED:
                 continue
             if self.foldable(args, kwargs):
-                self.values[node] = node.target(*args, **kwargs)
+                self.values[node] = self.fold(node, args, kwargs)
                 continue
-            self.values[node] = self.lower(node, args, kwargs)
+            try:
+                self.values[node] = self.lower(node, args, kwargs)
+            except (RuntimeError, NotImplementedError) as error:
+                # A mapping that reads values (a mask's pattern, position
+                # ids) of a tensor computed from meta-device buffers.
+                if not self.plan_only or "meta" not in str(error).lower():
+                    raise
+                raise UnsupportedModuleError(
+                    f"{node.target} {where(node)} reads the values of a "
+                    "tensor computed from buffers on the meta device, to "
+                    "tell what it is (a mask's pattern, position ids); a "
+                    "plan from shapes alone cannot: build the module's "
+                    "buffers on the CPU") from error
         outputs = output if isinstance(output, (list, tuple)) else [output]
         if len(outputs) != 1:
             raise UnsupportedModuleError(
@@ -270,6 +320,37 @@ class Importer:
         if isinstance(value, (list, tuple)):
             return [self.resolve(v, node) for v in value]
         return value
+
+    def fold(self, node, args, kwargs):
+        """Evaluates a node of constants with torch. For a module on the
+        meta device, what the module creates on its own device (Hugging
+        Face's masks and position ids, made on the embeddings' device) is
+        created on the CPU, so that it has values; only what is computed
+        from the module's meta buffers (rotary tables from inv_freq) stays
+        without them."""
+        if self.plan_only:
+            meta = torch.device("meta")
+            if kwargs.get("device") == meta:
+                kwargs = dict(kwargs, device=torch.device("cpu"))
+            flat = torch.utils._pytree.tree_leaves((args, kwargs))
+            if any(isinstance(t, torch.Tensor) and t.is_meta for t in flat):
+                # Without values, equal constants are found by how they are
+                # computed: the same op on the same tensors (a rotary table
+                # unsqueezed again in every layer) gives the one result,
+                # which constant_parameter then declares once, as it does
+                # equal values.
+                key = (node.target, repr(torch.utils._pytree.tree_map(
+                    lambda t: ("tensor", id(t))
+                    if isinstance(t, torch.Tensor) else t, (args, kwargs))))
+                if key not in self.meta_folds:
+                    args, kwargs = torch.utils._pytree.tree_map(
+                        lambda t: t.to(meta) if isinstance(t, torch.Tensor)
+                        else t, (args, kwargs))
+                    # The arguments are kept, so that no id is reused.
+                    self.meta_folds[key] = (node.target(*args, **kwargs),
+                                            flat)
+                return self.meta_folds[key][0]
+        return node.target(*args, **kwargs)
 
     def foldable(self, args, kwargs):
         return all(self.is_constant(a) for a in args) and all(

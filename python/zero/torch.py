@@ -83,11 +83,20 @@ class TorchGraph(_zero.Graph):
     parameter name -> every module path holding that tensor: tied weights
     share one parameter), `constants` (frozen parameters the importer made
     of constant tensors), and `init_path`, a .safetensors file of the
-    module's weights from which `trainer()` starts.
+    module's weights from which `trainer()` starts (None for a module on
+    the meta device, which is planned from its shapes alone).
     """
 
     def trainer(self, compiled, seed=1):
-        """A zero.Trainer starting from the module's weights."""
+        """A zero.Trainer starting from the module's weights. A graph
+        imported from a module on the meta device has none: it plans
+        (compile, report) and refuses to train."""
+        if self.init_path is None:
+            raise RuntimeError(
+                "this graph was imported from a module on the meta device: "
+                "it compiles and plans (compile(n).report, report_text()) "
+                "but has no weights to train from; import the module built "
+                "on the CPU (or with its weights loaded) to train it")
         from zero.trainer import Trainer
         return Trainer(compiled, seed=seed, init=self.init_path,
                        input_names=self.input_names)
@@ -157,6 +166,11 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
         module's dropouts become train.dropout; False exports in eval mode,
         without them. evaluate() runs without dropout either way.
 
+    A module whose parameters and buffers are all on the meta device is
+    imported from its shapes alone: its graph compiles and plans, and has
+    no weights to train from (docs/torch.md, "Planning from shapes
+    alone"); the example inputs must still be real tensors.
+
     Returns a TorchGraph.
     """
     if not isinstance(module, torch.nn.Module):
@@ -179,7 +193,7 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
             isinstance(a, torch.Tensor) for a in example_args):
         raise TypeError("example_args must be a tuple of tensors or a "
                         "mapping of argument names to tensors")
-    _refuse_meta(module, example_args + tuple(example_targets))
+    plan_only = _meta_state(module, example_args + tuple(example_targets))
     if hasattr(module, "config") and "use_cache" not in kwargs:
         kwargs["use_cache"] = False
     loss_fn = None
@@ -211,8 +225,12 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
     # each element's place in the global batch).
     module.train(bool(train))
     try:
-        exported = torch.export.export(wrapper,
-                                       example_args + example_targets)
+        examples = example_args + example_targets
+        if plan_only:
+            # Exported on the module's device, as PyTorch would run it
+            # there; the importer reads the examples' values themselves.
+            examples = tuple(example.to("meta") for example in examples)
+        exported = torch.export.export(wrapper, examples)
         program = exported.run_decompositions(decomposition_table())
     except Exception as error:  # torch's own message says what failed
         raise UnsupportedModuleError(
@@ -242,7 +260,7 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
                            precision if dtype == "f32" else dtype))
         input_names.append(input_name)
 
-    importer = Importer(program, graph, wrapper, precision)
+    importer = Importer(program, graph, wrapper, precision, plan_only)
     importer.placeholders(inputs)
     _torch_values.loss_function = loss_fn  # named by refusals inside it
     try:
@@ -280,45 +298,64 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
 
     graph.input_names = input_names
     graph.parameter_paths = importer.parameter_paths
-    graph.constants = sorted(name for name in importer.init_tensors
-                             if name not in importer.parameter_paths)
+    graph.constants = sorted(importer.constant_names)
     graph._module_state = dict(module.state_dict(keep_vars=False))
     graph._state_owner = {path: name
                           for name, paths in importer.parameter_paths.items()
                           for path in paths}
-    # Tied names the export did not use still belong to the parameter.
+    # Tied names the export did not use still belong to the parameter: the
+    # paths of one storage, or on the meta device of one Parameter.
     by_data = {}
-    for path, value in graph._module_state.items():
-        by_data.setdefault(value.data_ptr(), []).append(path)
+    if plan_only:
+        for path, value in itertools.chain(
+                module.named_parameters(remove_duplicate=False),
+                module.named_buffers(remove_duplicate=False)):
+            by_data.setdefault(("meta", id(value)), []).append(path)
+    else:
+        for path, value in graph._module_state.items():
+            by_data.setdefault(value.data_ptr(), []).append(path)
     for path in list(graph._state_owner):
         value = graph._module_state.get(path)
         if value is None:
             continue
-        for alias in by_data.get(value.data_ptr(), []):
+        key = value.data_ptr()
+        if plan_only:
+            key = next((k for k, paths in by_data.items() if path in paths),
+                       None)
+        for alias in by_data.get(key, []):
             graph._state_owner.setdefault(alias, graph._state_owner[path])
-    graph.init_path = _write_init(importer.init_tensors, init_path)
+    # A module on the meta device has no weights to write: its graph plans.
+    graph.init_path = (None if plan_only else
+                       _write_init(importer.init_tensors, init_path))
     return graph
 
 
-def _refuse_meta(module, examples):
-    """A module built on the meta device has shapes but no values: the
-    importer evaluates constants (masks, position ids, rotary tables) and
-    starts training from the weights, so it is refused here, by name,
-    rather than failing inside torch."""
-    tensors = itertools.chain(
-        (("parameter", name, value)
-         for name, value in module.named_parameters()),
-        (("buffer", name, value) for name, value in module.named_buffers()),
-        (("example input", str(index), value)
-         for index, value in enumerate(examples)))
-    for kind, name, value in tensors:
+def _meta_state(module, examples):
+    """Whether the module's parameters and buffers are on the meta device
+    (shapes without values): its graph then plans but cannot train. Every
+    one of them or none must be; the example inputs must have values,
+    which the importer reads (masks, position ids)."""
+    for index, value in enumerate(examples):
         if value.is_meta:
             raise UnsupportedModuleError(
-                f"{kind} '{name}' is on the meta device: zero.from_torch "
-                "needs the module's values (it evaluates its constants and "
-                "starts training from its weights), and planning a module by "
-                "its shapes alone is not supported yet; build it on the CPU, "
-                "or plan with zero.nn's models, which need no weights")
+                f"example input {index} is on the meta device: the importer "
+                "reads the example inputs' values (attention masks, "
+                "position ids); give them on the CPU, even for a module on "
+                "the meta device")
+    state = list(itertools.chain(
+        (("parameter", name, value)
+         for name, value in module.named_parameters()),
+        (("buffer", name, value) for name, value in module.named_buffers())))
+    meta = [(kind, name) for kind, name, value in state if value.is_meta]
+    if meta and len(meta) != len(state):
+        kind, name = next((kind, name) for kind, name, value in state
+                          if not value.is_meta)
+        raise UnsupportedModuleError(
+            f"{meta[0][0]} '{meta[0][1]}' is on the meta device but {kind} "
+            f"'{name}' is not: a module is planned from its shapes alone "
+            "(all on the meta device) or imported with its values (none on "
+            "it)")
+    return bool(meta)
 
 
 def _remove_quietly(path):

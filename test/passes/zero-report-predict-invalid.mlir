@@ -36,8 +36,8 @@
 
 // A datasheet peak below the achieved matmul rate is a typo in one of them
 // (MFU would pass 100 %); a GEMM tile has three sizes.
-// LOW-PEAK: error: machine '{{.*}}low-peak.json': field 'peak_flops' (1e+12) is below the machine's 16-bit matmul rate (2e+12); it is the card's datasheet peak, which no kernel exceeds
-// TILE: error: machine '{{.*}}tile.json': field 'matmul_tile' must be three positive integers: the output rows, output columns and contracted depth of a GEMM kernel's tile, such as [128, 128, 64]
+// LOW-PEAK: error: machine '{{.*}}low-peak.json': field 'peak_flops' (1e+12) is below the machine's fastest matmul rate (2e+12); it is the card's datasheet peak, which no kernel exceeds
+// TILE: error: machine '{{.*}}tile.json': field 'matmul_tile' must be three integers from 1 to 65536: the output rows, output columns and contracted depth of a GEMM kernel's tile, such as [128, 128, 64]; got [128,64]
 
 // A rate of zero is refused (links for more placement axes than the
 // program uses are not).

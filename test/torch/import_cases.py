@@ -238,14 +238,16 @@ class Mean(torch.nn.Module):
 
 
 class OnMeta(torch.nn.Module):
-    """Built on the meta device: shapes without values."""
+    """Partly on the meta device: a module plans from shapes alone only when
+    all of it is there (test/torch/meta-plan.test)."""
 
     def __init__(self):
         super().__init__()
         self.proj = torch.nn.Linear(4, 4, device="meta")
+        self.scale = torch.nn.Parameter(torch.ones(4))
 
     def forward(self, x):
-        return self.proj(x)
+        return self.proj(x) * self.scale
 
 
 REFUSED = {

@@ -18,6 +18,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include "gtest/gtest.h"
 
 #include <string>
@@ -146,7 +148,7 @@ TEST_F(StepSimulationTest, PeakFlopsBoundsTheMatmulRate) {
   EXPECT_TRUE(
       failed(parseMachineModel(base + R"(, "peak_flops": 0.5})", "m", loc)));
   EXPECT_NE(message.find("field 'peak_flops' (0.5) is below the machine's "
-                         "16-bit matmul rate (1)"),
+                         "fastest matmul rate (1)"),
             std::string::npos)
       << message;
 }
@@ -408,61 +410,96 @@ TEST_F(StepSimulationTest, MatmulsRunOnWholeTiles) {
       parseMachineModel(base + R"(, "matmul_tile": [128, 128, 64]})", "m", loc);
   ASSERT_TRUE(succeeded(parsed)) << message;
   EXPECT_EQ(parsed->matmulTile, (std::array<int64_t, 3>{128, 128, 64}));
-  const llvm::json::Array *written =
-      machineToJson(*parsed).getArray("matmul_tile");
+  // The machine written back keeps the tile, size for size (the object
+  // outlives the array read from it).
+  llvm::json::Object json = machineToJson(*parsed);
+  const llvm::json::Array *written = json.getArray("matmul_tile");
   ASSERT_NE(written, nullptr);
-  EXPECT_EQ(written->size(), 3u);
-  for (StringRef bad : {R"([128, 128])", R"([128, 0, 64])", R"("128")"}) {
+  ASSERT_EQ(written->size(), 3u);
+  EXPECT_EQ((*written)[0].getAsInteger(), 128);
+  EXPECT_EQ((*written)[1].getAsInteger(), 128);
+  EXPECT_EQ((*written)[2].getAsInteger(), 64);
+  FailureOr<MachineModel> reread = parseMachineModel(
+      llvm::formatv("{0}", llvm::json::Value(std::move(json))).str(), "m", loc);
+  ASSERT_TRUE(succeeded(reread)) << message;
+  EXPECT_EQ(reread->matmulTile, parsed->matmulTile);
+  for (StringRef bad :
+       {R"([128, 128])", R"([128, 0, 64])", R"("128")", R"([128, 128, 1e9])"}) {
     message.clear();
     EXPECT_TRUE(failed(parseMachineModel(
         base + ", \"matmul_tile\": " + bad.str() + "}", "m", loc)))
         << bad.str();
-    EXPECT_NE(message.find("field 'matmul_tile' must be three positive "
-                           "integers"),
+    EXPECT_NE(message.find("field 'matmul_tile' must be three integers from 1 "
+                           "to 65536"),
               std::string::npos)
         << message;
   }
 
+  // Tiles of 128 output rows, 64 output columns and 32 of depth, so that a
+  // size that goes to the wrong one shows. Each matmul's time is its tiled
+  // FLOPs at 1 TFLOP/s:
+  //   96 x 160 x 200 (rows x cols x depth) as 128 x 192 x 224;
+  //   with transpose_a the depth is the lhs's rows: [200, 96]^T x [200,
+  //   160] is the same 96 x 160 x 200;
+  //   a batch of 2 slices [2, 96, 200] x [2, 200, 160], one GEMM a slice;
+  //   a linear layer [2, 64, 200] x [200, 160] (one weight) is one GEMM
+  //   of 128 rows, as the CUDA backend runs it: 128 x 192 x 224, not two
+  //   slices of 64 rows, each a whole tile of 128.
   MachineModel machine = round();
   machine.memoryBandwidth = 1e15; // compute-bound at any size
-  machine.matmulTile = {128, 128, 64};
+  machine.matmulTile = {128, 64, 32};
   StepPrediction prediction = simulate(R"mlir(
-    zrt.program @p placement #dist.placement<cpu, [1]> arena 1000000 align 64 {
+    zrt.program @p placement #dist.placement<cpu, [1]> arena 4000000 align 64 {
       zrt.stream @compute
-      zrt.buffer @a param : memref<100x100xf32>
-      zrt.buffer @b param : memref<256x256xf32>
+      zrt.buffer @a param : memref<96x200xf32>
+      zrt.buffer @at param : memref<200x96xf32>
+      zrt.buffer @b param : memref<200x160xf32>
+      zrt.buffer @a3 param : memref<2x96x200xf32>
+      zrt.buffer @b3 param : memref<2x200x160xf32>
+      zrt.buffer @l param : memref<2x64x200xf32>
       zrt.step {
-        %a = zrt.buffer_ref @a : memref<100x100xf32>
-        %b = zrt.buffer_ref @b : memref<256x256xf32>
-        %c = zrt.arena_view [0] : memref<100x100xf32>
-        %d = zrt.arena_view [40960] : memref<256x256xf32>
-        zrt.launch "train.matmul" on @compute ins(%a, %a : memref<100x100xf32>, memref<100x100xf32>) outs(%c : memref<100x100xf32>)
-        zrt.launch "train.matmul" on @compute ins(%b, %b : memref<256x256xf32>, memref<256x256xf32>) outs(%d : memref<256x256xf32>)
+        %a = zrt.buffer_ref @a : memref<96x200xf32>
+        %at = zrt.buffer_ref @at : memref<200x96xf32>
+        %b = zrt.buffer_ref @b : memref<200x160xf32>
+        %a3 = zrt.buffer_ref @a3 : memref<2x96x200xf32>
+        %b3 = zrt.buffer_ref @b3 : memref<2x200x160xf32>
+        %c = zrt.arena_view [0] : memref<96x160xf32>
+        %l = zrt.buffer_ref @l : memref<2x64x200xf32>
+        %c3 = zrt.arena_view [65536] : memref<2x96x160xf32>
+        %cl = zrt.arena_view [196608] : memref<2x64x160xf32>
+        zrt.launch "train.matmul" on @compute ins(%a, %b : memref<96x200xf32>, memref<200x160xf32>) outs(%c : memref<96x160xf32>)
+        zrt.launch "train.matmul" on @compute ins(%at, %b : memref<200x96xf32>, memref<200x160xf32>) outs(%c : memref<96x160xf32>) params {transpose_a}
+        zrt.launch "train.matmul" on @compute ins(%a3, %b3 : memref<2x96x200xf32>, memref<2x200x160xf32>) outs(%c3 : memref<2x96x160xf32>)
+        zrt.launch "train.matmul" on @compute ins(%l, %b : memref<2x64x200xf32>, memref<200x160xf32>) outs(%cl : memref<2x64x160xf32>)
       }
     })mlir",
                                        machine);
   const std::vector<SimulatedInstruction> &run =
       prediction.bodies[0].instructions;
-  ASSERT_EQ(run.size(), 2u);
-  double bytes = 3 * 100 * 100 * 4.0, bigBytes = 3 * 256 * 256 * 4.0;
-  EXPECT_DOUBLE_EQ(run[0].seconds(), 2.0 * 128 * 128 * 128 / 1e12);
-  EXPECT_DOUBLE_EQ(run[1].seconds(), 2.0 * 256 * 256 * 256 / 1e12);
-  EXPECT_DOUBLE_EQ(run[0].flops, 2.0 * 100 * 100 * 100);
-  EXPECT_DOUBLE_EQ(prediction.modelFlops,
-                   2.0 * 100 * 100 * 100 + 2.0 * 256 * 256 * 256);
-  EXPECT_DOUBLE_EQ(run[0].bytes, bytes);
-  EXPECT_DOUBLE_EQ(run[1].bytes, bigBytes);
+  ASSERT_EQ(run.size(), 4u);
+  double one = 2.0 * 128 * 192 * 224;
+  EXPECT_DOUBLE_EQ(run[0].seconds(), one / 1e12);
+  EXPECT_DOUBLE_EQ(run[1].seconds(), one / 1e12);
+  EXPECT_DOUBLE_EQ(run[2].seconds(), 2 * one / 1e12);
+  EXPECT_DOUBLE_EQ(run[3].seconds(), one / 1e12);
+  // The FLOPs, the model's, are the shapes' own.
+  double real = 2.0 * 96 * 160 * 200;
+  EXPECT_DOUBLE_EQ(run[0].flops, real);
+  EXPECT_DOUBLE_EQ(run[1].flops, real);
+  EXPECT_DOUBLE_EQ(prediction.modelFlops, 4 * real + 2.0 * 128 * 160 * 200);
 }
 
-// The step's tokens are its largest integer input's elements, times the
-// micro-batches; a launch train-autodiff recomputed adds executed FLOPs,
-// not the model's.
+// The step's tokens are the elements of its largest integer input that
+// indexes an embedding or is a loss's labels (not the larger integer mask),
+// times the micro-batches; a launch train-autodiff recomputed adds executed
+// FLOPs, not the model's.
 TEST_F(StepSimulationTest, TokensAndRecomputedFlops) {
   StepPrediction prediction = simulate(R"mlir(
     zrt.program @p placement #dist.placement<cpu, [2]> arena 4000000 align 64 accumulate 2 {
       zrt.stream @compute
       zrt.buffer @a param : memref<100x100xf32>
-      zrt.buffer @input0 input : memref<4x8xi32>
+      zrt.buffer @mask input : memref<4x8x8xi32>
+      zrt.buffer @input0 input : memref<4x8xi32> {zrt.index_bound = 64 : i64, zrt.index_of = "embedding"}
       zrt.buffer @input1 input : memref<4x8x16xf32>
       zrt.buffer @input2 input : memref<4xi32>
       zrt.step micro {

@@ -68,8 +68,9 @@ struct MachineModel {
   /// below a plain GEMM's rate): 1 where the machine does not say.
   double attentionEfficiency = 1.0;
   /// The card's datasheet dense 16-bit tensor-core FLOP/s (`peak_flops`),
-  /// what MosaicML's and torchtitan's MFU divide by; 0 where the machine
-  /// does not say, and then the prediction states no MFU.
+  /// what MosaicML's and torchtitan's MFU divide by, whatever the step's
+  /// precision; at least every matmul rate. 0 where the machine does not
+  /// say, and then the prediction states no MFU.
   double peakFlops = 0;
   /// The output rows, output columns and contracted depth of the tile a
   /// GEMM kernel computes whole (`matmul_tile`): a matmul runs as if each
@@ -98,11 +99,12 @@ struct MachineModel {
   double kernelSeconds(double bytes, double flops, mlir::Type elementType,
                        bool onHost, double efficiency = 1.0) const;
 
-  /// Seconds of one `train.matmul` with left operand `lhs` and result `out`
-  /// that reads and writes `bytes`: kernelSeconds of the FLOPs of its
-  /// shape rounded up to whole tiles of `matmulTile`.
-  double matmulSeconds(mlir::ShapedType lhs, mlir::ShapedType out,
-                       bool transposeA, double bytes, bool onHost) const;
+  /// Seconds of one `train.matmul` with operands `lhs`, `rhs` and result
+  /// `out` that reads and writes `bytes`: kernelSeconds of the FLOPs of its
+  /// GEMMs' shapes rounded up to whole tiles of `matmulTile`.
+  double matmulSeconds(mlir::ShapedType lhs, mlir::ShapedType rhs,
+                       mlir::ShapedType out, bool transposeA, double bytes,
+                       bool onHost) const;
 
   /// Seconds of a copy of `bytes` within one memory, which reads and writes
   /// every byte.

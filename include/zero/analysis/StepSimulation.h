@@ -106,8 +106,9 @@ struct StepPrediction {
   /// The FLOPs the recomputed forward ops add to those.
   double recomputeFlops = 0;
   /// The tokens one rank trains on in a step: the elements of the
-  /// program's largest integer input (its token ids, or its labels) times
-  /// the micro-batches; 0 for a step without one.
+  /// program's largest integer input that indexes an embedding or is a
+  /// loss's labels (of any integer input where none does) times the
+  /// micro-batches; 0 for a step without one.
   int64_t tokens = 0;
   /// That input's buffer.
   std::string tokensInput;

@@ -330,10 +330,15 @@ class Importer:
         without them."""
         if self.plan_only:
             meta = torch.device("meta")
-            if kwargs.get("device") == meta:
-                kwargs = dict(kwargs, device=torch.device("cpu"))
             flat = torch.utils._pytree.tree_leaves((args, kwargs))
-            if any(isinstance(t, torch.Tensor) and t.is_meta for t in flat):
+            if not any(isinstance(t, torch.Tensor) and t.is_meta
+                       for t in flat):
+                if kwargs.get("device") == meta:
+                    kwargs = dict(kwargs, device=torch.device("cpu"))
+            else:
+                # What a meta tensor becomes stays on the meta device.
+                if "device" in kwargs:
+                    kwargs = dict(kwargs, device=meta)
                 # Without values, equal constants are found by how they are
                 # computed: the same op on the same tensors (a rotary table
                 # unsqueezed again in every layer) gives the one result,

@@ -116,6 +116,21 @@ def main():
               f"{prediction['tokens']} tokens a step, {unknown} "
               "constant(s) of unknown value", flush=True)
 
+    # bf16: the rotary tables are cast as they are made, a fold of meta
+    # tensors that names a device.
+    plans = []
+    for device in ("cpu", "meta"):
+        with torch.device(device):
+            model = zoo.ZOO["llama"][0]()
+        graph = zero.from_torch(model, (torch.zeros(2, 16, dtype=torch.long),),
+                                precision="bf16")
+        graph.config.optimizer(zero.AdamW(lr=1e-3)).enable_zero(True, 3)
+        plans.append(graph.compile(8).ir("program"))
+    if plans[0] != plans[1]:
+        raise AssertionError("bf16 llama: the meta module's program differs")
+    print("ok: llama in bf16: the meta module plans as the CPU one",
+          flush=True)
+
     ids = torch.zeros(2, 4, dtype=torch.long)
     expect_refusal(
         "an example input on the meta device",

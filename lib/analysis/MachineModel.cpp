@@ -404,11 +404,8 @@ public:
   /// A number > 0 where the field is present; `out` is left as it is where
   /// it is absent.
   void optionalNumber(StringRef key, double &out) {
-    if (!object.get(key)) {
-      seen.insert(key);
-      return;
-    }
-    number(key, out);
+    if (optional(key))
+      number(key, out);
   }
 
   void boolean(StringRef key, bool &out) {

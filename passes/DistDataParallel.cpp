@@ -13,6 +13,7 @@
 #include "zero/passes/Passes.h"
 
 #include "zero/dialects/dist/DistOps.h"
+#include "zero/dialects/train/TrainOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -43,6 +44,27 @@ Value averageAfterDefinition(Value value, int64_t axes) {
   OpBuilder builder(value.getContext());
   builder.setInsertionPointAfterValue(value);
   return emitAverage(builder, value.getLoc(), value, axes);
+}
+
+/// `grad` widened to f32 right after its definition, when it is 16-bit.
+Value widenAfterDefinition(Value grad) {
+  auto type = cast<RankedTensorType>(grad.getType());
+  Type element = type.getElementType();
+  if (!element.isBF16() && !element.isF16())
+    return grad;
+  OpBuilder builder(grad.getContext());
+  builder.setInsertionPointAfterValue(grad);
+  return builder.create<train::CastOp>(
+      grad.getLoc(), type.clone(builder.getF32Type()), grad);
+}
+
+/// A clip filter's result is its operand clipped, in the operand's type: an
+/// operand widened for its reduction makes the clipped gradient f32 too.
+/// (An unscale's results are f32 already.)
+void retypeFilterResult(OpOperand &operand) {
+  if (auto clip = dyn_cast<train::ClipByGlobalNormOp>(operand.getOwner()))
+    clip->getResult(operand.getOperandNumber())
+        .setType(operand.get().getType());
 }
 
 /// The gradient operands that reach an optimizer in `function`.
@@ -170,9 +192,14 @@ void DistDataParallelPass::runOnOperation() {
     DenseMap<Value, Value> averaged;
     for (OpOperand *operand : collectGradientOperands(function)) {
       Value &mean = averaged[operand->get()];
-      if (!mean)
-        mean = averageAfterDefinition(operand->get(), axes);
+      if (!mean) {
+        Value grad = operand->get();
+        if (reduceDtype == ReduceDtype::f32)
+          grad = widenAfterDefinition(grad);
+        mean = averageAfterDefinition(grad, axes);
+      }
       operand->set(mean);
+      retypeFilterResult(*operand);
     }
 
     // A loss that ignores labels divides by the labels it keeps over the
@@ -212,6 +239,9 @@ void DistDataParallelPass::runOnOperation() {
   }
   module->setAttr(dist::DistDialect::getZeroStageAttrName(),
                   IntegerAttr::get(IntegerType::get(context, 64), 0));
+  if (reduceDtype == ReduceDtype::f32)
+    module->setAttr(dist::DistDialect::getReduceTypeAttrName(),
+                    TypeAttr::get(Float32Type::get(context)));
 }
 
 } // namespace

@@ -88,6 +88,7 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     options.ranks = ranks;
     options.mesh = ArrayRef<int64_t>(mesh);
     options.meshScheme = meshScheme;
+    options.reduceDtype = reduceDtype;
     options.hpz = hpz;
     options.qwz = qwz;
     options.qgz = qgz;
@@ -235,6 +236,7 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     DistDataParallelOptions dataParallel;
     dataParallel.ranks = ranks;
     dataParallel.mesh = ArrayRef<int64_t>(mesh);
+    dataParallel.reduceDtype = reduceDtype;
     pipeline.addPass(createDistDataParallel(dataParallel));
     if (stage > 0)
       pipeline.addPass(createZeroShard(

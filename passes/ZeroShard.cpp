@@ -200,9 +200,12 @@ LogicalResult Sharder::shardAccumulator(train::ParamOp accumulator,
                                  << "@" << accumulator.getSymName()
                                  << " without loading it first";
       // A 16-bit gradient widened for an f32 accumulator is reduced in its
-      // own precision, and only its shard widened.
+      // own precision, and only its shard widened, unless the module reduces
+      // in f32 (dist.reduce_type).
       Value grad = add.getRhs();
       auto widen = grad.getDefiningOp<train::CastOp>();
+      if (widen && module->hasAttr(dist::DistDialect::getReduceTypeAttrName()))
+        widen = nullptr;
       if (widen)
         grad = widen.getOperand();
       OpBuilder after(grad.getContext());

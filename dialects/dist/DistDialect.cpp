@@ -100,12 +100,26 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
              << "' belongs on the module, not on '" << op->getName() << "'";
     return success();
   }
+  if (attr.getName() == getReduceTypeAttrName()) {
+    auto type = dyn_cast<TypeAttr>(attr.getValue());
+    if (!type || !type.getValue().isF32())
+      return op->emitError()
+             << "'" << getReduceTypeAttrName()
+             << "' must be f32 (16-bit gradients averaged in f32), got "
+             << attr.getValue();
+    if (!isa<ModuleOp>(op))
+      return op->emitError()
+             << "'" << getReduceTypeAttrName()
+             << "' belongs on the module, not on '" << op->getName() << "'";
+    return success();
+  }
   return op->emitError() << "unknown dist attribute '"
                          << attr.getName().getValue()
                          << "'; the dialect defines '" << getPlacementAttrName()
                          << "', '" << getZeroStageAttrName() << "', '"
-                         << getMeshSchemeAttrName() << "' and '"
-                         << getQuantizationAttrName() << "'";
+                         << getMeshSchemeAttrName() << "', '"
+                         << getQuantizationAttrName() << "' and '"
+                         << getReduceTypeAttrName() << "'";
 }
 
 LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,

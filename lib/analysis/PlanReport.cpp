@@ -287,17 +287,21 @@ ZeroFormula computeFormula(ModuleOp module, int64_t stage,
   int64_t axes = static_cast<int64_t>(grid.size());
   formula.ranks = ranks;
   formula.meshScheme = getMeshScheme(module).str();
-  // G is the gradient's bytes: the parameter's type, or with accumulation
-  // the persistent accumulator's (f32 for a 16-bit parameter).
+  // G is the gradient's bytes: the parameter's type (f32 where the module
+  // averages gradients in f32, dist.reduce_type), or with accumulation the
+  // persistent accumulator's (f32 for a 16-bit parameter).
   double params = 0, grads = 0, accumulators = 0, optimizer = 0;
   bool accumulates = false;
+  bool reducesInF32 =
+      module->hasAttr(dist::DistDialect::getReduceTypeAttrName());
   for (auto state : module.getOps<train::ParamOp>()) {
     RankedTensorType logical = state.getLogicalTensorType();
     switch (state.getRole()) {
     case train::Role::param:
       formula.trainableElements += logical.getNumElements();
       params += state.getLogicalBytes();
-      grads += state.getLogicalBytes();
+      grads += reducesInF32 ? 4 * logical.getNumElements()
+                            : state.getLogicalBytes();
       break;
     case train::Role::frozen:
       formula.frozenElements += logical.getNumElements();

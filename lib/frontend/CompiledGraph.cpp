@@ -181,6 +181,7 @@ zero::frontend::pipelineOptionsOf(const GraphConfig &config, int ranks) {
   options.minShardElements = z.minShardElements;
   options.regatherInBackward = z.regatherInBackward;
   options.meshScheme = z.meshScheme;
+  options.reduceDtype = z.reduceDtype;
   options.hpz = z.hpz;
   options.qwz = z.qwz;
   options.qgz = z.qgz;

@@ -275,6 +275,24 @@ void bindConfig(py::module_ &m) {
           "On a mesh, stages 1-3: 'hybrid' (the default) shards "
           "within a node and keeps a copy per node; 'full' shards "
           "over all ranks, gathering across nodes first.")
+      .def_property(
+          "reduce_dtype",
+          [](const ZeroOptions &o) {
+            return zero::stringifyReduceDtype(o.reduceDtype).str();
+          },
+          [](ZeroOptions &o, const std::string &dtype) {
+            std::optional<zero::ReduceDtype> parsed =
+                zero::symbolizeReduceDtype(dtype);
+            if (!parsed)
+              throw py::value_error(
+                  "reduce_dtype must be 'gradient' or 'f32', got '" + dtype +
+                  "'");
+            o.reduceDtype = *parsed;
+          },
+          "The type gradients are averaged in: 'gradient' (the default: "
+          "each in its own type, a bf16 gradient in bf16) or 'f32' (16-bit "
+          "gradients widened to f32 first, as FSDP's "
+          "MixedPrecision(reduce_dtype=torch.float32)).")
       .def_readwrite("hpz", &ZeroOptions::hpz,
                      "Stage 3 with mesh_scheme 'full': later gathers of a "
                      "parameter start from the secondary shard its forward "

@@ -92,6 +92,14 @@ static cl::opt<MeshScheme> meshSchemeFlag(
                           "shard over all ranks, gathering across nodes "
                           "first")),
     cl::init(MeshScheme::hybrid), cl::cat(runCategory));
+static cl::opt<ReduceDtype> reduceDtypeFlag(
+    "reduce-dtype", cl::desc("The type gradients are averaged in"),
+    cl::values(clEnumValN(ReduceDtype::gradient, "gradient",
+                          "each gradient in its own type"),
+               clEnumValN(ReduceDtype::f32, "f32",
+                          "16-bit gradients widened to f32 first (FSDP's "
+                          "reduce_dtype=float32)")),
+    cl::init(ReduceDtype::gradient), cl::cat(runCategory));
 static cl::opt<bool> hpzFlag(
     "hpz",
     cl::desc("With --mesh-scheme full --stage 3: gather parameters again "
@@ -277,6 +285,7 @@ static CompileFlags compileFlags() {
   flags.stage = stageFlag;
   flags.mesh = meshFlag;
   flags.zero.meshScheme = meshSchemeFlag;
+  flags.zero.reduceDtype = reduceDtypeFlag;
   flags.zero.hpz = hpzFlag;
   flags.zero.qwz = qwzFlag;
   flags.zero.qgz = qgzFlag;

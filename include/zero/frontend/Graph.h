@@ -225,6 +225,11 @@ struct ZeroOptions {
   /// node and keeps a copy per node; full shards over all ranks, gathering
   /// across nodes first (zero-shard's mesh-scheme).
   MeshScheme meshScheme = MeshScheme::hybrid;
+  /// The type gradients are averaged in: each in its own (a bf16
+  /// gradient in bf16), or 16-bit ones widened to f32 first, as FSDP's
+  /// MixedPrecision(reduce_dtype=torch.float32) (dist-data-parallel's
+  /// reduce-dtype).
+  ReduceDtype reduceDtype = ReduceDtype::gradient;
   /// Stage 3 with meshScheme "full": later gathers of a parameter start
   /// from the secondary shard its forward gather left within the node
   /// (ZeRO++ hpZ).

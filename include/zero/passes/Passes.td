@@ -32,6 +32,15 @@ class MeshSchemeOption<string desc> : Option<"meshScheme", "mesh-scheme",
       clEnumValN(::zero::MeshScheme::full, "full",
                  "shard over both axes, gathering across nodes first"))}]>;
 
+class ReduceDtypeOption<string desc> : Option<"reduceDtype", "reduce-dtype",
+    "::zero::ReduceDtype", "::zero::ReduceDtype::gradient", desc,
+    [{::llvm::cl::values(
+      clEnumValN(::zero::ReduceDtype::gradient, "gradient",
+                 "each gradient in its own type"),
+      clEnumValN(::zero::ReduceDtype::f32, "f32",
+                 "16-bit gradients widened to f32 first (FSDP's "
+                 "reduce_dtype=float32)"))}]>;
+
 class OffloadOption<string desc> : Option<"offload", "offload",
     "::zero::OffloadPlacement", "::zero::OffloadPlacement::none", desc,
     [{::llvm::cl::values(
@@ -173,6 +182,16 @@ def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
     means is the mean over all ranks, to rounding), so that the slow links
     carry one all-reduce of each gradient per node pair. A grid of more
     axes averages from the last axis to the first.
+
+    `reduce-dtype=f32` averages 16-bit gradients in f32, as FSDP's
+    `MixedPrecision(reduce_dtype=torch.float32)` (the default of torchtitan
+    and of llm-foundry's amp): each bf16 or f16 gradient is widened by a
+    `train.cast` before its average, the average carries f32 (twice the
+    bytes), and the optimizer reads the f32 average, which updates the f32
+    master copy without being rounded to 16 bits. The module is marked
+    `dist.reduce_type = f32`, so that zero-shard reduces accumulated
+    micro-step gradients in f32 too. The default, `gradient`, averages each
+    gradient in its own type.
   }];
   let options = [
     Option<"ranks", "ranks", "int64_t", "0",
@@ -181,6 +200,7 @@ def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
     ListOption<"mesh", "mesh", "int64_t",
                "A grid of ranks, outermost (slowest) axis first: mesh=2,4 is "
                "2 nodes of 4 ranks; empty: one axis of `ranks`">,
+    ReduceDtypeOption<"The type gradients are averaged in">,
   ];
   let dependentDialects = ["::zero::dist::DistDialect"];
 }
@@ -597,6 +617,7 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
                "A two-level grid of ranks for dist-data-parallel, nodes "
                "first: mesh=2,4; stages 1-3 then shard as mesh-scheme "
                "says">,
+    ReduceDtypeOption<"dist-data-parallel's reduce-dtype">,
     MeshSchemeOption<"zero-shard's mesh-scheme">,
     Option<"hpz", "hpz", "bool", "false",
            "zero-shard's hpz: stage 3 with mesh-scheme=full gathers again "

@@ -37,6 +37,19 @@ def Zero_OffloadPlacement : I32EnumAttr<"OffloadPlacement",
   let genSpecializedAttr = 0;
 }
 
+def Zero_ReduceDtype : I32EnumAttr<"ReduceDtype",
+    "the type gradients are averaged across ranks in", [
+    // Each gradient in its own type: a bf16 gradient is reduced in bf16.
+    I32EnumAttrCase<"gradient", 0>,
+    // 16-bit gradients widened to f32 before they are reduced (FSDP's
+    // MixedPrecision reduce_dtype=torch.float32).
+    I32EnumAttrCase<"f32", 1>
+  ]> {
+  let cppNamespace = "::zero";
+  // Option values, not attributes.
+  let genSpecializedAttr = 0;
+}
+
 def Zero_ReportFormat : I32EnumAttr<"ReportFormat",
     "how zero-report writes the plan", [
     I32EnumAttrCase<"none", 0>,

@@ -352,6 +352,21 @@ module attributes {dist.mesh = #dist.placement<cpu, [4]>} {
 
 // -----
 
+// expected-error @+1 {{'dist.reduce_type' must be f32 (16-bit gradients averaged in f32), got bf16}}
+module attributes {dist.reduce_type = bf16} {
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{'dist.reduce_type' belongs on the module, not on 'func.func'}}
+  func.func @f() attributes {dist.reduce_type = f32} {
+    return
+  }
+}
+
+// -----
+
 // expected-error @+1 {{placement axis 1 has 0 ranks; every axis needs at least 1}}
 module attributes {dist.placement = #dist.placement<cpu, [4, 0]>} {
 }

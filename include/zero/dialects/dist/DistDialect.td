@@ -62,6 +62,12 @@ def Dist_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getQuantizationAttrName() {
       return ::llvm::StringLiteral("dist.quantization");
     }
+    /// Name of the module attribute recording the type 16-bit gradients
+    /// are averaged in when it is not their own (dist-data-parallel's
+    /// reduce-dtype=f32): `dist.reduce_type = f32`.
+    static constexpr ::llvm::StringLiteral getReduceTypeAttrName() {
+      return ::llvm::StringLiteral("dist.reduce_type");
+    }
     /// Name of the argument attribute giving the SBP of a step input, e.g.
     /// `[S(0)]` for a batch split over the data-parallel ranks.
     static constexpr ::llvm::StringLiteral getSbpAttrName() {

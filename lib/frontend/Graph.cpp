@@ -407,7 +407,8 @@ Parameter Graph::parameter(const std::string &name, const Shape &shape,
   return state->parameterHandle(static_cast<int>(state->parameters.size()) - 1);
 }
 
-Tensor Graph::full(const Shape &shape, double value, DType dtype) {
+Tensor Graph::full(const Shape &shape, double value, DType dtype,
+                   bool exactType) {
   if (!std::all_of(shape.begin(), shape.end(),
                    [](int64_t extent) { return extent >= 0; }))
     return state->fail(
@@ -415,7 +416,8 @@ Tensor Graph::full(const Shape &shape, double value, DType dtype) {
   if (!isFloat(dtype) && std::trunc(value) != value)
     return state->fail(absl::StrCat("full: ", value, " is not a ",
                                     dtypeName(dtype), " value"));
-  return state->constant(shape, value, state->declaredType(dtype));
+  return state->constant(shape, value,
+                         exactType ? dtype : state->declaredType(dtype));
 }
 
 void Graph::output(const std::string &name, const Tensor &value) {

@@ -206,17 +206,20 @@ void bindGraph(py::module_ &m) {
       .def(
           "full",
           [](Graph &graph, const Shape &shape, double value,
-             const std::string &dtype) {
+             const std::string &dtype, bool exactType) {
             int64_t failures = graph.failures();
-            Tensor full = graph.full(shape, value, parseDtype(dtype));
+            Tensor full =
+                graph.full(shape, value, parseDtype(dtype), exactType);
             raiseNewFailure(graph, failures);
             return full;
           },
           py::arg("shape"), py::arg("value"), py::arg("dtype") = "f32",
-          py::keep_alive<0, 1>(),
+          py::arg("exact_type") = false, py::keep_alive<0, 1>(),
           "A tensor whose every element is `value`: a constant of the step "
           "(a scalar operand, an epsilon), with no gradient, not a "
-          "parameter. An f32 constant takes the configured precision.")
+          "parameter. An f32 constant takes the configured precision, "
+          "unless `exact_type`: then it is `dtype` as given (the operand of "
+          "a value a 16-bit model widened to f32).")
       .def(
           "named_parameters",
           [](py::object self) {

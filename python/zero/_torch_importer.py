@@ -35,8 +35,10 @@ def decomposition_table():
 class Importer:
 
     def __init__(self, program, graph, wrapper, compute_dtype,
-                 plan_only=False):
+                 plan_only=False, fused_attention=False):
         self.program = program
+        # scaled_dot_product_attention becomes train.attention.
+        self.fused_attention = fused_attention
         # The module's parameters and buffers are on the meta device.
         self.plan_only = plan_only
         self.graph = graph
@@ -79,6 +81,14 @@ class Importer:
             return all(self.is_constant(v) for v in value)
         return True
 
+    def splat(self, shape, value, dtype):
+        """A constant tensor of one value: an f32 one computes in the
+        configured precision, as constant parameters do."""
+        if dtype == "f32":
+            dtype = self.compute_dtype
+        return Live(self.graph.full(shape, value, dtype, exact_type=True),
+                    shape, dtype)
+
     def live(self, value, node, like=None):
         """`value` as a Live: constants become splat `full`s, or frozen
         parameters holding their values."""
@@ -93,7 +103,10 @@ class Importer:
                 raise UnsupportedModuleError(
                     f"{node.target}: a scalar operand with no tensor beside "
                     f"it {where(node)}")
-            tensor = self.graph.full(like.shape, float(value), like.dtype)
+            # Of the type beside it, which is the tensor's own: an f32
+            # value a 16-bit model widened stays f32.
+            tensor = self.graph.full(like.shape, float(value), like.dtype,
+                                     exact_type=True)
             return Live(tensor, like.shape, like.dtype)
         if not isinstance(value, torch.Tensor):
             raise UnsupportedModuleError(
@@ -114,8 +127,7 @@ class Importer:
                 # One number is one number throughout: a splat, as with
                 # values. Its value is unknown and nothing planned depends
                 # on it; 3 is no identity a fold could take.
-                tensor = self.graph.full(shape, 3.0, dtype)
-                return Live(tensor, shape, dtype)
+                return self.splat(shape, 3.0, dtype)
             # A plan holds it as a frozen parameter, as an import with
             # values does a constant that is not one number throughout.
             return self.constant_parameter(value, node)
@@ -125,8 +137,7 @@ class Importer:
                 raise UnsupportedModuleError(
                     f"{node.target}: an integer constant operand "
                     f"{where(node)}")
-            tensor = self.graph.full(shape, float(flat[0]), dtype)
-            return Live(tensor, shape, dtype)
+            return self.splat(shape, float(flat[0]), dtype)
         if dtype in ("i32", "i64"):
             raise UnsupportedModuleError(
                 f"{node.target}: a non-constant-valued integer tensor "

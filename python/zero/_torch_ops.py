@@ -235,9 +235,11 @@ def _layer_norm(self, node, args, kwargs):
             f"{where(node)}; the importer normalizes the last dim only")
     features = [x.shape[-1]]
     gamma = self.live(weight, node) if weight is not None else Live(
-        self.graph.full(features, 1.0, x.dtype), features, x.dtype)
+        self.graph.full(features, 1.0, x.dtype, exact_type=True), features,
+        x.dtype)
     beta = self.live(bias, node) if bias is not None else Live(
-        self.graph.full(features, 0.0, x.dtype), features, x.dtype)
+        self.graph.full(features, 0.0, x.dtype, exact_type=True), features,
+        x.dtype)
     y = _zero.layer_norm(x.tensor, gamma.tensor, beta.tensor, float(eps))
     # The mean and rstd outputs are the op's own; nothing reads them.
     return [Live(y, x.shape, x.dtype), None, None]
@@ -438,6 +440,8 @@ def _sdpa(self, node, args, kwargs):
     causal = bool(options.get("is_causal", False))
     scale = options.get("scale")
     scale = 1.0 / float(q.shape[-1])**0.5 if scale is None else float(scale)
+    if self.fused_attention:
+        _check_fusable(node, q, k, v, mask, options)
     if isinstance(mask, _torch_masks.KeyMask):
         # A tokenizer's attention_mask: a query whose keys are all padding
         # (left padding) attends to nothing and gets zeros, as in PyTorch.
@@ -464,6 +468,9 @@ def _sdpa(self, node, args, kwargs):
                 f"attention with a mask that is neither the constant causal "
                 f"mask nor one allowing every position {where(node)}")
         causal = causal or is_causal
+    if self.fused_attention:
+        return Live(_zero.attention(q.tensor, k.tensor, v.tensor, scale,
+                                    causal), q.shape, q.dtype)
     scores = _zero.matmul(q.tensor, k.tensor, transpose_b=True)
     scores = _zero.scale(scores, scale)
     if causal:
@@ -472,6 +479,25 @@ def _sdpa(self, node, args, kwargs):
                                _zero.softmax(scores), options)
     return Live(_zero.matmul(probs, v.tensor), q.shape[:-1] + v.shape[-1:],
                 q.dtype)
+
+
+def _check_fusable(node, q, k, v, mask, options):
+    """from_torch(attention="fused") takes what train.attention computes:
+    causal or unmasked self-attention, q, k and v of one shape and type,
+    no dropout. Anything else is refused rather than imported otherwise."""
+    reason = None
+    if isinstance(mask, _torch_masks.KeyMask):
+        reason = "a padding mask (the tokenizer's attention_mask)"
+    elif float(options.get("dropout_p", 0.0)) != 0.0:
+        reason = f"dropout_p={options['dropout_p']}"
+    elif not (q.shape == k.shape == v.shape and q.dtype == k.dtype == v.dtype):
+        reason = (f"q {q.shape}, k {k.shape} and v {v.shape} of different "
+                  "shapes or types")
+    if reason:
+        raise UnsupportedModuleError(
+            f"attention=\"fused\" takes causal or unmasked self-attention "
+            f"with q, k and v of one shape and no dropout; this call has "
+            f"{reason} {where(node)}; import it with attention=\"separate\"")
 
 
 def _attention_dropout(self, node, shape, probs, options):

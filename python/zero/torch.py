@@ -137,7 +137,7 @@ class TorchGraph(_zero.Graph):
 
 def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
                forward_kwargs=None, name=None, precision=None,
-               init_path=None, train=True):
+               init_path=None, train=True, attention="separate"):
     """Imports `module` as a training step of our builder.
 
     example_args: a tuple of example inputs (token ids, ...) with the
@@ -165,6 +165,13 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
     train: export in training mode (the default), as PyTorch trains: the
         module's dropouts become train.dropout; False exports in eval mode,
         without them. evaluate() runs without dropout either way.
+    attention: how scaled_dot_product_attention is imported: "separate"
+        (the default: the ops of PyTorch's math backend, scores and
+        probabilities [..., L, S] kept for the backward) or "fused" (one
+        train.attention, FlashAttention's algorithm, as PyTorch's flash
+        backend on a GPU: no [L, S] tensor kept). "fused" takes causal or
+        unmasked self-attention with q, k and v of one shape and no
+        dropout; any other call is refused, naming it.
 
     A module whose parameters and buffers are all on the meta device is
     imported from its shapes alone: its graph compiles and plans, and has
@@ -196,6 +203,9 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
     plan_only = _meta_state(module, example_args + tuple(example_targets))
     if hasattr(module, "config") and "use_cache" not in kwargs:
         kwargs["use_cache"] = False
+    if attention not in ("separate", "fused"):
+        raise ValueError(f"attention must be 'separate' or 'fused', got "
+                         f"{attention!r}")
     loss_fn = None
     if callable(loss):
         loss_fn = loss
@@ -260,7 +270,8 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
                            precision if dtype == "f32" else dtype))
         input_names.append(input_name)
 
-    importer = Importer(program, graph, wrapper, precision, plan_only)
+    importer = Importer(program, graph, wrapper, precision, plan_only,
+                        fused_attention=attention == "fused")
     importer.placeholders(inputs)
     _torch_values.loss_function = loss_fn  # named by refusals inside it
     try:

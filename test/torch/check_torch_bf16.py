@@ -1,6 +1,6 @@
 """zero.from_torch in bf16 mixed precision against PyTorch (bf16.test).
 
-  check_torch_bf16.py MODEL STEPS
+  check_torch_bf16.py [--cast] MODEL STEPS
 
 MODEL is gpt2 or llama (check_torch_import.py's). Three trainings of the
 same module on the same batches, AdamW:
@@ -9,7 +9,10 @@ same module on the same batches, AdamW:
 - PyTorch under torch.autocast("cpu", dtype=torch.bfloat16): PyTorch's own
   mixed precision (float32 weights, bf16 matrix products);
 - ours, imported with precision="bf16": bf16 weights and activations with
-  float32 master copies (docs/python.md), at stages 0 and 3.
+  float32 master copies (docs/python.md), at stages 0 and 3; with --cast,
+  the module cast to bf16 first (`model.to(torch.bfloat16)`, as a
+  bf16 checkpoint is loaded), imported as it is: its own upcasts (Llama's
+  RMSNorm computes in float32) stay float32.
 
 bf16 keeps 8 bits of mantissa, so neither mixed-precision training follows
 the float32 one closely; the check is that ours stays as near it as a
@@ -49,9 +52,17 @@ def autocast_losses(kind, model, data):
     return losses
 
 
-def ours(kind, model, data, stage):
+def ours(kind, model, data, stage, cast):
     ids = data[0][0][:2]
-    graph = zero.from_torch(model, (ids,), precision="bf16")
+    if cast:
+        import copy
+        model = copy.deepcopy(model).to(torch.bfloat16)
+        graph = zero.from_torch(model, (ids,))
+        if "precision='bf16'" not in repr(graph.config):
+            raise AssertionError(f"a bf16 module imported as "
+                                 f"{graph.config!r}")
+    else:
+        graph = zero.from_torch(model, (ids,), precision="bf16")
     graph.config.optimizer(
         zero.AdamW(lr=common.LR, betas=common.BETAS, eps=common.EPS,
                    weight_decay=common.WEIGHT_DECAY)).enable_zero(
@@ -63,7 +74,9 @@ def ours(kind, model, data, stage):
 
 def main():
     torch.set_num_threads(1)
-    kind, steps = sys.argv[1], int(sys.argv[2])
+    cast = "--cast" in sys.argv
+    kind, steps = [a for a in sys.argv[1:] if a != "--cast"]
+    steps = int(steps)
     model = common.build(kind)
     data = common.batches(kind, steps, zero.world_size())
     exact, _ = common.train_torch(kind, model, data, "adamw")
@@ -74,7 +87,7 @@ def main():
     bound = max(4 * peer_distance, 1e-3)
     runs = {}
     for stage in (0, 3):
-        losses, state = ours(kind, model, data, stage)
+        losses, state = ours(kind, model, data, stage, cast)
         runs[stage] = (losses, state)
         mine = distance(losses)
         if zero.rank() == 0:
@@ -86,12 +99,13 @@ def main():
                 f"{kind} bf16 stage {stage}: a loss is {mine:.3g} from the "
                 f"float32 training; bound {bound:.3g} (autocast: "
                 f"{peer_distance:.3g})")
-        ok(f"{kind} bf16 stage {stage}: {steps} losses within the bound of "
-           "PyTorch's autocast")
+        ok(f"{kind} bf16{' cast' if cast else ''} stage {stage}: {steps} "
+           "losses within the bound of PyTorch's autocast")
     (a, sa), (b, sb) = runs[0], runs[3]
     if a != b or any(sa[n].tobytes() != sb[n].tobytes() for n in sa):
         raise AssertionError(f"{kind} bf16: stage 3 is not stage 0 bitwise")
-    ok(f"{kind} bf16: stages 0 and 3 bitwise identical")
+    ok(f"{kind} bf16{' cast' if cast else ''}: stages 0 and 3 bitwise "
+       "identical")
 
 
 if __name__ == "__main__":

@@ -170,6 +170,7 @@ def regularized_cross_entropy(logits, labels):
 # Micro-batches per optimizer step (--accumulate): our graph takes a
 # micro-batch of 2 rows a rank, PyTorch the whole global batch of each step.
 ACCUMULATE = 1
+ATTENTION = "separate"
 
 
 def batches(kind, count, ranks, accumulate=1):
@@ -362,19 +363,38 @@ def masked_lm_loss(output, labels):
 
 def import_model(kind, model):
     per_rank = [b[:2] for b in batches(kind, 1, 1)[0]]
+    options = {"attention": ATTENTION}
     if has_mask(kind):
         inputs = {"input_ids": per_rank[0], "attention_mask": per_rank[1]}
         if loss_kind(kind) == "masked_lm":
             return zero.from_torch(model, inputs, loss=masked_lm_loss,
-                                   example_targets=(per_rank[2],))
-        return zero.from_torch(model, inputs)
+                                   example_targets=(per_rank[2],), **options)
+        return zero.from_torch(model, inputs, **options)
     if loss_kind(kind) != "causal_lm":
         loss = {"custom": regularized_cross_entropy,
                 "smoothed": smoothed_loss,
                 "masked_lm": masked_lm_loss}[loss_kind(kind)]
         return zero.from_torch(model, (per_rank[0],), loss=loss,
-                               example_targets=(per_rank[1],))
-    return zero.from_torch(model, (per_rank[0],))
+                               example_targets=(per_rank[1],), **options)
+    return zero.from_torch(model, (per_rank[0],), **options)
+
+
+def check_attention(forward, model):
+    """Under --attention fused every layer's attention is one
+    train.attention and no softmax of scores is left; otherwise none."""
+    fused = forward.count("train.attention ")
+    layers = model.config.num_hidden_layers if hasattr(model, "config") \
+        else None
+    if ATTENTION == "fused" and (fused != layers
+                                 or "train.softmax " in forward):
+        raise AssertionError(f"attention='fused': {fused} train.attention "
+                             f"for {layers} layers, or a softmax left")
+    if ATTENTION == "separate" and fused:
+        raise AssertionError("attention='separate' imported "
+                             "train.attention")
+    if ATTENTION == "fused" and zero.rank() == 0:
+        print(f"ok: attention='fused': {fused} train.attention, one a "
+              f"layer, no softmax", flush=True)
 
 
 def train_zero(kind, model, data, stage, optimizer_name):
@@ -394,6 +414,8 @@ def train_zero(kind, model, data, stage, optimizer_name):
             graph.config.parameter_group(name, params, weight_decay=decay,
                                          lr_scale=scale)
     compiled = graph.compile(zero.world_size())
+    if stage == 0:
+        check_attention(compiled.ir("forward"), model)
     if kind.endswith("-groups") and zero.rank() == 0 and stage == 0:
         for group in compiled.report["parameter_groups"]:
             print(f"group @{group['optimizer']}: {group['parameters']} "
@@ -626,12 +648,17 @@ def main():
     parser.add_argument("--accumulate", type=int, default=1,
                         help="micro-batches per step (PyTorch trains on "
                         "their union)")
+    parser.add_argument("--attention", default="separate",
+                        choices=["separate", "fused"],
+                        help="from_torch's attention: how "
+                        "scaled_dot_product_attention is imported")
     parser.add_argument("kind")
     parser.add_argument("steps", type=int)
     parser.add_argument("stages", type=int, nargs="+")
     args = parser.parse_args()
-    global ACCUMULATE
+    global ACCUMULATE, ATTENTION
     ACCUMULATE = args.accumulate
+    ATTENTION = args.attention
     torch.set_num_threads(1)  # one thread per rank, as ours
     check(args.kind, args.steps, args.stages, args.optimizer)
 

@@ -124,6 +124,7 @@ CASES = {
     "split": (Split, lambda: torch.randn(2, 3, 4)),
     "tied": (Tied, lambda: torch.randint(0, 16, (2, 5))),
     "attention": (Attention, lambda: torch.randn(2, 4, 6, 8)),
+    "fused-attention": (Attention, lambda: torch.randn(2, 4, 6, 8)),
     "aliased": (TwoInputs, lambda: torch.randn(2, 4)),
 }
 
@@ -141,7 +142,8 @@ def print_ir(name):
         print(graph.compile(1).ir("forward"))
         return
     loss = "causal_lm" if name == "tied" else mean_loss
-    graph = zero.from_torch(module, (x,), loss=loss)
+    attention = "fused" if name == "fused-attention" else "separate"
+    graph = zero.from_torch(module, (x,), loss=loss, attention=attention)
     print(graph.compile(1).ir("forward"))
 
 
@@ -231,6 +233,22 @@ class FloatMaskAttention(torch.nn.Module):
             x, x, x, attn_mask=floats)
 
 
+class CrossAttention(torch.nn.Module):
+    """Queries over fewer keys: not what train.attention computes."""
+
+    def forward(self, x):
+        return F.scaled_dot_product_attention(x, x[:, :, :2], x[:, :, :2])
+
+
+class DroppedAttention(torch.nn.Module):
+    """Attention dropout: PyTorch's math backend drops probabilities, which
+    a fused kernel never holds."""
+
+    def forward(self, x):
+        return F.scaled_dot_product_attention(x, x, x, dropout_p=0.1,
+                                              is_causal=True)
+
+
 class Mean(torch.nn.Module):
 
     def forward(self, x):
@@ -276,6 +294,12 @@ REFUSED = {
          "attention_mask": torch.ones(2, 4, dtype=torch.int64)}, mean_loss,
         ()),
     "meta-device": (OnMeta(), (torch.randn(2, 4),), mean_loss, ()),
+    "fused-cross-attention": (CrossAttention(), (torch.randn(2, 1, 4, 8),),
+                              "fused", ()),
+    "fused-attention-dropout": (DroppedAttention(),
+                                (torch.randn(2, 1, 4, 8),), "fused", ()),
+    "attention-option": (Mean(), (torch.randn(2, 4),), "attention-option",
+                         ()),
     "input-given-twice": (
         MaskOutsideAttention(),
         {"x": torch.randn(2, 4, 3),
@@ -294,6 +318,10 @@ def refusals():
         elif loss == "forward-kwargs":
             kwargs = {"loss": mean_loss,
                       "forward_kwargs": {"attention_mask": None}}
+        elif loss == "fused":
+            kwargs = {"loss": mean_loss, "attention": "fused"}
+        elif loss == "attention-option":
+            kwargs = {"loss": mean_loss, "attention": "flash"}
         else:
             kwargs = {"loss": loss}
         try:

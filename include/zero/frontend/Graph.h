@@ -437,8 +437,11 @@ public:
   std::vector<Parameter> parameters() const;
   /// A tensor whose every element is `value`: a constant of the step (a
   /// PyTorch scalar operand, RMSNorm's epsilon), not a parameter. An f32
-  /// constant takes the configured precision, as inputs do.
-  Tensor full(const Shape &shape, double value, DType dtype = DType::f32);
+  /// constant takes the configured precision, as inputs do, unless
+  /// `exactType`: then it is `dtype` as given, the operand of a value a
+  /// 16-bit model widened to f32 (an importer's epsilon after an upcast).
+  Tensor full(const Shape &shape, double value, DType dtype = DType::f32,
+              bool exactType = false);
   /// The scalar f32 loss the training step minimizes.
   void minimize(const Tensor &loss);
   /// A value evaluation gives back by name (Trainer::evaluate's outputs:

@@ -17,6 +17,7 @@
 #include "zero/support/ByteSize.h"
 
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -73,7 +74,47 @@ std::pair<bool, RecomputePolicy> parseCheckpoint(const py::object &checkpoint) {
                         mode + "'");
 }
 
+/// `with graph.checkpoint(mode):` — the ops added inside are marked for
+/// recomputation as RecomputeScope marks them; mode "none" marks nothing.
+class CheckpointContext {
+public:
+  CheckpointContext(Graph &graph, bool marked, RecomputePolicy policy)
+      : graph(&graph), marked(marked), policy(policy) {}
+
+  void enter() {
+    if (open)
+      throw py::value_error("graph.checkpoint: this scope is already open");
+    open = true;
+    if (marked)
+      scope = std::make_unique<RecomputeScope>(*graph, policy);
+  }
+  void exit() {
+    scope.reset();
+    open = false;
+  }
+
+private:
+  Graph *graph;
+  bool marked;
+  RecomputePolicy policy;
+  bool open = false;
+  // Held while the scope is open and marks.
+  std::unique_ptr<RecomputeScope> scope;
+};
+
 void bindGraph(py::module_ &m) {
+  py::class_<CheckpointContext>(
+      m, "CheckpointScope",
+      "A context (graph.checkpoint(mode)) whose ops are marked for "
+      "recomputation in the backward.")
+      .def("__enter__",
+           [](CheckpointContext &context) -> CheckpointContext & {
+             context.enter();
+             return context;
+           })
+      .def("__exit__",
+           [](CheckpointContext &context, const py::object &,
+              const py::object &, const py::object &) { context.exit(); });
   py::class_<Tensor>(m, "Tensor",
                      "A value of the step being built: a graph input, a "
                      "parameter's value or an op's result. `+ - * /` are the "
@@ -165,6 +206,21 @@ void bindGraph(py::module_ &m) {
       .def(py::init<std::string>(), py::arg("name"))
       .def_property_readonly("name", &Graph::name,
                              "The name given at construction.")
+      .def(
+          "checkpoint",
+          [](Graph &graph, const py::object &mode) {
+            auto [marked, policy] = parseCheckpoint(mode);
+            return CheckpointContext(graph, marked, policy);
+          },
+          py::arg("mode") = "full", py::keep_alive<0, 1>(),
+          "A context: the ops added inside it are recomputed in the "
+          "backward when config.activation_checkpointing is on, as a "
+          "block of GPT2 checkpoint= marks them: 'full' (or True) every "
+          "op, 'selective' all but the matmul and attention results, "
+          "'selective_op' (torchtitan's op-level policy) all but the "
+          "attention and every other matmul, the first kept; 'none' (or "
+          "False) nothing. Leave the block's output outside it: the "
+          "backward recomputes from kept values.")
       .def("__repr__",
            [](const Graph &graph) {
              int64_t trainable = 0;

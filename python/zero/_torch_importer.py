@@ -35,8 +35,11 @@ def decomposition_table():
 class Importer:
 
     def __init__(self, program, graph, wrapper, compute_dtype,
-                 plan_only=False, fused_attention=False):
+                 plan_only=False, fused_attention=False, checkpoint=None):
         self.program = program
+        # (mode, module paths): the blocks whose ops are recomputed in the
+        # backward (from_torch's checkpoint), or None.
+        self.checkpoint = checkpoint
         # scaled_dot_product_attention becomes train.attention.
         self.fused_attention = fused_attention
         # The module's parameters and buffers are on the meta device.
@@ -275,10 +278,43 @@ class Importer:
                         f"{tuple(item.shape)} {where(node)}: every shape of "
                         "a step is fixed when it is compiled")
 
+    def block_of(self, node):
+        """The checkpointed block `node` computes in, or None."""
+        stack = node.meta.get("nn_module_stack") or {}
+        blocks = self.checkpoint[1]
+        return next((path for path, _ in stack.values() if path in blocks),
+                    None)
+
+    def recompute_scopes(self):
+        """For each node, the block whose scope is open while it is
+        lowered: its block's, but None for a value that leaves its block
+        (the block's output), which the backward recomputes from and so
+        keeps, as torch.utils.checkpoint keeps a block's input and
+        output."""
+        if not self.checkpoint:
+            return {}
+        blocks = {node: self.block_of(node)
+                  for node in self.program.graph.nodes}
+        return {node: None if any(blocks.get(user) != block
+                                  for user in node.users) else block
+                for node, block in blocks.items() if block}
+
     def run(self):
         self.refuse_dynamic()
+        scopes = self.recompute_scopes()
+        mode = self.checkpoint[0] if self.checkpoint else None
+        current, scope = None, None
         output = None
         for node in self.program.graph.nodes:
+            wanted = scopes.get(node)
+            if wanted != current:
+                if scope is not None:
+                    scope.__exit__(None, None, None)
+                    scope = None
+                if wanted is not None:
+                    scope = self.graph.checkpoint(mode)
+                    scope.__enter__()
+                current = wanted
             if node.op == "placeholder":
                 continue
             if node.op == "output":
@@ -308,6 +344,8 @@ class Importer:
                     "tell what it is (a mask's pattern, position ids); a "
                     "plan from shapes alone cannot: build the module's "
                     "buffers on the CPU") from error
+        if scope is not None:
+            scope.__exit__(None, None, None)
         outputs = output if isinstance(output, (list, tuple)) else [output]
         if len(outputs) != 1:
             raise UnsupportedModuleError(

@@ -132,12 +132,56 @@ class TorchGraph(_zero.Graph):
         return result
 
 
+# -- Activation checkpointing -------------------------------------------------
+
+CHECKPOINT_MODES = ("none", "full", "selective", "selective_op")
+
+
+def _checkpoint_blocks(module, checkpoint, train):
+    """(mode, {path}) of the blocks from_torch's `checkpoint` recomputes,
+    with the paths as the export names them (under our wrapper's `m.`), or
+    None where nothing is."""
+    if checkpoint is not None and checkpoint not in CHECKPOINT_MODES:
+        raise ValueError(f"checkpoint must be None or one of "
+                         f"{', '.join(map(repr, CHECKPOINT_MODES))}, got "
+                         f"{checkpoint!r}")
+    # Hugging Face's checkpointed layers (GradientCheckpointingLayer).
+    layers = [name for name, child in module.named_modules()
+              if any(kind.__name__ == "GradientCheckpointingLayer"
+                     for kind in type(child).__mro__)]
+    if checkpoint is None:
+        enabled = [name for name in layers
+                   if getattr(module.get_submodule(name),
+                              "gradient_checkpointing", False)]
+        if not (enabled and train):
+            return None
+        return "full", {f"m.{name}" for name in enabled}
+    if checkpoint == "none":
+        return None
+    if not layers:
+        # The outermost elements of a ModuleList or ModuleDict: a model's
+        # repeated blocks (torchtitan's layers, nanoGPT's h).
+        for name, child in module.named_modules():
+            if isinstance(child, (torch.nn.ModuleList, torch.nn.ModuleDict)) \
+                    and not any(name.startswith(layer + ".")
+                                for layer in layers):
+                layers += [f"{name}.{key}" if name else key
+                           for key, _ in child.named_children()]
+    if not layers:
+        raise UnsupportedModuleError(
+            f"checkpoint={checkpoint!r}: the module has no blocks to "
+            "checkpoint (Hugging Face decoder layers, or elements of an "
+            "nn.ModuleList or ModuleDict)")
+    return checkpoint, {f"m.{name}" for name in layers}
+
+
 # -- The entry point ----------------------------------------------------------
 
 
 def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
                forward_kwargs=None, name=None, precision=None,
-               init_path=None, train=True, attention="separate"):
+               init_path=None, train=True, attention="separate",
+               checkpoint=None):
     """Imports `module` as a training step of our builder.
 
     example_args: a tuple of example inputs (token ids, ...) with the
@@ -172,6 +216,17 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
         backend on a GPU: no [L, S] tensor kept). "fused" takes causal or
         unmasked self-attention with q, k and v of one shape and no
         dropout; any other call is refused, naming it.
+    checkpoint: activation checkpointing of the module's blocks (Hugging
+        Face's decoder layers, or else the elements of its nn.ModuleLists
+        and ModuleDicts): "full" recomputes every op of a block but its
+        output in the backward, as torch.utils.checkpoint does;
+        "selective" keeps the matmul and attention results;
+        "selective_op" (torchtitan's op-level policy) keeps the attention
+        and every other matmul, the first kept; "none" recomputes nothing.
+        None (the default) follows the module: "full" where Hugging
+        Face's gradient checkpointing is on (gradient_checkpointing_enable)
+        and train is True, as it checkpoints only in training mode.
+        Turns on config.activation_checkpointing where it marks anything.
 
     A module whose parameters and buffers are all on the meta device is
     imported from its shapes alone: its graph compiles and plans, and has
@@ -203,6 +258,7 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
     plan_only = _meta_state(module, example_args + tuple(example_targets))
     if hasattr(module, "config") and "use_cache" not in kwargs:
         kwargs["use_cache"] = False
+    blocks = _checkpoint_blocks(module, checkpoint, train)
     if attention not in ("separate", "fused"):
         raise ValueError(f"attention must be 'separate' or 'fused', got "
                          f"{attention!r}")
@@ -271,7 +327,10 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
         input_names.append(input_name)
 
     importer = Importer(program, graph, wrapper, precision, plan_only,
-                        fused_attention=attention == "fused")
+                        fused_attention=attention == "fused",
+                        checkpoint=blocks)
+    if blocks:
+        graph.config.activation_checkpointing(True)
     importer.placeholders(inputs)
     _torch_values.loss_function = loss_fn  # named by refusals inside it
     try:

@@ -131,6 +131,27 @@ def main():
     print("ok: llama in bf16: the meta module plans as the CPU one",
           flush=True)
 
+    # As a published run is planned: the module cast to bf16, attention
+    # fused, torchtitan's selective checkpointing.
+    plans = []
+    for device in ("cpu", "meta"):
+        with torch.device(device):
+            model = zoo.ZOO["llama"][0]().to(torch.bfloat16)
+        graph = zero.from_torch(model, (torch.zeros(2, 16, dtype=torch.long),),
+                                attention="fused", checkpoint="selective_op")
+        graph.config.optimizer(zero.AdamW(lr=1e-3)).enable_zero(True, 3)
+        graph.config.zero.reduce_dtype = "f32"
+        compiled = graph.compile(8)
+        plans.append((compiled.ir("program"),
+                      json.dumps(compiled.report, sort_keys=True)))
+        if "train.attention" not in compiled.ir("forward"):
+            raise AssertionError("fused llama: no train.attention")
+    if plans[0] != plans[1]:
+        raise AssertionError("bf16 llama, fused, selective_op: the meta "
+                             "module's plan differs")
+    print("ok: llama cast to bf16, attention fused, selective_op "
+          "checkpointing: the meta module plans as the CPU one", flush=True)
+
     ids = torch.zeros(2, 4, dtype=torch.long)
     expect_refusal(
         "an example input on the meta device",

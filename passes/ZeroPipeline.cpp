@@ -11,6 +11,7 @@
 #include "OffloadRewriter.h"
 
 #include "zero/analysis/PlanReport.h"
+#include "zero/analysis/TrainingStep.h"
 #include "zero/dialects/train/TrainOps.h"
 #include "zero/dialects/zrt/ZrtOps.h"
 
@@ -116,11 +117,10 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
   }
 
   /// The settings that move memory off a device which this run did not
-  /// use, each planned whole on a copy of the step as it was given (nested
-  /// in the module while it runs): a higher stage, activation checkpointing
-  /// where the step marks what it may recompute, and offload. A setting
-  /// whose plan fails (offloading parameters below stage 3, say) is left
-  /// out; its diagnostics are not the user's.
+  /// use, each planned whole on a copy of the step as it was given: a
+  /// higher stage, activation checkpointing where the step marks what it
+  /// may recompute, offload, and more accumulation on a smaller
+  /// micro-batch. A setting whose plan fails is left out.
   std::vector<FitAlternative> planAlternatives(ModuleOp module,
                                                ModuleOp unplanned) {
     using Change =
@@ -163,26 +163,74 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     std::vector<FitAlternative> alternatives;
     for (const Change &change : changes) {
       ZeroPipelineOptions options = currentOptions();
-      options.report = ReportFormat::none;
       change.second(options);
-      ScopedDiagnosticHandler quiet(&getContext(),
-                                    [](Diagnostic &) { return success(); });
-      OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-      auto copy = cast<ModuleOp>(builder.clone(*unplanned.getOperation()));
-      OpPassManager planning(ModuleOp::getOperationName());
-      planning.addPass(createZeroPipeline(options));
-      if (succeeded(runPipeline(planning, copy)))
-        for (auto program : copy.getOps<zrt::ProgramOp>()) {
-          FailureOr<StepPrediction> prediction =
-              simulateProgram(program, *machineModel);
-          if (succeeded(prediction))
-            alternatives.push_back({change.first,
-                                    getPeakDeviceBytes(*prediction),
-                                    prediction->stepSeconds});
-        }
-      copy.erase();
+      if (std::optional<FitAlternative> planned =
+              planChange(module, unplanned, change.first, options))
+        alternatives.push_back(std::move(*planned));
+    }
+    // More accumulation on a smaller micro-batch: the same global batch,
+    // a factor of the activations. The step is rebatched (train-rebatch),
+    // which a step given with its backward written out cannot be. The
+    // first factor that fits ends the search.
+    std::optional<int64_t> batch = getBatch(unplanned);
+    for (int64_t factor = 2; forwardOnly && batch && *batch % factor == 0;
+         factor *= 2) {
+      ZeroPipelineOptions options = currentOptions();
+      options.accumulateSteps = accumulateSteps * factor;
+      std::string change =
+          "accumulate-steps=" + std::to_string(options.accumulateSteps) +
+          " micro-batch=" + std::to_string(*batch / factor);
+      std::optional<FitAlternative> planned =
+          planChange(module, unplanned, change, options, factor);
+      if (!planned)
+        break;
+      bool fits = planned->peakDeviceBytes <= machineModel->deviceMemory;
+      alternatives.push_back(std::move(*planned));
+      if (fits)
+        break;
     }
     return alternatives;
+  }
+
+  /// The batch of the step as given: dimension 0 of its ranked arguments,
+  /// where there is one.
+  static std::optional<int64_t> getBatch(ModuleOp unplanned) {
+    for (func::FuncOp function : getStepFunctions(unplanned))
+      for (Type type : function.getArgumentTypes())
+        if (auto ranked = dyn_cast<RankedTensorType>(type);
+            ranked && ranked.getRank() > 0)
+          return ranked.getDimSize(0);
+    return std::nullopt;
+  }
+
+  /// `change` planned whole on a copy of the step as given (nested in the
+  /// module while it runs), rebatched to 1/`rebatch` of its rows first;
+  /// nothing where the plan fails (offloading parameters below stage 3,
+  /// say): its diagnostics are not the user's.
+  std::optional<FitAlternative> planChange(ModuleOp module, ModuleOp unplanned,
+                                           const std::string &change,
+                                           ZeroPipelineOptions options,
+                                           int64_t rebatch = 1) {
+    options.report = ReportFormat::none;
+    ScopedDiagnosticHandler quiet(&getContext(),
+                                  [](Diagnostic &) { return success(); });
+    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    auto copy = cast<ModuleOp>(builder.clone(*unplanned.getOperation()));
+    OpPassManager planning(ModuleOp::getOperationName());
+    if (rebatch > 1)
+      planning.addPass(createTrainRebatch(TrainRebatchOptions{rebatch}));
+    planning.addPass(createZeroPipeline(options));
+    std::optional<FitAlternative> planned;
+    if (succeeded(runPipeline(planning, copy)))
+      for (auto program : copy.getOps<zrt::ProgramOp>()) {
+        FailureOr<StepPrediction> prediction =
+            simulateProgram(program, *machineModel);
+        if (succeeded(prediction))
+          planned = FitAlternative{change, getPeakDeviceBytes(*prediction),
+                                   prediction->stepSeconds};
+      }
+    copy.erase();
+    return planned;
   }
 
   /// The machine places the stage-3 gathers and, for a lowered program,

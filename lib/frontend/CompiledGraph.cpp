@@ -263,7 +263,10 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
   autodiff.addPass(zero::createTrainAutodiff(autodiffOptions));
   if (mlir::failed(autodiff.run(*impl->step)))
     return failure("train-autodiff");
-  impl->program = (*impl->step).clone();
+  // The pipeline differentiates the forward step itself, as it did here:
+  // so its report can plan, where the step does not fit, the settings that
+  // need the forward (recomputation, a smaller micro-batch).
+  impl->program = (*impl->forward).clone();
   // The pipeline writes zero-report's text (the plan against the ZeRO
   // formula) to a file; the compiled graph keeps it for reportText().
   llvm::SmallString<128> reportPath;
@@ -273,6 +276,7 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
         what,
         ": cannot create a temporary file for the report: ", error.message()));
   zero::ZeroPipelineOptions options = pipelineOptionsOf(graph.config, ranks);
+  options.recompute = autodiffOptions.recompute;
   impl->mesh = graph.config.meshShape();
   impl->pipelineOptions = options;
   impl->pipelineOptions.mesh = impl->mesh;

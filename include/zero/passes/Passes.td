@@ -152,6 +152,38 @@ def TrainMaterializeOptimizer : Pass<"train-materialize-optimizer", "::mlir::Mod
                            "::mlir::arith::ArithDialect"];
 }
 
+def TrainRebatch : Pass<"train-rebatch", "::mlir::ModuleOp"> {
+  let summary = "The step at its batch divided by a factor: the micro-batch of more accumulation";
+  let description = [{
+    Every step function (`train.step`) is rewritten to take `B / factor`
+    rows where it took `B`: the same training, run as `factor` times the
+    micro-batches (`accumulate-steps`), holds a `factor`-th of the
+    activations. The step's arguments are batch-major (dimension 0 is the
+    batch, the dimension dist-data-parallel splits), so dimension 0 of
+    each ranked argument is divided; so is dimension 0 of every result of
+    an op that reads a divided value (a reshape of `[B, T, D]` to
+    `[B * T, D]` gives `[B * T / factor, D]`), and of a splat constant an
+    op combines with one (an epsilon of the batch's shape). Each rewritten
+    op is verified: one whose result does not carry the batch in dimension
+    0 (a transpose moving it, a reduction over it) fails the rewrite with
+    its verifier's diagnostic, so a step rebatched is the same step on
+    fewer rows, never another one.
+
+    zero-pipeline's report uses it to plan "accumulate-steps=A*k
+    micro-batch=B/k" as a way to fit a device.
+
+    ```mlir
+    // train-rebatch{factor=2}: tensor<4x16xi32> becomes tensor<2x16xi32>,
+    // the embedding's tensor<4x16x64xf32> tensor<2x16x64xf32>, ...
+    ```
+  }];
+  let options = [
+    Option<"factor", "factor", "int64_t", "2",
+           "What the batch is divided by; it must divide the batch">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
   let summary = "Makes a single-device training step an SPMD data-parallel step";
   let description = [{

@@ -54,8 +54,8 @@ Value widenAfterDefinition(Value grad) {
     return grad;
   OpBuilder builder(grad.getContext());
   builder.setInsertionPointAfterValue(grad);
-  return builder.create<train::CastOp>(
-      grad.getLoc(), type.clone(builder.getF32Type()), grad);
+  return builder.create<train::CastOp>(grad.getLoc(),
+                                       type.clone(builder.getF32Type()), grad);
 }
 
 /// A clip filter's result is its operand clipped, in the operand's type: an

@@ -300,8 +300,8 @@ ZeroFormula computeFormula(ModuleOp module, int64_t stage,
     case train::Role::param:
       formula.trainableElements += logical.getNumElements();
       params += state.getLogicalBytes();
-      grads += reducesInF32 ? 4 * logical.getNumElements()
-                            : state.getLogicalBytes();
+      grads +=
+          reducesInF32 ? 4 * logical.getNumElements() : state.getLogicalBytes();
       break;
     case train::Role::frozen:
       formula.frozenElements += logical.getNumElements();

@@ -81,6 +81,9 @@ LogicalResult TrainRebatchPass::rebatch(func::FuncOp function) {
       argument.setType(type);
     }
   for (Operation &op : llvm::make_early_inc_range(body)) {
+    // The return takes the new types; the function's type follows below.
+    if (op.hasTrait<OpTrait::IsTerminator>())
+      continue;
     SmallVector<int64_t> extents;
     for (Value operand : op.getOperands())
       if (auto it = before.find(operand); it != before.end())

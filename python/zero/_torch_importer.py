@@ -84,13 +84,18 @@ class Importer:
             return all(self.is_constant(v) for v in value)
         return True
 
+    def full(self, shape, value, dtype):
+        """A constant tensor of one value, of `dtype` as given (the type of
+        the tensor it goes with: an f32 value a 16-bit model widened stays
+        f32)."""
+        return Live(self.graph.full(shape, value, dtype, exact_type=True),
+                    shape, dtype)
+
     def splat(self, shape, value, dtype):
         """A constant tensor of one value: an f32 one computes in the
         configured precision, as constant parameters do."""
-        if dtype == "f32":
-            dtype = self.compute_dtype
-        return Live(self.graph.full(shape, value, dtype, exact_type=True),
-                    shape, dtype)
+        return self.full(shape, value,
+                         self.compute_dtype if dtype == "f32" else dtype)
 
     def live(self, value, node, like=None):
         """`value` as a Live: constants become splat `full`s, or frozen
@@ -106,11 +111,7 @@ class Importer:
                 raise UnsupportedModuleError(
                     f"{node.target}: a scalar operand with no tensor beside "
                     f"it {where(node)}")
-            # Of the type beside it, which is the tensor's own: an f32
-            # value a 16-bit model widened stays f32.
-            tensor = self.graph.full(like.shape, float(value), like.dtype,
-                                     exact_type=True)
-            return Live(tensor, like.shape, like.dtype)
+            return self.full(like.shape, float(value), like.dtype)
         if not isinstance(value, torch.Tensor):
             raise UnsupportedModuleError(
                 f"{node.target}: operand {value!r} is neither a tensor nor "

@@ -182,9 +182,7 @@ def _add(self, node, args, kwargs):
             f"an attention mask added to {type(scores).__name__} "
             f"{where(node)}; the importer takes eager attention's float mask "
             "added to the attention scores")
-    zeros = Live(self.graph.full(scores.shape, 0.0, scores.dtype,
-                                 exact_type=True),
-                 scores.shape, scores.dtype)
+    zeros = self.full(scores.shape, 0.0, scores.dtype)
     additive = attention_scores(zeros, mask.mask, False, node, mask.fill)
     return Live(_zero.add(scores.tensor, additive.tensor), scores.shape,
                 scores.dtype)

@@ -234,12 +234,10 @@ def _layer_norm(self, node, args, kwargs):
             f"layer_norm over {list(normalized)} of {x.shape} "
             f"{where(node)}; the importer normalizes the last dim only")
     features = [x.shape[-1]]
-    gamma = self.live(weight, node) if weight is not None else Live(
-        self.graph.full(features, 1.0, x.dtype, exact_type=True), features,
-        x.dtype)
-    beta = self.live(bias, node) if bias is not None else Live(
-        self.graph.full(features, 0.0, x.dtype, exact_type=True), features,
-        x.dtype)
+    gamma = self.live(weight, node) if weight is not None else self.full(
+        features, 1.0, x.dtype)
+    beta = self.live(bias, node) if bias is not None else self.full(
+        features, 0.0, x.dtype)
     y = _zero.layer_norm(x.tensor, gamma.tensor, beta.tensor, float(eps))
     # The mean and rstd outputs are the op's own; nothing reads them.
     return [Live(y, x.shape, x.dtype), None, None]

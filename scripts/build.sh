@@ -17,7 +17,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_C_COMPILER="${ZERO_CC:-gcc}" -DCMAKE_CXX_COMPILER="${ZERO_CXX:-g++}" \
     -DZERO_WERROR=ON "${extra[@]}" >"$build.configure.log" 2>&1 || {
       cat "$build.configure.log"; exit 1; }
-  grep -E "CUDA|MPI|Sanitizers|libFuzzer" "$build.configure.log" | sed 's/^-- /build: /' || true
+  grep -E "CUDA|MPI|Sanitizers|libFuzzer|Compiler cache" "$build.configure.log" | sed 's/^-- /build: /' || true
 fi
 read -r -a targets <<<"${ZERO_TARGETS:-}"
 ninja -C "$build" -j"$jobs" "${targets[@]}"

@@ -44,17 +44,17 @@ seed_tensorfile() {
   cp "$root"/test/fuzz/inputs/tensorfile/* "$corpus/" 2>/dev/null || true
 }
 
-cases=()
-failures=0
+# Each fuzzer runs on its own core, both at once (the time per fuzzer is the
+# same as one after the other, the stage half as long); a fuzzer's summary
+# and its JUnit case go to files that are read once both have ended.
 run_fuzzer() {
   local name="$1" seeder="$2"
   local binary="$build/bin/$name" corpus="$work/corpus-$name"
-  local log="$work/$name.log"
+  local log="$work/$name.log" case_file="$work/$name.case" summary="$work/$name.summary"
   if [ ! -x "$binary" ]; then
-    echo "fuzz: $binary is missing (configure with -DZERO_FUZZERS=ON)"
-    cases+=("<testcase classname=\"fuzz\" name=\"$name\"><failure message=\"missing\"/></testcase>")
-    failures=$((failures + 1))
-    return
+    echo "fuzz: $binary is missing (configure with -DZERO_FUZZERS=ON)" >"$summary"
+    echo "<testcase classname=\"fuzz\" name=\"$name\"><failure message=\"missing\"/></testcase>" >"$case_file"
+    return 1
   fi
   mkdir -p "$corpus"
   "$seeder" "$corpus"
@@ -67,20 +67,42 @@ run_fuzzer() {
   runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
   local size
   size=$(find "$corpus" -type f | wc -l)
-  echo "fuzz: $name: $runs executions in $((SECONDS - start)) s, corpus $size inputs, exit $status"
+  {
+    echo "fuzz: $name: $runs executions in $((SECONDS - start)) s, corpus $size inputs, exit $status"
+    if [ $status -ne 0 ]; then
+      echo "fuzz: $name FAILED; the end of its log ($log):"
+      tail -n 60 "$log"
+      ls "$work/artifacts" | grep "^$name-" | sed 's/^/fuzz:   artifact /'
+    fi
+  } >"$summary"
   if [ $status -ne 0 ]; then
-    failures=$((failures + 1))
-    echo "fuzz: $name FAILED; the end of its log ($log):"
-    tail -n 60 "$log"
-    ls "$work/artifacts" | sed 's/^/fuzz:   artifact /'
-    cases+=("<testcase classname=\"fuzz\" name=\"$name\"><failure message=\"exit $status, see $log\"/></testcase>")
-  else
-    cases+=("<testcase classname=\"fuzz\" name=\"$name\"/>")
+    echo "<testcase classname=\"fuzz\" name=\"$name\"><failure message=\"exit $status, see $log\"/></testcase>" >"$case_file"
+    return 1
   fi
+  echo "<testcase classname=\"fuzz\" name=\"$name\"/>" >"$case_file"
 }
 
-run_fuzzer zero-fuzz-mlir seed_mlir
-run_fuzzer zero-fuzz-tensorfile seed_tensorfile
+fuzzers=(zero-fuzz-mlir:seed_mlir zero-fuzz-tensorfile:seed_tensorfile)
+pids=()
+for fuzzer in "${fuzzers[@]}"; do
+  rm -f "$work/${fuzzer%%:*}".{case,summary}
+  run_fuzzer "${fuzzer%%:*}" "${fuzzer#*:}" &
+  pids+=($!)
+done
+failures=0
+for pid in "${pids[@]}"; do
+  wait "$pid" || failures=$((failures + 1))
+done
+cases=()
+for fuzzer in "${fuzzers[@]}"; do
+  name="${fuzzer%%:*}"
+  cat "$work/$name.summary" 2>/dev/null || echo "fuzz: $name left no summary"
+  if [ -f "$work/$name.case" ]; then
+    cases+=("$(cat "$work/$name.case")")
+  else
+    cases+=("<testcase classname=\"fuzz\" name=\"$name\"><failure message=\"no result\"/></testcase>")
+  fi
+done
 
 {
   echo '<?xml version="1.0" encoding="UTF-8"?>'

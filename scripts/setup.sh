@@ -10,8 +10,8 @@ PACKAGES=(
   # LLVM's CMake package names zstd's imported target (LLVMSupport links it);
   # Debian's llvm-19-dev does not depend on libzstd-dev, so name it here.
   libzstd-dev
-  # Build tools.
-  cmake ninja-build g++ python3 clang-format
+  # Build tools; ccache keeps compiles across build trees and clones.
+  cmake ninja-build g++ python3 clang-format ccache
   # Runtime dependencies.
   libopenmpi-dev openmpi-bin libabsl-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev
   # ISA-L: the CRC-32 of checkpoint files (found through pkg-config).

@@ -10,6 +10,10 @@ With several files, one line per file comes first, then the total. Every
 file under --sanitizer-reports (ASan/UBSan/LSan reports written through
 log_path by a ZERO_SANITIZE build's tests) counts as one failure and is
 printed: a report inside a test that expected a failure is still a failure.
+
+Before the summary line, every failed test is named with its file's label
+and the last lines of its output (FAILED_TAIL_LINES), so that the end of a
+long run says what failed without scrolling back to the stage.
 """
 
 import argparse
@@ -18,18 +22,31 @@ import sys
 import xml.etree.ElementTree as ElementTree
 
 
-def count(path):
+FAILED_TAIL_LINES = 15
+
+
+def count(path, failures):
     """(passed, failed, skipped) of one results file; a missing or broken
-    file is one failure."""
+    file is one failure. Appends (test name, its output's last lines) of
+    each failed test to `failures`."""
     try:
         tree = ElementTree.parse(path)
     except (OSError, ElementTree.ParseError) as error:
         print("no test results in %s (%s)" % (path, error))
+        failures.append((path, ["no test results (%s)" % error]))
         return 0, 1, 0
     passed = failed = skipped = 0
     for case in tree.iter("testcase"):
-        if case.find("failure") is not None or case.find("error") is not None:
+        failure = case.find("failure")
+        if failure is None:
+            failure = case.find("error")
+        if failure is not None:
             failed += 1
+            name = "%s :: %s" % (case.get("classname", ""), case.get("name", ""))
+            text = (failure.text or "").rstrip().splitlines()
+            if failure.get("message"):
+                text.append(failure.get("message"))
+            failures.append((name, text[-FAILED_TAIL_LINES:]))
         elif case.find("skipped") is not None:
             skipped += 1
         else:
@@ -72,8 +89,11 @@ def main():
         parser.print_usage()
         return 2
     total = [0, 0, 0]
+    failures = []
     for name, path in files:
-        figures = count(path)
+        failed_here = []
+        figures = count(path, failed_here)
+        failures += [("%s: %s" % (name, test), tail) for test, tail in failed_here]
         if len(files) > 1:
             print("%s: %s" % (name, line(*figures)))
         total = [a + b for a, b in zip(total, figures)]
@@ -81,6 +101,12 @@ def main():
     if reports:
         print("sanitizer reports: %d (each counted as a failure)" % len(reports))
         total[1] += len(reports)
+    if failures:
+        print("== failed: %d" % len(failures))
+        for test, tail in failures:
+            print("FAILED %s" % test)
+            for text in tail:
+                print("    " + text)
     print(line(*total))
     return 1 if total[1] or total[0] == 0 else 0
 

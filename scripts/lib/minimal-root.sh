@@ -49,28 +49,54 @@ unmount_root() {
   return 0
 }
 
-# make_root WORK_DIR: the root in $chroot_dir, from the cache or debootstrap.
-# Returns 1 (after a failed check) where debootstrap fails.
-make_root() {
-  local work="$1" mirror
+# debootstrap_root DIR LOG: a fresh minimal root in DIR (debootstrap
+# installed first where it is missing); its output goes to LOG.
+debootstrap_root() {
+  local dir="$1" log="$2" mirror
   if ! command -v debootstrap >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
   fi
+  mkdir -p "$dir"
+  mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+  debootstrap --variant=minbase --include="$root_packages" bookworm "$dir" \
+    "${mirror:-http://deb.debian.org/debian}" >"$log" 2>&1
+}
+
+# cache_root: makes $root_cache where there is none, written under a
+# temporary name and renamed, so that an interrupted run leaves no partial
+# root to unpack. scripts/test.sh --all runs it in the background while it
+# builds, so that the bundle stage does not wait on the mirror.
+cache_root() {
+  [ -f "$root_cache" ] && return 0
+  local dir status=0
+  dir=$(mktemp -d /var/tmp/zero-minimal-root.XXXXXX)
+  if debootstrap_root "$dir" "$dir.log"; then
+    tar -C "$dir" -cf "$root_cache.partial" . && mv "$root_cache.partial" "$root_cache" || status=1
+  else
+    tail -n 20 "$dir.log"
+    status=1
+  fi
+  rm -rf "$dir" "$dir.log" "$root_cache.partial"
+  return $status
+}
+
+# make_root WORK_DIR: the root in $chroot_dir, from the cache or debootstrap.
+# Returns 1 (after a failed check) where debootstrap fails.
+make_root() {
+  local work="$1"
   mkdir -p "$chroot_dir"
   if [ -f "$root_cache" ]; then
     tar -C "$chroot_dir" -xf "$root_cache"
     return 0
   fi
-  mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-  if ! debootstrap --variant=minbase --include="$root_packages" bookworm "$chroot_dir" \
-    "${mirror:-http://deb.debian.org/debian}" >"$work/debootstrap.log" 2>&1; then
+  if ! debootstrap_root "$chroot_dir" "$work/debootstrap.log"; then
     tail -n 20 "$work/debootstrap.log"
     echo "debootstrap failed"
     check "debootstrap makes a minimal Debian root" false
     return 1
   fi
-  tar -C "$chroot_dir" -cf "$root_cache" .
+  tar -C "$chroot_dir" -cf "$root_cache.partial" . && mv "$root_cache.partial" "$root_cache"
 }
 
 # The root holds none of what we build against.

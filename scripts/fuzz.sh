@@ -4,6 +4,7 @@
 #                         zero-pipeline + lowering at stages 0-3
 #   zero-fuzz-tensorfile  bytes -> safetensors, npy and npz readers
 # Seeds: every .mlir under test/ and examples/, and the io test fixtures.
+# Both run at once, each on a core, for FUZZ_SECONDS each.
 # The corpus grows under $build/fuzz/corpus-* across runs; a crash, a sanitizer
 # report, a timeout or an out-of-memory leaves its input in
 # $build/fuzz/artifacts and fails the run. Writes a JUnit file (one test case

@@ -88,6 +88,8 @@ bundle_stage_runs() {
   [ "${ZERO_BUNDLE_STAGE:-1}" != 0 ] && [ "$(id -u)" -eq 0 ] &&
     { command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; }
 }
+# A run that ends early (a failed build under set -e) stops them too.
+trap 'kill $torch_setup_pid $root_cache_pid 2>/dev/null || true' EXIT
 if [ $all = 1 ]; then
   mkdir -p "$downloads"
   if [ "${ZERO_TORCH_STAGE:-1}" != 0 ]; then

@@ -9,6 +9,7 @@
 #include "zero/dialects/train/TrainDialect.h"
 #include "zero/support/ShardLayout.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -464,6 +465,20 @@ std::vector<OptimizerGroup> computeOptimizerGroups(ModuleOp module) {
   return groups;
 }
 
+DropoutSummary summarizeDropout(Operation *root) {
+  DropoutSummary summary;
+  llvm::SmallDenseSet<int64_t> streams;
+  root->walk([&](train::DropoutOp dropout) {
+    streams.insert(dropout.getStream());
+    double rate = dropout.getRate().convertToDouble();
+    if (!llvm::is_contained(summary.rates, rate))
+      summary.rates.push_back(rate);
+  });
+  summary.ops = static_cast<int64_t>(streams.size());
+  llvm::sort(summary.rates);
+  return summary;
+}
+
 FailureOr<PlanReport> computePlanReport(ModuleOp module) {
   SmallVector<func::FuncOp> functions = getStepFunctions(module);
   if (functions.empty())
@@ -483,6 +498,7 @@ FailureOr<PlanReport> computePlanReport(ModuleOp module) {
     report.stage = stage.getInt();
   report.groups = computeOptimizerGroups(module);
   report.quantization = getQuantizationPlan(module);
+  report.dropout = summarizeDropout(module);
   int64_t shardRanks = getShardRanks(module, report.grid);
 
   for (auto state : module.getOps<train::ParamOp>()) {

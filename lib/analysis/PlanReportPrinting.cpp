@@ -58,6 +58,16 @@ static void printTrainingPlan(const PlanReport &report, llvm::raw_ostream &os) {
   os << ", " << report.ranks << " rank(s)";
   if (!report.placement.empty())
     os << " on " << report.placement;
+  // Said either way: a module imported in eval mode trains without it.
+  if (report.dropout.ops == 0) {
+    os << ", no dropout";
+  } else {
+    os << ", dropout on in training steps (" << report.dropout.ops
+       << " op(s), p";
+    for (double rate : report.dropout.rates)
+      os << " " << llvm::format("%g", rate);
+    os << ")";
+  }
   os << "\nPer rank (every rank holds the same):\n";
   printRow(os, "parameters", report.parameters);
   printRow(os, "gradients", report.gradients);
@@ -264,6 +274,11 @@ llvm::json::Object quantizationPlanToJson(const QuantizationPlan &plan) {
   return object;
 }
 
+llvm::json::Object dropoutToJson(const DropoutSummary &dropout) {
+  return llvm::json::Object{{"ops", dropout.ops},
+                            {"rates", llvm::json::Array(dropout.rates)}};
+}
+
 static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
   llvm::json::Object traffic = trafficToJson(report.traffic);
   llvm::json::Array axes;
@@ -286,6 +301,7 @@ static llvm::json::Value trainingPlanToJson(const PlanReport &report) {
       {"stage", report.stage},
       {"ranks", report.ranks},
       {"placement", report.placement},
+      {"dropout", dropoutToJson(report.dropout)},
       {"per_rank",
        llvm::json::Object{{"parameters", toJson(report.parameters)},
                           {"gradients", toJson(report.gradients)},

@@ -292,6 +292,7 @@ absl::StatusOr<CompiledGraph> Graph::compile(int ranks) const {
     return failure("zero-pipeline");
   impl->report = readReport(*impl->program, graph.config.zeroStage(), ranks);
   impl->report.groups = zero::computeOptimizerGroups(*impl->step);
+  impl->report.dropout = zero::summarizeDropout(*impl->step);
   if (!options.machine.empty()) {
     // The pipeline printed the prediction into the text; the dict gets it
     // from the same simulation of the same program.

@@ -61,8 +61,8 @@ Trainer::create(const CompiledGraph &compiled, rt::Communicator &comm,
       std::unique_ptr<rt::Executor> executor,
       rt::Executor::create(*programs.begin(), comm, std::move(backend)));
   trainer->executorPtr = std::move(executor);
-  ZERO_RETURN_IF_ERROR(
-      rt::initializeState(*trainer->executorPtr, seed, initFile));
+  ZERO_RETURN_IF_ERROR(rt::initializeState(
+      *trainer->executorPtr, seed, initFile, &trainer->takenFromRankZero));
   ZERO_ASSIGN_OR_RETURN(
       std::unique_ptr<rt::BatchSource> batches,
       rt::createSyntheticBatches(*trainer->executorPtr, seed));

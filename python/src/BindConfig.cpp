@@ -105,6 +105,31 @@ std::string configRepr(const GraphConfig &c) {
   return text + ")";
 }
 
+/// Everything a compile reads of a config, as text: configRepr, then what
+/// it leaves out (the groups' members and settings, the budget, every ZeRO
+/// option). zero.Trainer compares it with the one at compile.
+std::string configFingerprint(const GraphConfig &c) {
+  std::string text = configRepr(c);
+  for (const GraphConfig::ParameterGroup &group : c.parameterGroups())
+    absl::StrAppend(&text, "; group ", group.name, " [",
+                    absl::StrJoin(group.parameters, ","), "] decay ",
+                    group.weightDecay ? floatRepr(*group.weightDecay) : "-",
+                    " lr_scale ", floatRepr(group.lrScale));
+  const ZeroOptions &z = c.zero();
+  absl::StrAppend(
+      &text, "; budget ", c.deviceMemoryBudget(), "; layout ",
+      z.layout == ZeroOptions::Layout::flat ? "flat" : "dim0", " min_shard ",
+      z.minShardElements, " buckets ", z.reduceBucketBytes, ",",
+      z.allgatherBucketBytes, " regather ", z.regatherInBackward, " scheme ",
+      zero::stringifyMeshScheme(z.meshScheme).str(), " reduce ",
+      zero::stringifyReduceDtype(z.reduceDtype).str(), " hpz ", z.hpz, " qwz ",
+      z.qwz, "/", z.qwzBits, " qgz ", z.qgz, "/", z.qgzBits, " block ",
+      z.quantizeBlock, "/", z.quantizeMinElements, " reuse ",
+      z.maxReuseDistance, " prefetch ", z.prefetchBytes, " live ",
+      z.maxLiveGatheredBytes, " machine ", z.machine);
+  return text;
+}
+
 OptimizerSpec specOf(const SGD &o) {
   OptimizerSpec spec;
   spec.kind = OptimizerSpec::Kind::sgd;
@@ -349,6 +374,9 @@ void bindConfig(py::module_ &m) {
       "nn.Graph config). Every setter returns the config, so calls chain; "
       "compile checks the settings.")
       .def("__repr__", &configRepr)
+      .def("_fingerprint", &configFingerprint,
+           "Everything compile reads of the config, as text (zero.Trainer "
+           "compares it with the one at compile)")
       .def("optimizer", py::overload_cast<const SGD &>(&GraphConfig::optimizer),
            py::arg("optimizer"), py::return_value_policy::reference_internal,
            "Updates the parameters with SGD.")

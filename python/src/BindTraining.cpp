@@ -245,6 +245,7 @@ py::dict reportDict(const MemoryReport &report) {
   dict["arena_bytes"] = report.arenaBytes;
   dict["parameter_groups"] =
       toPython(zero::optimizerGroupsToJson(report.groups));
+  dict["dropout"] = toPython(zero::dropoutToJson(report.dropout));
   if (report.quantization)
     dict["quantization"] =
         toPython(zero::quantizationPlanToJson(*report.quantization));
@@ -371,16 +372,24 @@ void agreeOnCall(PyTrainer &self, Call call, int64_t argument = 0) {
     sameArgument &= theirs[3] == all[3];
   }
   if (sameCall && !sameArgument) {
-    // Each rank takes its shard of what it is given: different states
-    // would assemble a model that is none of them.
+    // Each rank takes its shard of the state (its rows of the batch) it is
+    // given: different ones would assemble a model that is none of them
+    // (train on rows no rank was meant to drop).
+    bool batches = call == Call::step || call == Call::evaluate;
     std::string message = describeCall(all[0], all[1]) +
-                          ": the ranks were given different states (CRC-32";
+                          ": the ranks were given different " +
+                          (batches ? "batches" : "states") + " (CRC-32";
     for (int rank = 0; rank < comm.size(); ++rank)
       message += absl::StrCat(rank ? "," : "", " rank ", rank, " ",
                               absl::Hex(all[kWords * rank + 3]));
     throw std::runtime_error(
-        message + "); give every rank the same whole state (as state_dict "
-                  "returns it): each rank takes its own shard of it");
+        message +
+        (batches ? "); give every rank the same global batch: each rank "
+                   "takes its own rows of it (a DistributedSampler's "
+                   "per-rank shards are one global batch split: pass their "
+                   "concatenation, in rank order)"
+                 : "); give every rank the same whole state (as state_dict "
+                   "returns it): each rank takes its own shard of it"));
   }
   if (sameCall && sameRate)
     return;
@@ -595,10 +604,15 @@ void bindTraining(py::module_ &m) {
             // The batch is checked before the ranks agree: a rank whose
             // batch is refused has begun nothing, and may call again.
             std::unique_ptr<rt::BatchSource> given;
+            // Each rank takes its rows of the global batch it is given:
+            // ranks given different ones would drop rows unseen.
+            uint32_t digest = 0;
             if (!batch.empty()) {
+              rt::TensorMap arrays = batchArrays(self, batch);
+              digest = rt::stateChecksum(arrays);
               absl::StatusOr<std::unique_ptr<rt::BatchSource>> batches =
                   rt::createArrayBatches(self.trainer->executor(),
-                                         batchArrays(self, batch), "the batch",
+                                         std::move(arrays), "the batch",
                                          self.checkFinite, /*oneBatch=*/true);
               if (!batches.ok())
                 raise(absl::Status(
@@ -614,7 +628,7 @@ void bindTraining(py::module_ &m) {
                                  held, "; call step once per batch")));
               given = *std::move(batches);
             }
-            agreeOnCall(self, Call::step);
+            agreeOnCall(self, Call::step, digest);
             CollectiveScope scope(self, Call::step);
             if (given) {
               self.trainer->useBatches(std::move(given));
@@ -643,7 +657,7 @@ void bindTraining(py::module_ &m) {
              bool outputs) -> py::object {
             requireMpi("Trainer.evaluate");
             rt::TensorMap arrays = batchArrays(self, batch);
-            agreeOnCall(self, Call::evaluate);
+            agreeOnCall(self, Call::evaluate, rt::stateChecksum(arrays));
             CollectiveScope scope(self, Call::evaluate);
             absl::StatusOr<Trainer::Evaluation> evaluation;
             {
@@ -730,6 +744,13 @@ void bindTraining(py::module_ &m) {
       .def_property_readonly(
           "steps_done",
           [](const PyTrainer &self) { return self.trainer->stepsDone(); })
+      .def_property_readonly(
+          "initial_state_from_rank0",
+          [](const PyTrainer &self) {
+            return self.trainer->initialStateFromRankZero();
+          },
+          "The init file's tensors that differed from rank 0's on some rank "
+          "(every rank took rank 0's, as DDP does)")
       .def_property_readonly("last_step", [](const PyTrainer &self) {
         // zero.Trainer.metrics adds the batch's throughput to these.
         const Trainer::StepMetrics &m = self.trainer->lastStep();

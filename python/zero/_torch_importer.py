@@ -51,6 +51,11 @@ class Importer:
         self.values = {}  # fx node -> Live, torch.Tensor, list, or scalar
         self.parameters = {}  # storage key -> (our name, Live)
         self.parameter_paths = {}
+        # Our parameter name -> the wrapper's paths of its tensor, and the
+        # wrapper's paths of the buffers the step read: what trainer()
+        # reads again or checks (zero._torch_state).
+        self.parameter_sources = {}
+        self.buffer_sources = []
         # The values to start from, by our name (none for a tensor on the
         # meta device).
         self.init_tensors = {}
@@ -205,6 +210,7 @@ class Importer:
                                      named.get(path))
             elif node.name in buffers:
                 path = buffers[node.name]
+                self.buffer_sources.append(path)
                 tensor = state[path] if path in state else constants[path]
                 self.values[node] = tensor
             elif node.name in lifted:
@@ -219,7 +225,8 @@ class Importer:
     def parameter(self, entry, node):
         """The zero parameter for a placeholder, made on first use; tied
         tensors (one tensor, several paths) share one."""
-        _, path, tensor, module_param = entry
+        _, source, tensor, module_param = entry
+        path = source
         # Tied paths share a storage; on the meta device, where no tensor
         # has one, they share the module's Parameter object.
         key = (("meta", id(module_param if module_param is not None
@@ -253,9 +260,11 @@ class Importer:
                                     Live(param.value, shape,
                                          self.compute_dtype))
             self.parameter_paths[name] = []
+            self.parameter_sources[name] = []
         name, live = self.parameters[key]
         if path not in self.parameter_paths[name]:
             self.parameter_paths[name].append(path)
+            self.parameter_sources[name].append(source)
         return live
 
     # -- The walk -------------------------------------------------------------

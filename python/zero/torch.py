@@ -28,6 +28,7 @@ import torch
 
 from zero import _torch_values, _zero
 from zero._torch_importer import decomposition_table, Importer
+from zero._torch_state import ModuleSnapshot
 from zero._torch_values import (DTYPES, UnsupportedModuleError, Live,
                                 dtype_name)
 
@@ -88,9 +89,15 @@ class TorchGraph(_zero.Graph):
     """
 
     def trainer(self, compiled, seed=1):
-        """A zero.Trainer starting from the module's weights. A graph
-        imported from a module on the meta device has none: it plans
-        (compile, report) and refuses to train."""
+        """A zero.Trainer starting from the module's weights as they are
+        now, as PyTorch trains the module it is given: weights changed
+        since the import (an edit, load_state_dict, a re-init) are read
+        again; a parameter frozen or unfrozen, re-shaped, re-typed, tied or
+        untied since, or a buffer the import computed constants from, is
+        refused, naming it (import again). Every rank starts from rank 0's
+        weights, as DDP does. A graph imported from a module on the meta
+        device has none: it plans (compile, report) and refuses to
+        train."""
         if self.init_path is None:
             raise RuntimeError(
                 "this graph was imported from a module on the meta device: "
@@ -98,6 +105,11 @@ class TorchGraph(_zero.Graph):
                 "but has no weights to train from; import the module built "
                 "on the CPU (or with its weights loaded) to train it")
         from zero.trainer import Trainer
+        # PyTorch trains the module as it is now: edits since the import
+        # are read again (or refused where the step depends on them).
+        weights = self._snapshot.changed_weights()
+        if weights is not None:
+            _write_init(weights, self.init_path)
         return Trainer(compiled, seed=seed, init=self.init_path,
                        input_names=self.input_names)
 
@@ -180,7 +192,7 @@ def _checkpoint_blocks(module, checkpoint, train):
 
 def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
                forward_kwargs=None, name=None, precision=None,
-               init_path=None, train=True, attention="separate",
+               init_path=None, train=None, attention="separate",
                checkpoint=None):
     """Imports `module` as a training step of our builder.
 
@@ -206,9 +218,14 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
         is built, as zero.Graph requires).
     init_path: where to write the module's weights (.safetensors); a
         temporary file by default.
-    train: export in training mode (the default), as PyTorch trains: the
-        module's dropouts become train.dropout; False exports in eval mode,
-        without them. evaluate() runs without dropout either way.
+    train: export in training mode (True: the module's dropouts become
+        train.dropout) or in eval mode (False: without them). None (the
+        default) takes the module's own mode, as PyTorch trains a module
+        in the mode it is in: model.eval() before the import trains
+        without dropout. The report's first line says which
+        ("dropout on in training steps" or "no dropout"), as does
+        compiled.report["dropout"]. evaluate() runs without dropout either
+        way.
     attention: how scaled_dot_product_attention is imported: "separate"
         (the default: the ops of PyTorch's math backend, scores and
         probabilities [..., L, S] kept for the backward) or "fused" (one
@@ -256,6 +273,10 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
         raise TypeError("example_args must be a tuple of tensors or a "
                         "mapping of argument names to tensors")
     plan_only = _meta_state(module, example_args + tuple(example_targets))
+    # None: each submodule as it is (PyTorch trains in the modes it finds).
+    follow_module = train is None
+    if follow_module:
+        train = module.training
     if hasattr(module, "config") and "use_cache" not in kwargs:
         kwargs["use_cache"] = False
     blocks = _checkpoint_blocks(module, checkpoint, train)
@@ -285,11 +306,12 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
     example_targets = tuple(unaliased[len(example_args):])
     wrapper = _Wrapper(module, kwargs, loss_fn, len(example_args),
                        keywords)
-    was_training = module.training
+    modes = [(child, child.training) for child in module.modules()]
     # Training mode, as the module trains in PyTorch: its dropouts become
     # train.dropout, whose masks are deterministic (the seed, the step and
     # each element's place in the global batch).
-    module.train(bool(train))
+    if not follow_module:
+        module.train(bool(train))
     try:
         examples = example_args + example_targets
         if plan_only:
@@ -302,7 +324,9 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
         raise UnsupportedModuleError(
             f"torch.export could not export the module: {error}") from error
     finally:
-        module.train(was_training)
+        # Every submodule's own mode back, not the top one's everywhere.
+        for child, mode in modes:
+            child.training = mode
 
     if precision is None:
         # A 16-bit module trains in its type, with f32 masters.
@@ -397,6 +421,10 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
     # A module on the meta device has no weights to write: its graph plans.
     graph.init_path = (None if plan_only else
                        _write_init(importer.init_tensors, init_path))
+    graph._snapshot = None if plan_only else ModuleSnapshot(
+        wrapper, importer.parameter_sources, importer.buffer_sources,
+        {name: importer.init_tensors[name]
+         for name in importer.constant_names})
     return graph
 
 

@@ -1,8 +1,49 @@
 """The trainer: numpy batches in, losses and numpy state out."""
 
+import functools
+import warnings
+import weakref
+
 import numpy as np
 
 from zero import _zero
+
+
+# Each compiled graph -> (its graph, weakly; the graph's config at compile,
+# as compare_config reads it). A graph compiles again after its config
+# changes (other stages, other optimizers), but a trainer made from the
+# earlier compile would run the old config while the user's code says the
+# new: refused, not ignored.
+_compiled_from = weakref.WeakKeyDictionary()
+_graph_compile = _zero.Graph.compile
+
+
+@functools.wraps(_graph_compile)
+def _compile(graph, ranks):
+    compiled = _graph_compile(graph, ranks)
+    _compiled_from[compiled] = (weakref.ref(graph), repr(graph.config),
+                                graph.config._fingerprint())
+    return compiled
+
+
+_zero.Graph.compile = _compile
+
+
+def _check_config_unchanged(compiled):
+    graph, shown, fingerprint = _compiled_from.get(compiled,
+                                                   (lambda: None, "", ""))
+    graph = graph()
+    if graph is None or graph.config._fingerprint() == fingerprint:
+        return
+    now = repr(graph.config)
+    change = (f"compiled with {shown}, now {now}" if now != shown else
+              "its ZeRO options (config.zero), parameter groups or memory "
+              "budget changed")
+    raise ValueError(
+        "graph.config changed after this graph was compiled "
+        f"({change}): the compiled graph trains as it was compiled, so "
+        "the change would be ignored; compile again after configuring "
+        "(graph.compile(n))")
 
 
 _NUMPY = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16,
@@ -29,7 +70,11 @@ class Trainer:
     """Runs a compiled graph on this job's ranks (every rank makes one).
 
     The initial state is drawn from `seed`, or read from `init` (a
-    .safetensors file, e.g. from `zero-ckpt consolidate`). `step()` without
+    .safetensors file, e.g. from `zero-ckpt consolidate`). Every rank
+    starts from rank 0's `init` tensors, as DDP and FSDP's
+    sync_module_states make every rank start from rank 0's module: where
+    they differ (ranks that seeded torch differently before building the
+    model), rank 0 warns, naming the first. `step()` without
     a batch trains on synthetic data drawn from the seed; `step(batch)`
     takes the global batch of one optimizer step as numpy arrays, one per
     input in declaration order (or a dict by input name), every rank
@@ -43,6 +88,7 @@ class Trainer:
         if not isinstance(compiled, _zero.CompiledGraph):
             raise TypeError("Trainer takes a CompiledGraph (graph.compile), "
                             f"not {type(compiled).__name__}")
+        _check_config_unchanged(compiled)
         declared = list(compiled.input_names)
         if input_names is not None and list(input_names) != declared:
             # Names in another order would label (and, given by name, feed)
@@ -55,6 +101,13 @@ class Trainer:
         self._compiled = compiled
         self._seed = seed
         self._trainer = _zero.Trainer(compiled, seed, init, self.input_names)
+        taken = list(self._trainer.initial_state_from_rank0)
+        if taken and _zero.rank() == 0:
+            warnings.warn(
+                f"the ranks' initial weights differ in {len(taken)} "
+                f"tensor(s), first '{taken[0]}': every rank starts from rank "
+                "0's, as PyTorch's DDP and FSDP (sync_module_states) do",
+                stacklevel=3)
 
     def __repr__(self):
         return (f"Trainer(inputs={self.input_names}, "

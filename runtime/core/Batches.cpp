@@ -514,3 +514,7 @@ absl::StatusOr<float> zero::rt::runTrainingStep(Executor &executor,
   ZERO_RETURN_IF_ERROR(executor.runApply(step));
   return microSteps == 1 ? lossSum : lossSum / static_cast<float>(microSteps);
 }
+
+int64_t zero::rt::globalBatchRows(Executor &executor) {
+  return getGlobalBatch(getInputSlots(executor)) * executor.accumulateSteps();
+}

@@ -6,6 +6,7 @@
 
 #include "zero/runtime/ExecutionBackend.h"
 #include "zero/runtime/TensorFile.h"
+#include "zero/runtime/TrainingState.h"
 #include "zero/support/Status.h"
 
 #include "absl/strings/str_cat.h"
@@ -407,6 +408,23 @@ absl::Status checkSignature(const std::string &dir, Executor &executor,
         dir, ": the checkpoint is of another model: ",
         absl::StrJoin(problems.begin(), problems.begin() + shown, "; "), more));
   }
+  // Another accumulation count is another optimizer step unless the global
+  // batch is the same (fewer ranks, more micro-batches): refused otherwise,
+  // as another learning rate is.
+  int64_t rows = globalBatchRows(executor);
+  if (manifest.accumulateSteps != executor.accumulateSteps() &&
+      manifest.globalBatch != rows)
+    return absl::InvalidArgumentError(absl::StrCat(
+        dir, ": the checkpoint accumulated ", manifest.accumulateSteps,
+        " micro-batch(es) per optimizer step (a global batch of ",
+        manifest.globalBatch, " rows); this program accumulates ",
+        executor.accumulateSteps(), " (", rows,
+        " rows): each update would average another batch than the run "
+        "saved did. Resume with ",
+        manifest.accumulateSteps,
+        " accumulation steps (or another count "
+        "that gives ",
+        manifest.globalBatch, " rows a step)"));
   return checkOptimizerChange(dir, manifest.optimizer,
                               executor.program().optimizer,
                               options.scheduleTotal);

@@ -104,9 +104,11 @@ static ProgramInfo getProgramInfo(zrt::ProgramOp program) {
   if (auto stage = program->getAttrOfType<mlir::IntegerAttr>(
           zrt::ZrtDialect::getZeroStageAttrName()))
     info.stage = static_cast<int>(stage.getInt());
+  // The clipping too: a checkpoint resumed under another max_norm would
+  // train on differently scaled gradients without a word.
   static constexpr llvm::StringLiteral kUpdates[] = {
-      "train.sgd", "train.sgd_momentum", "train.adam", "train.adamw",
-      "train.update_loss_scale"};
+      "train.sgd",   "train.sgd_momentum",      "train.adam",
+      "train.adamw", "train.update_loss_scale", "train.scale_by_norm"};
   std::set<std::string> updates;
   program.walk([&](zrt::LaunchOp launch) {
     if (!llvm::is_contained(kUpdates, launch.getKernel()))

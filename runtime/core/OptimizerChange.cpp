@@ -72,16 +72,18 @@ parseUpdates(const std::vector<std::string> &texts) {
   return updates;
 }
 
-/// The length (`total`) of the updates' schedule, where every update has
-/// one and they agree.
+/// The length (`total`) of the updates' schedule, where every update with a
+/// schedule has one and they agree.
 std::optional<int64_t>
 findScheduleTotal(const std::vector<std::string> &updates) {
   std::optional<int64_t> total;
   for (const auto &[kernel, params] : parseUpdates(updates)) {
     auto found = params.find("total");
+    // Kernels without a schedule (the clipping) have no length.
+    if (found == params.end())
+      continue;
     int64_t value;
-    if (found == params.end() || !absl::SimpleAtoi(found->second, &value) ||
-        (total && *total != value))
+    if (!absl::SimpleAtoi(found->second, &value) || (total && *total != value))
       return std::nullopt;
     total = value;
   }
@@ -110,6 +112,12 @@ findScheduleLengthChange(const std::vector<std::string> &saved,
       return std::nullopt;
     Params a = params, b = found->second;
     auto total = a.find("total"), otherTotal = b.find("total");
+    // A kernel without a schedule (the clipping) must be unchanged.
+    if (total == a.end() && otherTotal == b.end()) {
+      if (a != b)
+        return std::nullopt;
+      continue;
+    }
     if (total == a.end() || otherTotal == b.end())
       return std::nullopt;
     int64_t was, now;

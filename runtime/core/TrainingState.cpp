@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 using namespace zero::rt;
 
@@ -139,8 +140,112 @@ absl::Status zero::rt::loadState(Executor &executor, const TensorMap &state,
   return absl::OkStatus();
 }
 
-absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
-                                       const std::string &initFile) {
+/// The file tensor buffer `decl` starts from, or null: its own, else (for
+/// a master copy) its parameter's.
+static HostTensor *findInitSource(TensorMap &file, const BufferDecl &decl) {
+  if (auto it = file.find(decl.name); it != file.end())
+    return &it->second;
+  if (auto owner = file.find(decl.initName);
+      decl.role == BufferRole::master && owner != file.end())
+    return &owner->second;
+  return nullptr;
+}
+
+/// Makes every rank's initial tensors rank 0's, as PyTorch's DDP does at
+/// construction (it broadcasts rank 0's module states) and FSDP with
+/// sync_module_states: ranks that each seeded their own torch.manual_seed
+/// before building the module would otherwise each keep their shard of a
+/// different model (a mix at stages 1-3, diverging copies at stage 0).
+/// Tensors that differ only in value are broadcast from rank 0 and named
+/// in `taken`; one missing on a rank, or of another type or shape, is
+/// refused, naming it. One all-gather of three words per tensor when the
+/// ranks agree.
+static absl::Status takeRankZeroState(Executor &executor, TensorMap &file,
+                                      const std::string &initFile,
+                                      std::vector<std::string> &taken) {
+  Communicator &comm = executor.communicator();
+  // Every rank given a file takes part, even one whose file is empty.
+  if (comm.size() < 2 || initFile.empty())
+    return absl::OkStatus();
+  // The distinct file tensors the state starts from, in buffer order.
+  std::vector<std::string> names;
+  for (const BufferDecl &decl : executor.buffers()) {
+    if (!isState(decl.role))
+      continue;
+    std::string name = decl.name;
+    if (!file.count(name) && decl.role == BufferRole::master)
+      name = decl.initName;
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      names.push_back(name);
+  }
+  // Per tensor: present, the checksum of its type and shape, of its bytes.
+  constexpr int kWords = 3;
+  std::vector<int64_t> mine(kWords * names.size(), 0);
+  for (size_t index = 0; index < names.size(); ++index) {
+    auto it = file.find(names[index]);
+    if (it == file.end())
+      continue;
+    HostTensor header = it->second;
+    header.data.clear();
+    mine[kWords * index] = 1;
+    mine[kWords * index + 1] = tensorChecksum(header);
+    mine[kWords * index + 2] = tensorChecksum(it->second);
+  }
+  std::vector<int64_t> all(mine.size() * comm.size());
+  if (absl::Status status =
+          comm.allGather(mine.data(), all.data(),
+                         static_cast<int64_t>(mine.size()), DType::i64);
+      !status.ok())
+    return absl::Status(status.code(),
+                        absl::StrCat("comparing the ranks' initial state (",
+                                     initFile, "): ", status.message()));
+  std::vector<size_t> differing;
+  for (size_t index = 0; index < names.size(); ++index) {
+    const int64_t *first = &all[kWords * index];
+    bool sameBytes = true;
+    for (int rank = 1; rank < comm.size(); ++rank) {
+      const int64_t *theirs = &all[(rank * names.size() + index) * kWords];
+      if (theirs[0] != first[0] || theirs[1] != first[1]) {
+        std::string quoted = absl::StrCat("'", names[index], "'");
+        std::string how =
+            !theirs[0]  ? absl::StrCat("rank ", rank, " has no tensor ", quoted,
+                                       " where rank 0 has one")
+            : !first[0] ? absl::StrCat("rank ", rank, " has a tensor ", quoted,
+                                       " where rank 0 has none")
+                        : absl::StrCat("rank ", rank, "'s tensor ", quoted,
+                                       " has another type or shape than "
+                                       "rank 0's");
+        return absl::InvalidArgumentError(
+            absl::StrCat("the ranks' initial states (", initFile,
+                         ") are not one model: ", how,
+                         "; every rank must start from the same model"));
+      }
+      sameBytes &= theirs[2] == first[2];
+    }
+    if (!sameBytes && first[0])
+      differing.push_back(index);
+  }
+  // MPI counts are ints: large tensors go in pieces.
+  constexpr int64_t kPiece = int64_t{1} << 30;
+  for (size_t index : differing) {
+    std::vector<uint8_t> &bytes = file[names[index]].data;
+    for (int64_t begin = 0; begin < static_cast<int64_t>(bytes.size());
+         begin += kPiece) {
+      int64_t count =
+          std::min<int64_t>(kPiece, static_cast<int64_t>(bytes.size()) - begin);
+      ZERO_RETURN_IF_ERROR(comm.broadcast(bytes.data() + begin,
+                                          bytes.data() + begin, count,
+                                          DType::i8, /*root=*/0));
+    }
+    taken.push_back(names[index]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status
+zero::rt::initializeState(Executor &executor, uint64_t seed,
+                          const std::string &initFile,
+                          std::vector<std::string> *takenFromRankZero) {
   // train.dropout draws its masks from the seed of the state too.
   executor.setRandomSeed(seed);
   TensorMap file;
@@ -148,6 +253,10 @@ absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
     ZERO_ASSIGN_OR_RETURN(TensorMap read, readSafetensors(initFile));
     file = std::move(read);
   }
+  std::vector<std::string> taken;
+  ZERO_RETURN_IF_ERROR(takeRankZeroState(executor, file, initFile, taken));
+  if (takenFromRankZero)
+    *takenFromRankZero = std::move(taken);
   const std::vector<BufferDecl> &decls = executor.buffers();
   int rank = executor.communicator().rank();
   for (size_t index = 0; index < decls.size(); ++index) {
@@ -164,14 +273,9 @@ absl::Status zero::rt::initializeState(Executor &executor, uint64_t seed,
 
     // A tensor in the file wins; a master copy without one starts as its
     // parameter's tensor.
-    const HostTensor *source = nullptr;
-    if (auto it = file.find(decl.name); it != file.end())
-      source = &it->second;
-    else if (auto owner = file.find(decl.initName);
-             decl.role == BufferRole::master && owner != file.end())
-      source = &owner->second;
-    else if (!file.empty() && (decl.role == BufferRole::param ||
-                               decl.role == BufferRole::frozen))
+    const HostTensor *source = findInitSource(file, decl);
+    if (!source && !file.empty() &&
+        (decl.role == BufferRole::param || decl.role == BufferRole::frozen))
       return absl::InvalidArgumentError(absl::StrCat(
           initFile, " has no tensor '", decl.name, "' (logical shape ",
           shapeString(decl.logicalShape), ")"));

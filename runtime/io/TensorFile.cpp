@@ -45,17 +45,21 @@ absl::StatusOr<const HostTensor *> findTensor(const TensorMap &tensors,
                                     io::listNames(names), ")"));
 }
 
+uint32_t tensorChecksum(const HostTensor &tensor, uint32_t crc) {
+  int64_t header[2] = {static_cast<int64_t>(tensor.dtype),
+                       static_cast<int64_t>(tensor.shape.size())};
+  crc = io::crc32(crc, header, sizeof(header));
+  crc = io::crc32(crc, tensor.shape.data(),
+                  tensor.shape.size() * sizeof(int64_t));
+  return io::crc32(crc, tensor.data.data(), tensor.data.size());
+}
+
 uint32_t stateChecksum(const TensorMap &tensors) {
   uint32_t crc = 0;
   for (const auto &[name, tensor] : tensors) {
     // The name's terminating NUL keeps "ab" + "c" apart from "a" + "bc".
     crc = io::crc32(crc, name.c_str(), name.size() + 1);
-    int64_t header[2] = {static_cast<int64_t>(tensor.dtype),
-                         static_cast<int64_t>(tensor.shape.size())};
-    crc = io::crc32(crc, header, sizeof(header));
-    crc = io::crc32(crc, tensor.shape.data(),
-                    tensor.shape.size() * sizeof(int64_t));
-    crc = io::crc32(crc, tensor.data.data(), tensor.data.size());
+    crc = tensorChecksum(tensor, crc);
   }
   return crc;
 }

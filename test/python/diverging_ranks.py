@@ -15,8 +15,8 @@
                                rank 0 steps
   diverging_ranks.py retry T   rank 0's batch is refused; it catches the
                                error and steps again with a good one
-  diverging_ranks.py abandon T rank 0's evaluate fails part-way; it catches
-                               the error and calls evaluate again
+  diverging_ranks.py abandon T every rank's evaluate fails part-way; each
+                               catches the error and calls evaluate again
 
 T is the collective timeout in seconds.
 """
@@ -51,11 +51,14 @@ elif sys.argv[1] == "exit":
 elif sys.argv[1] in ("retry", "abandon"):
     good = [np.ones((4 * zero.world_size(), 8), np.float32)]
     call = trainer.step if sys.argv[1] == "retry" else trainer.evaluate
-    if zero.rank() == 0:
+    # evaluate checks its batch part-way, after the ranks agreed on the
+    # call, and they agree only on one batch (its checksum): every rank
+    # makes the bad call there.
+    if zero.rank() == 0 or sys.argv[1] == "abandon":
         try:
             call([np.ones((3, 8), np.float32)])
         except ValueError as error:
-            print(f"rank 0: caught {error}", flush=True)
+            print(f"rank {zero.rank()}: caught {error}", flush=True)
     call(good)
 elif sys.argv[1] == "save" and zero.rank() == 0:
     trainer.save(tempfile.mkdtemp())

@@ -509,10 +509,17 @@ int main(int argc, char **argv) {
       Executor::create(*program, comm, std::move(*backend));
   if (!executor.ok())
     fail(comm, executor.status());
-  if (absl::Status status =
-          initializeState(**executor, seedFlag, initFlag.getValue());
+  std::vector<std::string> takenFromRankZero;
+  if (absl::Status status = initializeState(
+          **executor, seedFlag, initFlag.getValue(), &takenFromRankZero);
       !status.ok())
     fail(comm, status);
+  if (!takenFromRankZero.empty() && comm.rank() == 0)
+    llvm::errs() << "zero-run: the ranks' --init files differ in "
+                 << takenFromRankZero.size() << " tensor(s), first '"
+                 << takenFromRankZero.front()
+                 << "': every rank starts from rank 0's, as PyTorch's DDP "
+                    "does\n";
   // A resumed run continues the checkpoint's data unless told otherwise.
   uint64_t seed = seedFlag;
   int64_t firstStep = 1;

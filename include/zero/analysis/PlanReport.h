@@ -139,6 +139,15 @@ struct FitAlternative {
   double stepSeconds = 0;
 };
 
+/// The step's train.dropout ops (each forward one; its backward shares its
+/// stream) and their distinct rates, ascending: dropout is on in training
+/// steps where there are any, and never in evaluation.
+struct DropoutSummary {
+  int64_t ops = 0;
+  std::vector<double> rates;
+};
+DropoutSummary summarizeDropout(mlir::Operation *root);
+
 struct PlanReport {
   /// Every rank of the placement (the product of its grid).
   int64_t ranks = 1;
@@ -149,6 +158,7 @@ struct PlanReport {
   int64_t stage = -1;
   std::string placement;
   std::optional<QuantizationPlan> quantization;
+  DropoutSummary dropout;
   ByteCount parameters;
   ByteCount gradients;
   ByteCount slots;
@@ -199,6 +209,8 @@ llvm::json::Object memoryPlanToJson(const MemoryPlan &plan);
 /// plan, which the Python report dict takes as they are.
 llvm::json::Array optimizerGroupsToJson(llvm::ArrayRef<OptimizerGroup> groups);
 llvm::json::Object quantizationPlanToJson(const QuantizationPlan &plan);
+/// {"ops": N, "rates": [...]}: the report's "dropout" object.
+llvm::json::Object dropoutToJson(const DropoutSummary &dropout);
 /// Runs `write` on `output` opened as a text file, or on stderr for `-`;
 /// fails with a diagnostic at `loc` when the file cannot be written.
 mlir::LogicalResult

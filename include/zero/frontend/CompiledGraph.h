@@ -64,6 +64,8 @@ struct MemoryReport : zero::ProgramReport {
   /// The step's optimizers and what each updates (parameter groups), in
   /// declaration order; the first is the graph's.
   std::vector<zero::OptimizerGroup> groups;
+  /// The step's dropout (on in training steps where it has any).
+  zero::DropoutSummary dropout;
   /// zero-offload's memory plan (zrt.memory_plan), when offload or a
   /// budget was asked for: what was moved ("none", "optimizer",
   /// "optimizer+params"), the two pools per rank, the host-link bytes per
@@ -211,6 +213,11 @@ public:
                     std::optional<int64_t> scheduleTotal = std::nullopt);
   rt::Executor &executor() { return *executorPtr; }
   int64_t stepsDone() const { return stepsRun; }
+  /// The tensors of `initFile` whose values differed from rank 0's on some
+  /// rank: every rank took rank 0's (rt::initializeState), as DDP does.
+  const std::vector<std::string> &initialStateFromRankZero() const {
+    return takenFromRankZero;
+  }
 
   /// The optimizer's learning rate in effect: the configured `lr` (the
   /// schedule's peak), or what setLearningRate made it.
@@ -238,6 +245,7 @@ private:
   int64_t stepsRun = 0;
   StepMetrics metrics;
   uint64_t seed = 0;
+  std::vector<std::string> takenFromRankZero;
 };
 
 /// The zero-pipeline options `config` compiles with on `ranks` ranks (0:

@@ -44,6 +44,9 @@ struct HostTensor {
 
 using TensorMap = std::map<std::string, HostTensor>;
 
+/// The CRC-32 of one tensor's type, shape and bytes, continued from `crc`.
+uint32_t tensorChecksum(const HostTensor &tensor, uint32_t crc = 0);
+
 /// The CRC-32 of every tensor's name, type, shape and bytes, in name order:
 /// what ranks compare to check that they were given the same state.
 uint32_t stateChecksum(const TensorMap &tensors);

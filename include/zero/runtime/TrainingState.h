@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace zero::rt {
 
@@ -24,8 +25,14 @@ namespace zero::rt {
 /// after the parameters, at their logical shapes; master copies and slots
 /// missing from the file start as their parameter and as their
 /// initializer), otherwise from each buffer's initializer and `seed`.
-absl::Status initializeState(Executor &executor, uint64_t seed,
-                             const std::string &initFile);
+/// Every rank starts from rank 0's file tensors, as PyTorch's DDP and
+/// FSDP's sync_module_states make every rank start from rank 0's module:
+/// the names of those that differed on some rank go to `takenFromRankZero`
+/// where given (a tensor missing on a rank, or of another type or shape,
+/// is refused). Collective when a file is given on several ranks.
+absl::Status
+initializeState(Executor &executor, uint64_t seed, const std::string &initFile,
+                std::vector<std::string> *takenFromRankZero = nullptr);
 
 /// Replaces the parameters with `state` (logical tensors by name, as
 /// gatherState gives them; PyTorch's `load_state_dict`): every parameter
@@ -65,6 +72,10 @@ public:
   virtual int64_t batchesHeld() const { return 1; }
   virtual std::string describe() const = 0;
 };
+
+/// Rows of one optimizer step's global batch: every rank's rows of every
+/// micro-batch (what a BatchSource's globalBatch() is for this program).
+int64_t globalBatchRows(Executor &executor);
 
 /// Runs optimizer step `step` (1-based): for each of the program's
 /// micro-batches, fills it from `batches` and runs the micro-step, then runs

@@ -35,10 +35,13 @@ to MPT-7B (`--fit`: bisection on that rate, every other constant as the
 preset states it), and the A100 presets carry the fitted value. MPT-13B is
 not fitted: it checks the fit, on another model size, GPU memory, network,
 precision and checkpointing choice. The script fails when a run's
-prediction is more than 15 % from the published figure, when its planned
-peak does not fit the card the run used, or when the MPT-13B series'
-128-GPU throughput relative to its 16-GPU one is more than 3 % from the
-published ratio.
+prediction is further from the published figure than its bound (RUNS:
+1 % for the fitted runs and Llama 3.1 8B on 128 GPUs, 3 % for MPT-13B),
+when its planned peak does not fit the card the run used, or when the
+Llama 3.1 8B series' 128-GPU throughput relative to its 8-GPU one is more
+than 1 % from the published ratio (-2.72 %: a model without communication
+costs fails it). MPT-13B's scaling is printed, not held (SCALING_BOUNDS
+says why).
 
 What differs from the runs, and is stated rather than hidden:
   - MPT uses ALiBi and no biases; zero.nn.GPT2 has learned positions and
@@ -76,7 +79,7 @@ class Run:
 
     def __init__(self, name, layers, dim, heads, gpus, micro, accum,
                  checkpoint, machine, published, source, vocab=50368,
-                 seq=2048, memory=None, reduce="f32"):
+                 seq=2048, memory=None, reduce="f32", bound=0.01):
         self.name, self.layers, self.dim, self.heads = name, layers, dim, heads
         # The published memory a GPU, GiB (torchtitan's: the caching
         # allocator's peak reserved), where the source states one.
@@ -89,6 +92,9 @@ class Run:
         # (Composer's DEFAULT, torchtitan's mixed_precision_reduce), bf16
         # under Composer's PURE.
         self.reduce = reduce
+        # How far the prediction may be from the published figure, relative
+        # (RUNS states why each).
+        self.bound = bound
 
     def tokens_per_gpu(self):
         return self.micro * self.accum * self.seq
@@ -172,6 +178,12 @@ class LlamaRun(Run):
         return model.loss(tokens, cos, sin, targets)
 
 
+# The bounds. A fitted run (FITTED) is its published figure by
+# construction: 1 %. MPT-13B is 1.0-2.2 % over its figures (the fit to an
+# amp_bf16 run carries autocast's costs into pure-bf16 runs,
+# docs/benchmarks.md): 3 %. Llama 3.1 8B on 128 GPUs, unfitted, is within
+# 0.1 %: 1 %, under its -2.72 % scaling effect. A ring share of 1/N for
+# (N-1)/N fails both (docs/benchmarks.md).
 LLM_FOUNDRY = "llm-foundry scripts/train/benchmarking/README.md"
 TORCHTITAN = "torchtitan benchmarks/llama3_h100_202412_torchtitan.md"
 RUNS = [
@@ -181,7 +193,7 @@ RUNS = [
     MptRun(f"MPT-13B x {gpus}", 40, 5120, 40, gpus, micro, 1, "full",
            "a100-40gb-nodes-roce200", published,
            LLM_FOUNDRY + f", A100 40GB RoCE, 13b 2048 x {gpus}",
-           reduce="gradient")
+           reduce="gradient", bound=0.03)
     for gpus, micro, published in ((16, 10, 1993), (32, 14, 1998),
                                    (64, 16, 1976), (128, 16, 1972))
 ] + [
@@ -195,6 +207,18 @@ RUNS = [
 ]
 # The runs a preset's matmul rate is fitted to (--fit), one per GPU type.
 FITTED = ("MPT-7B", "Llama 3.1 8B x 8")
+
+
+# Each series' scaling bound, tighter than its published effect. Llama 3.1
+# 8B loses 2.72 % from 8 to 128 GPUs (the inter-node links): held to 1 %.
+# MPT-13B's published series is not monotone (+0.25 % from 16 to 32 GPUs,
+# then -1.1 % to 64) and loses 1.05 % from 16 to 128, an effect the size of
+# its own noise; the plan predicts +0.1 % (its bf16 reduce-scatters and
+# gathers hide behind full recomputation on every link it has). No bound
+# under 1.05 % that the series' noise does not break exists, so it is
+# printed, not checked: the communication model is held by Llama's series
+# and by the unfitted runs' bounds.
+SCALING_BOUNDS = {"MPT-13B": None, "Llama 3.1 8B": 0.01}
 
 
 def plan(run, machine):
@@ -270,10 +294,13 @@ def fit(run, low=0.3, high=1.0):
         return (low + high) / 2
 
 
-def scaling(name, series, low, high, problems, memory=False):
+def scaling(name, series, low, high, problems, bound=None, memory=False):
     """Checks a series' throughput at `high` GPUs relative to `low` against
-    the published ratio (within 3 %); with `memory`, prints the drop in
-    memory a GPU beside the published drop."""
+    the published ratio: within `bound` (an absolute difference of the two
+    ratios), which must be tighter than the published effect, so that a
+    model without communication costs (a ratio of 1) fails; None where the
+    series cannot be held so (printed, not checked). With `memory`, prints
+    the drop in memory a GPU beside the published drop."""
     if low not in series or high not in series:
         return
     (ours_low, theirs_low, run_low, peak_low) = series[low]
@@ -281,9 +308,14 @@ def scaling(name, series, low, high, problems, memory=False):
     ours, theirs = ours_high / ours_low, theirs_high / theirs_low
     print(f"{name} {high} vs {low} GPUs: predicted {ours - 1:+.2%}, "
           f"published {theirs - 1:+.2%}")
-    if abs(ours - theirs) > 0.03:
-        problems.append(f"{name} scaling: {high} vs {low} GPUs predicted "
-                        f"{ours - 1:+.2%}, published {theirs - 1:+.2%}")
+    if bound is not None:
+        assert bound < abs(theirs - 1), "a bound wider than the effect"
+        if abs(ours - theirs) > bound:
+            problems.append(f"{name} scaling: {high} vs {low} GPUs predicted "
+                            f"{ours - 1:+.2%}, published {theirs - 1:+.2%} "
+                            f"(bound {bound:.1%})")
+    else:
+        print(f"{name} scaling: not checked (see SCALING_BOUNDS)")
     if memory:
         # Stated, not held: the published figure is the caching
         # allocator's peak reserve, ours the plan's peak in use.
@@ -318,9 +350,10 @@ def main():
             continue
         tokens, report_mfu, peak, card, wall = plan(run, run.machine)
         error = tokens / run.published - 1
-        if abs(error) > 0.15:
+        if abs(error) > run.bound:
             problems.append(f"{run.name}: predicted {tokens:.0f} tok/s/GPU, "
-                            f"published {run.published} ({error:+.1%})")
+                            f"published {run.published} ({error:+.1%}, "
+                            f"bound {run.bound:.0%})")
         series.setdefault(run.name.split(" x ")[0], {})[run.gpus] = (
             tokens, run.published, run, peak)
         rows.append([
@@ -339,9 +372,10 @@ def main():
               "predicted tok/s/GPU", "published", "error", "predicted MFU",
               "published MFU", "report's MFU", "peak GiB / GPU", "published GiB", "plan s"]
     print(benchlib.table(header, rows, args.markdown))
-    scaling("MPT-13B", series.get("MPT-13B", {}), 16, 128, problems)
-    scaling("Llama 3.1 8B", series.get("Llama 3.1 8B", {}), 8, 128,
-            problems, memory=True)
+    for name, (low, high) in (("MPT-13B", (16, 128)),
+                              ("Llama 3.1 8B", (8, 128))):
+        scaling(name, series.get(name, {}), low, high, problems,
+                SCALING_BOUNDS[name], memory=name.startswith("Llama"))
     if problems:
         raise SystemExit("published_runs: " + "; ".join(problems))
 

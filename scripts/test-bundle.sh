@@ -14,7 +14,7 @@
 # without (docs/building.md).
 #
 #   scripts/test-bundle.sh [dist/zero-*.tar.xz]   (default: the newest in dist/)
-# Prints `N passed, N failed` of its checks; exits 1 on any failure.
+# Prints `N passed, N failed, N skipped` of its checks; exits 1 on any failure.
 set -uo pipefail
 root_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 archive="${1:-$(ls -t "$root_dir"/dist/zero-*-linux-x86_64.tar.xz 2>/dev/null | head -1)}"

@@ -20,7 +20,8 @@
 # registry (numpy), and the build tree (scripts/build.sh) to compare with.
 #
 #   scripts/test-wheel.sh [dist/zero_compiler-*.whl]  (default: the newest)
-# Prints `N passed, N failed` of its checks; exits 1 on any failure.
+# Prints `N passed, N failed, N skipped` of its checks (the torch ones are
+# skipped, and counted so, without torch); exits 1 on any failure.
 set -uo pipefail
 root_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 wheel="${1:-$(ls -t "$root_dir"/dist/zero_compiler-*.whl 2>/dev/null | head -1)}"
@@ -148,7 +149,9 @@ check "zero-env and --backend cuda say which CUDA library is missing" no_cuda
 # --- zero.from_torch, with this machine's torch ------------------------------------
 site=$(python3 -c 'import sysconfig, torch; print(sysconfig.get_paths()["purelib"])' 2>/dev/null)
 if [ -z "$site" ]; then
-  echo "test-wheel: zero.from_torch skipped: this machine's python3 has no torch (scripts/setup-torch.sh)"
+  why="this machine's python3 has no torch (scripts/setup-torch.sh)"
+  skip "zero.from_torch trains a torch module as torch.optim.SGD does" "$why"
+  skip "CUDA's libraries found in PyTorch's nvidia-* wheels; the CUDA backend loads" "$why"
 else
   mkdir -p "$chroot_dir/host-site"
   mount --bind -o ro "$site" "$chroot_dir/host-site"

@@ -11,6 +11,7 @@ root_packages=python3,python3-venv
 
 passed=0
 failed=0
+skipped=0
 cases=()
 check() { # check NAME COMMAND...: one named check
   local name="$1"
@@ -25,19 +26,24 @@ check() { # check NAME COMMAND...: one named check
     cases+=("<testcase classname=\"$suite\" name=\"$name\"><failure message=\"failed\"/></testcase>")
   fi
 }
+skip() { # skip NAME WHY: a check that cannot run here, counted and said
+  skipped=$((skipped + 1))
+  echo "SKIP: $1 ($2)"
+  cases+=("<testcase classname=\"$suite\" name=\"$1\"><skipped message=\"$2\"/></testcase>")
+}
 # $1: a JUnit file of the checks, for scripts/summarize_tests.py (none if empty).
 write_results() {
   [ -n "${1:-}" ] || return 0
   {
     echo '<?xml version="1.0" encoding="UTF-8"?>'
-    echo "<testsuites><testsuite name=\"$suite\" tests=\"${#cases[@]}\" failures=\"$failed\">"
+    echo "<testsuites><testsuite name=\"$suite\" tests=\"${#cases[@]}\" failures=\"$failed\" skipped=\"$skipped\">"
     printf '%s\n' "${cases[@]}"
     echo "</testsuite></testsuites>"
   } >"$1"
 }
 finish() { # finish RESULTS_FILE: the summary line and the exit status
   write_results "${1:-}"
-  echo "$passed passed, $failed failed"
+  echo "$passed passed, $failed failed, $skipped skipped"
   [ $failed -eq 0 ]
 }
 

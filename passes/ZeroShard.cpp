@@ -204,15 +204,16 @@ LogicalResult Sharder::shardAccumulator(train::ParamOp accumulator,
       // in f32 (dist.reduce_type).
       Value grad = add.getRhs();
       auto widen = grad.getDefiningOp<train::CastOp>();
-      if (widen && module->hasAttr(dist::DistDialect::getReduceTypeAttrName())) {
+      if (widen &&
+          module->hasAttr(dist::DistDialect::getReduceTypeAttrName())) {
         // Reduced in f32: widened where the 16-bit gradient is complete, not
         // where the accumulation reads it (after the whole backward), so
         // that each gradient is reduced and freed as without accumulation
         // instead of every one living to the end of the micro-step.
         Value narrow = widen.getOperand();
         Operation *def = narrow.getDefiningOp();
-        Block *home = def ? def->getBlock()
-                          : cast<BlockArgument>(narrow).getOwner();
+        Block *home =
+            def ? def->getBlock() : cast<BlockArgument>(narrow).getOwner();
         if (home == widen->getBlock()) {
           if (def)
             widen->moveAfter(def);

@@ -41,7 +41,10 @@ Each sample is counted as
   checks dropout against PyTorch's training instead).
 
 Prints `op NAME: P passed, R refused, W wrong, E errors, S skipped` per
-OpInfo (variants as NAME.VARIANT) and a final `opinfo: total ...` line;
+OpInfo (variants as NAME.VARIANT; `; N of the passed with an empty result`
+where a sample's result has no element, so that nothing was compared), the
+gaps (`opinfo: gaps (no sample passes): ...`: OpInfos no sample of which
+passes) and a final `opinfo: total ...` line;
 exits 1 if any sample is wrong or errs. --markdown prints the table of
 docs/torch.md ("Op by op against PyTorch's samples") instead.
 """
@@ -476,7 +479,8 @@ def run_sample(opinfo, sample, seed, special=None):
                          "gradient")
         if wrong:
             return "wrong", f"gradient of {name}: {wrong}"
-    return "passed", ""
+    # An empty result passes with nothing compared: said, not hidden.
+    return "passed", "empty result" if empty else ""
 
 
 def describe(value):
@@ -600,6 +604,8 @@ def main():
             outcome, detail = run_sample(opinfo, sample, seed=index,
                                          special=options.nonfinite)
             counts[outcome] += 1
+            if outcome == "passed" and detail == "empty result":
+                counts["empty"] += 1
             if outcome == "refused":
                 reasons[reason(detail)] += 1
             if outcome in ("wrong", "error"):
@@ -617,6 +623,12 @@ def main():
         print(failure, flush=True)
     if options.markdown:
         print_markdown(rows, totals, options)
+    # The gaps: OpInfos of which no sample passes (each refused for the
+    # reasons the table gives), so that the op's import is tested by no
+    # PyTorch sample at all.
+    gaps = [name for name, counts, _ in rows if counts["passed"] == 0]
+    print(f"opinfo: gaps (no sample passes): {', '.join(gaps) or 'none'}",
+          flush=True)
     print(f"opinfo: worst passing error: forward {WORST['forward']:.2g}, "
           f"gradient {WORST['gradient']:.2g} of the tolerance", flush=True)
     print(f"opinfo: total {len(rows)} ops: {line(totals)} "
@@ -625,9 +637,11 @@ def main():
 
 
 def line(counts):
+    empty = (f"; {counts['empty']} of the passed with an empty result "
+             "(nothing compared)" if counts["empty"] else "")
     return (f"{counts['passed']} passed, {counts['refused']} refused, "
             f"{counts['wrong']} wrong, {counts['error']} errors, "
-            f"{counts['skipped']} skipped")
+            f"{counts['skipped']} skipped{empty}")
 
 
 def print_markdown(rows, totals, options):

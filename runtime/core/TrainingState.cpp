@@ -167,16 +167,17 @@ static absl::Status takeRankZeroState(Executor &executor, TensorMap &file,
   // Every rank given a file takes part, even one whose file is empty.
   if (comm.size() < 2 || initFile.empty())
     return absl::OkStatus();
-  // The distinct file tensors the state starts from, in buffer order.
+  // The file tensors the state may start from, in buffer order: a buffer's
+  // own, and a master copy's parameter's. The names come from the program
+  // alone, so that every rank compares the same list.
   std::vector<std::string> names;
   for (const BufferDecl &decl : executor.buffers()) {
     if (!isState(decl.role))
       continue;
-    std::string name = decl.name;
-    if (!file.count(name) && decl.role == BufferRole::master)
-      name = decl.initName;
-    if (std::find(names.begin(), names.end(), name) == names.end())
-      names.push_back(name);
+    for (const std::string &name : {decl.name, decl.initName})
+      if (!name.empty() &&
+          std::find(names.begin(), names.end(), name) == names.end())
+        names.push_back(name);
   }
   // Per tensor: present, the checksum of its type and shape, of its bytes.
   constexpr int kWords = 3;

@@ -663,6 +663,7 @@ LogicalResult Offloader::run(const llvm::StringSet<> &hostBuffers) {
   });
   transfer = declareStream("transfer", MemorySpace::device);
   host = declareStream("host", MemorySpace::host);
+  int64_t loweredArena = static_cast<int64_t>(program.getArenaBytes());
   for (auto step : program.getBody().front().getOps<zrt::StepOp>())
     if (failed(rewriteBody(step)))
       return failure();
@@ -680,6 +681,9 @@ LogicalResult Offloader::run(const llvm::StringSet<> &hostBuffers) {
   // apart from the placement: the device staging sits above the arena
   // zero-lower-to-runtime planned, so its peak adds to that arena's.
   if (deviceStagingLive > 0) {
+    program->setAttr(zrt::ZrtDialect::getStagingBaseAttrName(),
+                     builder.getI64IntegerAttr(
+                         alignTo(loweredArena, program.getAlignment())));
     int64_t live = 0;
     if (auto earlier = program->getAttrOfType<IntegerAttr>(
             zrt::ZrtDialect::getLiveBytesAttrName()))

@@ -221,6 +221,9 @@ void StepLowering::touch(Value memref) {
   if (it == arenaBufferOf.end())
     return;
   ArenaBuffer &buffer = arenaBuffers[it->second];
+  if (!buffer.used)
+    buffer.begin = position;
+  buffer.used = true;
   buffer.end = std::max(buffer.end, position);
 }
 

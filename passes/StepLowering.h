@@ -29,8 +29,11 @@ using namespace mlir;
 /// A transient buffer: its arena view and the instructions it lives across.
 struct ArenaBuffer {
   zrt::ArenaViewOp view;
+  /// The first and last instruction that name the buffer (through views of
+  /// it); a buffer made ahead of its first use holds no bytes until then.
   int64_t begin = 0;
   int64_t end = 0;
+  bool used = false;
 };
 
 /// A collective issued on the communication stream whose completion the
@@ -80,7 +83,8 @@ private:
   void waitForCollectives(ValueRange reads, ValueRange writes,
                           bool all = false);
   /// Makes the compute stream wait for the pending collectives that `mustWait`
-  /// picks; their buffers stay reserved until that wait.
+  /// picks, and so for every one issued before them; all their buffers stay
+  /// reserved until that one wait.
   void waitForCollectives(function_ref<bool(PendingCollective &)> mustWait);
   /// Before a new hand-off to the communication stream: waits for the
   /// collectives of earlier hand-offs that read arena buffers, so the arena

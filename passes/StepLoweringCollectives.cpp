@@ -32,20 +32,28 @@ void StepLowering::waitForCollectives(ValueRange reads, ValueRange writes,
 
 void StepLowering::waitForCollectives(
     function_ref<bool(PendingCollective &)> mustWait) {
-  SmallVector<PendingCollective> stillPending;
-  for (PendingCollective &collective : pending) {
-    if (!mustWait(collective)) {
-      stillPending.push_back(std::move(collective));
-      continue;
-    }
-    // The collective's buffers stay reserved until this wait.
-    auto wait = builder.create<zrt::WaitOp>(step.getLoc(), collective.done,
-                                            computeStream);
-    SmallVector<Value> memrefs(collective.reads);
+  // The collectives run in issue order on the one communication stream:
+  // once the compute stream has waited for the last one that must be
+  // waited for, every earlier one is complete too. One wait retires them
+  // all, and their buffers are free from it on, not from later waits of
+  // their own.
+  int64_t last = -1;
+  for (auto [index, collective] : llvm::enumerate(pending))
+    if (mustWait(collective))
+      last = static_cast<int64_t>(index);
+  if (last < 0)
+    return;
+  auto wait = builder.create<zrt::WaitOp>(step.getLoc(), pending[last].done,
+                                          computeStream);
+  // The collectives' buffers stay reserved until this wait.
+  SmallVector<Value> memrefs;
+  for (const PendingCollective &collective :
+       ArrayRef(pending).take_front(last + 1)) {
+    memrefs.append(collective.reads);
     memrefs.append(collective.writes);
-    finishInstruction(wait, memrefs);
   }
-  pending = std::move(stillPending);
+  finishInstruction(wait, memrefs);
+  pending.erase(pending.begin(), pending.begin() + last + 1);
 }
 
 void StepLowering::releaseCollectiveInputs() {

@@ -493,8 +493,7 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
   zero::rt::ArenaPrediction prediction = zero::rt::ArenaPrediction::fromProgram(
       *compiled->module(Form::program).getOps<zero::zrt::ProgramOp>().begin());
   if (flags.checkMemory) {
-    if (absl::Status status =
-            zero::rt::requireLiveBytes(prediction, "gpt2_train");
+    if (absl::Status status = zero::rt::checkArenaPlacement(prediction);
         !status.ok())
       fail(&comm, status);
     if (absl::Status status = (*trainer)->executor().startWriteCheck();

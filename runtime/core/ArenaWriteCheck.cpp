@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <tuple>
@@ -89,21 +90,29 @@ ArenaPrediction ArenaPrediction::fromProgram(zrt::ProgramOp program) {
   prediction.plannedHostArena =
       integer(zrt::ZrtDialect::getPlannedHostArenaAttrName(),
               program.getArenaBytes(zrt::MemorySpace::host));
-  prediction.liveBytes = integer(zrt::ZrtDialect::getLiveBytesAttrName(), 0);
-  prediction.liveHostBytes =
-      integer(zrt::ZrtDialect::getLiveHostBytesAttrName(), 0);
+  prediction.compilerLiveBytes =
+      integer(zrt::ZrtDialect::getLiveBytesAttrName(), 0);
+  ArenaLiveness liveness = deriveArenaLiveness(program);
+  prediction.liveBytes = liveness.deviceBytes;
+  prediction.liveHostBytes = liveness.hostBytes;
+  prediction.conflicts = std::move(liveness.conflicts);
   return prediction;
 }
 
-absl::Status zero::rt::requireLiveBytes(const ArenaPrediction &prediction,
-                                        const std::string &tool) {
-  if (prediction.liveBytes > 0)
+absl::Status zero::rt::checkArenaPlacement(const ArenaPrediction &prediction) {
+  if (prediction.conflicts.empty())
     return absl::OkStatus();
+  // The first few: one wrong lifetime usually makes many.
+  constexpr size_t kShown = 3;
+  std::vector<std::string> shown(
+      prediction.conflicts.begin(),
+      prediction.conflicts.begin() +
+          std::min(kShown, prediction.conflicts.size()));
   return absl::FailedPreconditionError(absl::StrCat(
-      "--check-memory needs the program's zrt.live_bytes, the bytes live at "
-      "once by the compiler's liveness analysis; this program has none "
-      "(compile it with zero-opt's zero-lower-to-runtime, or run ",
-      tool, " without --check-memory)"));
+      "--check-memory: the program places values that are live at "
+      "once in the same arena bytes, so one overwrites the other (",
+      prediction.conflicts.size(), " pair(s)): ", absl::StrJoin(shown, "; "),
+      " (docs/runtime.md, \"What is measured\")"));
 }
 
 std::vector<std::string>
@@ -123,21 +132,21 @@ zero::rt::checkArenaWrites(const ArenaPrediction &prediction, int64_t rank,
           "rank ", rank, " wrote its ", arena, " up to byte ", writes.highWater,
           ", beyond the ", planned, " bytes the compiler planned"));
   }
-  // Against a prediction the placement did not make: the liveness
-  // analysis's peak of bytes live at once, which no placement can go below,
-  // times the fragmentation a sound placement stays within.
-  for (auto [highWater, live, arena, attribute] :
-       {std::make_tuple(device.highWater, prediction.liveBytes, "arena",
-                        zrt::ZrtDialect::getLiveBytesAttrName().data()),
-        std::make_tuple(host.highWater, prediction.liveHostBytes, "host arena",
-                        zrt::ZrtDialect::getLiveHostBytesAttrName().data())}) {
+  // Against a prediction neither the placement nor its planner's intervals
+  // made: the peak of bytes live at once by the instructions, which no
+  // placement can go below, times the fragmentation a sound placement
+  // stays within.
+  for (auto [highWater, live, arena] :
+       {std::make_tuple(device.highWater, prediction.liveBytes, "arena"),
+        std::make_tuple(host.highWater, prediction.liveHostBytes,
+                        "host arena")}) {
     int64_t predicted = static_cast<int64_t>(
         std::ceil(static_cast<double>(live) * kArenaFragmentationBound));
     if (live > 0 && highWater > predicted)
       problems.push_back(absl::StrCat(
           "rank ", rank, " wrote its ", arena, " up to byte ", highWater,
           ", beyond ", predicted, " = ", kArenaFragmentationBound, " x the ",
-          live, " bytes live at once (", attribute, ")"));
+          live, " bytes its instructions keep live at once"));
   }
   return problems;
 }

@@ -15,8 +15,14 @@ would, consistently: every device view moves up by a gap per distinct
 offset below it (so that no two views come to overlap), the gaps adding up
 to PERCENT of the arena, and the header and `zrt.planned_arena` grow by as
 much. Held against its own plan the program is fine; held against the
-bytes live at once (`zrt.live_bytes`, which the edit leaves alone) it is
-not.
+bytes its instructions keep live at once it is not. With --live-bytes the
+compiler's own lower bound (`zrt.live_bytes`) grows by as much too, as it
+does when the planner's lifetimes are too long: the check derives its
+bound from the instructions, so it still fails.
+
+--overlap moves the first device arena view onto the second's offset, the
+way a planner with too short a lifetime would let two values live at once
+share bytes: the check refuses the program before it runs.
 """
 
 import argparse
@@ -30,10 +36,15 @@ def main():
     parser.add_argument("target")
     parser.add_argument("--pool", choices=["device", "host"], default="device")
     parser.add_argument("--waste", type=float, metavar="PERCENT")
+    parser.add_argument("--live-bytes", action="store_true")
+    parser.add_argument("--overlap", action="store_true")
     args = parser.parse_args()
     text = open(args.source).read()
     if args.waste is not None:
-        waste(text, args.waste, args.target)
+        waste(text, args.waste, args.live_bytes, args.target)
+        return
+    if args.overlap:
+        overlap(text, args.target)
         return
     header = re.compile(r" arena (\d+)" if args.pool == "device"
                         else r" host_arena (\d+)")
@@ -54,7 +65,19 @@ def main():
           f"bytes, one view moved to offset {offset}")
 
 
-def waste(text, percent, target):
+def overlap(text, target):
+    view = re.compile(r"zrt\.arena_view \[(\d+)\](?! in host)")
+    views = list(view.finditer(text))
+    if len(views) < 2:
+        sys.exit("grow_arena.py: fewer than two device arena views")
+    first, second = views[0], views[1]
+    text = (text[:first.start(1)] + second.group(1) + text[first.end(1):])
+    open(target, "w").write(text)
+    print(f"grow_arena.py: the view at offset {first.group(1)} moved onto "
+          f"the one at {second.group(1)}")
+
+
+def waste(text, percent, live_bytes, target):
     header = re.search(r" arena (\d+)", text)
     planned = re.search(r"zrt\.planned_arena = (\d+)", text)
     if not header or not planned:
@@ -73,6 +96,12 @@ def waste(text, percent, target):
     text = re.sub(r" arena \d+", f" arena {grown}", text, count=1)
     text = re.sub(r"zrt\.planned_arena = \d+",
                   f"zrt.planned_arena = {grown}", text, count=1)
+    if live_bytes:
+        live = re.search(r"zrt\.live_bytes = (\d+)", text)
+        if not live:
+            sys.exit("grow_arena.py: no zrt.live_bytes")
+        stretched = int(live.group(1)) + grown - arena
+        text = (text[:live.start(1)] + str(stretched) + text[live.end(1):])
     open(target, "w").write(text)
     print(f"grow_arena.py: device arena {arena} -> {grown} bytes "
           f"({100 * (grown - arena) / arena:.1f} % more), "

@@ -121,9 +121,11 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 // A collective's buffers stay reserved until the compute stream has waited
 // for it. The all-reduce is the last reader of %a, but it reads %a on
 // @comm until `done1`, and the compute stream waits for `done1` only at
-// the add; so %b, computed in between, cannot take %a's bytes, and the
-// four values take four slots. In program order (SYNC) %a is dead once the
-// all-reduce has run, and %b reuses offset 0.
+// the add; so %b, computed in between, cannot take %a's bytes. %c, whose
+// view is made before that wait but first written by the add after it,
+// can: a buffer holds bytes from its first instruction, not from its view.
+// In program order (SYNC) %a is dead once the all-reduce has run, and %b
+// reuses offset 0.
 
 module attributes {dist.placement = #dist.placement<cpu, [2]>} {
   func.func @reserved_until_wait(%x: tensor<16xf32>) -> tensor<16xf32> attributes {train.step} {
@@ -135,7 +137,7 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
   }
 }
 
-// CHECK-LABEL: zrt.program @reserved_until_wait placement #dist.placement<cpu, [2]> arena 256 align 64 attributes {zrt.live_bytes = 256 : i64
+// CHECK-LABEL: zrt.program @reserved_until_wait placement #dist.placement<cpu, [2]> arena 192 align 64 attributes {zrt.live_bytes = 192 : i64
 // CHECK:         %[[A:.+]] = zrt.arena_view [0] : memref<16xf32>
 // CHECK-NEXT:    zrt.launch "train.relu" {{.*}} outs(%[[A]] : memref<16xf32>)
 // CHECK-NEXT:    %[[R:.+]] = zrt.arena_view [64] : memref<16xf32>
@@ -143,7 +145,7 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 // CHECK-NEXT:    zrt.record @done1 on @comm
 // CHECK-NEXT:    %[[B:.+]] = zrt.arena_view [128] : memref<16xf32>
 // CHECK-NEXT:    zrt.launch "train.neg" {{.*}} outs(%[[B]] : memref<16xf32>)
-// CHECK-NEXT:    %[[C:.+]] = zrt.arena_view [192] : memref<16xf32>
+// CHECK-NEXT:    %[[C:.+]] = zrt.arena_view [0] : memref<16xf32>
 // CHECK-NEXT:    zrt.wait @done1 on @compute
 // CHECK-NEXT:    zrt.launch "train.add" on @compute ins(%[[R]], %[[B]] : memref<16xf32>, memref<16xf32>) outs(%[[C]] : memref<16xf32>)
 

@@ -386,7 +386,9 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 // hand-off the compute stream waits for the first two: their inputs are
 // arena buffers, free for reuse only once compute knows the reductions are
 // done, and waiting one hand-off later keeps them overlapped with the exp.
-// The add then waits only for the third result.
+// One wait, for `done2`, does: the comm stream runs them in issue order, so
+// the first is done once the second is. The add then waits only for the
+// third result.
 
 module attributes {dist.placement = #dist.placement<cpu, [2]>} {
   func.func @back_to_back(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) attributes {train.step} {
@@ -420,7 +422,6 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 // CHECK-NEXT:      %[[C:.+]] = zrt.arena_view
 // CHECK-NEXT:      zrt.launch "train.exp" on @compute ins(%{{.+}} : memref<16xf32>) outs(%[[C]] : memref<16xf32>)
 // CHECK-NEXT:      %[[SC:.+]] = zrt.arena_view
-// CHECK-NEXT:      zrt.wait @done1 on @compute
 // CHECK-NEXT:      zrt.wait @done2 on @compute
 // CHECK-NEXT:      zrt.record @ready3 on @compute
 // CHECK-NEXT:      zrt.wait @ready3 on @comm

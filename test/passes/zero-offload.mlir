@@ -2,20 +2,20 @@
 // RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=3 lower-to-runtime=1 offload=optimizer})" | FileCheck %s --check-prefix=INPLACE
 // RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=3 lower-to-runtime=1 offload=optimizer reduce-bucket-bytes=64})" | FileCheck %s --check-prefix=HOIST
 // RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=3 lower-to-runtime=1 offload=optimizer+params})" | FileCheck %s --check-prefix=PARAMS
-// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=none device-memory-budget=2980 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=FITS
-// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=auto device-memory-budget=2980 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-NONE
-// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=auto device-memory-budget=2979 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-BIG
-// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=auto device-memory-budget=2404 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-ALL
-// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=3 lower-to-runtime=1 offload=auto device-memory-budget=2052 report=json})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-JSON
-// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=3 lower-to-runtime=1 offload=auto device-memory-budget=2051 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-PARAMS
+// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=none device-memory-budget=2724 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=FITS
+// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=auto device-memory-budget=2724 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-NONE
+// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=auto device-memory-budget=2723 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-BIG
+// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=2 lower-to-runtime=1 offload=auto device-memory-budget=2148 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-ALL
+// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=3 lower-to-runtime=1 offload=auto device-memory-budget=1860 report=json})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-JSON
+// RUN: zero-opt %s --pass-pipeline="builtin.module(zero-pipeline{stage=3 lower-to-runtime=1 offload=auto device-memory-budget=1859 report=text})" 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-PARAMS
 
 // Two parameters of 128 and 16 elements trained with Adam on 2 ranks. Their
 // optimizer state (m and v, sharded at stages 1-3) is what offload=optimizer
 // moves to host memory; at stage 3 offload=optimizer+params moves the
 // parameter shards too. offload=auto moves the least that fits the device
-// budget, the largest tensor first: the plan needs 2980 device bytes per
-// rank at stage 2 as it is, 2468 with @big's state on the host and 2404
-// with both, so the budgets 2980, 2979 and 2404 sit on each threshold.
+// budget, the largest tensor first: the plan needs 2724 device bytes per
+// rank at stage 2 as it is, 2212 with @big's state on the host and 2148
+// with both, so the budgets 2724, 2723 and 2148 sit on each threshold.
 
 module attributes {dist.placement = #dist.placement<cpu, [2]>} {
   train.param @big param : tensor<16x8xf32> init normal(0.0, 0.02)
@@ -44,8 +44,8 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 // (the parameter shard, the gradient shard, the step) to a host arena, and
 // copies the new parameter shard back; the compute stream waits for that
 // copy only where it reads the result (packing it for the all-gather).
-// OPT-LABEL: zrt.program @step placement #dist.placement<cpu, [2]> arena 1536 host_arena 832 align 64
-// OPT-SAME:      zrt.memory_plan = {budget = 0 : i64, decisions = ["big: optimizer state (@big.m, @big.v, 512 B) in host memory: offload=optimizer", "small: optimizer state (@small.m, @small.v, 64 B) in host memory: offload=optimizer"], device_arena = 1536 : i64, device_persistent = 868 : i64, host_arena = 832 : i64, host_link_bytes = 880 : i64, host_persistent = 576 : i64, offload = "optimizer"}
+// OPT-LABEL: zrt.program @step placement #dist.placement<cpu, [2]> arena 1280 host_arena 832 align 64
+// OPT-SAME:      zrt.memory_plan = {budget = 0 : i64, decisions = ["big: optimizer state (@big.m, @big.v, 512 B) in host memory: offload=optimizer", "small: optimizer state (@small.m, @small.v, 64 B) in host memory: offload=optimizer"], device_arena = 1280 : i64, device_persistent = 868 : i64, host_arena = 832 : i64, host_link_bytes = 880 : i64, host_persistent = 576 : i64, offload = "optimizer"}
 // OPT:         zrt.stream @transfer
 // OPT-NEXT:    zrt.stream @host in host
 // OPT-NEXT:    zrt.buffer @big param : memref<16x8xf32>
@@ -126,43 +126,43 @@ module attributes {dist.placement = #dist.placement<cpu, [2]>} {
 // PARAMS:         zrt.launch "train.adam" on @host ins(%big, %{{.*}}, %big.m, %big.v, %{{.*}} : {{.*}}) outs(%big, %big.m, %big.v :
 
 // A budget the plan meets as it is, with offload=none: it is only checked.
-// FITS-LABEL: Memory plan of the lowered program (offload=none, device budget 2980 B):
-// FITS:         device total                 2980 B
+// FITS-LABEL: Memory plan of the lowered program (offload=none, device budget 2724 B):
+// FITS:         device total                 2724 B
 // FITS-NEXT:    host persistent                 0 B
 
 // offload=auto at the exact device bytes of the plan: nothing moves.
-// AUTO-NONE-LABEL: Memory plan of the lowered program (offload=none, device budget 2980 B):
+// AUTO-NONE-LABEL: Memory plan of the lowered program (offload=none, device budget 2724 B):
 // AUTO-NONE:         all 2 of 2 offloadable tensors stay in device memory: the budget holds them
 
 // One byte less: the largest optimizer state moves, the other stays.
-// AUTO-BIG-LABEL: Memory plan of the lowered program (offload=optimizer, device budget 2979 B):
-// AUTO-BIG:         device total                 2468 B
-// AUTO-BIG:         big: optimizer state (@big.m, @big.v, 512 B) in host memory: offload=auto, the device needs 2980 B without offload
+// AUTO-BIG-LABEL: Memory plan of the lowered program (offload=optimizer, device budget 2723 B):
+// AUTO-BIG:         device total                 2212 B
+// AUTO-BIG:         big: optimizer state (@big.m, @big.v, 512 B) in host memory: offload=auto, the device needs 2724 B without offload
 // AUTO-BIG-NEXT:    the other 1 of 2 offloadable tensors stay in device memory: the budget holds them
 
-// All of the optimizer state fits 2404 bytes exactly.
-// AUTO-ALL-LABEL: Memory plan of the lowered program (offload=optimizer, device budget 2404 B):
-// AUTO-ALL:         device total                 2404 B
+// All of the optimizer state fits 2148 bytes exactly.
+// AUTO-ALL-LABEL: Memory plan of the lowered program (offload=optimizer, device budget 2148 B):
+// AUTO-ALL:         device total                 2148 B
 // AUTO-ALL:         big: optimizer state
 // AUTO-ALL-NEXT:    small: optimizer state
 // AUTO-ALL-NOT:     stay in device memory
 
 // The JSON report carries the same plan. At stage 3 all of the optimizer
-// state on the host needs 2052 device bytes: at that budget auto stops
+// state on the host needs 1860 device bytes: at that budget auto stops
 // there.
 // AUTO-JSON-LABEL: "memory_plan": {
 // AUTO-JSON:         "decisions": [
-// AUTO-JSON-NEXT:      "big: optimizer state (@big.m, @big.v, 512 B) in host memory: offload=auto, the device needs 2628 B without offload",
-// AUTO-JSON-NEXT:      "small: optimizer state (@small.m, @small.v, 64 B) in host memory: offload=auto, the device needs 2628 B without offload",
+// AUTO-JSON-NEXT:      "big: optimizer state (@big.m, @big.v, 512 B) in host memory: offload=auto, the device needs 2436 B without offload",
+// AUTO-JSON-NEXT:      "small: optimizer state (@small.m, @small.v, 64 B) in host memory: offload=auto, the device needs 2436 B without offload",
 // AUTO-JSON-NEXT:      "the other 2 of 4 offloadable tensors stay in device memory: the budget holds them"
-// AUTO-JSON:         "device_budget_bytes": 2052,
-// AUTO-JSON-NEXT:    "device_bytes": 2052,
+// AUTO-JSON:         "device_budget_bytes": 1860,
+// AUTO-JSON-NEXT:    "device_bytes": 1860,
 
-// One byte less and @big's parameter shard goes too (1796 device bytes):
+// One byte less and @big's parameter shard goes too (1604 device bytes):
 // packed into the forward's gather bucket, it needs no staging there, and
 // its backward re-gather is staged only while that gather is in flight.
-// Moving @small as well would cost more staging than it saves (1828).
-// AUTO-PARAMS-LABEL: Memory plan of the lowered program (offload=optimizer+params, device budget 2051 B):
-// AUTO-PARAMS:         device total                 1796 B
-// AUTO-PARAMS:         big: parameter shard (@big, 256 B) in host memory: offload=auto, the device needs 2628 B without offload
+// Moving @small as well would cost more staging than it saves (1636).
+// AUTO-PARAMS-LABEL: Memory plan of the lowered program (offload=optimizer+params, device budget 1859 B):
+// AUTO-PARAMS:         device total                 1604 B
+// AUTO-PARAMS:         big: parameter shard (@big, 256 B) in host memory: offload=auto, the device needs 2436 B without offload
 // AUTO-PARAMS-NEXT:    the other 1 of 4 offloadable tensors stay in device memory: the budget holds them

@@ -180,7 +180,10 @@ llvm::json::Object RunMetrics::reportJson() const {
   llvm::json::Object object = report;
   object["arena_bytes"] = prediction.plannedArena;
   object["host_arena_bytes"] = prediction.plannedHostArena;
+  // Derived from the instructions by zero-run, apart from the compiler's
+  // own figure (zrt.live_bytes), which is reported beside it.
   object["live_bytes_lower_bound"] = prediction.liveBytes;
+  object["compiler_live_bytes"] = prediction.compilerLiveBytes;
   // What --check-memory holds the written high water to, times the above.
   object["arena_fragmentation_bound"] = kArenaFragmentationBound;
   if (const llvm::json::Value *persistent = object.get("persistent"))

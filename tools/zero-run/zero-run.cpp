@@ -556,11 +556,10 @@ int main(int argc, char **argv) {
       fail(comm, status);
 
   RunMetrics metrics(**executor, *program);
-  // The check holds the writes against the liveness analysis's figure; a
-  // program without it would be held against its own header only.
+  // A placement whose values overwrite each other is refused before it is
+  // measured: its writes would be held against a program it does not run.
   if (checkMemoryFlag)
-    if (absl::Status status =
-            requireLiveBytes(metrics.arenaPrediction(), "zero-run");
+    if (absl::Status status = checkArenaPlacement(metrics.arenaPrediction());
         !status.ok())
       fail(comm, status);
   metrics.steps = stepsFlag;

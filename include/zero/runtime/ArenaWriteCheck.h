@@ -24,18 +24,39 @@ class ProgramOp;
 
 namespace zero::rt {
 
-/// The compiler's figures for one rank's arenas, read from the program.
+/// The bytes of each arena live at once, derived from a program's
+/// instructions alone (runtime/core/ArenaLiveness.cpp), apart from the
+/// intervals the compiler placed by: a view is live from the first
+/// instruction naming it to the last, a use on a stream other than the
+/// compute stream until the compute stream has waited for it.
+struct ArenaLiveness {
+  /// The most bytes live at one instruction, over the program's bodies,
+  /// each view's rounded up to the program's alignment.
+  int64_t deviceBytes = 0;
+  int64_t hostBytes = 0;
+  /// Views live at one instruction whose bytes overlap, one line each: a
+  /// placement that lets one value overwrite another.
+  std::vector<std::string> conflicts;
+};
+
+ArenaLiveness deriveArenaLiveness(zrt::ProgramOp program);
+
+/// The figures for one rank's arenas, read from the program.
 struct ArenaPrediction {
   /// The arenas the compiler planned (`zrt.planned_arena`,
   /// `zrt.planned_host_arena`; the program's header where a program
   /// predates them).
   int64_t plannedArena = 0;
   int64_t plannedHostArena = 0;
-  /// The bytes live at once by the compiler's liveness analysis
-  /// (`zrt.live_bytes`, `zrt.live_host_bytes`), 0 where the program does
-  /// not say.
+  /// The bytes live at once, derived from the instructions
+  /// (deriveArenaLiveness), not from the compiler's figure.
   int64_t liveBytes = 0;
   int64_t liveHostBytes = 0;
+  /// The compiler's own lower bound (`zrt.live_bytes`), reported beside
+  /// the derived one; 0 where the program does not say.
+  int64_t compilerLiveBytes = 0;
+  /// deriveArenaLiveness's conflicts.
+  std::vector<std::string> conflicts;
 
   static ArenaPrediction fromProgram(zrt::ProgramOp program);
 };
@@ -47,11 +68,10 @@ struct ArenaPrediction {
 /// than it needs fails (test/e2e/check-memory.test).
 inline constexpr double kArenaFragmentationBound = 1.12;
 
-/// Refuses a check without a prediction: a program without
-/// `zrt.live_bytes` would be held against its own header only. `tool`
-/// names the flag's owner in the message.
-absl::Status requireLiveBytes(const ArenaPrediction &prediction,
-                              const std::string &tool);
+/// Refuses to measure a placement that lets values live at one
+/// instruction share bytes (ArenaPrediction::conflicts): what it would
+/// train on is not what the program says.
+absl::Status checkArenaPlacement(const ArenaPrediction &prediction);
 
 /// One line per way rank `rank`'s writes (device arena, host arena) pass
 /// the plan: past the planned arena, past kArenaFragmentationBound times

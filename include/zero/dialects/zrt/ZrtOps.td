@@ -73,6 +73,12 @@ def Zrt_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getLiveHostBytesAttrName() {
       return ::llvm::StringLiteral("zrt.live_host_bytes");
     }
+    /// On an offloaded program: the device arena offset where zero-offload's
+    /// device staging starts, above the views zero-lower-to-runtime placed
+    /// (whose offsets it keeps); --check-memory adds the two tiers' peaks.
+    static constexpr ::llvm::StringLiteral getStagingBaseAttrName() {
+      return ::llvm::StringLiteral("zrt.staging_base");
+    }
     /// On a state buffer: the logical (unsharded, unpadded) tensor type.
     static constexpr ::llvm::StringLiteral getLogicalTypeAttrName() {
       return ::llvm::StringLiteral("zrt.logical_type");

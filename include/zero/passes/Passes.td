@@ -522,12 +522,15 @@ def ZeroLowerToRuntime : Pass<"zero-lower-to-runtime", "::mlir::ModuleOp"> {
       `input` and `output` buffers;
     * every transient tensor gets a view into one arena at an offset from a
       liveness-based best-fit planner: buffers are placed largest first, each
-      in the smallest gap left by buffers whose lifetimes overlap its own.
+      in the smallest gap left by buffers whose lifetimes overlap its own (a
+      buffer lives from the first instruction that names it to the last, or
+      to the wait for the last collective that uses it).
       The program records the arena size, again as `zrt.planned_arena` (the
       plan apart from the header the runtime allocates by, which
       `zero-run --check-memory` holds the measured writes against), and the
       largest sum of live bytes (`zrt.live_bytes`), the lower bound no
-      placement can beat;
+      placement can beat (`--check-memory` derives its own from the
+      instructions);
     * reshapes, the logical prefix of a padded all-gather and the members of
       an unpacked bucket are `zrt.view`s (no copy); packing into rank-major
       buckets and padding a reduce-scatter input are explicit copies and

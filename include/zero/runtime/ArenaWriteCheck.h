@@ -62,7 +62,7 @@ struct ArenaPrediction {
 };
 
 /// How far above the bytes live at once a placement may reach. The worst
-/// of the suite's programs is 1.108 (gpt2-tiny on a 2x2 mesh with hpZ and
+/// of the suite's programs is 1.100 (gpt2-tiny on a 2x2 mesh with hpZ and
 /// qgZ; docs/runtime.md, "What is measured"), where the lower bound is not
 /// reachable by the planner's orders; a placement that wastes 15 % more
 /// than it needs fails (test/e2e/check-memory.test).

@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <map>
@@ -40,7 +41,6 @@ namespace {
 /// ends included: to its last use in program order (`lastUse`), and to the
 /// instruction that orders the compute stream after that use (`end`).
 struct LiveView {
-  zrt::ArenaViewOp view;
   int64_t offset = 0, bytes = 0, begin = 0, lastUse = 0, end = 0;
 };
 
@@ -117,23 +117,14 @@ private:
       computeLearns;
 };
 
-int64_t alignUp(int64_t bytes, int64_t alignment) {
-  return alignment > 1 ? (bytes + alignment - 1) / alignment * alignment
-                       : bytes;
-}
-
 /// The live views of one body, by space (device first).
 std::pair<std::vector<LiveView>, std::vector<LiveView>>
 liveViews(zrt::StepOp step, mlir::StringAttr compute) {
   BodyOrder order(step, compute);
   std::vector<LiveView> device, host;
   for (auto view : step.getBody().front().getOps<zrt::ArenaViewOp>()) {
-    LiveView live{view,
-                  static_cast<int64_t>(view.getOffset()),
-                  view.getSizeInBytes(),
-                  order.size(),
-                  -1,
-                  -1};
+    LiveView live{static_cast<int64_t>(view.getOffset()), view.getSizeInBytes(),
+                  order.size(), -1, -1};
     llvm::SmallVector<mlir::Value> values{view.getResult()};
     while (!values.empty()) {
       mlir::Value value = values.pop_back_val();
@@ -171,8 +162,9 @@ int64_t peakLiveBytes(const std::vector<LiveView> &views, Until until,
                       int64_t alignment) {
   std::map<int64_t, int64_t> change;
   for (const LiveView &view : views) {
-    change[view.begin] += alignUp(view.bytes, alignment);
-    change[endOf(view, until) + 1] -= alignUp(view.bytes, alignment);
+    int64_t bytes = llvm::alignTo(view.bytes, alignment);
+    change[view.begin] += bytes;
+    change[endOf(view, until) + 1] -= bytes;
   }
   int64_t live = 0, peak = 0;
   for (auto [at, delta] : change)

@@ -262,15 +262,20 @@ public:
                        int events) override;
   absl::Status runBody(size_t body, const KernelContext &context) override;
   int64_t overheadBytes() const override { return overhead; }
+  absl::Status setProfile(StepProfile *profile) override;
 
 private:
   absl::StatusOr<cudaStream_t> getStream(int index);
-  absl::Status issueStep(const StepBody &instructions,
-                         const KernelContext &context);
+  absl::Status issueStep(size_t body, const KernelContext &context);
   absl::Status issue(const StepInstruction &instruction,
-                     const KernelContext &context);
+                     const KernelContext &context, cudaEvent_t begin);
   absl::Status enqueueCollective(const StepInstruction &instruction,
-                                 cudaStream_t stream);
+                                 cudaStream_t stream, cudaEvent_t begin);
+  /// With a profile: the timing events of body `body`'s instructions,
+  /// created on its first profiled run.
+  absl::Status prepareProfile(size_t body);
+  /// With a profile, after body `body` ran: an event per timed instruction.
+  absl::Status collectProfile(size_t body, const KernelContext &context);
   /// Captures body `body` as a CUDA graph (one per body).
   absl::Status captureStep(size_t body, const KernelContext &context);
   /// The traffic of the collectives issued since the last call, moved to
@@ -315,6 +320,14 @@ private:
   };
   std::vector<CapturedBody> captured;
   int64_t overhead = 0;
+  /// --profile: where the events go, and per body a begin and an end event
+  /// for each launch, copy and collective (null for records and waits),
+  /// timed against `profileOrigin`, recorded on the compute stream when
+  /// the host clock read `profileOriginNs`.
+  StepProfile *profile = nullptr;
+  std::vector<std::vector<std::pair<cudaEvent_t, cudaEvent_t>>> timing;
+  cudaEvent_t profileOrigin = nullptr;
+  int64_t profileOriginNs = 0;
   /// The first failure of a host kernel, which runs as a host function on
   /// its stream where no status can be returned; runBody reports it.
   std::shared_ptr<HostKernelErrors> hostErrors =
@@ -334,6 +347,14 @@ CudaBackend::~CudaBackend() {
     cudaEventDestroy(event);
   for (cudaEvent_t event : joinEvents)
     cudaEventDestroy(event);
+  for (auto &body : timing)
+    for (auto [begin, end] : body)
+      if (begin) {
+        cudaEventDestroy(begin);
+        cudaEventDestroy(end);
+      }
+  if (profileOrigin)
+    cudaEventDestroy(profileOrigin);
   if (forkEvent)
     cudaEventDestroy(forkEvent);
   if (collectiveOrder)
@@ -536,9 +557,14 @@ absl::Status CudaBackend::prepare(const std::vector<StepBody> &steps,
 }
 
 absl::Status CudaBackend::issue(const StepInstruction &instruction,
-                                const KernelContext &context) {
+                                const KernelContext &context,
+                                cudaEvent_t begin) {
   using Kind = StepInstruction::Kind;
   cudaStream_t stream = streams[instruction.stream];
+  // A collective's time starts once it is ordered after the previous one.
+  if (begin && !instruction.isCollective())
+    ZERO_RETURN_IF_ERROR(
+        cudaCheck(cudaEventRecord(begin, stream), "cudaEventRecord"));
   switch (instruction.kind) {
   case Kind::launch:
     return instruction.kernel(instruction.ins, instruction.outs, context);
@@ -556,12 +582,13 @@ absl::Status CudaBackend::issue(const StepInstruction &instruction,
     return cudaCheck(cudaStreamWaitEvent(stream, events[instruction.event], 0),
                      "cudaStreamWaitEvent");
   default:
-    return enqueueCollective(instruction, stream);
+    return enqueueCollective(instruction, stream, begin);
   }
 }
 
 absl::Status CudaBackend::enqueueCollective(const StepInstruction &instruction,
-                                            cudaStream_t stream) {
+                                            cudaStream_t stream,
+                                            cudaEvent_t begin) {
   // Every rank issues the collectives in program order, but two streams may
   // run them in either order, and two ranks running them in different orders
   // deadlock NCCL. A collective therefore waits for the previous one when
@@ -570,13 +597,16 @@ absl::Status CudaBackend::enqueueCollective(const StepInstruction &instruction,
     ZERO_RETURN_IF_ERROR(
         cudaCheck(cudaStreamWaitEvent(stream, collectiveOrder, 0),
                   "cudaStreamWaitEvent"));
+  if (begin)
+    ZERO_RETURN_IF_ERROR(
+        cudaCheck(cudaEventRecord(begin, stream), "cudaEventRecord"));
   ZERO_RETURN_IF_ERROR(collectives->enqueue(instruction, stream));
   lastCollectiveStream = instruction.stream;
   return cudaCheck(cudaEventRecord(collectiveOrder, stream), "cudaEventRecord");
 }
 
-absl::Status CudaBackend::issueStep(const StepBody &instructions,
-                                    const KernelContext &context) {
+absl::Status CudaBackend::issueStep(size_t body, const KernelContext &context) {
+  const StepBody &instructions = (*bodies)[body];
   cudaStream_t compute = streams[0];
   lastCollectiveStream = -1;
   ZERO_RETURN_IF_ERROR(
@@ -585,9 +615,18 @@ absl::Status CudaBackend::issueStep(const StepBody &instructions,
     ZERO_RETURN_IF_ERROR(
         cudaCheck(cudaStreamWaitEvent(streams[index], forkEvent, 0),
                   "cudaStreamWaitEvent"));
+  const std::vector<std::pair<cudaEvent_t, cudaEvent_t>> *timed =
+      profile && body < timing.size() && !timing[body].empty() ? &timing[body]
+                                                               : nullptr;
   for (size_t index = 0; index < instructions.size(); ++index) {
     const StepInstruction &instruction = instructions[index];
-    if (absl::Status status = issue(instruction, context); !status.ok())
+    auto [begin, end] =
+        timed ? (*timed)[index] : std::pair<cudaEvent_t, cudaEvent_t>{};
+    absl::Status status = issue(instruction, context, begin);
+    if (status.ok() && end)
+      status = cudaCheck(cudaEventRecord(end, streams[instruction.stream]),
+                         "cudaEventRecord");
+    if (!status.ok())
       return absl::Status(status.code(),
                           absl::StrCat("step ", context.step, ", instruction ",
                                        index, " (", instruction.label,
@@ -619,7 +658,7 @@ absl::Status CudaBackend::captureStep(size_t body,
   ZERO_RETURN_IF_ERROR(cudaCheck(
       cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal),
       "cudaStreamBeginCapture"));
-  absl::Status issued = issueStep((*bodies)[body], context);
+  absl::Status issued = issueStep(body, context);
   // End the capture whatever happened, so that the stream is usable again.
   cudaError_t ended = cudaStreamEndCapture(compute, &capture.graph);
   if (!issued.ok())
@@ -655,7 +694,13 @@ absl::Status CudaBackend::runBody(size_t body, const KernelContext &context) {
                   "launching the step's CUDA graph"));
     hostComm.addTraffic(captured[body].traffic);
   } else {
-    ZERO_RETURN_IF_ERROR(issueStep((*bodies)[body], deviceContext));
+    if (profile) {
+      ZERO_RETURN_IF_ERROR(prepareProfile(body));
+      profileOriginNs = StepProfile::nowNs();
+      ZERO_RETURN_IF_ERROR(cudaCheck(cudaEventRecord(profileOrigin, compute),
+                                     "cudaEventRecord"));
+    }
+    ZERO_RETURN_IF_ERROR(issueStep(body, deviceContext));
     moveTraffic();
   }
   // Also keeps the pinned step number alive until its copy has run.
@@ -664,6 +709,66 @@ absl::Status CudaBackend::runBody(size_t body, const KernelContext &context) {
   if (absl::Status status = hostErrors->take(); !status.ok())
     return absl::Status(status.code(), absl::StrCat("step ", context.step, ": ",
                                                     status.message()));
+  if (profile && !options.cudaGraph)
+    return collectProfile(body, context);
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::setProfile(StepProfile *newProfile) {
+  if (newProfile && options.cudaGraph)
+    return absl::InvalidArgumentError(
+        "--profile times each instruction as it is issued, which a CUDA "
+        "graph replays as one launch: profile without --cuda-graph");
+  profile = newProfile;
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::prepareProfile(size_t body) {
+  if (!profileOrigin)
+    ZERO_RETURN_IF_ERROR(
+        cudaCheck(cudaEventCreateWithFlags(&profileOrigin, cudaEventDefault),
+                  "cudaEventCreate"));
+  timing.resize(bodies->size());
+  if (!timing[body].empty())
+    return absl::OkStatus();
+  using Kind = StepInstruction::Kind;
+  for (const StepInstruction &instruction : (*bodies)[body]) {
+    std::pair<cudaEvent_t, cudaEvent_t> &pair = timing[body].emplace_back();
+    if (instruction.kind == Kind::record || instruction.kind == Kind::wait)
+      continue;
+    for (cudaEvent_t *event : {&pair.first, &pair.second})
+      ZERO_RETURN_IF_ERROR(
+          cudaCheck(cudaEventCreateWithFlags(event, cudaEventDefault),
+                    "cudaEventCreate"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::collectProfile(size_t body,
+                                         const KernelContext &context) {
+  // runBody synchronized the compute stream, which joined every other
+  // stream: every event has completed.
+  const StepBody &instructions = (*bodies)[body];
+  for (size_t index = 0; index < instructions.size(); ++index) {
+    auto [begin, end] = timing[body][index];
+    if (!begin)
+      continue;
+    float beginMs = 0, endMs = 0;
+    ZERO_RETURN_IF_ERROR(
+        cudaCheck(cudaEventElapsedTime(&beginMs, profileOrigin, begin),
+                  "timing an instruction"));
+    ZERO_RETURN_IF_ERROR(
+        cudaCheck(cudaEventElapsedTime(&endMs, profileOrigin, end),
+                  "timing an instruction"));
+    ProfileEvent event;
+    event.body = static_cast<int64_t>(body);
+    event.instruction = static_cast<int64_t>(index);
+    event.stream = instructions[index].stream;
+    event.step = context.step;
+    event.beginNs = profileOriginNs + static_cast<int64_t>(beginMs * 1e6);
+    event.endNs = profileOriginNs + static_cast<int64_t>(endMs * 1e6);
+    profile->add(event);
+  }
   return absl::OkStatus();
 }
 

@@ -11,7 +11,6 @@
 
 #include "RunCompile.h"
 #include "RunMetrics.h"
-#include "RunProfile.h"
 
 #include "zero/dialects/dist/DistDialect.h"
 #include "zero/dialects/train/TrainDialect.h"
@@ -19,6 +18,7 @@
 #include "zero/dialects/zrt/ZrtDialect.h"
 #include "zero/dialects/zrt/ZrtOps.h"
 #include "zero/frontend/CompiledGraph.h"
+#include "zero/frontend/Profile.h"
 #include "zero/passes/PipelineOptions.h"
 #include "zero/runtime/BackendSelection.h"
 #include "zero/runtime/Checkpoint.h"
@@ -218,8 +218,20 @@ static cl::opt<std::string>
 static cl::opt<std::string> profileFlag(
     "profile",
     cl::desc("Write every rank's measured instruction timeline to this file "
-             "as a Chrome trace (chrome://tracing, ui.perfetto.dev); CPU "
-             "backend"),
+             "as a Chrome trace (chrome://tracing, ui.perfetto.dev); on "
+             "--backend cuda timed by CUDA events, without --cuda-graph"),
+    cl::cat(runCategory));
+static cl::opt<std::string> profileTableFlag(
+    "profile-table",
+    cl::desc("Write rank 0's timed instructions beside the machine model's "
+             "predicted time of each, by instruction, kernel family and "
+             "stream, to this file (JSON where it ends in .json, else "
+             "Markdown); steps after the first"),
+    cl::cat(runCategory));
+static cl::opt<std::string> profileMachineFlag(
+    "profile-machine",
+    cl::desc("The machine --profile-table predicts on: a preset or a machine "
+             "file (default: cpu, or h100-nvlink-8 on the CUDA backends)"),
     cl::cat(runCategory));
 static cl::opt<double> timeoutFlag(
     "timeout",
@@ -427,11 +439,15 @@ int main(int argc, char **argv) {
             OptionSpelling::commandLine()))
       failEarly(*error);
   }
-  if (!profileFlag.empty() && backendFlag != "cpu")
-    failEarly(absl::StrCat("--profile times the CPU backend's instructions; "
-                           "with --backend ",
-                           backendFlag.getValue(),
-                           " use Nsight Systems (nsys profile zero-run ...)"));
+  bool profiling = !profileFlag.empty() || !profileTableFlag.empty();
+  if (profiling && cudaGraphFlag)
+    failEarly(
+        "--profile and --profile-table time each instruction as it is "
+        "issued, which a CUDA graph replays as one launch: drop "
+        "--cuda-graph (or use Nsight Systems: nsys profile zero-run ...)");
+  if (profileMachineFlag.getNumOccurrences() && profileTableFlag.empty())
+    failEarly("--profile-machine is the machine of --profile-table; give "
+              "--profile-table too");
   checkBackendFlags();
   // Checked before launching ranks, so that the message is said once.
   for (const std::string &path :
@@ -619,10 +635,23 @@ int main(int argc, char **argv) {
         "");
   };
   StepProfile profile;
-  if (!profileFlag.empty())
+  frontend::ProfileOutputs profileOutputs;
+  profileOutputs.trace = profileFlag;
+  profileOutputs.table = profileTableFlag;
+  profileOutputs.machine =
+      !profileMachineFlag.empty() ? profileMachineFlag.getValue()
+      : backendFlag == "cpu"      ? std::string("cpu")
+                                  : std::string(getDefaultMachine("cuda"));
+  profileOutputs.firstStep = firstStep + 1;
+  if (profiling) {
+    if (absl::Status status =
+            frontend::checkProfileOutputs(*program, profileOutputs);
+        !status.ok())
+      fail(comm, status);
     if (absl::Status status = (*executor)->backend().setProfile(&profile);
         !status.ok())
       fail(comm, status);
+  }
   comm.resetTraffic();
   size_t axes = (*executor)->grid().size();
   if (axes > 1)
@@ -664,10 +693,10 @@ int main(int argc, char **argv) {
       fail(comm, writes.status());
     metrics.writes = *writes;
   }
-  if (!profileFlag.empty()) {
+  if (profiling) {
     (void)(*executor)->backend().setProfile(nullptr);
-    if (absl::Status status =
-            writeProfile(comm, **executor, profile.takeEvents(), profileFlag);
+    if (absl::Status status = frontend::writeProfile(
+            comm, **executor, *program, profile.takeEvents(), profileOutputs);
         !status.ok())
       fail(comm, status);
   }

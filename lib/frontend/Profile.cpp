@@ -1,9 +1,15 @@
-//===- RunProfile.cpp - zero-run --profile: a Chrome trace of the step ----===//
+//===- Profile.cpp - A run's measured step, as a trace and a table --------===//
 
-#include "RunProfile.h"
+#include "zero/frontend/Profile.h"
 
-#include "absl/strings/str_cat.h"
+#include "zero/analysis/MachineModel.h"
+#include "zero/analysis/ProfileTable.h"
+#include "zero/analysis/StepSimulation.h"
 #include "zero/support/Status.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -12,6 +18,7 @@
 #include <algorithm>
 #include <limits>
 
+using namespace zero;
 using namespace zero::rt;
 
 namespace {
@@ -46,12 +53,9 @@ std::string category(const StepInstruction &instruction) {
   }
 }
 
-} // namespace
-
-absl::Status zero::rt::writeProfile(Communicator &comm,
-                                    const Executor &executor,
-                                    std::vector<ProfileEvent> events,
-                                    const std::string &path) {
+absl::Status writeTrace(Communicator &comm, const Executor &executor,
+                        const std::vector<ProfileEvent> &events,
+                        const std::string &path) {
   // Ranks may have timed different numbers of instructions: pad to the
   // largest count, rows of -1 are padding.
   int64_t count = static_cast<int64_t>(events.size()), most = 0;
@@ -121,4 +125,78 @@ absl::Status zero::rt::writeProfile(Communicator &comm,
                                  {"displayTimeUnit", "ms"}}));
   os << "\n";
   return absl::OkStatus();
+}
+
+/// The prediction the table is held against, or why there is none.
+absl::StatusOr<StepPrediction>
+predict(zrt::ProgramOp program, const frontend::ProfileOutputs &outputs) {
+  std::string diagnostic;
+  mlir::ScopedDiagnosticHandler capture(
+      program.getContext(), [&](mlir::Diagnostic &d) {
+        absl::StrAppend(&diagnostic, diagnostic.empty() ? "" : "; ", d.str());
+        return mlir::success();
+      });
+  mlir::FailureOr<MachineModel> machine =
+      loadMachineModel(outputs.machine, program.getLoc());
+  if (mlir::failed(machine))
+    return absl::InvalidArgumentError(
+        absl::StrCat("--profile-machine: ", diagnostic));
+  mlir::FailureOr<StepPrediction> prediction =
+      simulateProgram(program, *machine);
+  if (mlir::failed(prediction))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--profile-table cannot predict the step on machine '", outputs.machine,
+        "': ", diagnostic, " (name another with --profile-machine)"));
+  return std::move(*prediction);
+}
+
+/// Rank 0's table: its own events against the prediction on `outputs`'
+/// machine.
+absl::Status writeTable(zrt::ProgramOp program,
+                        const std::vector<ProfileEvent> &events,
+                        const frontend::ProfileOutputs &outputs) {
+  ZERO_ASSIGN_OR_RETURN(StepPrediction prediction, predict(program, outputs));
+  std::vector<MeasuredSlice> slices;
+  slices.reserve(events.size());
+  for (const ProfileEvent &event : events)
+    slices.push_back({event.body, event.instruction, event.step,
+                      static_cast<double>(event.beginNs) * 1e-9,
+                      static_cast<double>(event.endNs) * 1e-9});
+  llvm::Expected<ProfileTable> table =
+      buildProfileTable(program, prediction, slices, outputs.firstStep);
+  if (!table)
+    return absl::InternalError(
+        absl::StrCat("--profile-table: ", llvm::toString(table.takeError())));
+  std::error_code error;
+  llvm::raw_fd_ostream os(outputs.table, error, llvm::sys::fs::OF_Text);
+  if (error)
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot write ", outputs.table, ": ", error.message()));
+  if (absl::EndsWith(outputs.table, ".json"))
+    os << llvm::formatv("{0:2}", llvm::json::Value(profileTableToJson(*table)))
+       << "\n";
+  else
+    printProfileTable(*table, os);
+  return absl::OkStatus();
+}
+
+} // namespace
+
+absl::Status frontend::writeProfile(Communicator &comm,
+                                    const Executor &executor,
+                                    zrt::ProgramOp program,
+                                    std::vector<ProfileEvent> events,
+                                    const ProfileOutputs &outputs) {
+  if (!outputs.trace.empty())
+    ZERO_RETURN_IF_ERROR(writeTrace(comm, executor, events, outputs.trace));
+  if (!outputs.table.empty() && comm.rank() == 0)
+    ZERO_RETURN_IF_ERROR(writeTable(program, events, outputs));
+  return absl::OkStatus();
+}
+
+absl::Status frontend::checkProfileOutputs(zrt::ProgramOp program,
+                                           const ProfileOutputs &outputs) {
+  if (outputs.table.empty())
+    return absl::OkStatus();
+  return predict(program, outputs).status();
 }

@@ -22,17 +22,23 @@
 #   kernel-memcheck     40   20  the same under compute-sanitizer's memcheck:
 #                                an access outside an allocation fails it,
 #                                even one whose result was right
-#   e2e-n1              45   20  zero-run --backend cuda against the CPU backend
+#   e2e-n1              40   20  zero-run --backend cuda against the CPU backend
 #                                per step, stages 0-3, N = 1, on GPT-2 tiny and
 #                                mini; memory and traffic against the report
-#   e2e-host-staged     45   20  the same on --backend cuda-host-staged, N = 2
+#   e2e-host-staged     40   20  the same on --backend cuda-host-staged, N = 2
 #                                sharing the GPU; stages 0-3 bitwise equal
-#   e2e-graph           40   15  --cuda-graph against eager, bitwise
+#   e2e-graph           35   15  --cuda-graph against eager, bitwise
 #   bench-adamw         20   10  zero-bench-adamw (fused AdamW GB/s)
 #   gpu-gpt2           105   45  bench/gpu_gpt2.sh, short: GPT-2 124M bf16 stage
 #                                0 eager and --cuda-graph, stage 3 (step time,
 #                                MFU, state and arena against the plan), mini's
 #                                host overhead with and without --cuda-graph
+#   gpu-profile         40   20  gpt2_train --profile --profile-table: GPT-2
+#                                124M bf16, stage 0, 4 steps, every instruction
+#                                timed by CUDA events beside the machine model's
+#                                prediction (the GPU's preset); the trace and
+#                                the table into $OUT, the table's head into
+#                                the summary
 #   e2e-mesh            40   20  --backend cuda-host-staged, N = 4 sharing the
 #                                GPU on a 2x2 mesh, stage 3: hybrid, and full
 #                                2-D with hpZ, int8 qwZ and int4 qgZ, against
@@ -43,23 +49,25 @@
 #                                GPU needed, so it also runs in a dry run; CI
 #                                runs it anyway, hence last)
 #
-# 445 s of limits, plus 5 s of kill grace for each of the 10 parts, 10 s for
-# unpacking and 5 s kept for the summary: 510 s of the 540 s deadline
+# 470 s of limits, plus 5 s of kill grace for each of the 11 parts, 10 s for
+# unpacking and 5 s kept for the summary: 540 s of the 540 s deadline
 # (--budget prints this sum and exits 2 above 540 s, as every run does).
 # Each part gets min(its limit, the time left less its kill grace and the
 # summary's reserve); a part that would get less than its minimum is not
 # started but reported "skipped: out of time" with the seconds left, and a
 # later part with a smaller minimum may still run. Without a GPU (or without
-# CUDA's libraries) the nine GPU parts are reported skipped with the reason:
+# CUDA's libraries) the ten GPU parts are reported skipped with the reason:
 # the dry run CI makes (test/tools/gpu-check-dry.test), where sim-tests runs.
 #
 # ZERO_GPU_CHECK_PARTS="NAME ..." runs only those parts (a rerun).
 #
-# Writes to $OUT (default ./gpu-check-out), at most 8 files: summary.md (the
+# Writes to $OUT (default ./gpu-check-out) at most 7 files: summary.md (the
 # parts and the benchmark tables, rewritten after every part, so that it
-# holds what finished even if the check is killed from outside) and one log
-# per part, the e2e parts sharing e2e.log and the kernel parts
-# kernel-tests.log. Exits 1 when a part failed or was
+# holds what finished even if the check is killed from outside), one log per
+# kind of part (the e2e parts sharing e2e.log, the kernel parts
+# kernel-tests.log, the benchmarks and the profile bench.log), and
+# gpu-profile's gpt2-124m-profile.md and gpt2-124m-trace.json: 7 files, one
+# left for the caller's console log. Exits 1 when a part failed or was
 # cut off, 2 when it could not start, 0 otherwise (skips included).
 set -uo pipefail
 
@@ -100,11 +108,12 @@ grace=5
 parts=(
   "kernel-tests        45     15       gpu"
   "kernel-memcheck     40     20       gpu"
-  "e2e-n1              45     20       gpu"
-  "e2e-host-staged     45     20       gpu"
-  "e2e-graph           40     15       gpu"
+  "e2e-n1              40     20       gpu"
+  "e2e-host-staged     40     20       gpu"
+  "e2e-graph           35     15       gpu"
   "bench-adamw         20     10       gpu"
   "gpu-gpt2            105    45       gpu"
+  "gpu-profile         40     20       gpu"
   "e2e-mesh            40     20       gpu"
   "e2e-offload         35     15       gpu"
   "sim-tests           30     10       cpu"
@@ -239,6 +248,15 @@ fi
 echo >>"$head_md"
 cat "$head_md"
 
+# The machine model the profile is held against: the preset of this GPU.
+case "$gpus" in
+*H200*) profile_machine=h200-nvlink-8 ;;
+*A100*80GB*) profile_machine=a100-80gb-nvlink-8 ;;
+*A100*) profile_machine=a100-40gb-nvlink-8 ;;
+*H100*NVL* | *H100*96*) profile_machine=h100-96gb-nvlink-8 ;;
+*) profile_machine=h100-nvlink-8 ;;
+esac
+
 skip_reason=""
 if [ -z "$gpus" ]; then
   skip_reason="no GPU on this machine"
@@ -269,6 +287,14 @@ write_summary() {
         grep -E '^(\||#)' "$scratch/$name.out"
       fi
     done
+    # The profile's summary and kernel families (the whole table and the
+    # trace are files of their own).
+    if [ -s "$out/gpt2-124m-profile.md" ]; then
+      echo
+      echo "## gpu-profile ($profile_machine)"
+      echo
+      sed -n '3,/^## By stream/p' "$out/gpt2-124m-profile.md" | sed '$d'
+    fi
   } >"$summary"
 }
 
@@ -303,6 +329,13 @@ command_of() {
     command=(env OUT="$scratch/gpt2-runs" SIZES=124M STAGES="0 3" STEPS=8
       STAGED_SIZES= MINI_STEPS=100 RUN_TIMEOUT=60 bash "$share/bench/gpu_gpt2.sh" "$bench_root")
     ;;
+  gpu-profile)
+    command=("$bench_root/bin/gpt2_train" --size 124M --stage 0 --precision bf16
+      --backend cuda --steps 4 --log-every 0
+      --profile "$out/gpt2-124m-trace.json"
+      --profile-table "$out/gpt2-124m-profile.md"
+      --profile-machine "$profile_machine")
+    ;;
   sim-tests) command=(env ZERO_SRC_ROOT="$share" "$sim_tests" --gtest_brief=1) ;;
   *)
     echo "gpu-check: no command for part $1" >&2
@@ -312,6 +345,7 @@ command_of() {
   case $1 in
   e2e-*) log="$out/e2e.log" ;;
   kernel-*) log="$out/kernel-tests.log" ;;
+  bench-adamw | gpu-gpt2 | gpu-profile) log="$out/bench.log" ;;
   esac
 }
 
@@ -388,7 +422,7 @@ for entry in "${parts[@]}"; do
     for run_log in "$scratch"/gpt2-runs/*.log; do
       echo "=== $(basename "$run_log")"
       cat "$run_log"
-    done >>"$out/gpu-gpt2.log" 2>/dev/null
+    done >>"$out/bench.log" 2>/dev/null
   fi
 done
 

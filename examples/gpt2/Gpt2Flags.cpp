@@ -75,6 +75,8 @@ const char *kUsage =
     "                  [--resume D]\n"
     "                  [--backend cpu|cuda|cuda-host-staged] [--cuda-graph]\n"
     "                  [--peak-tflops T]\n"
+    "                  [--profile TRACE.json] [--profile-table TABLE.md|.json\n"
+    "                   [--profile-machine PRESET|FILE.json]]\n"
     "\n"
     "Trains GPT-2 on byte-level tokens of a text corpus with ZeRO stage\n"
     "0-3 on N ranks (docs/frontend.md): CPU ranks by default, or GPU ranks\n"
@@ -195,6 +197,9 @@ Flags parseFlags(int argc, char **argv) {
                                           "--clip",
                                           "--log-every",
                                           "--losses-out",
+                                          "--profile",
+                                          "--profile-table",
+                                          "--profile-machine",
                                           "--data",
                                           "--save-step",
                                           "--backend",
@@ -352,6 +357,12 @@ Flags parseFlags(int argc, char **argv) {
             absl::StrCat("--log-every must not be negative, got ", valueText));
     } else if (flag == "--losses-out") {
       flags.lossesOut = valueText;
+    } else if (flag == "--profile") {
+      flags.profile = valueText;
+    } else if (flag == "--profile-table") {
+      flags.profileTable = valueText;
+    } else if (flag == "--profile-machine") {
+      flags.profileMachine = valueText;
     } else if (flag == "--data") {
       flags.data = valueText;
     } else if (flag == "--save-step") {
@@ -411,6 +422,14 @@ Flags parseFlags(int argc, char **argv) {
   if (std::optional<std::string> error = zero::findZeroOptionsError(
           sharding, !flags.mesh.empty(), zero::OptionSpelling::commandLine()))
     usage(*error);
+  if ((!flags.profile.empty() || !flags.profileTable.empty()) &&
+      flags.cudaGraph)
+    usage("--profile and --profile-table time each instruction as it is "
+          "issued, which a CUDA graph replays as one launch: drop "
+          "--cuda-graph");
+  if (!flags.profileMachine.empty() && flags.profileTable.empty())
+    usage("--profile-machine is the machine of --profile-table; give "
+          "--profile-table too");
   if (flags.machine.empty() && flags.mesh.empty())
     flags.machine = zero::rt::getDefaultMachine(flags.backend);
   return flags;

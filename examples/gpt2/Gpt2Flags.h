@@ -94,6 +94,11 @@ struct Flags {
   /// --peak-tflops: the per-GPU peak MFU is measured against; 0: from the
   /// device name (H100, H200), or no MFU.
   double peakTflops = 0;
+  /// --profile, --profile-table, --profile-machine: as zero-run's flags of
+  /// the same names (docs/runtime.md, "Profiles").
+  std::string profile;
+  std::string profileTable;
+  std::string profileMachine;
 };
 
 /// Parses and checks the command line; a bad one ends the program with the

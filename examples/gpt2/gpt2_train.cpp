@@ -20,6 +20,7 @@
 #include "zero/frontend/CompiledGraph.h"
 #include "zero/frontend/Graph.h"
 #include "zero/frontend/Layers.h"
+#include "zero/frontend/Profile.h"
 
 #include "Gpt2Flags.h"
 #include "zero/runtime/ArenaWriteCheck.h"
@@ -571,6 +572,29 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
                                    ": cannot open the file for writing")));
   }
 
+  // --profile, --profile-table: the steps' instructions as the backend
+  // timed them (zero/frontend/Profile.h).
+  zero::zrt::ProgramOp program =
+      *compiled->module(Form::program).getOps<zero::zrt::ProgramOp>().begin();
+  zero::rt::StepProfile profile;
+  zero::frontend::ProfileOutputs profileOutputs;
+  profileOutputs.trace = flags.profile;
+  profileOutputs.table = flags.profileTable;
+  profileOutputs.machine = !flags.profileMachine.empty() ? flags.profileMachine
+                           : flags.backend == "cpu"      ? std::string("cpu")
+                                                         : flags.machine;
+  profileOutputs.firstStep = firstStep + 1;
+  bool profiling = !flags.profile.empty() || !flags.profileTable.empty();
+  if (profiling) {
+    if (absl::Status status =
+            zero::frontend::checkProfileOutputs(program, profileOutputs);
+        !status.ok())
+      fail(&comm, status);
+    if (absl::Status status = executionBackend.setProfile(&profile);
+        !status.ok())
+      fail(&comm, status);
+  }
+
   comm.resetTraffic();
   std::map<std::string, zero::TrafficCount> firstStepTraffic;
   std::vector<float> losses;
@@ -626,6 +650,19 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
   if (!flags.checkpointDir.empty() && firstStep > flags.steps)
     saveCheckpoint();
   finishPending();
+  if (profiling) {
+    (void)executionBackend.setProfile(nullptr);
+    if (absl::Status status =
+            zero::frontend::writeProfile(comm, (*trainer)->executor(), program,
+                                         profile.takeEvents(), profileOutputs);
+        !status.ok())
+      fail(&comm, status);
+    if (leader)
+      std::printf("profile: %s%s%s\n", flags.profile.c_str(),
+                  flags.profile.empty() || flags.profileTable.empty() ? ""
+                                                                      : ", ",
+                  flags.profileTable.c_str());
+  }
   if (flags.checkMemory) {
     absl::StatusOr<std::pair<zero::rt::ArenaWrites, zero::rt::ArenaWrites>>
         writes = (*trainer)->executor().measureArenaWrites();

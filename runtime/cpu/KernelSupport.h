@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -125,6 +126,35 @@ inline float sumFixed(const float *x, int64_t n) {
     tail += x[i];
   return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
          ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7])) + tail;
+}
+
+/// Rows a column reduction adds per chunk. A reduction over the leading
+/// dimensions of a row-major tensor (a bias gradient: [rows, features] to
+/// [features]) sums each column in chunks of this many rows, each chunk from
+/// zero, then the chunks' sums in order: an order that a GPU parallelizes
+/// over chunks and columns (runtime/cuda/Shape.cu) and the CPU kernel
+/// repeats bit for bit. It depends on the shape alone.
+constexpr int64_t kReduceChunkRows = 64;
+
+/// Whether reducing `dims` of `shape` reduces leading dimensions only
+/// (unit dimensions aside) over more than one chunk of rows: the input is
+/// then [reduced, kept] row-major.
+inline bool isChunkedColumnReduction(absl::Span<const int64_t> shape,
+                                     absl::Span<const int64_t> dims) {
+  bool seenKept = false;
+  int64_t reduced = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1)
+      continue;
+    bool dropped = std::find(dims.begin(), dims.end(),
+                             static_cast<int64_t>(d)) != dims.end();
+    if (dropped && seenKept)
+      return false;
+    seenKept |= !dropped;
+    if (dropped)
+      reduced *= shape[d];
+  }
+  return seenKept && reduced > kReduceChunkRows;
 }
 
 /// Sum of x[i] * y[i] in the same fixed order.

@@ -190,6 +190,37 @@ absl::StatusOr<KernelFn> bindReduce(const BindRequest &request) {
   float divisor = mean ? static_cast<float>(reduced) : 1.0f;
   std::vector<Run> runs = collapseRuns(in.shape, dims);
   DType inType = in.dtype, outType = out.dtype;
+  if (isChunkedColumnReduction(in.shape, dims)) {
+    // [reduced, outCount]: each column summed over chunks of rows, each
+    // chunk from zero, then the chunks in order (the CUDA kernel's order).
+    return KernelFn([=, acc = std::vector<float>(outCount),
+                     chunk = std::vector<float>(outCount)](
+                        absl::Span<const void *const> ins,
+                        absl::Span<void *const> outs,
+                        const KernelContext &) mutable -> absl::Status {
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      float block[kBlock];
+      for (int64_t r0 = 0; r0 < reduced; r0 += kReduceChunkRows) {
+        int64_t rows = std::min(kReduceChunkRows, reduced - r0);
+        std::fill(chunk.begin(), chunk.end(), 0.0f);
+        for (int64_t r = r0; r < r0 + rows; ++r)
+          for (int64_t j0 = 0; j0 < outCount; j0 += kBlock) {
+            int64_t n = std::min(kBlock, outCount - j0);
+            const float *x =
+                viewFloats(ins[0], inType, r * outCount + j0, n, block);
+            for (int64_t j = 0; j < n; ++j)
+              chunk[j0 + j] += x[j];
+          }
+        for (int64_t j = 0; j < outCount; ++j)
+          acc[j] += chunk[j];
+      }
+      if (mean)
+        for (float &value : acc)
+          value /= divisor;
+      storeFloats(outs[0], outType, 0, outCount, acc.data());
+      return absl::OkStatus();
+    });
+  }
   return KernelFn([=, index = std::vector<int64_t>(runs.size()),
                    acc = std::vector<float>(outCount)](
                       absl::Span<const void *const> ins,

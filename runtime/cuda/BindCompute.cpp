@@ -362,13 +362,19 @@ absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &request,
     return request.invalid("padding_idx ", paddingIdx, " is not a row of the ",
                            vocabulary, "-row table");
   std::string name(request.name);
-  return KernelFn([=, padding = paddingIdx](Ins ins, Outs outs,
-                                            const KernelContext &) {
-    return launched(name, dev::launchEmbeddingGrad(ins[0], ins[1], outs[0],
-                                                   dyType, tableType, idType,
-                                                   count, vocabulary, features,
-                                                   padding, stream));
-  });
+  int64_t scratchBytes = 0;
+  ZERO_RETURN_IF_ERROR(launched(name, dev::getEmbeddingGradScratchBytes(
+                                          count, vocabulary, &scratchBytes)));
+  ZERO_ASSIGN_OR_RETURN(
+      std::shared_ptr<DeviceScratch> scratch,
+      DeviceScratch::allocate(name, std::max<int64_t>(scratchBytes, 1)));
+  return KernelFn(
+      [=, padding = paddingIdx](Ins ins, Outs outs, const KernelContext &) {
+        return launched(name, dev::launchEmbeddingGrad(
+                                  ins[0], ins[1], outs[0], dyType, tableType,
+                                  idType, count, vocabulary, features, padding,
+                                  scratch->as<void>(), stream));
+      });
 }
 
 namespace {

@@ -122,6 +122,19 @@ absl::StatusOr<KernelFn> bindReduce(const BindRequest &request,
   int64_t outCount = out.numElements();
   dev::Dt inType = dt(in.dtype), outType = dt(out.dtype);
   std::string name(request.name);
+  if (cpu::isChunkedColumnReduction(in.shape, dims)) {
+    int64_t chunks =
+        (reduced + cpu::kReduceChunkRows - 1) / cpu::kReduceChunkRows;
+    ZERO_ASSIGN_OR_RETURN(
+        std::shared_ptr<DeviceScratch> partials,
+        DeviceScratch::allocate(name, chunks * outCount * sizeof(float)));
+    return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
+      return launched(name, dev::launchColumnReduce(
+                                ins[0], inType, partials->as<float>(), outs[0],
+                                outType, reduced, outCount,
+                                cpu::kReduceChunkRows, divisor, stream));
+    });
+  }
   return KernelFn([=, kept = keptLayout, dropped = droppedLayout](
                       Ins ins, Outs outs, const KernelContext &) {
     return launched(name, dev::launchReduce(ins[0], inType, outs[0], outType,

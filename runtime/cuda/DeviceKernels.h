@@ -129,12 +129,19 @@ cudaError_t launchEmbedding(const void *table, const void *ids, void *out,
                             Dt type, Dt idType, int64_t count,
                             int64_t vocabulary, int64_t features,
                             cudaStream_t stream);
-/// `padding`: the row that gets no gradient (padding_idx), or -1.
+/// The device scratch launchEmbeddingGrad needs for `count` ids into a
+/// table of `vocabulary` rows, into `bytes`.
+cudaError_t getEmbeddingGradScratchBytes(int64_t count, int64_t vocabulary,
+                                         int64_t *bytes);
+/// `padding`: the row that gets no gradient (padding_idx), or -1. Sorts the
+/// positions by id (stable), then sums each id's rows in position order,
+/// as the CPU kernel does: bit for bit equal to it. `scratch` holds
+/// getEmbeddingGradScratchBytes's bytes.
 cudaError_t launchEmbeddingGrad(const void *dy, const void *ids, void *table,
                                 Dt dyType, Dt tableType, Dt idType,
                                 int64_t count, int64_t vocabulary,
                                 int64_t features, int64_t padding,
-                                cudaStream_t stream);
+                                void *scratch, cudaStream_t stream);
 /// `rowLoss` is scratch of `rows` floats.
 /// `divisor` is the count of the labels not ignored, on the device, for a
 /// loss that ignores label `ignored`; null (and `ignored` unread) for one
@@ -172,6 +179,16 @@ cudaError_t launchReduce(const void *x, Dt inType, void *y, Dt outType,
                          const Strided &kept, const Strided &dropped,
                          int64_t outCount, int64_t reduced, float divisor,
                          bool threadPerOutput, cudaStream_t stream);
+/// y[c] = sum over r of x[r * columns + c], divided by `divisor`: the
+/// reduction of a [rows, columns] row-major tensor over its rows (a bias
+/// gradient), in the CPU kernel's order (cpu::kReduceChunkRows): each column
+/// over chunks of `chunkRows` rows, a chunk from zero, into `partials`
+/// (ceil(rows / chunkRows) x columns floats), then the chunks in order.
+/// Two passes, parallel over chunks and columns; coalesced loads.
+cudaError_t launchColumnReduce(const void *x, Dt inType, float *partials,
+                               void *y, Dt outType, int64_t rows,
+                               int64_t columns, int64_t chunkRows,
+                               float divisor, cudaStream_t stream);
 /// y[i] = x[offset(i)] over the dims of `layout` (stride 0 broadcasts):
 /// expand and transpose.
 cudaError_t launchGather(const void *x, void *y, int64_t elementBytes,

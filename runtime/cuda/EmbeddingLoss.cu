@@ -10,6 +10,8 @@
 
 #include "DeviceCommon.cuh"
 
+#include <cub/device/device_radix_sort.cuh>
+
 namespace zero::cuda::dev {
 namespace {
 
@@ -33,38 +35,71 @@ __global__ void embeddingKernel(const void *table, const void *ids, void *out,
   }
 }
 
-/// One block per table row; the block walks all positions in order (the ids
-/// staged through shared memory) and sums the rows of those that name its
-/// row. The sum runs in position order from zero, so it matches the CPU
-/// kernel's bits, with no atomics and no sort. Cost: vocabulary x count id
-/// comparisons, cheap next to the matmuls around it at GPT-2 sizes.
-/// Row `padding` (-1: none) is written 0 without a scan, as PyTorch's
-/// padding_idx; the row is the block's, so the branch is uniform and its
-/// __syncthreads are reached by every thread or none.
-__global__ void embeddingGradKernel(const void *dy, const void *ids,
-                                    void *table, Dt dyType, Dt tableType,
-                                    Dt idType, int64_t count,
-                                    int64_t vocabulary, int64_t features,
-                                    int64_t padding) {
-  __shared__ int64_t staged[kThreads];
-  for (int64_t row = blockIdx.x; row < vocabulary; row += gridDim.x)
-    for (int64_t j0 = 0; j0 < features; j0 += kThreads) {
-      int64_t j = j0 + threadIdx.x;
-      float sum = 0.0f;
-      for (int64_t p0 = 0; row != padding && p0 < count; p0 += kThreads) {
-        __syncthreads(); // The previous chunk has been read.
-        if (p0 + threadIdx.x < count)
-          staged[threadIdx.x] = loadId(ids, idType, p0 + threadIdx.x);
-        __syncthreads();
-        int64_t n = count - p0 < kThreads ? count - p0 : kThreads;
-        if (j < features)
-          for (int64_t p = 0; p < n; ++p)
-            if (staged[p] == row)
-              sum += loadF(dy, dyType, (p0 + p) * features + j);
-      }
-      if (j < features)
-        storeF(table, tableType, row * features + j, sum);
+/// embedding_grad groups the positions by id first: the (id, position)
+/// pairs sorted by id with CUB's radix sort, which is stable, so each id's
+/// positions stay in position order. A bad id sorts last as the key
+/// `vocabulary` and is skipped. Then one block per sorted position that
+/// starts an id's run sums that run's gradient rows in position order, the
+/// first row as it is and the others added to it: the CPU kernel's order
+/// and bits. Rows no position names (and row `padding`) keep the zeros the
+/// table was cleared to.
+__global__ void embeddingGradKeys(const void *ids, Dt idType, int64_t count,
+                                  int64_t vocabulary, int32_t *keys,
+                                  int32_t *positions) {
+  for (int64_t p = globalThread(); p < count; p += globalStride()) {
+    int64_t id = loadId(ids, idType, p);
+    keys[p] =
+        static_cast<int32_t>(id < 0 || id >= vocabulary ? vocabulary : id);
+    positions[p] = static_cast<int32_t>(p);
+  }
+}
+
+__global__ void embeddingGradRuns(const void *dy, void *table, Dt dyType,
+                                  Dt tableType, const int32_t *keys,
+                                  const int32_t *positions, int64_t count,
+                                  int64_t vocabulary, int64_t features,
+                                  int64_t padding) {
+  for (int64_t i = blockIdx.x; i < count; i += gridDim.x) {
+    int32_t key = keys[i];
+    // Uniform in the block: only the first position of a run sums it.
+    if ((i > 0 && keys[i - 1] == key) || key >= vocabulary || key == padding)
+      continue;
+    int64_t end = i + 1;
+    while (end < count && keys[end] == key)
+      ++end;
+    for (int64_t j = threadIdx.x; j < features; j += blockDim.x) {
+      float sum = loadF(dy, dyType, positions[i] * features + j);
+      for (int64_t k = i + 1; k < end; ++k)
+        sum += loadF(dy, dyType, positions[k] * features + j);
+      storeF(table, tableType, key * features + j, sum);
     }
+  }
+}
+
+/// The bits that hold every key, the bad-id key `vocabulary` included.
+int keyBits(int64_t vocabulary) {
+  int bits = 1;
+  while (bits < 31 && (int64_t{1} << bits) <= vocabulary)
+    ++bits;
+  return bits;
+}
+
+/// Four int32 arrays of `count` (keys and positions, in and sorted) and
+/// CUB's temporary storage, each 256-byte aligned.
+struct GradScratch {
+  int64_t arrayBytes = 0;
+  size_t sortBytes = 0;
+  size_t total() const { return 4 * arrayBytes + sortBytes; }
+};
+
+cudaError_t gradScratch(int64_t count, int64_t vocabulary,
+                        GradScratch &layout) {
+  layout.arrayBytes = (count * 4 + 255) / 256 * 256;
+  return cub::DeviceRadixSort::SortPairs(
+      nullptr, layout.sortBytes, static_cast<const int32_t *>(nullptr),
+      static_cast<int32_t *>(nullptr), static_cast<const int32_t *>(nullptr),
+      static_cast<int32_t *>(nullptr), static_cast<int>(count), 0,
+      keyBits(vocabulary));
 }
 
 /// `ignored` is the ignore_index where `ignoring`.
@@ -196,16 +231,53 @@ cudaError_t launchEmbedding(const void *table, const void *ids, void *out,
   return cudaGetLastError();
 }
 
+cudaError_t getEmbeddingGradScratchBytes(int64_t count, int64_t vocabulary,
+                                         int64_t *bytes) {
+  *bytes = 0;
+  if (count == 0)
+    return cudaSuccess;
+  GradScratch layout;
+  cudaError_t error = gradScratch(count, vocabulary, layout);
+  *bytes = static_cast<int64_t>(layout.total());
+  return error;
+}
+
 cudaError_t launchEmbeddingGrad(const void *dy, const void *ids, void *table,
                                 Dt dyType, Dt tableType, Dt idType,
                                 int64_t count, int64_t vocabulary,
                                 int64_t features, int64_t padding,
-                                cudaStream_t stream) {
+                                void *scratch, cudaStream_t stream) {
   if (vocabulary * features == 0)
     return cudaSuccess;
-  embeddingGradKernel<<<rowGrid(vocabulary), kThreads, 0, stream>>>(
-      dy, ids, table, dyType, tableType, idType, count, vocabulary, features,
-      padding);
+  int64_t elementBytes = tableType == Dt::f32 ? 4 : 2;
+  if (cudaError_t error = cudaMemsetAsync(
+          table, 0, vocabulary * features * elementBytes, stream);
+      error != cudaSuccess || count == 0)
+    return error;
+  GradScratch layout;
+  if (cudaError_t error = gradScratch(count, vocabulary, layout);
+      error != cudaSuccess)
+    return error;
+  char *base = static_cast<char *>(scratch);
+  auto *keys = reinterpret_cast<int32_t *>(base);
+  auto *positions = reinterpret_cast<int32_t *>(base + layout.arrayBytes);
+  auto *sortedKeys = reinterpret_cast<int32_t *>(base + 2 * layout.arrayBytes);
+  auto *sortedPositions =
+      reinterpret_cast<int32_t *>(base + 3 * layout.arrayBytes);
+  embeddingGradKeys<<<gridFor(count), kThreads, 0, stream>>>(
+      ids, idType, count, vocabulary, keys, positions);
+  if (cudaError_t error = cudaGetLastError(); error != cudaSuccess)
+    return error;
+  size_t sortBytes = layout.sortBytes;
+  if (cudaError_t error = cub::DeviceRadixSort::SortPairs(
+          base + 4 * layout.arrayBytes, sortBytes, keys, sortedKeys, positions,
+          sortedPositions, static_cast<int>(count), 0, keyBits(vocabulary),
+          stream);
+      error != cudaSuccess)
+    return error;
+  embeddingGradRuns<<<rowGrid(count), kThreads, 0, stream>>>(
+      dy, table, dyType, tableType, sortedKeys, sortedPositions, count,
+      vocabulary, features, padding);
   return cudaGetLastError();
 }
 

@@ -3,9 +3,11 @@
 // The binders collapse each tensor into the fewest strided dimensions (as
 // the CPU kernels do), so the kernels here only decode a linear index over
 // at most kMaxRank dimensions. Reductions add in a fixed order for a given
-// shape: sequentially per output when the outputs are contiguous (threads
-// then read neighbouring elements), else a block per output with a fixed
-// tree.
+// shape: over the leading dimensions (a bias gradient) in chunks of rows,
+// two passes parallel over chunks and columns, in the CPU kernel's order;
+// otherwise sequentially per output when the outputs are contiguous
+// (threads then read neighbouring elements), else a block per output with
+// a fixed tree.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +55,50 @@ __global__ void reducePerBlock(const void *x, Dt inType, void *y, Dt outType,
   }
 }
 
+template <typename T> __device__ __forceinline__ float toFloat(T value);
+template <> __device__ __forceinline__ float toFloat(float value) {
+  return value;
+}
+template <> __device__ __forceinline__ float toFloat(__nv_bfloat16 value) {
+  return __bfloat162float(value);
+}
+template <> __device__ __forceinline__ float toFloat(__half value) {
+  return __half2float(value);
+}
+
+/// Pass 1: partials[k][c] = x[k * chunkRows][c] + ... over chunk k's rows,
+/// from zero. blockIdx.y walks the chunks, the x dimension the columns, so
+/// a warp reads 32 neighbouring columns of one row.
+template <typename T>
+__global__ void columnChunkSums(const T *__restrict__ x,
+                                float *__restrict__ partials, int64_t rows,
+                                int64_t columns, int64_t chunkRows,
+                                int64_t chunks) {
+  for (int64_t k = blockIdx.y; k < chunks; k += gridDim.y) {
+    int64_t begin = k * chunkRows;
+    int64_t end = begin + chunkRows < rows ? begin + chunkRows : rows;
+    for (int64_t c = globalThread(); c < columns; c += globalStride()) {
+      const T *p = x + begin * columns + c;
+      float sum = 0.0f;
+      for (int64_t r = begin; r < end; ++r, p += columns)
+        sum += toFloat(*p);
+      partials[k * columns + c] = sum;
+    }
+  }
+}
+
+/// Pass 2: y[c] = (partials[0][c] + partials[1][c] + ...) / divisor.
+__global__ void columnChunkTotals(const float *__restrict__ partials, void *y,
+                                  Dt outType, int64_t columns, int64_t chunks,
+                                  float divisor) {
+  for (int64_t c = globalThread(); c < columns; c += globalStride()) {
+    float sum = 0.0f;
+    for (int64_t k = 0; k < chunks; ++k)
+      sum += partials[k * columns + c];
+    storeF(y, outType, c, sum / divisor);
+  }
+}
+
 template <typename Word>
 __global__ void gatherKernel(const Word *x, Word *y, Strided layout,
                              int64_t count) {
@@ -74,6 +120,41 @@ cudaError_t launchReduce(const void *x, Dt inType, void *y, Dt outType,
   else
     reducePerBlock<<<rowGrid(outCount), kThreads, 0, stream>>>(
         x, inType, y, outType, kept, dropped, outCount, reduced, divisor);
+  return cudaGetLastError();
+}
+
+cudaError_t launchColumnReduce(const void *x, Dt inType, float *partials,
+                               void *y, Dt outType, int64_t rows,
+                               int64_t columns, int64_t chunkRows,
+                               float divisor, cudaStream_t stream) {
+  if (columns == 0)
+    return cudaSuccess;
+  int64_t chunks = (rows + chunkRows - 1) / chunkRows;
+  unsigned columnBlocks = gridFor(columns);
+  dim3 grid(columnBlocks,
+            static_cast<unsigned>(chunks < 65535 ? (chunks < 1 ? 1 : chunks)
+                                                 : 65535));
+  switch (inType) {
+  case Dt::bf16:
+    columnChunkSums<<<grid, kThreads, 0, stream>>>(
+        static_cast<const __nv_bfloat16 *>(x), partials, rows, columns,
+        chunkRows, chunks);
+    break;
+  case Dt::f16:
+    columnChunkSums<<<grid, kThreads, 0, stream>>>(
+        static_cast<const __half *>(x), partials, rows, columns, chunkRows,
+        chunks);
+    break;
+  default:
+    columnChunkSums<<<grid, kThreads, 0, stream>>>(
+        static_cast<const float *>(x), partials, rows, columns, chunkRows,
+        chunks);
+    break;
+  }
+  if (cudaError_t error = cudaGetLastError(); error != cudaSuccess)
+    return error;
+  columnChunkTotals<<<columnBlocks, kThreads, 0, stream>>>(
+      partials, y, outType, columns, chunks, divisor);
   return cudaGetLastError();
 }
 

@@ -146,7 +146,7 @@ const std::vector<DType> &floatTypes() {
         ++finite;
       }
     double scale = finite == 0 ? 0.0 : std::sqrt(squares / finite);
-    bool exact = !isFloat(got.dtype());
+    bool exact = kernel.bitwise || !isFloat(got.dtype());
     double tol = cudaTolerance(got.dtype());
     for (size_t i = 0; i < w.size(); ++i) {
       bool ok = std::isnan(w[i]) ? std::isnan(g[i])

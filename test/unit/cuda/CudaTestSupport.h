@@ -11,7 +11,8 @@
 // way), and `scale` the RMS of the CPU result, so that reductions, whose
 // summation order differs between the backends, are judged against the
 // size of what they sum rather than against results that cancel to near 0.
-// Integer results must be equal.
+// Integer results must be equal, and so must every result of a case marked
+// `bitwise` (kernels that add in the CPU kernel's order).
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +49,8 @@ struct KernelCase {
   std::vector<Tensor> outs;
   std::vector<std::pair<size_t, size_t>> aliases = {};
   KernelContext ctx = {};
+  /// Every result bit for bit equal to the CPU's (NaN to NaN).
+  bool bitwise = false;
 };
 
 /// Runs `kernel` on CPU and CUDA and compares every result.

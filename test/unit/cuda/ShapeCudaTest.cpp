@@ -59,6 +59,44 @@ TEST(ShapeCuda, Reductions) {
   }
 }
 
+// Reductions over leading dimensions (bias gradients) run the two-pass
+// chunked kernel, in the CPU kernel's order: bit for bit equal, on the
+// shapes of GPT-2 124M's step (8192 rows of 768 and 3072 features) and on
+// row counts that are not a multiple of the chunk.
+TEST(ShapeCuda, ColumnReductionsBitwise) {
+  SKIP_WITHOUT_CUDA_GPU();
+  uint32_t seed = 100;
+  for (auto [shape, dims] :
+       {std::pair<std::vector<int64_t>, std::vector<int64_t>>{{8192, 768}, {0}},
+        {{8192, 3072}, {0}},
+        {{8, 1024, 768}, {0, 1}},
+        {{1, 65, 1, 7}, {1}},
+        {{1000, 3, 1, 5}, {0}},
+        {{129, 50257}, {0}}})
+    for (DType dtype : floatTypes())
+      for (const char *name : {"train.reduce_sum", "train.reduce_mean"}) {
+        // The large shapes once, so that the part stays in its time limit
+        // under compute-sanitizer (scripts/gpu-check.sh).
+        int64_t elements = 1;
+        for (int64_t extent : shape)
+          elements *= extent;
+        if (elements > (1 << 20) && std::string(name) != "train.reduce_sum")
+          continue;
+        Tensor x = randomTensor(dtype, shape, seed++);
+        KernelCase kernel{name,
+                          dict({{"dims", i64s(dims)}}),
+                          {x},
+                          {Tensor(dtype == DType::f32 ? DType::f32 : dtype,
+                                  without(shape, dims))}};
+        kernel.bitwise = true;
+        EXPECT_TRUE(matchesCpu(kernel))
+            << dtypeLabel(dtype) << " " << name << " rows " << shape[0];
+        kernel.outs = {Tensor(DType::f32, without(shape, dims))};
+        EXPECT_TRUE(matchesCpu(kernel))
+            << dtypeLabel(dtype) << " into f32 " << name;
+      }
+}
+
 TEST(ShapeCuda, Expand) {
   SKIP_WITHOUT_CUDA_GPU();
   for (DType dtype : {DType::f32, DType::bf16, DType::f16, DType::i64})

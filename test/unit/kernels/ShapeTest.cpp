@@ -45,13 +45,15 @@ struct ReduceCase {
 };
 
 const ReduceCase kReduceCases[] = {
-    {{32, 17}, {0}},        // A bias gradient.
-    {{4, 700}, {1}},        // A long inner reduction (several blocks).
-    {{3, 4, 5}, {0, 2}},    // Alternating kept and reduced runs.
-    {{3, 1, 4, 5}, {1, 2}}, // Unit dimensions merge away.
-    {{2, 3, 4}, {0, 1, 2}}, // Everything: a scalar.
-    {{2, 3}, {}},           // Nothing: a copy.
-    {{2, 0, 3}, {1}},       // An empty reduction.
+    {{32, 17}, {0}},         // A bias gradient.
+    {{200, 33}, {0}},        // One over several chunks of rows.
+    {{3, 70, 1, 9}, {0, 1}}, // Leading dims merged, then chunked.
+    {{4, 700}, {1}},         // A long inner reduction (several blocks).
+    {{3, 4, 5}, {0, 2}},     // Alternating kept and reduced runs.
+    {{3, 1, 4, 5}, {1, 2}},  // Unit dimensions merge away.
+    {{2, 3, 4}, {0, 1, 2}},  // Everything: a scalar.
+    {{2, 3}, {}},            // Nothing: a copy.
+    {{2, 0, 3}, {1}},        // An empty reduction.
 };
 
 TEST(ShapeTest, ReductionsMatchReference) {
@@ -86,6 +88,35 @@ TEST(ShapeTest, ReductionsMatchReference) {
         }
         EXPECT_TRUE(allClose(y, want, 1e-5, relativeTolerance(dtype)));
       }
+}
+
+// A reduction over leading dimensions adds each column in chunks of 64
+// rows, each from zero, then the chunks in order: the order the CUDA
+// kernel parallelizes (runtime/cuda/Shape.cu), pinned here bit for bit.
+TEST(ShapeTest, ColumnReductionOrder) {
+  const int64_t rows = 200, columns = 33, chunk = 64;
+  Tensor x = randomTensor(DType::f32, {rows, columns}, 5);
+  Tensor y(DType::f32, {columns});
+  ASSERT_TRUE(
+      runKernel("train.reduce_sum", dict({{"dims", i64s({0})}}), {&x}, {&y})
+          .ok());
+  const float *in = static_cast<const float *>(x.data());
+  int64_t differsFromSequential = 0;
+  for (int64_t c = 0; c < columns; ++c) {
+    float total = 0.0f, sequential = 0.0f;
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+      float part = 0.0f;
+      for (int64_t r = r0; r < std::min(rows, r0 + chunk); ++r)
+        part += in[r * columns + c];
+      total += part;
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      sequential += in[r * columns + c];
+    EXPECT_EQ(y.at(c), total) << "column " << c;
+    differsFromSequential += sequential != total;
+  }
+  // The order is visible: a plain running sum rounds otherwise somewhere.
+  EXPECT_GT(differsFromSequential, 0);
 }
 
 TEST(ShapeTest, ExpandInvertsReduceShapes) {

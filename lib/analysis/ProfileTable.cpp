@@ -94,26 +94,6 @@ std::string bufferOf(Operation *op) {
   return io;
 }
 
-StringRef categoryOf(SimulatedKind kind) {
-  switch (kind) {
-  case SimulatedKind::matmul:
-    return "matmul";
-  case SimulatedKind::kernel:
-    return "kernel";
-  case SimulatedKind::copy:
-    return "copy";
-  case SimulatedKind::transfer:
-    return "transfer";
-  case SimulatedKind::hostKernel:
-    return "host kernel";
-  case SimulatedKind::collective:
-    return "collective";
-  case SimulatedKind::wait:
-    return "wait";
-  }
-  return "";
-}
-
 } // namespace
 
 llvm::Expected<ProfileTable>
@@ -154,7 +134,7 @@ buildProfileTable(zrt::ProgramOp program, const StepPrediction &prediction,
       row.bodyKind = body.kind;
       row.index = instruction.index;
       row.name = instruction.name;
-      row.category = categoryOf(instruction.kind).str();
+      row.category = stringifySimulatedKind(instruction.kind).str();
       row.stream = prediction.streams[instruction.stream];
       row.buffer = bufferOf(op);
       row.operands = operandsText(op);

@@ -481,6 +481,26 @@ FailureOr<StepPrediction> simulateProgram(zrt::ProgramOp program,
   return prediction;
 }
 
+StringRef stringifySimulatedKind(SimulatedKind kind) {
+  switch (kind) {
+  case SimulatedKind::matmul:
+    return "matmul";
+  case SimulatedKind::kernel:
+    return "kernel";
+  case SimulatedKind::copy:
+    return "copy";
+  case SimulatedKind::transfer:
+    return "transfer";
+  case SimulatedKind::hostKernel:
+    return "host kernel";
+  case SimulatedKind::collective:
+    return "collective";
+  case SimulatedKind::wait:
+    return "wait";
+  }
+  return "kernel";
+}
+
 double getTokensPerSecond(const StepPrediction &prediction) {
   if (prediction.tokens == 0 || prediction.stepSeconds <= 0)
     return 0;

@@ -27,26 +27,6 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kGiB = 1024.0 * kMiB;
 
-StringRef kindName(SimulatedKind kind) {
-  switch (kind) {
-  case SimulatedKind::matmul:
-    return "matmul";
-  case SimulatedKind::kernel:
-    return "kernel";
-  case SimulatedKind::copy:
-    return "copy";
-  case SimulatedKind::transfer:
-    return "transfer";
-  case SimulatedKind::hostKernel:
-    return "host kernel";
-  case SimulatedKind::collective:
-    return "collective";
-  case SimulatedKind::wait:
-    return "wait";
-  }
-  return "kernel";
-}
-
 double percentOf(double part, double whole) {
   return whole > 0 ? 100.0 * part / whole : 0.0;
 }
@@ -185,7 +165,7 @@ llvm::json::Object predictionToJson(const StepPrediction &prediction) {
       llvm::json::Object entry{
           {"index", instruction.index},
           {"name", instruction.name},
-          {"kind", kindName(instruction.kind)},
+          {"kind", stringifySimulatedKind(instruction.kind)},
           {"stream", prediction.streams[instruction.stream]},
           {"start_seconds", instruction.start},
           {"seconds", instruction.seconds()},
@@ -396,7 +376,7 @@ void writeTimelineSvg(const StepPrediction &prediction, llvm::raw_ostream &os) {
             "{9:F4} ms, {10:F0} B</title></rect>\n",
             instruction.kind == SimulatedKind::collective
                 ? "collective"
-                : kindName(instruction.kind).str(),
+                : stringifySimulatedKind(instruction.kind).str(),
             from, top + 1, rectWidth, laneHeight - 2, colorOf(instruction),
             escape(instruction.name), instruction.index,
             instruction.seconds() * 1e3, instruction.start * 1e3,

@@ -16,6 +16,7 @@
 #include "zero/dialects/zrt/ZrtOps.h"
 #include "zero/support/OptionEnums.h"
 
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -38,6 +39,10 @@ enum class SimulatedKind {
   /// collective.
   wait,
 };
+
+/// The kind's name in reports: matmul, kernel, copy, transfer, host
+/// kernel, collective or wait.
+llvm::StringRef stringifySimulatedKind(SimulatedKind kind);
 
 struct SimulatedInstruction {
   /// The runtime's instruction index in its body (launches, copies,

@@ -422,11 +422,6 @@ Flags parseFlags(int argc, char **argv) {
   if (std::optional<std::string> error = zero::findZeroOptionsError(
           sharding, !flags.mesh.empty(), zero::OptionSpelling::commandLine()))
     usage(*error);
-  if ((!flags.profile.empty() || !flags.profileTable.empty()) &&
-      flags.cudaGraph)
-    usage("--profile and --profile-table time each instruction as it is "
-          "issued, which a CUDA graph replays as one launch: drop "
-          "--cuda-graph");
   if (!flags.profileMachine.empty() && flags.profileTable.empty())
     usage("--profile-machine is the machine of --profile-table; give "
           "--profile-table too");
@@ -441,6 +436,7 @@ zero::rt::BackendChoice backendChoice(const Flags &flags) {
   zero::rt::BackendChoice choice;
   choice.name = flags.backend;
   choice.cudaGraph = flags.cudaGraph;
+  choice.profile = !flags.profile.empty() || !flags.profileTable.empty();
   choice.deterministic = flags.deterministic;
   choice.program = "gpt2_train";
   return choice;

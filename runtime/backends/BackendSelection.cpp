@@ -92,6 +92,11 @@ absl::Status zero::rt::checkBackendChoice(const BackendChoice &choice,
     return absl::InvalidArgumentError(
         "--cuda-graph needs --backend cuda (NCCL): host-staged and CPU "
         "collectives run on the host, which a CUDA graph cannot capture");
+  if (choice.cudaGraph && choice.profile)
+    return absl::InvalidArgumentError(
+        "--profile and --profile-table time each instruction as it is "
+        "issued, which a CUDA graph replays as one launch: drop --cuda-graph "
+        "(or use Nsight Systems: nsys profile ...)");
   if (choice.deviceSet && backend == "cpu")
     return absl::InvalidArgumentError(
         "--device needs --backend cuda or cuda-host-staged");

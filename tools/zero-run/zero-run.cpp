@@ -349,6 +349,7 @@ static BackendChoice backendChoice() {
   BackendChoice choice;
   choice.name = backendFlag;
   choice.cudaGraph = cudaGraphFlag;
+  choice.profile = !profileFlag.empty() || !profileTableFlag.empty();
   choice.device = deviceFlag;
   choice.deviceSet = deviceFlag.getNumOccurrences() > 0;
   choice.deterministic = deterministicFlag;
@@ -440,11 +441,6 @@ int main(int argc, char **argv) {
       failEarly(*error);
   }
   bool profiling = !profileFlag.empty() || !profileTableFlag.empty();
-  if (profiling && cudaGraphFlag)
-    failEarly(
-        "--profile and --profile-table time each instruction as it is "
-        "issued, which a CUDA graph replays as one launch: drop "
-        "--cuda-graph (or use Nsight Systems: nsys profile zero-run ...)");
   if (profileMachineFlag.getNumOccurrences() && profileTableFlag.empty())
     failEarly("--profile-machine is the machine of --profile-table; give "
               "--profile-table too");

@@ -29,6 +29,9 @@ struct BackendChoice {
   std::string name = "cpu";
   /// Capture the step as a CUDA graph once and replay it (cuda only).
   bool cudaGraph = false;
+  /// --profile or --profile-table: every instruction timed as it is issued,
+  /// which a CUDA graph's one launch does not allow.
+  bool profile = false;
   /// The CUDA device of every rank; -1 picks the rank's index on its node
   /// modulo the GPUs. `deviceSet` says whether the user gave one, so that a
   /// device for the CPU backend is refused.

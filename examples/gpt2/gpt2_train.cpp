@@ -489,10 +489,13 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
               : "");
     }
   }
+  // The program the trainer runs: its arenas (here) and its profile.
+  zero::zrt::ProgramOp program =
+      *compiled->module(Form::program).getOps<zero::zrt::ProgramOp>().begin();
   // After the resume: its state is persistent, the arenas hold only what
   // the steps write.
-  zero::rt::ArenaPrediction prediction = zero::rt::ArenaPrediction::fromProgram(
-      *compiled->module(Form::program).getOps<zero::zrt::ProgramOp>().begin());
+  zero::rt::ArenaPrediction prediction =
+      zero::rt::ArenaPrediction::fromProgram(program);
   if (flags.checkMemory) {
     if (absl::Status status = zero::rt::checkArenaPlacement(prediction);
         !status.ok())
@@ -574,8 +577,6 @@ int train(zero::rt::Communicator &comm, const Flags &flags) {
 
   // --profile, --profile-table: the steps' instructions as the backend
   // timed them (zero/frontend/Profile.h).
-  zero::zrt::ProgramOp program =
-      *compiled->module(Form::program).getOps<zero::zrt::ProgramOp>().begin();
   zero::rt::StepProfile profile;
   zero::frontend::ProfileOutputs profileOutputs;
   profileOutputs.trace = flags.profile;

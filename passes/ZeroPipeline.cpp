@@ -53,6 +53,9 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
       planReport = std::move(*computed);
     }
     OpPassManager lowering(ModuleOp::getOperationName());
+    // The CPU runs a fused op as the chain it replaces, bit for bit; a GPU
+    // runs it as one matmul.
+    lowering.addPass(createTrainFuseEpilogues());
     lowering.addPass(createZeroLowerToRuntime());
     lowering.addPass(
         createZeroOffload(ZeroOffloadOptions{offload, deviceMemoryBudget}));

@@ -94,43 +94,110 @@ LogicalResult KeyMaskOp::verify() {
 // MatmulOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::verify() {
-  RankedTensorType lhs = getLhs().getType(), rhs = getRhs().getType(),
-                   result = getResult().getType();
+/// The shape rules of `train.matmul`, which the fused matmuls share.
+static LogicalResult verifyMatmul(Operation *op, RankedTensorType lhs,
+                                  RankedTensorType rhs, RankedTensorType result,
+                                  bool transposeA, bool transposeB) {
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
-    return emitOpError() << "needs operands of rank >= 2, got " << lhs
-                         << " and " << rhs;
-  if (failed(verifySameElementType(*this, lhs, rhs, "the operands")) ||
-      failed(
-          verifySameElementType(*this, lhs, result, "the operands and result")))
+    return op->emitOpError() << "needs operands of rank >= 2, got " << lhs
+                             << " and " << rhs;
+  if (failed(verifySameElementType(op, lhs, rhs, "the operands")) ||
+      failed(verifySameElementType(op, lhs, result, "the operands and result")))
     return failure();
   bool sharedRhs = rhs.getRank() == 2 && lhs.getRank() > 2;
   if (!sharedRhs && lhs.getRank() != rhs.getRank())
-    return emitOpError() << "needs operands of equal rank, or a 2-D right "
-                            "operand shared by every batch; got "
-                         << lhs << " and " << rhs;
+    return op->emitOpError()
+           << "needs operands of equal rank, or a 2-D right "
+              "operand shared by every batch; got "
+           << lhs << " and " << rhs;
   ArrayRef<int64_t> lhsShape = lhs.getShape(), rhsShape = rhs.getShape();
   ArrayRef<int64_t> batch = lhsShape.drop_back(2);
   if (!sharedRhs && rhsShape.drop_back(2) != batch)
-    return emitOpError() << "has mismatched batch dimensions in " << lhs
-                         << " and " << rhs;
+    return op->emitOpError() << "has mismatched batch dimensions in " << lhs
+                             << " and " << rhs;
   int64_t lr = lhs.getRank(), rr = rhs.getRank();
-  int64_t m = getTransposeA() ? lhsShape[lr - 1] : lhsShape[lr - 2];
-  int64_t k = getTransposeA() ? lhsShape[lr - 2] : lhsShape[lr - 1];
-  int64_t k2 = getTransposeB() ? rhsShape[rr - 1] : rhsShape[rr - 2];
-  int64_t n = getTransposeB() ? rhsShape[rr - 2] : rhsShape[rr - 1];
+  int64_t m = transposeA ? lhsShape[lr - 1] : lhsShape[lr - 2];
+  int64_t k = transposeA ? lhsShape[lr - 2] : lhsShape[lr - 1];
+  int64_t k2 = transposeB ? rhsShape[rr - 1] : rhsShape[rr - 2];
+  int64_t n = transposeB ? rhsShape[rr - 2] : rhsShape[rr - 1];
   if (k != k2 && !ShapedType::isDynamic(k) && !ShapedType::isDynamic(k2))
-    return emitOpError() << "contracts " << k
-                         << " elements of the left operand "
-                         << "with " << k2 << " of the right (" << lhs << ", "
-                         << rhs << ")";
+    return op->emitOpError()
+           << "contracts " << k << " elements of the left operand "
+           << "with " << k2 << " of the right (" << lhs << ", " << rhs << ")";
   SmallVector<int64_t> expected(batch);
   expected.append({m, n});
   if (result.getShape() != ArrayRef<int64_t>(expected))
-    return emitOpError() << "produces "
-                         << RankedTensorType::get(expected,
-                                                  lhs.getElementType())
-                         << ", but the result type is " << result;
+    return op->emitOpError()
+           << "produces "
+           << RankedTensorType::get(expected, lhs.getElementType())
+           << ", but the result type is " << result;
+  return success();
+}
+
+LogicalResult MatmulOp::verify() {
+  return verifyMatmul(*this, getLhs().getType(), getRhs().getType(),
+                      getResult().getType(), getTransposeA(), getTransposeB());
+}
+
+//===----------------------------------------------------------------------===//
+// Fused matmuls
+//===----------------------------------------------------------------------===//
+
+/// A fused matmul is one GEMM on every backend: its right operand is a 2-D
+/// weight, and a batched left operand is folded into rows (so it is not
+/// transposed).
+static LogicalResult verifyLinear(Operation *op, RankedTensorType lhs,
+                                  RankedTensorType rhs, RankedTensorType result,
+                                  bool transposeA, bool transposeB) {
+  if (failed(verifyMatmul(op, lhs, rhs, result, transposeA, transposeB)))
+    return failure();
+  if (rhs.getRank() != 2)
+    return op->emitOpError()
+           << "fuses a linear layer, whose right operand is a 2-D weight; got "
+           << rhs << " (a batched product stays train.matmul)";
+  if (lhs.getRank() > 2 && transposeA)
+    return op->emitOpError()
+           << "folds the batch of " << lhs
+           << " into rows, which a transposed left operand does not allow";
+  return success();
+}
+
+LogicalResult MatmulBiasOp::verify() {
+  RankedTensorType result = getResult().getType();
+  if (failed(verifyLinear(*this, getLhs().getType(), getRhs().getType(), result,
+                          getTransposeA(), getTransposeB())))
+    return failure();
+  return verifyPerFeature(*this, result, getBias().getType(), "a bias");
+}
+
+LogicalResult MatmulBiasGeluOp::verify() {
+  RankedTensorType result = getResult().getType();
+  if (failed(verifyLinear(*this, getLhs().getType(), getRhs().getType(), result,
+                          getTransposeA(), getTransposeB())))
+    return failure();
+  return verifyPerFeature(*this, result, getBias().getType(), "a bias");
+}
+
+LogicalResult MatmulGeluGradOp::verify() {
+  return verifyLinear(*this, getLhs().getType(), getRhs().getType(),
+                      getResult().getType(), getTransposeA(), getTransposeB());
+}
+
+LogicalResult MatmulBiasGradOp::verify() {
+  RankedTensorType lhs = getLhs().getType(), rhs = getRhs().getType();
+  if (lhs.getRank() != 2 || rhs.getRank() != 2)
+    return emitOpError() << "sums the bias gradient over the rows of a 2-D "
+                            "output gradient against a 2-D input; got "
+                         << lhs << " and " << rhs;
+  if (failed(verifyLinear(*this, lhs, rhs, getResult().getType(),
+                          getTransposeA(), /*transposeB=*/false)))
+    return failure();
+  RankedTensorType expected =
+      RankedTensorType::get({rhs.getDimSize(1)}, rhs.getElementType());
+  if (getBiasGrad().getType() != expected)
+    return emitOpError() << "sums " << rhs << " over its rows into "
+                         << expected << ", but bias_grad is "
+                         << getBiasGrad().getType();
   return success();
 }
 

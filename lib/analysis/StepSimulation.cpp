@@ -166,8 +166,12 @@ double BodySimulator::kernelSeconds(zrt::LaunchOp launch, bool onHost,
   for (Value memref : launch->getOperands())
     bytes += bytesOf(memref);
   flops = 0;
-  if (launch.getKernel() == "train.matmul" && launch.getIns().size() == 2 &&
-      launch.getOuts().size() == 1) {
+  // A fused matmul (train.matmul_bias, ...) is its matmul's FLOPs; its
+  // epilogue adds bytes only.
+  StringRef kernel = launch.getKernel();
+  bool fused = kernel.starts_with("train.matmul_");
+  if ((kernel == "train.matmul" || fused) && launch.getIns().size() >= 2 &&
+      !launch.getOuts().empty()) {
     auto lhs = cast<MemRefType>(launch.getIns()[0].getType());
     auto out = cast<MemRefType>(launch.getOuts()[0].getType());
     bool transposeA =

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -212,6 +213,17 @@ absl::StatusOr<KernelFn> bindFill(const BindRequest &request);
 absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &request);
 
 absl::StatusOr<KernelFn> bindMatmul(const BindRequest &request);
+// FusedMatmul.cpp
+/// Binds one kernel of a fused op's chain (bindCpuKernel, bindCudaKernel).
+using PartBinder = std::function<absl::StatusOr<KernelFn>(
+    absl::string_view name, const KernelParams &params,
+    absl::Span<const TensorSpec> ins, absl::Span<const TensorSpec> outs)>;
+/// A fused matmul (train.matmul_bias, ...) as the chain of kernels it
+/// fuses, each bound by `bind`: the CPU's kernel, and the CUDA backend's
+/// where no cuBLASLt epilogue serves.
+absl::StatusOr<KernelFn> bindMatmulChain(const BindRequest &request,
+                                         const PartBinder &bind);
+absl::StatusOr<KernelFn> bindFusedMatmul(const BindRequest &request);
 
 absl::StatusOr<KernelFn> bindAttention(const BindRequest &request);
 absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &request);

@@ -67,6 +67,24 @@ private:
   void *data_;
 };
 
+/// The cuBLAS and cuBLASLt handles and the one workspace that every matmul
+/// bound to a stream shares: a stream runs its matmuls one after another,
+/// so they can take turns on one workspace. Created by the first matmul
+/// bound to the stream, freed with the last.
+struct StreamBlas {
+  /// cuBLAS's recommended workspace on Hopper.
+  static constexpr int64_t kWorkspaceBytes = int64_t{32} << 20;
+  void *blas = nullptr; // cublasHandle_t, bound to the stream
+  void *lt = nullptr;   // cublasLtHandle_t
+  std::shared_ptr<DeviceScratch> workspace;
+  StreamBlas() = default;
+  StreamBlas(const StreamBlas &) = delete;
+  StreamBlas &operator=(const StreamBlas &) = delete;
+  ~StreamBlas();
+};
+absl::StatusOr<std::shared_ptr<StreamBlas>>
+getStreamBlas(absl::string_view kernel, cudaStream_t stream);
+
 /// The learning rate of a step, as the CPU update kernels compute it: the
 /// `lr` param itself without a schedule, else scheduledLearningRate.
 struct StepLr {
@@ -129,6 +147,7 @@ absl::StatusOr<KernelFn> bindFill(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &, cudaStream_t);
 
 absl::StatusOr<KernelFn> bindMatmul(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindFusedMatmul(const BindRequest &, cudaStream_t);
 
 absl::StatusOr<KernelFn> bindAttention(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &, cudaStream_t);

@@ -12,16 +12,14 @@
 // compute into f32 scratch that is rounded once on store: the CPU kernel's
 // arithmetic, on the GPU.
 //
-// Each bound matmul owns a cuBLAS handle, bound to its stream, with a fixed
-// workspace allocated at bind time, so a call never allocates (and can be
-// captured into a CUDA graph).
+// The matmuls bound to a stream share its cuBLAS handle and workspace
+// (StreamBlas), allocated at bind time, so a call never allocates (and can
+// be captured into a CUDA graph).
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaSupport.h"
+#include "Blas.h"
 #include "zero/support/Status.h"
-
-#include <cublas_v2.h>
 
 #include <climits>
 
@@ -30,38 +28,6 @@ namespace {
 
 using Ins = absl::Span<const void *const>;
 using Outs = absl::Span<void *const>;
-
-/// cuBLAS's recommended workspace for Hopper is 32 MiB; 4 MiB covers the
-/// GEMM shapes of a transformer step without reserving much per matmul.
-constexpr int64_t kWorkspaceBytes = int64_t{4} << 20;
-
-absl::Status cublasStatus(absl::string_view kernel, cublasStatus_t status,
-                          absl::string_view what) {
-  if (status == CUBLAS_STATUS_SUCCESS)
-    return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(kernel, ": ", what, ": ",
-                                          cublasGetStatusName(status), " (",
-                                          cublasGetStatusString(status), ")"));
-}
-
-cudaDataType_t cudaType(DType dtype) {
-  switch (dtype) {
-  case DType::bf16:
-    return CUDA_R_16BF;
-  case DType::f16:
-    return CUDA_R_16F;
-  default:
-    return CUDA_R_32F;
-  }
-}
-
-struct Handle {
-  cublasHandle_t handle = nullptr;
-  ~Handle() {
-    if (handle)
-      cublasDestroy(handle);
-  }
-};
 
 /// Everything a call reads, fixed at bind time.
 struct Plan {
@@ -109,7 +75,7 @@ absl::StatusOr<KernelFn> bindMatmul(const BindRequest &request,
   if (plan.gemmA != plan.gemmB)
     plan.gemmA = plan.gemmB = DType::f32;
   plan.gemmC = out.dtype == plan.gemmA ? out.dtype : DType::f32;
-  // Scratch: widened operands, then the f32 result, then the workspace.
+  // Scratch: widened operands, then the f32 result.
   int64_t bytes = 0;
   auto region = [&](bool needed, int64_t count) {
     int64_t offset = bytes;
@@ -120,34 +86,15 @@ absl::StatusOr<KernelFn> bindMatmul(const BindRequest &request,
   plan.lhsOffset = region(plan.gemmA != plan.lhsType, plan.lhsCount);
   plan.rhsOffset = region(plan.gemmB != plan.rhsType, plan.rhsCount);
   plan.outOffset = region(plan.gemmC != plan.outType, plan.outCount);
-  int64_t workspaceOffset = region(true, kWorkspaceBytes / 4);
 
   std::string name(request.name);
   absl::StatusOr<std::shared_ptr<DeviceScratch>> scratch =
       DeviceScratch::allocate(name, bytes);
   if (!scratch.ok())
     return scratch.status();
-  auto handle = std::make_shared<Handle>();
-  for (absl::Status status :
-       {cublasStatus(name, cublasCreate(&handle->handle), "cublasCreate")})
-    if (!status.ok())
-      return status;
-  char *base = (*scratch)->as<char>();
-  for (absl::Status status :
-       {cublasStatus(name, cublasSetStream(handle->handle, stream),
-                     "cublasSetStream"),
-        cublasStatus(name,
-                     cublasSetWorkspace(handle->handle, base + workspaceOffset,
-                                        static_cast<size_t>(kWorkspaceBytes)),
-                     "cublasSetWorkspace"),
-        // No TF32 for f32 operands: f32 matmuls keep f32 accuracy.
-        cublasStatus(name,
-                     cublasSetMathMode(handle->handle, CUBLAS_DEFAULT_MATH),
-                     "cublasSetMathMode")})
-    if (!status.ok())
-      return status;
-
-  return KernelFn([=, scratch = *std::move(scratch)](
+  ZERO_ASSIGN_OR_RETURN(std::shared_ptr<StreamBlas> blas,
+                        getStreamBlas(name, stream));
+  return KernelFn([=, scratch = *std::move(scratch), blas = std::move(blas)](
                       Ins ins, Outs outs,
                       const KernelContext &) -> absl::Status {
     if (plan.outCount == 0)
@@ -187,7 +134,7 @@ absl::StatusOr<KernelFn> bindMatmul(const BindRequest &request,
     ZERO_RETURN_IF_ERROR(cublasStatus(
         name,
         cublasGemmStridedBatchedEx(
-            handle->handle, plan.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+            blasHandle(*blas), plan.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
             plan.ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(plan.n),
             static_cast<int>(plan.rowsPerCall), static_cast<int>(plan.k),
             &alpha, b, cudaType(plan.gemmB), ldb,

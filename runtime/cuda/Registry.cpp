@@ -10,6 +10,8 @@
 #include "CudaSupport.h"
 #include "zero/support/Status.h"
 
+#include "absl/strings/match.h"
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -45,6 +47,10 @@ constexpr std::pair<absl::string_view, cuda::Binder> kBinders[] = {
     {"train.layer_norm_grad", cuda::bindLayerNormGrad},
     {"train.log", cuda::bindUnary},
     {"train.matmul", cuda::bindMatmul},
+    {"train.matmul_bias", cuda::bindFusedMatmul},
+    {"train.matmul_bias_gelu", cuda::bindFusedMatmul},
+    {"train.matmul_bias_grad", cuda::bindFusedMatmul},
+    {"train.matmul_gelu_grad", cuda::bindFusedMatmul},
     {"train.mul", cuda::bindBinary},
     {"train.neg", cuda::bindUnary},
     {"train.pad", cuda::bindPad},
@@ -84,7 +90,8 @@ absl::Status checkWithCpuBinder(absl::string_view name,
                                 const KernelParams &params,
                                 absl::Span<const TensorSpec> ins,
                                 absl::Span<const TensorSpec> outs) {
-  if (name == "train.matmul") {
+  // The fused matmuls' CPU chains hold the same matmul.
+  if (name == "train.matmul" || absl::StartsWith(name, "train.matmul_")) {
     auto floating = [](const TensorSpec &spec) { return isFloat(spec.dtype); };
     if (std::all_of(ins.begin(), ins.end(), floating) &&
         std::all_of(outs.begin(), outs.end(), floating)) {

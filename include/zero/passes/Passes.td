@@ -510,6 +510,42 @@ def ZeroReport : Pass<"zero-report", "::mlir::ModuleOp"> {
   ];
 }
 
+def TrainFuseEpilogues : Pass<"train-fuse-epilogues", "::mlir::ModuleOp"> {
+  let summary = "Fuses linear layers' bias, GELU and bias gradient into their matmuls";
+  let description = [{
+    Rewrites, in every function of the module, the chains that one matmul
+    with a cuBLASLt epilogue computes:
+
+    | chain | fused op |
+    |---|---|
+    | `bias_add(matmul(x, w), b)` | `train.matmul_bias` |
+    | `gelu(bias_add(matmul(x, w), b))` | `train.matmul_bias_gelu` (the GELU's input kept as `pre`) |
+    | `gelu_grad(pre, matmul(dy, w))` | `train.matmul_gelu_grad` |
+    | `matmul(x, dy)` and `reduce_sum(dy)` over its rows | `train.matmul_bias_grad` |
+
+    A chain is fused where the matmul is a linear layer's (a 2-D right
+    operand; a batched left operand not transposed), the matmul's result
+    feeds nothing else, and all of it lies in one block. A weight gradient
+    is paired with the bias gradient of the same output gradient: `dy` (or
+    its reshape to rows) as the matmul's right operand, summed over every
+    leading dimension. The fused op takes the place of the chain's last op,
+    or of a weight gradient's pair's first op where a use of the other
+    comes between them; where neither is possible the chain stays. Each
+    fused op is the chain it replaces on the CPU backend, bit for bit.
+
+    zero-pipeline runs it before `zero-lower-to-runtime`, after the report:
+    the report plans the step as the user wrote it.
+
+    ```mlir
+    // %mm = train.matmul %x, %w ...; %y = train.bias_add %mm, %b ...
+    // becomes
+    %y = train.matmul_bias %x, %w, %b
+        : tensor<32x64xf32>, tensor<64x256xf32>, tensor<256xf32> -> tensor<32x256xf32>
+    ```
+  }];
+  let dependentDialects = ["::zero::train::TrainDialect"];
+}
+
 def ZeroLowerToRuntime : Pass<"zero-lower-to-runtime", "::mlir::ModuleOp"> {
   let summary = "Bufferizes the step into a zrt program with a planned arena, streams and events";
   let description = [{

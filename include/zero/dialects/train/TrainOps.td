@@ -399,6 +399,7 @@ def Train_AdamWOp : Train_AdamLikeOp<"adamw", "adamw",
 //===----------------------------------------------------------------------===//
 
 include "zero/dialects/train/TrainComputeOps.td"
+include "zero/dialects/train/TrainFusedOps.td"
 
 def Train_ClipByGlobalNormOp : Train_ComputeOp<"clip_by_global_norm",
     "clipped", [DeclareOpInterfaceMethods<InferTypeOpInterface>]> {

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zero/dialects/dist/DistOps.h"
 #include "zero/dialects/train/TrainOps.h"
 #include "zero/passes/Passes.h"
 
@@ -42,25 +43,49 @@ MatmulOp getFusableMatmul(Value value, Operation *user) {
   return matmul;
 }
 
-/// Whether every result of `op` is used only at or after `point`, which is
-/// in `op`'s block.
-bool usedOnlyFrom(Operation *op, Operation *point) {
-  for (Operation *user : op->getUsers()) {
-    Operation *ancestor = point->getBlock()->findAncestorOpInBlock(*user);
-    if (!ancestor || ancestor->isBeforeInBlock(point))
-      return false;
-  }
-  return true;
-}
-
-/// Whether every operand of `op` is available before `point`, in `op`'s
-/// block: block arguments and values from enclosing blocks always are.
-bool operandsAvailableAt(Operation *op, Operation *point) {
-  return llvm::all_of(op->getOperands(), [&](Value operand) {
+/// Whether every operand in `operands` is available before `point`:
+/// block arguments and values from enclosing blocks always are.
+bool availableAt(ValueRange operands, Operation *point) {
+  return llvm::all_of(operands, [&](Value operand) {
     Operation *def = operand.getDefiningOp();
     return !def || def->getBlock() != point->getBlock() ||
            def->isBeforeInBlock(point);
   });
+}
+
+/// Whether no op strictly between `first` and `last` (of one block), apart
+/// from `chain`'s, reads a result of `chain` or (with `noCollective`) is a
+/// collective.
+bool nothingBetween(Operation *first, Operation *last,
+                    ArrayRef<Operation *> chain, bool noCollective) {
+  for (Operation *op = first->getNextNode(); op != last;
+       op = op->getNextNode()) {
+    if (llvm::is_contained(chain, op))
+      continue;
+    if (noCollective && isa<dist::DistDialect>(op->getDialect()))
+      return false;
+    for (Value operand : op->getOperands())
+      if (llvm::is_contained(chain, operand.getDefiningOp()))
+        return false;
+  }
+  return true;
+}
+
+/// Where the op fusing a linear layer's `chain` (a matmul first, then what
+/// reads its result) can stand, or null. Moving an op earlier lengthens the
+/// life of its results, moving it later that of its operands: at the
+/// matmul, only the bias (ready there when gathered in the weight's bucket)
+/// is read earlier than it was. Else at the chain's last op, where nothing
+/// between reads the chain's results or is a collective (a gather while
+/// the weight waits would raise the peak of gathered bytes the ZeRO passes
+/// planned).
+Operation *findLinearPoint(ArrayRef<Operation *> chain, ValueRange operands) {
+  Operation *first = chain.front(), *last = chain.back();
+  if (availableAt(operands, first))
+    return first;
+  if (nothingBetween(first, last, chain, /*noCollective=*/true))
+    return last;
+  return nullptr;
 }
 
 struct TrainFuseEpiloguesPass
@@ -77,13 +102,20 @@ struct TrainFuseEpiloguesPass
         gelu = candidate;
         break;
       }
-    // At the bias_add: the GELU reads nothing else, so it moves up to it.
-    OpBuilder builder(biasAdd);
+    SmallVector<Operation *> chain{matmul, biasAdd};
+    if (gelu)
+      chain.push_back(gelu);
+    Operation *point = findLinearPoint(
+        chain, {matmul.getLhs(), matmul.getRhs(), biasAdd.getBias()});
+    if (!point)
+      return;
+    OpBuilder builder(point);
     if (gelu) {
       auto fused = builder.create<MatmulBiasGeluOp>(
           gelu.getLoc(), biasAdd.getType(), biasAdd.getType(), matmul.getLhs(),
           matmul.getRhs(), biasAdd.getBias(), matmul.getTransposeA(),
           matmul.getTransposeB(), gelu.getExact());
+      fused->setDiscardableAttrs(matmul->getDiscardableAttrDictionary());
       gelu.replaceAllUsesWith(fused.getResult());
       biasAdd.replaceAllUsesWith(fused.getPre());
       gelu.erase();
@@ -92,6 +124,7 @@ struct TrainFuseEpiloguesPass
           biasAdd.getLoc(), biasAdd.getType(), matmul.getLhs(),
           matmul.getRhs(), biasAdd.getBias(), matmul.getTransposeA(),
           matmul.getTransposeB());
+      fused->setDiscardableAttrs(matmul->getDiscardableAttrDictionary());
       biasAdd.replaceAllUsesWith(fused.getResult());
     }
     biasAdd.erase();
@@ -103,11 +136,17 @@ struct TrainFuseEpiloguesPass
     MatmulOp matmul = getFusableMatmul(geluGrad.getResultGrad(), geluGrad);
     if (!matmul)
       return;
-    OpBuilder builder(geluGrad);
+    Operation *point = findLinearPoint(
+        {matmul, geluGrad},
+        {matmul.getLhs(), matmul.getRhs(), geluGrad.getSaved()});
+    if (!point)
+      return;
+    OpBuilder builder(point);
     auto fused = builder.create<MatmulGeluGradOp>(
         geluGrad.getLoc(), geluGrad.getType(), matmul.getLhs(),
         matmul.getRhs(), geluGrad.getSaved(), matmul.getTransposeA(),
         matmul.getTransposeB(), geluGrad.getExact());
+    fused->setDiscardableAttrs(matmul->getDiscardableAttrDictionary());
     geluGrad.replaceAllUsesWith(fused.getResult());
     geluGrad.erase();
     matmul.erase();
@@ -145,22 +184,21 @@ struct TrainFuseEpiloguesPass
   }
 
   bool fuseWeightAndBiasGrad(MatmulOp matmul, ReduceSumOp reduce) {
-    Operation *first = matmul, *last = reduce;
-    if (reduce->isBeforeInBlock(matmul))
-      std::swap(first, last);
-    // At the later op where nothing reads the earlier one's result before
-    // it; else at the earlier one where the later one's operands are ready.
-    Operation *point = nullptr;
-    if (usedOnlyFrom(first, last))
-      point = last;
-    else if (operandsAvailableAt(last, first))
-      point = first;
-    if (!point)
+    // Where no gradient lives longer than it did (the ZeRO passes counted
+    // how long each is held before its reduction): a bias gradient computed
+    // first moves to its weight gradient, which reads the same output
+    // gradient, where nothing between reads it (its reduction does not
+    // come first); a bias gradient computed after its weight gradient moves
+    // up to it, made earlier by the width of one vector.
+    Operation *point = matmul;
+    if (reduce->isBeforeInBlock(matmul) &&
+        !nothingBetween(reduce, matmul, {reduce}, /*noCollective=*/false))
       return false;
     OpBuilder builder(point);
     auto fused = builder.create<MatmulBiasGradOp>(
         matmul.getLoc(), matmul.getType(), reduce.getType(), matmul.getLhs(),
         matmul.getRhs(), matmul.getTransposeA());
+    fused->setDiscardableAttrs(matmul->getDiscardableAttrDictionary());
     matmul.replaceAllUsesWith(fused.getResult());
     reduce.replaceAllUsesWith(fused.getBiasGrad());
     matmul.erase();

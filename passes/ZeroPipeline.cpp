@@ -55,7 +55,8 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     OpPassManager lowering(ModuleOp::getOperationName());
     // The CPU runs a fused op as the chain it replaces, bit for bit; a GPU
     // runs it as one matmul.
-    lowering.addPass(createTrainFuseEpilogues());
+    if (fuseEpilogues)
+      lowering.addPass(createTrainFuseEpilogues());
     lowering.addPass(createZeroLowerToRuntime());
     lowering.addPass(
         createZeroOffload(ZeroOffloadOptions{offload, deviceMemoryBudget}));
@@ -112,6 +113,7 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     options.maxLiveGatheredBytes = maxLiveGatheredBytes;
     options.machine = machine;
     options.lowerToRuntime = lowerToRuntime;
+    options.fuseEpilogues = fuseEpilogues;
     options.offload = offload;
     options.deviceMemoryBudget = deviceMemoryBudget;
     options.optimizer = optimizer;

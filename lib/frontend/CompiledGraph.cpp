@@ -196,6 +196,7 @@ zero::frontend::pipelineOptionsOf(const GraphConfig &config, int ranks) {
   options.maxLiveGatheredBytes = z.maxLiveGatheredBytes;
   options.machine = z.machine;
   options.lowerToRuntime = true;
+  options.fuseEpilogues = z.fuseEpilogues;
   options.offload = config.offloadChoice();
   options.deviceMemoryBudget = config.deviceMemoryBudget();
   return options;

@@ -126,7 +126,8 @@ std::string configFingerprint(const GraphConfig &c) {
       z.qwz, "/", z.qwzBits, " qgz ", z.qgz, "/", z.qgzBits, " block ",
       z.quantizeBlock, "/", z.quantizeMinElements, " reuse ",
       z.maxReuseDistance, " prefetch ", z.prefetchBytes, " live ",
-      z.maxLiveGatheredBytes, " machine ", z.machine);
+      z.maxLiveGatheredBytes, " machine ", z.machine, " fuse ",
+      z.fuseEpilogues);
   return text;
 }
 
@@ -347,6 +348,10 @@ void bindConfig(py::module_ &m) {
                      "Stage 3: gather parameters again for their backward "
                      "uses (default True); False keeps the forward's gathers "
                      "alive until the backward.")
+      .def_readwrite("fuse_epilogues", &ZeroOptions::fuseEpilogues,
+                     "Fuse linear layers' bias, GELU and bias gradient into "
+                     "their matmuls (default True): one cuBLASLt call each "
+                     "on a GPU, the same bits on the CPU.")
       .def_readwrite("max_reuse_distance", &ZeroOptions::maxReuseDistance,
                      "Stage 3: gather again when a parameter's uses are more "
                      "than this many ops apart (default 0: no re-gather for "

@@ -528,13 +528,20 @@ def TrainFuseEpilogues : Pass<"train-fuse-epilogues", "::mlir::ModuleOp"> {
     feeds nothing else, and all of it lies in one block. A weight gradient
     is paired with the bias gradient of the same output gradient: `dy` (or
     its reshape to rows) as the matmul's right operand, summed over every
-    leading dimension. The fused op takes the place of the chain's last op,
-    or of a weight gradient's pair's first op where a use of the other
-    comes between them; where neither is possible the chain stays. Each
-    fused op is the chain it replaces on the CPU backend, bit for bit.
+    leading dimension. The fused op takes the place in the step where no
+    tensor lives longer than the ZeRO passes planned: a linear layer's at
+    its matmul (the bias, gathered in the weight's bucket, is ready there),
+    else at its last op where nothing between reads the chain's results or
+    is a collective (a gather while the weight waits would raise the peak
+    of gathered bytes); a weight gradient with the bias gradient computed
+    before it at the weight gradient, where the bias gradient's reduction
+    has not been issued before it (the weight gradient would otherwise be
+    held longer before its own), and with one computed after it at the
+    weight gradient too. Else the chain stays.
 
-    zero-pipeline runs it before `zero-lower-to-runtime`, after the report:
-    the report plans the step as the user wrote it.
+    The fused op keeps the matmul's discardable attributes (`train.recomputed`
+    on a forward recomputed for the backward). zero-pipeline runs the pass
+    right before `zero-lower-to-runtime`, after the ZeRO passes.
 
     ```mlir
     // %mm = train.matmul %x, %w ...; %y = train.bias_add %mm, %b ...
@@ -742,6 +749,10 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "it">,
     Option<"lowerToRuntime", "lower-to-runtime", "bool", "false",
            "Also run zero-lower-to-runtime, producing the zrt program">,
+    Option<"fuseEpilogues", "fuse-epilogues", "bool", "true",
+           "With lower-to-runtime, fuse linear layers' bias, GELU and bias "
+           "gradient into their matmuls first (train-fuse-epilogues); the "
+           "CPU gives the same bits either way">,
     OffloadOption<"With lower-to-runtime, zero-offload's placement">,
     Option<"deviceMemoryBudget", "device-memory-budget", "int64_t", "0",
            "With lower-to-runtime, device bytes per rank the plan must fit "

@@ -446,3 +446,21 @@ func.func @slice_pad_concat(%qkv: tensor<2x16x192xf32>, %ids: tensor<2x16xi64>,
   %3 = train.concat %k dim 0 : tensor<2x16x64xf32> -> tensor<2x16x64xf32>
   return
 }
+
+// The fused matmuls train-fuse-epilogues writes: a linear layer with its
+// bias (and GELU, keeping its input), the gradient through the GELU, and a
+// weight gradient with its bias gradient.
+// CHECK-LABEL: func.func @fused_matmuls
+// CHECK-NEXT:    %linear = train.matmul_bias %{{.+}}, %{{.+}}, %{{.+}} : tensor<2x16x64xbf16>, tensor<64x256xbf16>, tensor<256xbf16> -> tensor<2x16x256xbf16>
+// CHECK-NEXT:    %linear_0, %linear_1 = train.matmul_bias_gelu %{{.+}}, %{{.+}}, %{{.+}} exact : tensor<2x16x64xbf16>, tensor<64x256xbf16>, tensor<256xbf16> -> tensor<2x16x256xbf16>
+// CHECK-NEXT:    %grad = train.matmul_gelu_grad %{{.+}}, %{{.+}}, %linear_1 transpose_b : tensor<2x16x64xbf16>, tensor<256x64xbf16> -> tensor<2x16x256xbf16>
+// CHECK-NEXT:    %wgrad, %wgrad_2 = train.matmul_bias_grad %{{.+}}, %{{.+}} transpose_a : tensor<32x64xbf16>, tensor<32x256xbf16> -> tensor<64x256xbf16>, tensor<256xbf16>
+func.func @fused_matmuls(%x: tensor<2x16x64xbf16>, %w: tensor<64x256xbf16>, %b: tensor<256xbf16>,
+                         %dy: tensor<2x16x64xbf16>, %w2: tensor<256x64xbf16>,
+                         %xrows: tensor<32x64xbf16>, %dyrows: tensor<32x256xbf16>) {
+  %y = train.matmul_bias %x, %w, %b : tensor<2x16x64xbf16>, tensor<64x256xbf16>, tensor<256xbf16> -> tensor<2x16x256xbf16>
+  %h, %pre = train.matmul_bias_gelu %x, %w, %b exact : tensor<2x16x64xbf16>, tensor<64x256xbf16>, tensor<256xbf16> -> tensor<2x16x256xbf16>
+  %dpre = train.matmul_gelu_grad %dy, %w2, %pre transpose_b : tensor<2x16x64xbf16>, tensor<256x64xbf16> -> tensor<2x16x256xbf16>
+  %dw, %db = train.matmul_bias_grad %xrows, %dyrows transpose_a : tensor<32x64xbf16>, tensor<32x256xbf16> -> tensor<64x256xbf16>, tensor<256xbf16>
+  return
+}

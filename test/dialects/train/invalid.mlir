@@ -1263,3 +1263,62 @@ func.func @f(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xbf16>) {
   %0:2 = "train.attention"(%q, %k, %q) <{scale = 1.0 : f64}> : (tensor<2x16x8xf32>, tensor<2x16x8xbf16>, tensor<2x16x8xf32>) -> (tensor<2x16x8xf32>, tensor<2x16xf32>)
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Fused matmuls
+//===----------------------------------------------------------------------===//
+
+// A fused matmul is a linear layer's: its right operand is a 2-D weight.
+func.func @f(%q: tensor<2x4x8xf32>, %k: tensor<2x8x4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{fuses a linear layer, whose right operand is a 2-D weight; got 'tensor<2x8x4xf32>' (a batched product stays train.matmul)}}
+  %0 = train.matmul_bias %q, %k, %b : tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<4xf32> -> tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+// A batched left operand is folded into rows, so it is not transposed.
+func.func @f(%x: tensor<2x8x4xf32>, %w: tensor<8x6xf32>, %b: tensor<6xf32>) {
+  // expected-error @+1 {{folds the batch of 'tensor<2x8x4xf32>' into rows, which a transposed left operand does not allow}}
+  %0:2 = train.matmul_bias_gelu %x, %w, %b transpose_a : tensor<2x8x4xf32>, tensor<8x6xf32>, tensor<6xf32> -> tensor<2x4x6xf32>
+  return
+}
+
+// -----
+
+// The bias runs along the output's features.
+func.func @f(%x: tensor<4x8xf32>, %w: tensor<8x6xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{needs a bias of shape [6] to match the last dimension of 'tensor<4x6xf32>', got 'tensor<8xf32>'}}
+  %0 = train.matmul_bias %x, %w, %b : tensor<4x8xf32>, tensor<8x6xf32>, tensor<8xf32> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+// The shapes of the matmul itself.
+func.func @f(%dy: tensor<4x6xf32>, %w: tensor<6x8xf32>, %pre: tensor<4x6xf32>) {
+  // expected-error @+1 {{contracts 6 elements of the left operand with 8 of the right}}
+  %0 = train.matmul_gelu_grad %dy, %w, %pre transpose_b : tensor<4x6xf32>, tensor<6x8xf32> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+// The bias gradient sums the output gradient (the right operand) over its
+// rows.
+func.func @f(%x: tensor<4x8xf32>, %dy: tensor<4x6xf32>) {
+  // expected-error @+1 {{sums 'tensor<4x6xf32>' over its rows into 'tensor<6xf32>', but bias_grad is 'tensor<8xf32>'}}
+  %0:2 = train.matmul_bias_grad %x, %dy transpose_a : tensor<4x8xf32>, tensor<4x6xf32> -> tensor<8x6xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+// ... of a 2-D output gradient.
+func.func @f(%x: tensor<2x2x8xf32>, %dy: tensor<2x2x6xf32>) {
+  // expected-error @+1 {{sums the bias gradient over the rows of a 2-D output gradient against a 2-D input; got 'tensor<2x2x8xf32>' and 'tensor<2x2x6xf32>'}}
+  %0:2 = train.matmul_bias_grad %x, %dy transpose_a : tensor<2x2x8xf32>, tensor<2x2x6xf32> -> tensor<2x8x6xf32>, tensor<6xf32>
+  return
+}

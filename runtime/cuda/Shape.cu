@@ -7,11 +7,13 @@
 // two passes parallel over chunks and columns, in the CPU kernel's order;
 // otherwise sequentially per output when the outputs are contiguous
 // (threads then read neighbouring elements), else a block per output with
-// a fixed tree.
+// a fixed tree. Transposes and broadcasts of fewer than 2^31 elements
+// decode their indices with 32-bit magic divisions (FastDivmod.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "DeviceCommon.cuh"
+#include "FastDivmod.h"
 
 namespace zero::cuda::dev {
 namespace {
@@ -55,17 +57,6 @@ __global__ void reducePerBlock(const void *x, Dt inType, void *y, Dt outType,
   }
 }
 
-template <typename T> __device__ __forceinline__ float toFloat(T value);
-template <> __device__ __forceinline__ float toFloat(float value) {
-  return value;
-}
-template <> __device__ __forceinline__ float toFloat(__nv_bfloat16 value) {
-  return __bfloat162float(value);
-}
-template <> __device__ __forceinline__ float toFloat(__half value) {
-  return __half2float(value);
-}
-
 /// Pass 1: partials[k][c] = x[k * chunkRows][c] + ... over chunk k's rows,
 /// from zero. blockIdx.y walks the chunks, the x dimension the columns, so
 /// a warp reads 32 neighbouring columns of one row.
@@ -96,6 +87,51 @@ __global__ void columnChunkTotals(const float *__restrict__ partials, void *y,
     for (int64_t k = 0; k < chunks; ++k)
       sum += partials[k * columns + c];
     storeF(y, outType, c, sum / divisor);
+  }
+}
+
+/// A Strided layout with 32-bit offsets and its extents' magic divisors.
+struct FastStrided {
+  int rank = 0;
+  FastDivmod extent[kMaxRank];
+  uint32_t stride[kMaxRank] = {};
+};
+
+/// The fast layout of `layout`, when `count` indices and every offset fit
+/// 31 bits.
+bool toFastStrided(const Strided &layout, int64_t count, FastStrided &fast) {
+  if (count >= kFastIndexLimit)
+    return false;
+  int64_t last = 0;
+  for (int d = 0; d < layout.rank; ++d) {
+    if (layout.extent[d] < 1 || layout.extent[d] >= kFastIndexLimit ||
+        layout.stride[d] < 0)
+      return false;
+    last += (layout.extent[d] - 1) * layout.stride[d];
+    if (last >= kFastIndexLimit)
+      return false;
+  }
+  fast.rank = layout.rank;
+  for (int d = 0; d < layout.rank; ++d) {
+    fast.extent[d] = FastDivmod(static_cast<uint32_t>(layout.extent[d]));
+    fast.stride[d] = static_cast<uint32_t>(layout.stride[d]);
+  }
+  return true;
+}
+
+template <typename Word>
+__global__ void gatherFastKernel(const Word *x, Word *y, FastStrided layout,
+                                 uint32_t count) {
+  uint32_t stride = gridDim.x * blockDim.x;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    uint32_t index = i, offset = 0;
+    for (int d = layout.rank - 1; d >= 0; --d) {
+      uint32_t coordinate;
+      index = layout.extent[d].divmod(index, coordinate);
+      offset += coordinate * layout.stride[d];
+    }
+    y[i] = x[offset];
   }
 }
 
@@ -164,6 +200,24 @@ cudaError_t launchGather(const void *x, void *y, int64_t elementBytes,
   if (count == 0)
     return cudaSuccess;
   unsigned grid = gridFor(count);
+  // Tensors under 2^31 elements (all of GPT-2's) decode with 32-bit magic
+  // divisions instead of 64-bit ones.
+  if (FastStrided fast; toFastStrided(layout, count, fast)) {
+    uint32_t n = static_cast<uint32_t>(count);
+    if (elementBytes == 2)
+      gatherFastKernel<<<grid, kThreads, 0, stream>>>(
+          static_cast<const uint16_t *>(x), static_cast<uint16_t *>(y), fast,
+          n);
+    else if (elementBytes == 4)
+      gatherFastKernel<<<grid, kThreads, 0, stream>>>(
+          static_cast<const uint32_t *>(x), static_cast<uint32_t *>(y), fast,
+          n);
+    else
+      gatherFastKernel<<<grid, kThreads, 0, stream>>>(
+          static_cast<const uint64_t *>(x), static_cast<uint64_t *>(y), fast,
+          n);
+    return cudaGetLastError();
+  }
   if (elementBytes == 2)
     gatherKernel<<<grid, kThreads, 0, stream>>>(
         static_cast<const uint16_t *>(x), static_cast<uint16_t *>(y), layout,

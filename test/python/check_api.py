@@ -82,6 +82,17 @@ def check_plan():
         (arena, compiled.report["arena_bytes"])
     ok("ir: the forward ends in train.minimize, the step has its backward, "
        "the program gathers the stage-3 shards")
+    launches = {fused: program.count(f'zrt.launch "train.{fused}"')
+                for fused in ("matmul_bias_gelu", "matmul_bias",
+                              "matmul_gelu_grad", "matmul_bias_grad")}
+    assert all(launches.values()), launches
+    graph = mlp(3)
+    graph.config.zero.fuse_epilogues = False
+    plain = graph.compile(2)
+    assert "train.matmul_bias" not in plain.ir("program")
+    assert plain.report["arena_bytes"] == compiled.report["arena_bytes"]
+    ok(f"fuse_epilogues: {sum(launches.values())} fused matmuls by default, "
+       "none with fuse_epilogues = False, the same arena")
     graph = mlp(2)
     graph.config.offload("optimizer").device_memory_budget("1GiB")
     assert graph.config.offload_choice == "optimizer"

@@ -101,11 +101,12 @@ const std::vector<DType> &floatTypes() {
       stream, [](cudaStream_t s) { cudaStreamDestroy(s); });
   std::vector<DeviceBuffer> buffers;
   auto upload = [&](const Tensor &tensor, bool poison) -> void * {
-    void *pointer = nullptr;
-    if (cudaMalloc(&pointer, std::max<size_t>(bytesOf(tensor), 1)) !=
-        cudaSuccess)
+    void *base = nullptr;
+    if (cudaMalloc(&base, std::max<size_t>(bytesOf(tensor), 1) +
+                              kernel.deviceOffset) != cudaSuccess)
       return nullptr;
-    buffers.emplace_back(pointer);
+    buffers.emplace_back(base);
+    void *pointer = static_cast<char *>(base) + kernel.deviceOffset;
     if (poison)
       cudaMemset(pointer, 0xff, bytesOf(tensor));
     else

@@ -51,6 +51,10 @@ struct KernelCase {
   KernelContext ctx = {};
   /// Every result bit for bit equal to the CPU's (NaN to NaN).
   bool bitwise = false;
+  /// Bytes by which every device buffer starts past an allocation's
+  /// (256-byte aligned) start: 2 or 4 makes the kernels that move 16 bytes
+  /// at a time take their one-element path.
+  size_t deviceOffset = 0;
 };
 
 /// Runs `kernel` on CPU and CUDA and compares every result.

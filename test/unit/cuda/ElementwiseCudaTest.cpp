@@ -111,6 +111,48 @@ TEST(ElementwiseCuda, BiasAdd) {
       }
 }
 
+// Unary and binary math and bias_add move 16 bytes per load where every
+// buffer is 16-byte aligned, one element where one is not (a view one
+// element past an aligned start here). Both paths are checked, on sizes
+// with and without a tail past the last 16 bytes, bias rows of whole and
+// partial 16 bytes, and more rows than one grid dimension holds (70000).
+// Correctly rounded f32 operations (add, mul, div, the bias) give the CPU's
+// bits on either path.
+TEST(ElementwiseCuda, PackedAndOneElementPaths) {
+  SKIP_WITHOUT_CUDA_GPU();
+  uint32_t seed = 500;
+  for (DType dtype : floatTypes())
+    for (size_t offset : {size_t{0}, static_cast<size_t>(dtypeBytes(dtype))}) {
+      std::string label = dtypeLabel(dtype) + " at offset " +
+                          std::to_string(offset);
+      for (const std::vector<int64_t> &shape :
+           {std::vector<int64_t>{8, 768}, {1031}, {3, 5}}) {
+        Tensor x = randomTensor(dtype, shape, seed++, -4.0, 4.0);
+        Tensor y = randomTensor(dtype, shape, seed++, 0.5, 2.0);
+        KernelCase gelu{"train.gelu", {}, {x}, {x}};
+        gelu.deviceOffset = offset;
+        EXPECT_TRUE(matchesCpu(gelu)) << label;
+        for (const char *op : {"train.add", "train.mul", "train.div"}) {
+          KernelCase binary{op, {}, {x, y}, {x}};
+          binary.deviceOffset = offset;
+          binary.bitwise = true;
+          EXPECT_TRUE(matchesCpu(binary)) << op << " " << label;
+        }
+      }
+      for (const std::vector<int64_t> &shape :
+           {std::vector<int64_t>{16, 768}, {70000, 8}, {4, 3, 12}}) {
+        KernelCase bias{"train.bias_add",
+                        {},
+                        {randomTensor(dtype, shape, seed++),
+                         randomTensor(dtype, {shape.back()}, seed++)},
+                        {Tensor(dtype, shape)}};
+        bias.deviceOffset = offset;
+        bias.bitwise = true;
+        EXPECT_TRUE(matchesCpu(bias)) << label;
+      }
+    }
+}
+
 // The mask is a function of the key and the global index alone: the CUDA
 // kernel keeps exactly the CPU's elements, on either rank of two.
 TEST(ElementwiseCuda, Dropout) {

@@ -34,7 +34,7 @@ constexpr const char *kModule = R"mlir(
                %w: tensor<8x6xf32>, %ids: tensor<4xi32>, %tab: tensor<10x8xf32>,
                %s: tensor<f32>, %xb: tensor<4x8xbf16>, %h: tensor<2x4x8xf32>,
                %lab: tensor<4xi64>, %step: tensor<i64>,
-               %keep: tensor<2x8xi64>) {
+               %keep: tensor<2x8xi64>, %b6: tensor<6xf32>) {
     %0 = train.neg %x : tensor<4x8xf32>
     %1 = train.exp %x : tensor<4x8xf32>
     %2 = train.log %x : tensor<4x8xf32>
@@ -108,6 +108,10 @@ constexpr const char *kModule = R"mlir(
         : tensor<f32>
     %p5, %m5, %v5 = train.adamw %x, %u1, %x, %y step %t skip_if %found
         with @adamw : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+    %lin = train.matmul_bias %h, %w, %b6 : tensor<2x4x8xf32>, tensor<8x6xf32>, tensor<6xf32> -> tensor<2x4x6xf32>
+    %act, %pre = train.matmul_bias_gelu %h, %w, %b6 : tensor<2x4x8xf32>, tensor<8x6xf32>, tensor<6xf32> -> tensor<2x4x6xf32>
+    %dpre = train.matmul_gelu_grad %x, %w, %15 : tensor<4x8xf32>, tensor<8x6xf32> -> tensor<4x6xf32>
+    %dw, %dbias = train.matmul_bias_grad %x, %15 transpose_a : tensor<4x8xf32>, tensor<4x6xf32> -> tensor<8x6xf32>, tensor<6xf32>
     return
   }
 )mlir";

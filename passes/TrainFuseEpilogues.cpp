@@ -34,8 +34,7 @@ namespace {
 /// 2-D weight, its batch (if any) folded into rows.
 MatmulOp getFusableMatmul(Value value, Operation *user) {
   auto matmul = value.getDefiningOp<MatmulOp>();
-  if (!matmul || !matmul->hasOneUse() ||
-      matmul->getBlock() != user->getBlock())
+  if (!matmul || !matmul->hasOneUse() || matmul->getBlock() != user->getBlock())
     return nullptr;
   if (matmul.getRhs().getType().getRank() != 2 ||
       (matmul.getLhs().getType().getRank() > 2 && matmul.getTransposeA()))
@@ -121,9 +120,8 @@ struct TrainFuseEpiloguesPass
       gelu.erase();
     } else {
       auto fused = builder.create<MatmulBiasOp>(
-          biasAdd.getLoc(), biasAdd.getType(), matmul.getLhs(),
-          matmul.getRhs(), biasAdd.getBias(), matmul.getTransposeA(),
-          matmul.getTransposeB());
+          biasAdd.getLoc(), biasAdd.getType(), matmul.getLhs(), matmul.getRhs(),
+          biasAdd.getBias(), matmul.getTransposeA(), matmul.getTransposeB());
       fused->setDiscardableAttrs(matmul->getDiscardableAttrDictionary());
       biasAdd.replaceAllUsesWith(fused.getResult());
     }
@@ -136,16 +134,16 @@ struct TrainFuseEpiloguesPass
     MatmulOp matmul = getFusableMatmul(geluGrad.getResultGrad(), geluGrad);
     if (!matmul)
       return;
-    Operation *point = findLinearPoint(
-        {matmul, geluGrad},
-        {matmul.getLhs(), matmul.getRhs(), geluGrad.getSaved()});
+    Operation *point =
+        findLinearPoint({matmul, geluGrad}, {matmul.getLhs(), matmul.getRhs(),
+                                             geluGrad.getSaved()});
     if (!point)
       return;
     OpBuilder builder(point);
     auto fused = builder.create<MatmulGeluGradOp>(
-        geluGrad.getLoc(), geluGrad.getType(), matmul.getLhs(),
-        matmul.getRhs(), geluGrad.getSaved(), matmul.getTransposeA(),
-        matmul.getTransposeB(), geluGrad.getExact());
+        geluGrad.getLoc(), geluGrad.getType(), matmul.getLhs(), matmul.getRhs(),
+        geluGrad.getSaved(), matmul.getTransposeA(), matmul.getTransposeB(),
+        geluGrad.getExact());
     fused->setDiscardableAttrs(matmul->getDiscardableAttrDictionary());
     geluGrad.replaceAllUsesWith(fused.getResult());
     geluGrad.erase();
@@ -167,14 +165,15 @@ struct TrainFuseEpiloguesPass
     for (Operation *user : reduce.getInput().getUsers())
       if (auto reshape = dyn_cast<ReshapeOp>(user)) {
         auto type = cast<RankedTensorType>(reshape.getType());
-        if (type.getRank() == 2 && type.getDimSize(1) == dyType.getShape().back())
+        if (type.getRank() == 2 &&
+            type.getDimSize(1) == dyType.getShape().back())
           rows.push_back(reshape);
       }
     for (Value candidate : rows)
       for (Operation *user : candidate.getUsers()) {
         auto matmul = dyn_cast<MatmulOp>(user);
-        if (!matmul || matmul.getRhs() != candidate ||
-            matmul.getTransposeB() || matmul->getBlock() != reduce->getBlock() ||
+        if (!matmul || matmul.getRhs() != candidate || matmul.getTransposeB() ||
+            matmul->getBlock() != reduce->getBlock() ||
             matmul.getLhs().getType().getRank() != 2 ||
             matmul.getRhs().getType().getRank() != 2)
           continue;

@@ -99,22 +99,21 @@ static LogicalResult verifyMatmul(Operation *op, RankedTensorType lhs,
                                   RankedTensorType rhs, RankedTensorType result,
                                   bool transposeA, bool transposeB) {
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
-    return op->emitOpError() << "needs operands of rank >= 2, got " << lhs
-                             << " and " << rhs;
+    return op->emitOpError()
+           << "needs operands of rank >= 2, got " << lhs << " and " << rhs;
   if (failed(verifySameElementType(op, lhs, rhs, "the operands")) ||
       failed(verifySameElementType(op, lhs, result, "the operands and result")))
     return failure();
   bool sharedRhs = rhs.getRank() == 2 && lhs.getRank() > 2;
   if (!sharedRhs && lhs.getRank() != rhs.getRank())
-    return op->emitOpError()
-           << "needs operands of equal rank, or a 2-D right "
-              "operand shared by every batch; got "
-           << lhs << " and " << rhs;
+    return op->emitOpError() << "needs operands of equal rank, or a 2-D right "
+                                "operand shared by every batch; got "
+                             << lhs << " and " << rhs;
   ArrayRef<int64_t> lhsShape = lhs.getShape(), rhsShape = rhs.getShape();
   ArrayRef<int64_t> batch = lhsShape.drop_back(2);
   if (!sharedRhs && rhsShape.drop_back(2) != batch)
-    return op->emitOpError() << "has mismatched batch dimensions in " << lhs
-                             << " and " << rhs;
+    return op->emitOpError()
+           << "has mismatched batch dimensions in " << lhs << " and " << rhs;
   int64_t lr = lhs.getRank(), rr = rhs.getRank();
   int64_t m = transposeA ? lhsShape[lr - 1] : lhsShape[lr - 2];
   int64_t k = transposeA ? lhsShape[lr - 2] : lhsShape[lr - 1];
@@ -195,9 +194,8 @@ LogicalResult MatmulBiasGradOp::verify() {
   RankedTensorType expected =
       RankedTensorType::get({rhs.getDimSize(1)}, rhs.getElementType());
   if (getBiasGrad().getType() != expected)
-    return emitOpError() << "sums " << rhs << " over its rows into "
-                         << expected << ", but bias_grad is "
-                         << getBiasGrad().getType();
+    return emitOpError() << "sums " << rhs << " over its rows into " << expected
+                         << ", but bias_grad is " << getBiasGrad().getType();
   return success();
 }
 

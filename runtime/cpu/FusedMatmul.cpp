@@ -64,12 +64,12 @@ absl::StatusOr<KernelFn> bindMatmulBias(const ChainBinder &chain) {
   ZERO_ASSIGN_OR_RETURN(
       KernelFn bias,
       chain.part("train.bias_add", {}, {out, request.ins[2]}, {out}));
-  return KernelFn([matmul = std::move(matmul), bias = std::move(bias)](
-                      Ins ins, Outs outs,
-                      const KernelContext &context) -> absl::Status {
-    ZERO_RETURN_IF_ERROR(matmul({ins[0], ins[1]}, {outs[0]}, context));
-    return bias({outs[0], ins[2]}, {outs[0]}, context);
-  });
+  return KernelFn(
+      [matmul = std::move(matmul), bias = std::move(bias)](
+          Ins ins, Outs outs, const KernelContext &context) -> absl::Status {
+        ZERO_RETURN_IF_ERROR(matmul({ins[0], ins[1]}, {outs[0]}, context));
+        return bias({outs[0], ins[2]}, {outs[0]}, context);
+      });
 }
 
 absl::StatusOr<KernelFn> bindMatmulBiasGelu(const ChainBinder &chain) {
@@ -83,14 +83,14 @@ absl::StatusOr<KernelFn> bindMatmulBiasGelu(const ChainBinder &chain) {
   ZERO_ASSIGN_OR_RETURN(
       KernelFn gelu,
       chain.part("train.gelu", pick(request, {"exact"}), {pre}, {out}));
-  return KernelFn([matmul = std::move(matmul), bias = std::move(bias),
-                   gelu = std::move(gelu)](
-                      Ins ins, Outs outs,
-                      const KernelContext &context) -> absl::Status {
-    ZERO_RETURN_IF_ERROR(matmul({ins[0], ins[1]}, {outs[1]}, context));
-    ZERO_RETURN_IF_ERROR(bias({outs[1], ins[2]}, {outs[1]}, context));
-    return gelu({outs[1]}, {outs[0]}, context);
-  });
+  return KernelFn(
+      [matmul = std::move(matmul), bias = std::move(bias),
+       gelu = std::move(gelu)](Ins ins, Outs outs,
+                               const KernelContext &context) -> absl::Status {
+        ZERO_RETURN_IF_ERROR(matmul({ins[0], ins[1]}, {outs[1]}, context));
+        ZERO_RETURN_IF_ERROR(bias({outs[1], ins[2]}, {outs[1]}, context));
+        return gelu({outs[1]}, {outs[0]}, context);
+      });
 }
 
 absl::StatusOr<KernelFn> bindMatmulGeluGrad(const ChainBinder &chain) {
@@ -101,12 +101,12 @@ absl::StatusOr<KernelFn> bindMatmulGeluGrad(const ChainBinder &chain) {
   ZERO_ASSIGN_OR_RETURN(KernelFn geluGrad,
                         chain.part("train.gelu_grad", pick(request, {"exact"}),
                                    {request.ins[2], out}, {out}));
-  return KernelFn([matmul = std::move(matmul), geluGrad = std::move(geluGrad)](
-                      Ins ins, Outs outs,
-                      const KernelContext &context) -> absl::Status {
-    ZERO_RETURN_IF_ERROR(matmul({ins[0], ins[1]}, {outs[0]}, context));
-    return geluGrad({ins[2], outs[0]}, {outs[0]}, context);
-  });
+  return KernelFn(
+      [matmul = std::move(matmul), geluGrad = std::move(geluGrad)](
+          Ins ins, Outs outs, const KernelContext &context) -> absl::Status {
+        ZERO_RETURN_IF_ERROR(matmul({ins[0], ins[1]}, {outs[0]}, context));
+        return geluGrad({ins[2], outs[0]}, {outs[0]}, context);
+      });
 }
 
 absl::StatusOr<KernelFn> bindMatmulBiasGrad(const ChainBinder &chain) {
@@ -129,12 +129,12 @@ absl::StatusOr<KernelFn> bindMatmulBiasGrad(const ChainBinder &chain) {
   ZERO_ASSIGN_OR_RETURN(KernelFn reduce,
                         chain.part("train.reduce_sum", rows, {request.ins[1]},
                                    {request.outs[1]}));
-  return KernelFn([matmul = std::move(matmul), reduce = std::move(reduce)](
-                      Ins ins, Outs outs,
-                      const KernelContext &context) -> absl::Status {
-    ZERO_RETURN_IF_ERROR(matmul({ins[0], ins[1]}, {outs[0]}, context));
-    return reduce({ins[1]}, {outs[1]}, context);
-  });
+  return KernelFn(
+      [matmul = std::move(matmul), reduce = std::move(reduce)](
+          Ins ins, Outs outs, const KernelContext &context) -> absl::Status {
+        ZERO_RETURN_IF_ERROR(matmul({ins[0], ins[1]}, {outs[0]}, context));
+        return reduce({ins[1]}, {outs[1]}, context);
+      });
 }
 
 } // namespace
@@ -155,12 +155,12 @@ absl::StatusOr<KernelFn> bindMatmulChain(const BindRequest &request,
 }
 
 absl::StatusOr<KernelFn> bindFusedMatmul(const BindRequest &request) {
-  return bindMatmulChain(
-      request, [](absl::string_view name, const KernelParams &params,
-                  absl::Span<const TensorSpec> ins,
-                  absl::Span<const TensorSpec> outs) {
-        return bindCpuKernel(name, params, ins, outs);
-      });
+  return bindMatmulChain(request,
+                         [](absl::string_view name, const KernelParams &params,
+                            absl::Span<const TensorSpec> ins,
+                            absl::Span<const TensorSpec> outs) {
+                           return bindCpuKernel(name, params, ins, outs);
+                         });
 }
 
 } // namespace zero::rt::cpu

@@ -1,4 +1,5 @@
-//===- Blas.h - cuBLAS and cuBLASLt pieces of the matmul binders -*- C++ -*-===//
+//===- Blas.h - cuBLAS and cuBLASLt pieces of the matmul binders -*- C++
+//-*-===//
 //
 // Included by the two files that call cuBLAS (Matmul.cpp, FusedMatmul.cpp),
 // so that no other binder sees the cuBLAS headers.

@@ -310,9 +310,10 @@ cudaError_t launchUnary(UnaryOp op, float factor, const void *x, Dt inType,
   if (inType == outType && isFloatDt(inType) && packAligned(x, y))
     return withFloatType(inType, [&](auto *type) {
       using T = std::remove_pointer_t<decltype(type)>;
-      unaryPackKernel<T><<<gridFor(count / Pack<T>::kWidth + 1), kThreads, 0,
-                           stream>>>(op, factor, static_cast<const T *>(x),
-                                     static_cast<T *>(y), count);
+      unaryPackKernel<T>
+          <<<gridFor(count / Pack<T>::kWidth + 1), kThreads, 0, stream>>>(
+              op, factor, static_cast<const T *>(x), static_cast<T *>(y),
+              count);
       return cudaGetLastError();
     });
   unaryKernel<<<gridFor(count), kThreads, 0, stream>>>(op, factor, x, inType, y,
@@ -327,10 +328,10 @@ cudaError_t launchBinary(BinaryOp op, const void *a, const void *b, void *y,
   if (isFloatDt(type) && packAligned(a, b, y))
     return withFloatType(type, [&](auto *tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
-      binaryPackKernel<T><<<gridFor(count / Pack<T>::kWidth + 1), kThreads, 0,
-                            stream>>>(op, static_cast<const T *>(a),
-                                      static_cast<const T *>(b),
-                                      static_cast<T *>(y), count);
+      binaryPackKernel<T>
+          <<<gridFor(count / Pack<T>::kWidth + 1), kThreads, 0, stream>>>(
+              op, static_cast<const T *>(a), static_cast<const T *>(b),
+              static_cast<T *>(y), count);
       return cudaGetLastError();
     });
   binaryKernel<<<gridFor(count), kThreads, 0, stream>>>(op, a, b, y, type,
@@ -354,7 +355,8 @@ cudaError_t launchBiasAdd(const void *x, const void *bias, void *y, Dt type,
       int64_t featurePacks = features / Pack<T>::kWidth;
       // Threads in whole warps up to kThreads; as many row blocks as the grid
       // takes, each walking the rows beyond.
-      int64_t threads = std::min<int64_t>(kThreads, (featurePacks + 31) / 32 * 32);
+      int64_t threads =
+          std::min<int64_t>(kThreads, (featurePacks + 31) / 32 * 32);
       dim3 grid(static_cast<unsigned>((featurePacks + threads - 1) / threads),
                 static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
       biasAddPackKernel<T><<<grid, static_cast<unsigned>(threads), 0, stream>>>(

@@ -104,9 +104,9 @@ std::optional<cublasLtEpilogue_t> findEpilogue(const BindRequest &request,
 
 /// Plans the request's GEMM with `epilogue`: nothing where cuBLASLt has no
 /// algorithm for it (the chain then serves), an error where cuBLASLt fails.
-absl::StatusOr<std::optional<LtGemm>>
-planGemm(const BindRequest &request, cublasLtEpilogue_t epilogue,
-         cudaStream_t stream) {
+absl::StatusOr<std::optional<LtGemm>> planGemm(const BindRequest &request,
+                                               cublasLtEpilogue_t epilogue,
+                                               cudaStream_t stream) {
   const TensorSpec &lhs = request.ins[0], &rhs = request.ins[1];
   ZERO_ASSIGN_OR_RETURN(bool ta, cpu::getFlag(request, "transpose_a"));
   ZERO_ASSIGN_OR_RETURN(bool tb, cpu::getFlag(request, "transpose_b"));
@@ -134,12 +134,12 @@ planGemm(const BindRequest &request, cublasLtEpilogue_t epilogue,
       "cublasLtMatmulDescCreate"));
   cublasOperation_t opA = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-  ZERO_RETURN_IF_ERROR(cublasStatus(
-      name, setAttribute(d.desc, CUBLASLT_MATMUL_DESC_TRANSA, opA),
-      "setting TRANSA"));
-  ZERO_RETURN_IF_ERROR(cublasStatus(
-      name, setAttribute(d.desc, CUBLASLT_MATMUL_DESC_TRANSB, opB),
-      "setting TRANSB"));
+  ZERO_RETURN_IF_ERROR(
+      cublasStatus(name, setAttribute(d.desc, CUBLASLT_MATMUL_DESC_TRANSA, opA),
+                   "setting TRANSA"));
+  ZERO_RETURN_IF_ERROR(
+      cublasStatus(name, setAttribute(d.desc, CUBLASLT_MATMUL_DESC_TRANSB, opB),
+                   "setting TRANSB"));
   ZERO_RETURN_IF_ERROR(cublasStatus(
       name, setAttribute(d.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue),
       "setting the epilogue"));
@@ -156,20 +156,20 @@ planGemm(const BindRequest &request, cublasLtEpilogue_t epilogue,
         "setting the aux leading dimension"));
   auto layout = [&](cublasLtMatrixLayout_t *target, int64_t rows,
                     int64_t cols) {
-    return cublasStatus(name,
-                        cublasLtMatrixLayoutCreate(
-                            target, type, static_cast<uint64_t>(rows),
-                            static_cast<uint64_t>(cols), rows),
-                        "cublasLtMatrixLayoutCreate");
+    return cublasStatus(
+        name,
+        cublasLtMatrixLayoutCreate(target, type, static_cast<uint64_t>(rows),
+                                   static_cast<uint64_t>(cols), rows),
+        "cublasLtMatrixLayoutCreate");
   };
   ZERO_RETURN_IF_ERROR(layout(&d.a, tb ? k : n, tb ? n : k));
   ZERO_RETURN_IF_ERROR(layout(&d.b, ta ? m : k, ta ? k : m));
   ZERO_RETURN_IF_ERROR(layout(&d.d, n, m));
 
   cublasLtMatmulPreference_t preference = nullptr;
-  ZERO_RETURN_IF_ERROR(cublasStatus(
-      name, cublasLtMatmulPreferenceCreate(&preference),
-      "cublasLtMatmulPreferenceCreate"));
+  ZERO_RETURN_IF_ERROR(cublasStatus(name,
+                                    cublasLtMatmulPreferenceCreate(&preference),
+                                    "cublasLtMatmulPreferenceCreate"));
   uint64_t workspace = StreamBlas::kWorkspaceBytes;
   cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
       preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
@@ -217,8 +217,7 @@ absl::StatusOr<KernelFn> bindFusedMatmul(const BindRequest &request,
             return bindCudaKernel(name, params, ins, outs, stream);
           }));
   int64_t features = request.outs[0].shape.back();
-  std::optional<cublasLtEpilogue_t> epilogue =
-      findEpilogue(request, features);
+  std::optional<cublasLtEpilogue_t> epilogue = findEpilogue(request, features);
   if (!epilogue)
     return chain;
   ZERO_ASSIGN_OR_RETURN(std::optional<LtGemm> planned,

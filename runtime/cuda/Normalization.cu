@@ -3,10 +3,10 @@
 // Rows of one float type, 16-byte aligned, of whole 16-byte Packs and at
 // most 1024 f32 or 2048 16-bit elements (attention's scores, GPT-2's
 // widths): a warp per row, the row held in registers, read once and written
-// once. Other rows: one block per row. The row stays in global memory (it is re-read from L1/L2
-// on each pass), so any row length works; each pass ends in a block
-// reduction, whose barriers order every read of a row before the first write
-// of that row, so results may overwrite their inputs as on CPU.
+// once. Other rows: one block per row. The row stays in global memory (it is
+// re-read from L1/L2 on each pass), so any row length works; each pass ends in
+// a block reduction, whose barriers order every read of a row before the first
+// write of that row, so results may overwrite their inputs as on CPU.
 //
 // The layer norm gradient is one pass over the rows: each block takes a
 // fixed chunk of rows, writes their input gradients and sums the scale and
@@ -41,8 +41,7 @@ template <typename T, int N> struct LaneRow {
   float v[N][Pack<T>::kWidth];
 
   /// Loads this lane's Packs c = lane + 32 n of `row` (zeros past the row).
-  __device__ __forceinline__ void load(const T *row, int lane,
-                                       int64_t packs) {
+  __device__ __forceinline__ void load(const T *row, int lane, int64_t packs) {
     const Pack<T> *p = reinterpret_cast<const Pack<T> *>(row);
 #pragma unroll
     for (int n = 0; n < N; ++n) {
@@ -70,8 +69,7 @@ template <typename T, int N> struct LaneRow {
   }
 
   /// Whether element j of Pack n of this lane is in the row.
-  __device__ __forceinline__ static bool inRow(int lane, int n,
-                                               int64_t packs) {
+  __device__ __forceinline__ static bool inRow(int lane, int n, int64_t packs) {
     return lane + 32 * n < packs;
   }
 };
@@ -84,8 +82,8 @@ __device__ __forceinline__ int64_t warpRowStride() {
 }
 
 template <typename T, int N>
-__global__ void softmaxWarpKernel(const T *x, T *y, int64_t rows,
-                                  int64_t packs, bool safe) {
+__global__ void softmaxWarpKernel(const T *x, T *y, int64_t rows, int64_t packs,
+                                  bool safe) {
   constexpr int W = Pack<T>::kWidth;
   int lane = threadIdx.x % 32;
   for (int64_t r = firstWarpRow(); r < rows; r += warpRowStride()) {
@@ -434,8 +432,8 @@ cudaError_t launchLayerNorm(const void *x, const void *gamma, const void *beta,
           layerNormWarpKernel<T, decltype(lanes)::value>
               <<<warpRowGrid(rows), kThreads, 0, stream>>>(
                   static_cast<const T *>(x), gamma, beta, static_cast<T *>(y),
-                  mean, rstd, gammaType, betaType, rows,
-                  cols / Pack<T>::kWidth, eps);
+                  mean, rstd, gammaType, betaType, rows, cols / Pack<T>::kWidth,
+                  eps);
           error = cudaGetLastError();
         });
       return error;

@@ -43,22 +43,24 @@ getStreamBlas(absl::string_view kernel, cudaStream_t stream) {
       created->workspace,
       DeviceScratch::allocate(kernel, StreamBlas::kWorkspaceBytes));
   cublasHandle_t blas = nullptr;
-  ZERO_RETURN_IF_ERROR(cublasStatus(kernel, cublasCreate(&blas), "cublasCreate"));
+  ZERO_RETURN_IF_ERROR(
+      cublasStatus(kernel, cublasCreate(&blas), "cublasCreate"));
   created->blas = blas;
   cublasLtHandle_t lt = nullptr;
   ZERO_RETURN_IF_ERROR(
       cublasStatus(kernel, cublasLtCreate(&lt), "cublasLtCreate"));
   created->lt = lt;
-  ZERO_RETURN_IF_ERROR(cublasStatus(kernel, cublasSetStream(blas, stream),
-                                    "cublasSetStream"));
+  ZERO_RETURN_IF_ERROR(
+      cublasStatus(kernel, cublasSetStream(blas, stream), "cublasSetStream"));
   ZERO_RETURN_IF_ERROR(cublasStatus(
       kernel,
       cublasSetWorkspace(blas, created->workspace->as<void>(),
                          static_cast<size_t>(StreamBlas::kWorkspaceBytes)),
       "cublasSetWorkspace"));
   // No TF32 for f32 operands: f32 matmuls keep f32 accuracy.
-  ZERO_RETURN_IF_ERROR(cublasStatus(
-      kernel, cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode"));
+  ZERO_RETURN_IF_ERROR(
+      cublasStatus(kernel, cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH),
+                   "cublasSetMathMode"));
   streams[stream] = created;
   return created;
 }

@@ -88,11 +88,15 @@ def check_plan():
     assert all(launches.values()), launches
     graph = mlp(3)
     graph.config.zero.fuse_epilogues = False
-    plain = graph.compile(2)
-    assert "train.matmul_bias" not in plain.ir("program")
-    assert plain.report["arena_bytes"] == compiled.report["arena_bytes"]
+    plain = graph.compile(2).ir("program")
+    assert "train.matmul_bias" not in plain
+    # What the fusion guarantees is the live bytes (no tensor lives longer);
+    # the arena is packed by a heuristic over those lifetimes.
+    live = [int(re.search(r"live_bytes = (\d+)", text).group(1))
+            for text in (program, plain)]
+    assert live[0] <= live[1], live
     ok(f"fuse_epilogues: {sum(launches.values())} fused matmuls by default, "
-       "none with fuse_epilogues = False, the same arena")
+       "none with fuse_epilogues = False, no more live bytes")
     graph = mlp(2)
     graph.config.offload("optimizer").device_memory_budget("1GiB")
     assert graph.config.offload_choice == "optimizer"

@@ -123,8 +123,8 @@ TEST(ElementwiseCuda, PackedAndOneElementPaths) {
   uint32_t seed = 500;
   for (DType dtype : floatTypes())
     for (size_t offset : {size_t{0}, static_cast<size_t>(dtypeBytes(dtype))}) {
-      std::string label = dtypeLabel(dtype) + " at offset " +
-                          std::to_string(offset);
+      std::string label =
+          dtypeLabel(dtype) + " at offset " + std::to_string(offset);
       for (const std::vector<int64_t> &shape :
            {std::vector<int64_t>{8, 768}, {1031}, {3, 5}}) {
         Tensor x = randomTensor(dtype, shape, seed++, -4.0, 4.0);

@@ -36,8 +36,8 @@ struct Shape {
 };
 
 const Shape kShapes[] = {
-    {{}, 7, 13, 5, false, false},    {{}, 33, 70, 72, true, false},
-    {{}, 16, 24, 40, false, true},   {{}, 64, 64, 256, true, true},
+    {{}, 7, 13, 5, false, false},      {{}, 33, 70, 72, true, false},
+    {{}, 16, 24, 40, false, true},     {{}, 64, 64, 256, true, true},
     {{2, 3}, 4, 16, 24, false, false},
 };
 
@@ -49,8 +49,8 @@ std::vector<int64_t> matrix(std::vector<int64_t> batch, int64_t rows,
 }
 
 /// Operands x, w and (when `third`) a per-feature or per-output tensor.
-KernelCase linearCase(const char *name, DType dtype, const Shape &s,
-                      bool exact, uint32_t seed) {
+KernelCase linearCase(const char *name, DType dtype, const Shape &s, bool exact,
+                      uint32_t seed) {
   KernelCase kernel{name, dict(flags(s.ta, s.tb, exact)), {}, {}};
   kernel.ins.push_back(randomTensor(
       dtype, matrix(s.batch, s.ta ? s.k : s.m, s.ta ? s.m : s.k), seed));
@@ -88,8 +88,8 @@ TEST(FusedMatmulCuda, BiasGrad) {
     for (int64_t rows : {5, 64, 65, 1000})
       for (bool ta : {true, false}) {
         int64_t k = 24, n = 40;
-        KernelCase kernel{"train.matmul_bias_grad", dict(flags(ta, false)),
-                          {}, {}};
+        KernelCase kernel{
+            "train.matmul_bias_grad", dict(flags(ta, false)), {}, {}};
         kernel.ins.push_back(randomTensor(
             dtype, ta ? matrix({}, rows, k) : matrix({}, k, rows), seed++));
         kernel.ins.push_back(randomTensor(dtype, {rows, n}, seed++));
@@ -105,8 +105,8 @@ TEST(FusedMatmulCuda, Gpt2Shapes) {
   // backward, and the attention projection's weight and bias gradients.
   SKIP_WITHOUT_CUDA_GPU();
   const Shape fc{{8}, 1024, 768, 3072, false, false};
-  EXPECT_TRUE(
-      matchesCpu(linearCase("train.matmul_bias_gelu", DType::bf16, fc, false, 7)));
+  EXPECT_TRUE(matchesCpu(
+      linearCase("train.matmul_bias_gelu", DType::bf16, fc, false, 7)));
   const Shape back{{8}, 1024, 768, 3072, false, true};
   EXPECT_TRUE(matchesCpu(
       linearCase("train.matmul_gelu_grad", DType::bf16, back, false, 8)));

@@ -17,8 +17,8 @@ using namespace zero::rt::test;
 namespace {
 
 const std::vector<std::vector<int64_t>> kShapes = {
-    {1, 5},    {3, 7, 33}, {4, 300},  {2, 1029},
-    {70, 40},  {3, 768},   {5, 1024}, {2, 2048}};
+    {1, 5},   {3, 7, 33}, {4, 300},  {2, 1029},
+    {70, 40}, {3, 768},   {5, 1024}, {2, 2048}};
 
 std::vector<int64_t> leading(const std::vector<int64_t> &shape) {
   return std::vector<int64_t>(shape.begin(), shape.end() - 1);

@@ -42,19 +42,20 @@ struct Linear {
   std::vector<int64_t> outShape;
 };
 
-Linear makeLinear(DType dtype, std::vector<int64_t> batch, int64_t m,
-                  int64_t k, int64_t n, bool ta, bool tb, uint32_t seed) {
+Linear makeLinear(DType dtype, std::vector<int64_t> batch, int64_t m, int64_t k,
+                  int64_t n, bool ta, bool tb, uint32_t seed) {
   std::vector<int64_t> xShape = batch;
   xShape.push_back(ta ? k : m);
   xShape.push_back(ta ? m : k);
   std::vector<int64_t> outShape = batch;
   outShape.push_back(m);
   outShape.push_back(n);
-  return {randomTensor(dtype, xShape, seed),
-          randomTensor(dtype, tb ? std::vector<int64_t>{n, k}
-                                 : std::vector<int64_t>{k, n},
-                       seed + 1),
-          randomTensor(dtype, {n}, seed + 2), outShape};
+  return {
+      randomTensor(dtype, xShape, seed),
+      randomTensor(dtype,
+                   tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n},
+                   seed + 1),
+      randomTensor(dtype, {n}, seed + 2), outShape};
 }
 
 struct Shape {
@@ -64,8 +65,8 @@ struct Shape {
 };
 
 const Shape kShapes[] = {
-    {{}, 7, 13, 5, false, false}, {{}, 7, 13, 5, true, false},
-    {{}, 7, 13, 5, false, true},  {{}, 33, 70, 72, true, true},
+    {{}, 7, 13, 5, false, false},    {{}, 7, 13, 5, true, false},
+    {{}, 7, 13, 5, false, true},     {{}, 33, 70, 72, true, true},
     {{2, 3}, 4, 6, 5, false, false}, {{4}, 40, 16, 24, false, true},
 };
 
@@ -76,8 +77,8 @@ TEST(FusedMatmulTest, MatmulBiasIsItsChain) {
       Linear l = makeLinear(dtype, s.batch, s.m, s.k, s.n, s.ta, s.tb, seed++);
       Tensor mm = run("train.matmul", flags(s.ta, s.tb), {&l.x, &l.w},
                       Tensor(dtype, l.outShape));
-      Tensor chain = run("train.bias_add", {}, {&mm, &l.b},
-                         Tensor(dtype, l.outShape));
+      Tensor chain =
+          run("train.bias_add", {}, {&mm, &l.b}, Tensor(dtype, l.outShape));
       Tensor fused = run("train.matmul_bias", flags(s.ta, s.tb),
                          {&l.x, &l.w, &l.b}, Tensor(dtype, l.outShape));
       EXPECT_TRUE(fused.sameBytes(chain)) << dtypeName(dtype);
@@ -93,8 +94,8 @@ TEST(FusedMatmulTest, MatmulBiasGeluIsItsChain) {
             makeLinear(dtype, s.batch, s.m, s.k, s.n, s.ta, s.tb, seed++);
         Tensor mm = run("train.matmul", flags(s.ta, s.tb), {&l.x, &l.w},
                         Tensor(dtype, l.outShape));
-        Tensor pre = run("train.bias_add", {}, {&mm, &l.b},
-                         Tensor(dtype, l.outShape));
+        Tensor pre =
+            run("train.bias_add", {}, {&mm, &l.b}, Tensor(dtype, l.outShape));
         Tensor gelu = run("train.gelu", flags(false, false, exact), {&pre},
                           Tensor(dtype, l.outShape));
         Tensor fusedOut(dtype, l.outShape), fusedPre(dtype, l.outShape);
@@ -121,9 +122,8 @@ TEST(FusedMatmulTest, MatmulGeluGradIsItsChain) {
                         Tensor(dtype, l.outShape));
         Tensor chain = run("train.gelu_grad", flags(false, false, exact),
                            {&pre, &mm}, Tensor(dtype, l.outShape));
-        Tensor fused = run("train.matmul_gelu_grad",
-                           flags(s.ta, s.tb, exact), {&l.x, &l.w, &pre},
-                           Tensor(dtype, l.outShape));
+        Tensor fused = run("train.matmul_gelu_grad", flags(s.ta, s.tb, exact),
+                           {&l.x, &l.w, &pre}, Tensor(dtype, l.outShape));
         EXPECT_TRUE(fused.sameBytes(chain)) << dtypeName(dtype);
       }
 }
@@ -136,8 +136,9 @@ TEST(FusedMatmulTest, MatmulBiasGradIsItsChain) {
     for (int64_t rows : {5, 64, 65, 300})
       for (bool ta : {true, false}) {
         int64_t k = 12, n = 20;
-        Tensor x = randomTensor(dtype, ta ? std::vector<int64_t>{rows, k}
-                                          : std::vector<int64_t>{k, rows},
+        Tensor x = randomTensor(dtype,
+                                ta ? std::vector<int64_t>{rows, k}
+                                   : std::vector<int64_t>{k, rows},
                                 seed++);
         Tensor dy = randomTensor(dtype, {rows, n}, seed++);
         Tensor dw = run("train.matmul", flags(ta, false), {&x, &dy},

@@ -61,4 +61,18 @@ if ! python3 -c "import numpy" 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check numpy \
     || echo "setup: warning: could not install numpy; the Python tests will be skipped"
 fi
+# cudnn-frontend, the header-only C++ graph API of cuDNN (its wheel ships
+# the headers in site-packages/include), for train.attention on cuDNN's fused
+# SDPA in the CUDA backend (runtime/cuda/CudnnAttention.cpp). Only the
+# headers are used at build time; libcudnn.so.9 is opened at run time.
+# Without it the CUDA backend builds with its own attention kernel only.
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  purelib=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  if [ ! -f "$purelib/include/cudnn_frontend.h" ]; then
+    echo "setup: installing the nvidia-cudnn-frontend headers"
+    python3 -m pip install --quiet --disable-pip-version-check --no-deps \
+      "nvidia-cudnn-frontend>=1.32,<2" \
+      || echo "setup: warning: could not install nvidia-cudnn-frontend; CUDA attention keeps the built-in kernel"
+  fi
+fi
 echo "setup: done"

@@ -242,6 +242,10 @@ attentionGeometry(const BindRequest &request) {
 
 absl::StatusOr<KernelFn> bindAttention(const BindRequest &request,
                                        cudaStream_t stream) {
+  ZERO_ASSIGN_OR_RETURN(std::optional<KernelFn> cudnn,
+                        bindCudnnAttention(request, stream));
+  if (cudnn)
+    return *std::move(cudnn);
   // The query is operand 0 here; attentionGeometry reads operand 1, which
   // has the same spec (the key).
   ZERO_ASSIGN_OR_RETURN(AttentionGeometry g, attentionGeometry(request));
@@ -257,6 +261,10 @@ absl::StatusOr<KernelFn> bindAttention(const BindRequest &request,
 
 absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &request,
                                            cudaStream_t stream) {
+  ZERO_ASSIGN_OR_RETURN(std::optional<KernelFn> cudnn,
+                        bindCudnnAttention(request, stream));
+  if (cudnn)
+    return *std::move(cudnn);
   ZERO_ASSIGN_OR_RETURN(AttentionGeometry g, attentionGeometry(request));
   dev::Dt type = dt(request.ins[0].dtype);
   std::string name(request.name);

@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <optional>
 
 namespace zero::rt::cuda {
 
@@ -149,6 +150,14 @@ absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindMatmul(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindFusedMatmul(const BindRequest &, cudaStream_t);
 
+/// train.attention or train.attention_grad on cuDNN's fused SDPA
+/// (CudnnAttention.cpp), or nothing where cuDNN does not serve the request
+/// (not loaded, f32, a head dimension or shape it does not take): the
+/// built-in kernel serves it then.
+absl::StatusOr<std::optional<KernelFn>>
+bindCudnnAttention(const BindRequest &request, cudaStream_t stream);
+/// OK where libcudnn.so.9 loaded (opening it on the first call), else why not.
+absl::Status cudnnAttentionStatus();
 absl::StatusOr<KernelFn> bindAttention(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindSoftmax(const BindRequest &, cudaStream_t);

@@ -2,7 +2,10 @@
 //
 // Sequences shorter than a warp and longer than the CUDA kernels' chunk of
 // 1024 keys, head dimensions below and above a block's 256 threads, every
-// float type, with and without the causal mask.
+// float type, with and without the causal mask. Where libcudnn.so.9
+// loads, the 16-bit cases with head dimensions that are multiples of 8 run
+// on cuDNN's fused attention (CudnnAttention.cpp), the rest on the built-in
+// kernel; CudnnAttention.Gpt2Heads holds cuDNN to the CPU at GPT-2's heads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +15,10 @@
 
 using namespace zero::rt;
 using namespace zero::rt::test;
+
+namespace zero::rt::cuda {
+absl::Status cudnnAttentionStatus(); // CudnnAttention.cpp
+} // namespace zero::rt::cuda
 
 namespace {
 
@@ -68,6 +75,41 @@ TEST(AttentionCuda, Backward) {
                                 {dout, q, k, v, out, lse},
                                 {q, q, q}}));
       }
+}
+
+// GPT-2's attention in bf16: 12 heads of 64, causal, forward then the
+// backward of that forward's result and log-sum-exp, on cuDNN's fused SDPA
+// (its deterministic backward) against the CPU kernels. Skipped, with the
+// reason, where libcudnn.so.9 does not load.
+TEST(CudnnAttention, Gpt2Heads) {
+  SKIP_WITHOUT_CUDA_GPU();
+  if (absl::Status loaded = cuda::cudnnAttentionStatus(); !loaded.ok())
+    GTEST_SKIP() << "cuDNN does not serve here: " << loaded;
+  const std::vector<int64_t> shape = {2, 12, 128, 64};
+  for (DType dtype : {DType::bf16, DType::f16}) {
+    Tensor q = randomTensor(dtype, shape, 71),
+           k = randomTensor(dtype, shape, 72);
+    Tensor v = randomTensor(dtype, shape, 73);
+    Tensor out(dtype, shape), lse(DType::f32, rows(shape));
+    EXPECT_TRUE(
+        matchesCpu({"train.attention", attrs(64, true), {q, k, v}, {out, lse}}))
+        << dtypeLabel(dtype);
+    // The CPU's forward gives the backward consistent inputs.
+    std::vector<TensorSpec> specs = {q.spec(), k.spec(), v.spec()};
+    absl::StatusOr<KernelFn> forward = bindCpuKernel(
+        "train.attention", attrs(64, true), specs, {out.spec(), lse.spec()});
+    ASSERT_TRUE(forward.ok()) << forward.status();
+    ASSERT_TRUE(
+        (*forward)({q.data(), k.data(), v.data()}, {out.data(), lse.data()}, {})
+            .ok());
+    Tensor dout = randomTensor(dtype, shape, 74);
+    EXPECT_TRUE(matchesCpu(
+        {"train.attention_grad",
+         attrs(64, true),
+         {dout, q, k, v, out, lse},
+         {Tensor(dtype, shape), Tensor(dtype, shape), Tensor(dtype, shape)}}))
+        << dtypeLabel(dtype);
+  }
 }
 
 } // namespace

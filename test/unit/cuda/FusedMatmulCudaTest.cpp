@@ -16,19 +16,6 @@ using namespace zero::rt::test;
 
 namespace {
 
-using Attrs = std::vector<std::pair<std::string, mlir::Attribute>>;
-
-Attrs flags(bool ta, bool tb, bool exact = false) {
-  Attrs attrs;
-  if (ta)
-    attrs.push_back({"transpose_a", unit()});
-  if (tb)
-    attrs.push_back({"transpose_b", unit()});
-  if (exact)
-    attrs.push_back({"exact", unit()});
-  return attrs;
-}
-
 struct Shape {
   std::vector<int64_t> batch;
   int64_t m, k, n;
@@ -51,7 +38,7 @@ std::vector<int64_t> matrix(std::vector<int64_t> batch, int64_t rows,
 /// Operands x, w and (when `third`) a per-feature or per-output tensor.
 KernelCase linearCase(const char *name, DType dtype, const Shape &s, bool exact,
                       uint32_t seed) {
-  KernelCase kernel{name, dict(flags(s.ta, s.tb, exact)), {}, {}};
+  KernelCase kernel{name, matmulFlags(s.ta, s.tb, exact), {}, {}};
   kernel.ins.push_back(randomTensor(
       dtype, matrix(s.batch, s.ta ? s.k : s.m, s.ta ? s.m : s.k), seed));
   kernel.ins.push_back(randomTensor(
@@ -89,7 +76,7 @@ TEST(FusedMatmulCuda, BiasGrad) {
       for (bool ta : {true, false}) {
         int64_t k = 24, n = 40;
         KernelCase kernel{
-            "train.matmul_bias_grad", dict(flags(ta, false)), {}, {}};
+            "train.matmul_bias_grad", matmulFlags(ta, false), {}, {}};
         kernel.ins.push_back(randomTensor(
             dtype, ta ? matrix({}, rows, k) : matrix({}, k, rows), seed++));
         kernel.ins.push_back(randomTensor(dtype, {rows, n}, seed++));
@@ -110,7 +97,7 @@ TEST(FusedMatmulCuda, Gpt2Shapes) {
   const Shape back{{8}, 1024, 768, 3072, false, true};
   EXPECT_TRUE(matchesCpu(
       linearCase("train.matmul_gelu_grad", DType::bf16, back, false, 8)));
-  KernelCase grad{"train.matmul_bias_grad", dict(flags(true, false)), {}, {}};
+  KernelCase grad{"train.matmul_bias_grad", matmulFlags(true, false), {}, {}};
   grad.ins.push_back(randomTensor(DType::bf16, {8192, 768}, 9));
   grad.ins.push_back(randomTensor(DType::bf16, {8192, 768}, 10));
   grad.outs.push_back(Tensor(DType::bf16, {768, 768}));

@@ -14,23 +14,10 @@ using namespace zero::rt::test;
 
 namespace {
 
-using Attrs = std::vector<std::pair<std::string, mlir::Attribute>>;
-
-Attrs flags(bool ta, bool tb, bool exact = false) {
-  Attrs attrs;
-  if (ta)
-    attrs.push_back({"transpose_a", unit()});
-  if (tb)
-    attrs.push_back({"transpose_b", unit()});
-  if (exact)
-    attrs.push_back({"exact", unit()});
-  return attrs;
-}
-
-Tensor run(absl::string_view name, const Attrs &attrs,
+Tensor run(absl::string_view name, mlir::DictionaryAttr attrs,
            const std::vector<const Tensor *> &ins, Tensor out) {
   out.poison();
-  absl::Status status = runKernel(name, dict(attrs), ins, {&out});
+  absl::Status status = runKernel(name, attrs, ins, {&out});
   EXPECT_TRUE(status.ok()) << name << ": " << status;
   return out;
 }
@@ -75,11 +62,11 @@ TEST(FusedMatmulTest, MatmulBiasIsItsChain) {
   for (DType dtype : {DType::f32, DType::bf16})
     for (const Shape &s : kShapes) {
       Linear l = makeLinear(dtype, s.batch, s.m, s.k, s.n, s.ta, s.tb, seed++);
-      Tensor mm = run("train.matmul", flags(s.ta, s.tb), {&l.x, &l.w},
+      Tensor mm = run("train.matmul", matmulFlags(s.ta, s.tb), {&l.x, &l.w},
                       Tensor(dtype, l.outShape));
       Tensor chain =
           run("train.bias_add", {}, {&mm, &l.b}, Tensor(dtype, l.outShape));
-      Tensor fused = run("train.matmul_bias", flags(s.ta, s.tb),
+      Tensor fused = run("train.matmul_bias", matmulFlags(s.ta, s.tb),
                          {&l.x, &l.w, &l.b}, Tensor(dtype, l.outShape));
       EXPECT_TRUE(fused.sameBytes(chain)) << dtypeName(dtype);
     }
@@ -92,17 +79,17 @@ TEST(FusedMatmulTest, MatmulBiasGeluIsItsChain) {
       for (const Shape &s : kShapes) {
         Linear l =
             makeLinear(dtype, s.batch, s.m, s.k, s.n, s.ta, s.tb, seed++);
-        Tensor mm = run("train.matmul", flags(s.ta, s.tb), {&l.x, &l.w},
+        Tensor mm = run("train.matmul", matmulFlags(s.ta, s.tb), {&l.x, &l.w},
                         Tensor(dtype, l.outShape));
         Tensor pre =
             run("train.bias_add", {}, {&mm, &l.b}, Tensor(dtype, l.outShape));
-        Tensor gelu = run("train.gelu", flags(false, false, exact), {&pre},
-                          Tensor(dtype, l.outShape));
+        Tensor gelu = run("train.gelu", matmulFlags(false, false, exact),
+                          {&pre}, Tensor(dtype, l.outShape));
         Tensor fusedOut(dtype, l.outShape), fusedPre(dtype, l.outShape);
         fusedOut.poison();
         fusedPre.poison();
         ASSERT_TRUE(runKernel("train.matmul_bias_gelu",
-                              dict(flags(s.ta, s.tb, exact)),
+                              matmulFlags(s.ta, s.tb, exact),
                               {&l.x, &l.w, &l.b}, {&fusedOut, &fusedPre})
                         .ok());
         EXPECT_TRUE(fusedOut.sameBytes(gelu)) << dtypeName(dtype);
@@ -118,12 +105,13 @@ TEST(FusedMatmulTest, MatmulGeluGradIsItsChain) {
         Linear l =
             makeLinear(dtype, s.batch, s.m, s.k, s.n, s.ta, s.tb, seed++);
         Tensor pre = randomTensor(dtype, l.outShape, seed++, -3.0, 3.0);
-        Tensor mm = run("train.matmul", flags(s.ta, s.tb), {&l.x, &l.w},
+        Tensor mm = run("train.matmul", matmulFlags(s.ta, s.tb), {&l.x, &l.w},
                         Tensor(dtype, l.outShape));
-        Tensor chain = run("train.gelu_grad", flags(false, false, exact),
+        Tensor chain = run("train.gelu_grad", matmulFlags(false, false, exact),
                            {&pre, &mm}, Tensor(dtype, l.outShape));
-        Tensor fused = run("train.matmul_gelu_grad", flags(s.ta, s.tb, exact),
-                           {&l.x, &l.w, &pre}, Tensor(dtype, l.outShape));
+        Tensor fused =
+            run("train.matmul_gelu_grad", matmulFlags(s.ta, s.tb, exact),
+                {&l.x, &l.w, &pre}, Tensor(dtype, l.outShape));
         EXPECT_TRUE(fused.sameBytes(chain)) << dtypeName(dtype);
       }
 }
@@ -141,14 +129,14 @@ TEST(FusedMatmulTest, MatmulBiasGradIsItsChain) {
                                    : std::vector<int64_t>{k, rows},
                                 seed++);
         Tensor dy = randomTensor(dtype, {rows, n}, seed++);
-        Tensor dw = run("train.matmul", flags(ta, false), {&x, &dy},
+        Tensor dw = run("train.matmul", matmulFlags(ta, false), {&x, &dy},
                         Tensor(dtype, {k, n}));
         Tensor db = run("train.reduce_sum", {{"dims", i64s({0})}}, {&dy},
                         Tensor(dtype, {n}));
         Tensor fusedW(dtype, {k, n}), fusedB(dtype, {n});
         fusedW.poison();
         fusedB.poison();
-        ASSERT_TRUE(runKernel("train.matmul_bias_grad", dict(flags(ta, false)),
+        ASSERT_TRUE(runKernel("train.matmul_bias_grad", matmulFlags(ta, false),
                               {&x, &dy}, {&fusedW, &fusedB})
                         .ok());
         EXPECT_TRUE(fusedW.sameBytes(dw)) << dtypeName(dtype);

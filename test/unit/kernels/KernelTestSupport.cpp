@@ -39,6 +39,17 @@ dict(std::vector<std::pair<std::string, mlir::Attribute>> entries) {
   return builder.getDictionaryAttr(named);
 }
 
+mlir::DictionaryAttr matmulFlags(bool transposeA, bool transposeB, bool exact) {
+  std::vector<std::pair<std::string, mlir::Attribute>> flags;
+  if (transposeA)
+    flags.push_back({"transpose_a", unit()});
+  if (transposeB)
+    flags.push_back({"transpose_b", unit()});
+  if (exact)
+    flags.push_back({"exact", unit()});
+  return dict(flags);
+}
+
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
     : spec_{dtype, std::move(shape)} {
   bytes_.assign(static_cast<size_t>(spec_.numElements() * dtypeBytes(dtype)),

@@ -31,6 +31,10 @@ mlir::Attribute unit();
 mlir::Attribute i64s(std::vector<int64_t> values);
 mlir::DictionaryAttr
 dict(std::vector<std::pair<std::string, mlir::Attribute>> entries);
+/// The transpose_a, transpose_b and (GELU's erf form) exact flags of a
+/// matmul or a fused matmul.
+mlir::DictionaryAttr matmulFlags(bool transposeA, bool transposeB,
+                                 bool exact = false);
 
 /// A host tensor: a spec and bytes.
 class Tensor {

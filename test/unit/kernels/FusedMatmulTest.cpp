@@ -131,7 +131,7 @@ TEST(FusedMatmulTest, MatmulBiasGradIsItsChain) {
         Tensor dy = randomTensor(dtype, {rows, n}, seed++);
         Tensor dw = run("train.matmul", matmulFlags(ta, false), {&x, &dy},
                         Tensor(dtype, {k, n}));
-        Tensor db = run("train.reduce_sum", {{"dims", i64s({0})}}, {&dy},
+        Tensor db = run("train.reduce_sum", dict({{"dims", i64s({0})}}), {&dy},
                         Tensor(dtype, {n}));
         Tensor fusedW(dtype, {k, n}), fusedB(dtype, {n});
         fusedW.poison();
@@ -148,7 +148,7 @@ TEST(FusedMatmulTest, MatmulBiasGradIsItsChain) {
           Tensor reshaped(dtype, {5, rows / 5, n});
           std::memcpy(reshaped.data(), dy.data(),
                       static_cast<size_t>(rows * n * dtypeBytes(dtype)));
-          Tensor db3 = run("train.reduce_sum", {{"dims", i64s({0, 1})}},
+          Tensor db3 = run("train.reduce_sum", dict({{"dims", i64s({0, 1})}}),
                            {&reshaped}, Tensor(dtype, {n}));
           EXPECT_TRUE(fusedB.sameBytes(db3)) << dtypeName(dtype) << " " << rows;
         }

@@ -220,6 +220,22 @@ KernelFn executing(std::string name, BoundGraph bound, std::vector<Uid> inUids,
   };
 }
 
+/// The kernel that runs `graph`, built for the request's shapes, with its
+/// operands and results as `inUids` and `outUids`; nothing where cuDNN has
+/// no engine for it.
+absl::StatusOr<std::optional<KernelFn>>
+bindGraph(const BindRequest &request, cudaStream_t stream,
+          std::shared_ptr<fe::graph::Graph> graph, std::vector<Uid> inUids,
+          std::vector<Uid> outUids) {
+  ZERO_ASSIGN_OR_RETURN(std::optional<BoundGraph> bound,
+                        build(request, stream, std::move(graph)));
+  if (!bound)
+    return std::optional<KernelFn>();
+  return std::optional<KernelFn>(executing(std::string(request.name),
+                                           *std::move(bound), std::move(inUids),
+                                           std::move(outUids)));
+}
+
 /// The geometry of a request cuDNN can take, or why it cannot.
 absl::StatusOr<Geometry> geometryOf(const BindRequest &request) {
   const TensorSpec &query = request.ins[1]; // the key: the query's spec
@@ -272,13 +288,8 @@ absl::StatusOr<std::optional<KernelFn>> bindForward(const BindRequest &request,
       .set_data_type(fe::DataType_t::FLOAT)
       .set_dim({g.slices, 1, g.seq, 1})
       .set_stride({g.seq, g.seq, 1, 1});
-  ZERO_ASSIGN_OR_RETURN(std::optional<BoundGraph> bound,
-                        build(request, stream, std::move(graph)));
-  if (!bound)
-    return std::optional<KernelFn>();
-  return std::optional<KernelFn>(
-      executing(std::string(request.name), *std::move(bound),
-                {kQuery, kKey, kValue}, {kResult, kStats}));
+  return bindGraph(request, stream, std::move(graph), {kQuery, kKey, kValue},
+                   {kResult, kStats});
 }
 
 absl::StatusOr<std::optional<KernelFn>> bindBackward(const BindRequest &request,
@@ -304,15 +315,10 @@ absl::StatusOr<std::optional<KernelFn>> bindBackward(const BindRequest &request,
   asOutput(*dq, g, kQueryGrad);
   asOutput(*dk, g, kKeyGrad);
   asOutput(*dv, g, kValueGrad);
-  ZERO_ASSIGN_OR_RETURN(std::optional<BoundGraph> bound,
-                        build(request, stream, std::move(graph)));
-  if (!bound)
-    return std::optional<KernelFn>();
   // train.attention_grad's operands: dO, q, k, v, o, lse.
-  return std::optional<KernelFn>(
-      executing(std::string(request.name), *std::move(bound),
-                {kResultGrad, kQuery, kKey, kValue, kResult, kStats},
-                {kQueryGrad, kKeyGrad, kValueGrad}));
+  return bindGraph(request, stream, std::move(graph),
+                   {kResultGrad, kQuery, kKey, kValue, kResult, kStats},
+                   {kQueryGrad, kKeyGrad, kValueGrad});
 }
 
 } // namespace

@@ -55,8 +55,10 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     OpPassManager lowering(ModuleOp::getOperationName());
     // The CPU runs a fused op as the chain it replaces, bit for bit; a GPU
     // runs it as one matmul.
-    if (fuseEpilogues)
+    if (fuseEpilogues) {
       lowering.addPass(createTrainFuseEpilogues());
+      lowering.addPass(createTrainFuseLossCast());
+    }
     lowering.addPass(createZeroLowerToRuntime());
     lowering.addPass(
         createZeroOffload(ZeroOffloadOptions{offload, deviceMemoryBudget}));

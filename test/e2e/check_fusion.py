@@ -5,7 +5,9 @@ For each model and ZeRO stage, the step is rewritten once by zero-pipeline
 (lower-to-runtime=false), then lowered twice: with train-fuse-epilogues
 before zero-lower-to-runtime (as zero-pipeline lowers it) and without. The
 fused program must launch every fused kernel it can (GPT-2 has all four)
-and the unfused one none; both train N ranks for a few deterministic steps
+and the unfused one none; in bf16 the fused program's cross-entropy and
+its gradient read the bf16 logits (train-fuse-loss-cast), the unfused
+one's an f32 copy; both train N ranks for a few deterministic steps
 and must give the same losses and final parameters, bitwise. Each program's
 planned arena is printed: fusion drops the matmuls' own result buffers, so
 the fused arena is at most the unfused one.
@@ -25,8 +27,15 @@ FUSED_KERNELS = ("train.matmul_bias", "train.matmul_bias_gelu",
                  "train.matmul_gelu_grad", "train.matmul_bias_grad")
 
 
+def loss_logits_types(text):
+    """The element type of the logits each loss launch reads."""
+    return sorted(set(re.findall(
+        r'zrt\.launch "train\.softmax_cross_entropy(?:_grad)?" .*?'
+        r'ins\([^:]*: memref<[0-9x]*x(\w+)>', text)))
+
+
 def lower(zero_opt, rewritten, path, fuse):
-    passes = ("train-fuse-epilogues," if fuse else "") + \
+    passes = ("train-fuse-epilogues,train-fuse-loss-cast," if fuse else "") + \
         "zero-lower-to-runtime,zero-offload"
     subprocess.run([zero_opt, rewritten,
                     f"--pass-pipeline=builtin.module({passes})", "-o", path],
@@ -67,7 +76,7 @@ def main():
              f"--pass-pipeline=builtin.module(zero-pipeline{{stage={stage} "
              f"ranks={args.ranks} lower-to-runtime=false}})",
              "-o", rewritten], check=True)
-        programs, arenas, kernels = {}, {}, {}
+        programs, arenas, kernels, logits = {}, {}, {}, {}
         for fuse in (True, False):
             name = "fused" if fuse else "unfused"
             path = os.path.join(args.workdir, f"{tag}.{name}.zrt.mlir")
@@ -76,11 +85,19 @@ def main():
             arenas[name] = int(re.search(r"planned_arena = (\d+)",
                                          text).group(1))
             kernels[name] = {k: text.count(f'"{k}"') for k in FUSED_KERNELS}
+            logits[name] = loss_logits_types(text)
         where = f"N={args.ranks} stage {stage}"
         missing = [k for k, n in kernels["fused"].items() if n == 0]
         checker.check(not missing, f"{where}: no launch of {missing}")
         leaked = [k for k, n in kernels["unfused"].items() if n]
         checker.check(not leaked, f"{where}: unfused program launches {leaked}")
+        narrow = "bf16" if args.model == "gpt2-bf16" else "f32"
+        checker.check(logits["fused"] == [narrow],
+                      f"{where}: fused loss reads {logits['fused']} logits, "
+                      f"not {narrow}")
+        checker.check(logits["unfused"] == ["f32"],
+                      f"{where}: unfused loss reads {logits['unfused']} "
+                      "logits, not f32")
         checker.check(arenas["fused"] <= arenas["unfused"],
                       f"{where}: fused arena {arenas['fused']} B > unfused "
                       f"{arenas['unfused']} B")
@@ -91,7 +108,7 @@ def main():
         if e2e_lib.check_same_training(checker, where, unfused, fused):
             launches = ", ".join(f"{n} {k}" for k, n in kernels["fused"].items())
             checker.note(f"{where}: fused bitwise equal to unfused ({launches}; "
-                         f"arena {arenas['fused']} B, unfused "
+                         f"loss on {narrow} logits; arena {arenas['fused']} B, unfused "
                          f"{arenas['unfused']} B)")
     checker.finish()
 

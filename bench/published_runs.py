@@ -49,6 +49,11 @@ What differs from the runs, and is stated rather than hidden:
     The biases would let the compiler fuse them, and the GELU after them,
     into the matmuls (fuse-epilogues), which MPT's step, without biases,
     cannot: MPT runs are planned with config.zero.fuse_epilogues = False.
+  - Both take the loss on an f32 copy of the bf16 logits (torchtitan's
+    `pred.float()`, autocast's f32 cross-entropy in llm-foundry), which
+    fuse-epilogues would fold away (train-fuse-loss-cast): every run is
+    planned with it off. The Llama models have no biases, so nothing else
+    of theirs would fuse.
   - Under amp_bf16 FSDP keeps the sharded parameters in f32 and casts
     them to bf16 for each gather; the plan keeps a bf16 shard and an f32
     master shard (2 bytes a parameter more, and no cast in the step).
@@ -80,8 +85,10 @@ H100_BF16_PEAK = 989e12  # dense tensor-core peak, torchtitan's for an H100
 class Run:
     """One published run: the model's shapes, the cluster and the setup."""
 
-    # Whether the plan fuses linear layers' epilogues (fuse-epilogues).
-    fuse_epilogues = True
+    # Whether the plan fuses linear layers' epilogues and folds the loss's
+    # f32 cast (fuse-epilogues): off, as the published steps keep the cast
+    # (the module's docstring).
+    fuse_epilogues = False
 
     def __init__(self, name, layers, dim, heads, gpus, micro, accum,
                  checkpoint, machine, published, source, vocab=50368,
@@ -114,8 +121,8 @@ class MptRun(Run):
     """An MPT run, as zero.nn.GPT2 (see the module's docstring)."""
 
     family = "MPT"
-    # The stand-in's biases are not MPT's: no epilogue fusion through them.
-    fuse_epilogues = False
+    # The stand-in's biases are not MPT's: no epilogue fusion through them
+    # either (Run.fuse_epilogues).
     peak = A100_BF16_PEAK
 
     def parameters(self):

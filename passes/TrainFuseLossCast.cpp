@@ -29,9 +29,9 @@ using namespace zero::train;
 
 namespace {
 
-bool isWidening(CastOp cast) {
-  Type from = cast.getInput().getType().getElementType();
-  Type to = cast.getType().getElementType();
+bool isWidening(CastOp op) {
+  Type from = op.getInput().getType().getElementType();
+  Type to = op.getType().getElementType();
   return to.isF32() && (from.isBF16() || from.isF16());
 }
 
@@ -40,10 +40,10 @@ bool isWidening(CastOp cast) {
 std::optional<SmallVector<CastOp>> getNarrowingUsers(Value grad, Type narrow) {
   SmallVector<CastOp> casts;
   for (Operation *user : grad.getUsers()) {
-    auto cast = dyn_cast<CastOp>(user);
-    if (!cast || cast.getType() != narrow)
+    auto back = dyn_cast<CastOp>(user);
+    if (!back || back.getType() != narrow)
       return std::nullopt;
-    casts.push_back(cast);
+    casts.push_back(back);
   }
   return casts;
 }
@@ -91,9 +91,9 @@ struct TrainFuseLossCastPass
 
   void runOnOperation() override {
     SmallVector<CastOp> widenings;
-    getOperation().walk([&](CastOp cast) {
-      if (isWidening(cast))
-        widenings.push_back(cast);
+    getOperation().walk([&](CastOp op) {
+      if (isWidening(op))
+        widenings.push_back(op);
     });
     for (CastOp widen : widenings)
       fold(widen);

@@ -1,0 +1,92 @@
+//===- FusionPasses.td - Fusions before the lowering -------*- tablegen -*-===//
+//
+// The passes zero-pipeline runs between the ZeRO passes and
+// zero-lower-to-runtime under its `fuse-epilogues` option: rewrites of
+// `train` ops into ones the backends run in fewer passes over memory, the
+// same bits on the CPU. Included by Passes.td, in pipeline order.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_FUSION_PASSES
+#define ZERO_FUSION_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def TrainFuseEpilogues : Pass<"train-fuse-epilogues", "::mlir::ModuleOp"> {
+  let summary = "Fuses linear layers' bias, GELU and bias gradient into their matmuls";
+  let description = [{
+    Rewrites, in every function of the module, the chains that one matmul
+    with a cuBLASLt epilogue computes:
+
+    | chain | fused op |
+    |---|---|
+    | `bias_add(matmul(x, w), b)` | `train.matmul_bias` |
+    | `gelu(bias_add(matmul(x, w), b))` | `train.matmul_bias_gelu` (the GELU's input kept as `pre`) |
+    | `gelu_grad(pre, matmul(dy, w))` | `train.matmul_gelu_grad` |
+    | `matmul(x, dy)` and `reduce_sum(dy)` over its rows | `train.matmul_bias_grad` |
+
+    A chain is fused where the matmul is a linear layer's (a 2-D right
+    operand; a batched left operand not transposed), the matmul's result
+    feeds nothing else, and all of it lies in one block. A weight gradient
+    is paired with the bias gradient of the same output gradient: `dy` (or
+    its reshape to rows) as the matmul's right operand, summed over every
+    leading dimension. The fused op takes the place in the step where no
+    tensor lives longer than the ZeRO passes planned: a linear layer's at
+    its matmul (the bias, gathered in the weight's bucket, is ready there),
+    else at its last op where nothing between reads the chain's results or
+    is a collective (a gather while the weight waits would raise the peak
+    of gathered bytes); a weight gradient with the bias gradient computed
+    before it at the weight gradient, where the bias gradient's reduction
+    has not been issued before it (the weight gradient would otherwise be
+    held longer before its own), and with one computed after it at the
+    weight gradient too. Else the chain stays.
+
+    The fused op keeps the matmul's discardable attributes (`train.recomputed`
+    on a forward recomputed for the backward). zero-pipeline runs the pass
+    right before `zero-lower-to-runtime`, after the ZeRO passes.
+
+    ```mlir
+    // %mm = train.matmul %x, %w ...; %y = train.bias_add %mm, %b ...
+    // becomes
+    %y = train.matmul_bias %x, %w, %b
+        : tensor<32x64xf32>, tensor<64x256xf32>, tensor<256xf32> -> tensor<32x256xf32>
+    ```
+  }];
+  let dependentDialects = ["::zero::train::TrainDialect"];
+}
+
+def TrainFuseLossCast : Pass<"train-fuse-loss-cast", "::mlir::ModuleOp"> {
+  let summary = "Lets cross-entropy read 16-bit logits and write their 16-bit gradient, without f32 copies";
+  let description = [{
+    A 16-bit model takes its loss in f32: the frontends write
+    `softmax_cross_entropy(cast(logits -> f32))` and train-autodiff casts
+    the gradient back. The loss kernels widen each element as they load it
+    and round each as they store it, the same conversions the casts do, so
+    this pass drops both casts: the loss and its gradient read the 16-bit
+    logits, and the gradient is written in their type. For GPT-2 124M at
+    8,192 tokens that takes two f32 copies of 50,257-wide rows (3.3 GB)
+    out of the arena, and two passes over them out of the step.
+
+    A widening cast (bf16 or f16 to f32) is folded where every op that reads
+    it is a `softmax_cross_entropy` or `softmax_cross_entropy_grad` (as the
+    logits) and every use of each such gradient is a cast back to the
+    logits' type; else both stay. Every backend gives the same bits either
+    way. zero-pipeline runs it with `train-fuse-epilogues`, under the same
+    `fuse-epilogues` option.
+
+    ```mlir
+    // %wide = train.cast %logits : tensor<8x100xbf16> -> tensor<8x100xf32>
+    // %loss = train.softmax_cross_entropy %wide, %labels ...
+    // %dwide = train.softmax_cross_entropy_grad %wide, %labels, %one ...
+    // %dlogits = train.cast %dwide : tensor<8x100xf32> -> tensor<8x100xbf16>
+    // becomes
+    %loss = train.softmax_cross_entropy %logits, %labels
+        : tensor<8x100xbf16>, tensor<8xi32> -> tensor<f32>
+    %dlogits = train.softmax_cross_entropy_grad %logits, %labels, %one
+        : tensor<8x100xbf16>, tensor<8xi32>
+    ```
+  }];
+  let dependentDialects = ["::zero::train::TrainDialect"];
+}
+
+#endif // ZERO_FUSION_PASSES

@@ -63,9 +63,9 @@ def TrainFuseLossCast : Pass<"train-fuse-loss-cast", "::mlir::ModuleOp"> {
     the gradient back. The loss kernels widen each element as they load it
     and round each as they store it, the same conversions the casts do, so
     this pass drops both casts: the loss and its gradient read the 16-bit
-    logits, and the gradient is written in their type. For GPT-2 124M at
-    8,192 tokens that takes two f32 copies of 50,257-wide rows (3.3 GB)
-    out of the arena, and two passes over them out of the step.
+    logits, and the gradient is written in their type. For GPT-2 124M in
+    bf16 at 8,192 tokens (stage 0, one rank) the planned arena goes from
+    8.15 GB to 6.51 GB, and two passes over 50,257-wide rows leave the step.
 
     A widening cast (bf16 or f16 to f32) is folded where every op that reads
     it is a `softmax_cross_entropy` or `softmax_cross_entropy_grad` (as the

@@ -221,9 +221,10 @@ struct ZeroOptions {
   /// Stage 3: gather parameters again for their backward uses (otherwise
   /// the forward gathers stay alive until the backward).
   bool regatherInBackward = true;
-  /// Fuse linear layers' bias, GELU and bias gradient into their matmuls
-  /// (zero-pipeline's fuse-epilogues): one cuBLASLt call each on a GPU, the
-  /// same bits on the CPU.
+  /// Fuse linear layers' bias, GELU and bias gradient into their matmuls,
+  /// and take a 16-bit model's cross-entropy on its logits without an f32
+  /// copy (zero-pipeline's fuse-epilogues): one cuBLASLt call each on a GPU,
+  /// the same bits on the CPU.
   bool fuseEpilogues = true;
   /// On a mesh (GraphConfig::mesh), stages 1-3: hybrid shards within a
   /// node and keeps a copy per node; full shards over all ranks, gathering

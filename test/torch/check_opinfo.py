@@ -255,12 +255,13 @@ def reference(opinfo, sample, shape, tensors, cotangent, dtype,
 
 
 # The largest error of a passing result, as a fraction of ATOL + RTOL *
-# |ref64| (PyTorch's own error not counted), forward and gradient: how
-# much of the stated tolerance is used.
-WORST = {"forward": 0.0, "gradient": 0.0}
+# |ref64| (PyTorch's own error not counted), forward and gradient, per
+# kind of run: how much of the stated tolerance is used.
+WORST = collections.defaultdict(lambda: {"forward": 0.0, "gradient": 0.0})
 
 
-def mismatch(ours, ref64, ref32, rtol, atol, slack=None, what="forward"):
+def mismatch(ours, ref64, ref32, rtol, atol, slack=None, what="forward",
+             kind="plain"):
     """None when `ours` is within tolerance of the float64 reference (see
     the tolerances above), else what differs, for the report."""
     ours = np.asarray(ours, dtype=np.float64).reshape(-1)
@@ -285,7 +286,8 @@ def mismatch(ours, ref64, ref32, rtol, atol, slack=None, what="forward"):
         with np.errstate(invalid="ignore"):
             used = np.abs(ours - ref) / (atol + rtol * np.abs(ref))
         used = used[np.isfinite(used) & ~same32]
-        WORST[what] = max(WORST[what], float(np.max(used, initial=0.0)))
+        WORST[kind][what] = max(WORST[kind][what],
+                                float(np.max(used, initial=0.0)))
         return None
     bad = np.flatnonzero(~good)
     worst = bad[np.argmax(np.nan_to_num(np.abs(ours - ref)[bad], nan=np.inf,
@@ -409,17 +411,14 @@ def masks_attention(opinfo, sample):
     return mask is not None or bool(causal)
 
 
-def run_sample(opinfo, sample, seed, special=None):
-    """('passed' | 'refused' | 'wrong' | 'error' | 'skipped', detail).
-    With `special` ('nan' or 'inf'), the float operands carry those values
-    first (SPECIAL), and what is held is that every non-finite element of
-    the result and of the updated parameters is where PyTorch has it, of
-    the same kind, the finite ones within tolerance as always."""
-    shape, tensors = template(sample)
+def prepare(opinfo, sample, shape, base, seed, special):
+    """One kind's operands, cotangent and references, or the reason it is
+    skipped (a string)."""
+    tensors = {k: list(v) for k, v in base.items()}
     if special and masks_attention(opinfo, sample):
-        return "skipped", "masked attention (see masks_attention)"
+        return "masked attention (see masks_attention)"
     if special and not inject(tensors, special):
-        return "skipped", "no float operand to carry the values"
+        return "no float operand to carry the values"
     torch.manual_seed(seed)
     with torch.no_grad():
         call = fill(shape, tensors["param"], tensors["input"],
@@ -433,34 +432,63 @@ def run_sample(opinfo, sample, seed, special=None):
                                    torch.float64, empty)
         ref32, grads32 = reference(opinfo, sample, shape, tensors, cotangent,
                                    torch.float32, empty)
-    module = OneOp(opinfo, sample, shape, tensors, empty)
-    probe = torch.ones(cotangent.shape)
+    return dict(special=special, tensors=tensors, empty=empty,
+                cotangent=cotangent, ref64=ref64, ref32=ref32,
+                grads64=grads64, grads32=grads32)
+
+
+def build(opinfo, sample, shape, case):
+    """The one-op module of `case`'s operands, imported, compiled for one
+    rank and made a trainer: (graph, trainer)."""
+    module = OneOp(opinfo, sample, shape, case["tensors"], case["empty"])
+    probe = torch.ones(case["cotangent"].shape)
     try:
-        graph = zero.from_torch(module, (probe, *tensors["input"]),
-                                loss=dot_loss, example_targets=(cotangent,))
+        graph = zero.from_torch(module, (probe, *case["tensors"]["input"]),
+                                loss=dot_loss,
+                                example_targets=(case["cotangent"],))
         graph.output("out", module_output(Recorder.last).tensor)
-        graph.config.optimizer(zero.SGD(lr=1.0, weight_decay=0.0))
-        compiled = graph.compile(1)
-        trainer = graph.trainer(compiled)
-        batch = [probe.numpy()] + [t.numpy() for t in tensors["input"]] + \
-            [cotangent.numpy()]
-        _, outputs = trainer.evaluate(batch, outputs=True)
-        trainer.step(batch)
-        after = graph.state_dict(trainer)
-    except UnsupportedModuleError as error:
-        return "refused", str(error)
-    except Exception as error:  # an unclean failure: reported as such
-        return "error", f"{type(error).__name__}: {error}"
     finally:
         Recorder.last = None
-    wrong = mismatch(outputs["out"], ref64, ref32, FORWARD_RTOL,
-                     FORWARD_ATOL)
+    graph.config.optimizer(zero.SGD(lr=1.0, weight_decay=0.0))
+    return graph, graph.trainer(graph.compile(1))
+
+
+def load_operands(graph, trainer, case):
+    """Writes `case`'s float operands into the trainer's parameters, as a
+    fresh import of them would hold them (SGD without momentum keeps no
+    other state); False where an operand is not a parameter of ours (then
+    the case is imported on its own)."""
+    state = trainer.state_dict()
+    for i, tensor in enumerate(case["tensors"]["param"]):
+        name = graph._state_owner.get(f"t{i}")
+        if name is None or name not in state:
+            return False
+        state[name] = np.ascontiguousarray(tensor.numpy())
+    trainer.load_state_dict(state)
+    return True
+
+
+def check_case(graph, trainer, case):
+    """('passed' | 'wrong', detail) for one trained case. With a
+    `special` ('nan' or 'inf'), the float operands carry those values
+    (SPECIAL), and what is held is that every non-finite element of the
+    result and of the updated parameters is where PyTorch has it, of the
+    same kind, the finite ones within tolerance as always."""
+    special, tensors = case["special"], case["tensors"]
+    probe = torch.ones(case["cotangent"].shape)
+    batch = [probe.numpy()] + [t.numpy() for t in tensors["input"]] + \
+        [case["cotangent"].numpy()]
+    _, outputs = trainer.evaluate(batch, outputs=True)
+    trainer.step(batch)
+    after = graph.state_dict(trainer)
+    kind = special or "plain"
+    wrong = mismatch(outputs["out"], case["ref64"], case["ref32"],
+                     FORWARD_RTOL, FORWARD_ATOL, kind=kind)
     if wrong:
         return "wrong", f"forward: {wrong}"
-    before = dict(module.named_parameters())
-    for i, (g64, g32) in enumerate(zip(grads64, grads32)):
+    for i, (g64, g32) in enumerate(zip(case["grads64"], case["grads32"])):
         name = f"t{i}"
-        old = before[name].detach().double()
+        old = tensors["param"][i].detach().double()
         new = after[name].double()
         g64 = torch.zeros_like(old) if g64 is None else g64.detach()
         g32 = torch.zeros_like(old) if g32 is None else g32.detach()
@@ -476,11 +504,45 @@ def run_sample(opinfo, sample, seed, special=None):
                                             g32.double()))
         wrong = mismatch((old - new).numpy(), g64, g32, GRAD_RTOL, GRAD_ATOL,
                          SGD_SLACK * np.abs(new.numpy().reshape(-1)),
-                         "gradient")
+                         "gradient", kind)
         if wrong:
             return "wrong", f"gradient of {name}: {wrong}"
     # An empty result passes with nothing compared: said, not hidden.
-    return "passed", "empty result" if empty else ""
+    return "passed", "empty result" if case["empty"] else ""
+
+
+def run_sample(opinfo, sample, seed, kinds):
+    """{kind: ('passed' | 'refused' | 'wrong' | 'error' | 'skipped',
+    detail)} for each of `kinds` ('plain', 'nan', 'inf'). The sample is
+    imported and compiled once, with the first kind's operands; each later
+    kind loads its operands into the same trainer (load_operands), which is
+    what a fresh import of them would train: the import does not depend on
+    the operands' values, only on their shapes and dtypes."""
+    shape, base = template(sample)
+    cases = {kind: prepare(opinfo, sample, shape, base, seed,
+                           None if kind == "plain" else kind)
+             for kind in kinds}
+    outcomes = {kind: ("skipped", case) for kind, case in cases.items()
+                if isinstance(case, str)}
+    graph = trainer = None
+    for kind, case in cases.items():
+        if kind in outcomes:
+            continue
+        try:
+            if trainer is None or not load_operands(graph, trainer, case):
+                graph, trainer = build(opinfo, sample, shape, case)
+            outcomes[kind] = check_case(graph, trainer, case)
+        except UnsupportedModuleError as error:
+            outcomes[kind] = ("refused", str(error))
+        except Exception as error:  # an unclean failure: reported as such
+            outcomes[kind] = ("error", f"{type(error).__name__}: {error}")
+        if trainer is None:
+            # Refused (or failed) at the import or the compile: so is
+            # every kind, whose import is the same.
+            for other in cases:
+                outcomes.setdefault(other, outcomes[kind])
+            break
+    return {kind: outcomes[kind] for kind in kinds}
 
 
 def describe(value):
@@ -553,6 +615,9 @@ def selected(samples, cap):
                    for i in range(cap)})
 
 
+KINDS = ["plain"] + sorted(SPECIAL)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-samples", type=int,
@@ -561,14 +626,30 @@ def main():
     parser.add_argument("--op", action="append", default=[],
                         help="only this OpInfo (NAME or NAME.VARIANT)")
     parser.add_argument("--markdown", action="store_true",
-                        help="print the table of docs/torch.md")
+                        help="print the table of docs/torch.md (one kind)")
     parser.add_argument("--nonfinite", choices=sorted(SPECIAL),
                         help="write NaN ('nan') or +inf and -inf ('inf') "
                         "into each float operand first, and hold where the "
-                        "results are non-finite against PyTorch")
+                        "results are non-finite against PyTorch (the same "
+                        "as --kinds nan or --kinds inf)")
+    parser.add_argument("--kinds", default=None,
+                        help="comma-separated kinds of run, each sample "
+                        "imported and compiled once for all of them: plain "
+                        "(the sample as it is), nan, inf (as --nonfinite); "
+                        "default plain")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="a line per sample")
     options = parser.parse_args()
+    if options.kinds is not None and options.nonfinite:
+        parser.error("--nonfinite and --kinds: give one of them")
+    kinds = (options.kinds.split(",") if options.kinds is not None else
+             [options.nonfinite or "plain"])
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not kinds or len(set(kinds)) != len(kinds):
+        parser.error(f"--kinds takes distinct kinds of {KINDS}, not "
+                     f"{options.kinds!r}")
+    if options.markdown and len(kinds) != 1:
+        parser.error("--markdown prints the table of one kind of run")
 
     from torch.testing._internal.common_methods_invocations import op_db
     wanted = set(OPS)
@@ -584,9 +665,14 @@ def main():
         opinfos = [o for o in opinfos if o.name in options.op
                    or opinfo_name(o) in options.op]
 
+    # Each kind's report is printed as one block, plain's first and
+    # unprefixed, the others' lines led by the kind ("nan: op add: ..."),
+    # so that one run's output is checked kind by kind.
+    prefix = {k: "" if k == "plain" or len(kinds) == 1 else f"{k}: "
+              for k in kinds}
     start = time.time()
-    rows = []
-    totals = collections.Counter()
+    rows = {k: [] for k in kinds}
+    totals = {k: collections.Counter() for k in kinds}
     failures = []
     for opinfo in opinfos:
         name = opinfo_name(opinfo)
@@ -594,46 +680,62 @@ def main():
         samples = list(opinfo.sample_inputs("cpu", torch.float32,
                                             requires_grad=True))
         chosen = selected(samples, options.max_samples)
-        counts = collections.Counter(skipped=len(samples) - len(chosen))
-        reasons = collections.Counter()
+        counts = {k: collections.Counter(skipped=len(samples) - len(chosen))
+                  for k in kinds}
+        reasons = {k: collections.Counter() for k in kinds}
         for index in chosen:
             sample = samples[index]
             if draws_at_random(sample):
-                counts["skipped"] += 1
+                for k in kinds:
+                    counts[k]["skipped"] += 1
                 continue
-            outcome, detail = run_sample(opinfo, sample, seed=index,
-                                         special=options.nonfinite)
-            counts[outcome] += 1
-            if outcome == "passed" and detail == "empty result":
-                counts["empty"] += 1
-            if outcome == "refused":
-                reasons[reason(detail)] += 1
-            if outcome in ("wrong", "error"):
-                failures.append(f"{outcome}: {name} sample {index} "
-                                f"({sample_text(sample)}): {detail}")
-            if options.verbose:
-                print(f"  {name} #{index} {outcome}: {sample_text(sample)}"
-                      + (f": {detail}" if detail else ""), flush=True)
-        totals.update(counts)
-        rows.append((name, counts, reasons))
-        if not options.markdown:
-            print(f"op {name}: {line(counts)}", flush=True)
+            outcomes = run_sample(opinfo, sample, seed=index, kinds=kinds)
+            for kind, (outcome, detail) in outcomes.items():
+                counts[kind][outcome] += 1
+                if outcome == "passed" and detail == "empty result":
+                    counts[kind]["empty"] += 1
+                if outcome == "refused":
+                    reasons[kind][reason(detail)] += 1
+                if outcome in ("wrong", "error"):
+                    failures.append(f"{prefix[kind]}{outcome}: {name} sample "
+                                    f"{index} ({sample_text(sample)}): "
+                                    f"{detail}")
+                if options.verbose:
+                    print(f"  {prefix[kind]}{name} #{index} {outcome}: "
+                          f"{sample_text(sample)}"
+                          + (f": {detail}" if detail else ""), flush=True)
+        for kind in kinds:
+            totals[kind].update(counts[kind])
+            rows[kind].append((name, counts[kind], reasons[kind]))
+        if len(kinds) == 1 and not options.markdown:
+            print(f"op {name}: {line(counts[kinds[0]])}", flush=True)
     elapsed = time.time() - start
     for failure in failures:
         print(failure, flush=True)
     if options.markdown:
-        print_markdown(rows, totals, options)
-    # The gaps: OpInfos of which no sample passes (each refused for the
-    # reasons the table gives), so that the op's import is tested by no
-    # PyTorch sample at all.
-    gaps = [name for name, counts, _ in rows if counts["passed"] == 0]
-    print(f"opinfo: gaps (no sample passes): {', '.join(gaps) or 'none'}",
-          flush=True)
-    print(f"opinfo: worst passing error: forward {WORST['forward']:.2g}, "
-          f"gradient {WORST['gradient']:.2g} of the tolerance", flush=True)
-    print(f"opinfo: total {len(rows)} ops: {line(totals)} "
-          f"({elapsed:.0f} s)", flush=True)
-    return 1 if totals["wrong"] or totals["error"] else 0
+        print_markdown(rows[kinds[0]], totals[kinds[0]], options)
+    for kind in kinds:
+        lead = prefix[kind]
+        if len(kinds) > 1:
+            for name, counts, _ in rows[kind]:
+                print(f"{lead}op {name}: {line(counts)}", flush=True)
+        # The gaps: OpInfos of which no sample passes (each refused for
+        # the reasons the table gives), so that the op's import is tested
+        # by no PyTorch sample at all.
+        gaps = [name for name, counts, _ in rows[kind]
+                if counts["passed"] == 0]
+        print(f"{lead}opinfo: gaps (no sample passes): "
+              f"{', '.join(gaps) or 'none'}", flush=True)
+        worst = WORST[kind]
+        print(f"{lead}opinfo: worst passing error: forward "
+              f"{worst['forward']:.2g}, gradient {worst['gradient']:.2g} of "
+              "the tolerance", flush=True)
+        print(f"{lead}opinfo: total {len(rows[kind])} ops: "
+              f"{line(totals[kind])}", flush=True)
+    print(f"opinfo: {len(opinfos)} OpInfos, kinds {', '.join(kinds)}, in "
+          f"{elapsed:.0f} s", flush=True)
+    failed = any(t["wrong"] or t["error"] for t in totals.values())
+    return 1 if failed else 0
 
 
 def line(counts):

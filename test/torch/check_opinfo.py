@@ -1,6 +1,7 @@
 """zero.from_torch op by op against PyTorch's own samples (opinfo.test).
 
   check_opinfo.py [--max-samples N] [--op NAME]... [--markdown] [-v]
+                  [--kinds plain,nan,inf | --nonfinite nan|inf]
 
 For every OpInfo of PyTorch's op_db (torch.testing._internal) whose op is
 one of docs/torch.md's "The ops", each of its float32 sample inputs
@@ -39,6 +40,11 @@ Each sample is counted as
   every sample runs, about 2.5 minutes on 2 cores), and attention samples
   with dropout, whose masks are PyTorch's random draws (dropout.test
   checks dropout against PyTorch's training instead).
+
+With --kinds, each sample runs once per kind (plain: as it is; nan, inf:
+as --nonfinite writes them), imported and compiled once (run_sample); each
+kind's report is a block of its own, plain's first and unprefixed, the
+others' lines led by `KIND: `.
 
 Prints `op NAME: P passed, R refused, W wrong, E errors, S skipped` per
 OpInfo (variants as NAME.VARIANT; `; N of the passed with an empty result`

@@ -400,13 +400,23 @@ def check_attention(forward, model):
               f"layer, no softmax", flush=True)
 
 
+# The last import, (kind, module, graph): one import per module, compiled
+# once per stage. The config is set anew before each compile, and the
+# import does not depend on it (parameter groups, which a config adds to,
+# are set once, at the import).
+LAST_IMPORT = [None, None, None]
+
+
 def train_zero(kind, model, data, stage, optimizer_name):
-    graph = import_model(kind, model)
+    fresh = LAST_IMPORT[0] != kind or LAST_IMPORT[1] is not model
+    if fresh:
+        LAST_IMPORT[:] = [kind, model, import_model(kind, model)]
+    graph = LAST_IMPORT[2]
     graph.config.optimizer(zero_optimizer(optimizer_name)).enable_zero(
         stage > 0, stage)
     if ACCUMULATE > 1:
         graph.config.gradient_accumulation_steps(ACCUMULATE)
-    if kind.endswith("-groups"):
+    if kind.endswith("-groups") and fresh:
         members = {}
         for name, param in graph.named_parameters():
             if param.requires_grad:

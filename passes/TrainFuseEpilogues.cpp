@@ -13,7 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zero/dialects/dist/DistOps.h"
+#include "FusionSupport.h"
+
 #include "zero/dialects/train/TrainOps.h"
 #include "zero/passes/Passes.h"
 
@@ -42,51 +43,6 @@ MatmulOp getFusableMatmul(Value value, Operation *user) {
   return matmul;
 }
 
-/// Whether every operand in `operands` is available before `point`:
-/// block arguments and values from enclosing blocks always are.
-bool availableAt(ValueRange operands, Operation *point) {
-  return llvm::all_of(operands, [&](Value operand) {
-    Operation *def = operand.getDefiningOp();
-    return !def || def->getBlock() != point->getBlock() ||
-           def->isBeforeInBlock(point);
-  });
-}
-
-/// Whether no op strictly between `first` and `last` (of one block), apart
-/// from `chain`'s, reads a result of `chain` or (with `noCollective`) is a
-/// collective.
-bool nothingBetween(Operation *first, Operation *last,
-                    ArrayRef<Operation *> chain, bool noCollective) {
-  for (Operation *op = first->getNextNode(); op != last;
-       op = op->getNextNode()) {
-    if (llvm::is_contained(chain, op))
-      continue;
-    if (noCollective && isa<dist::DistDialect>(op->getDialect()))
-      return false;
-    for (Value operand : op->getOperands())
-      if (llvm::is_contained(chain, operand.getDefiningOp()))
-        return false;
-  }
-  return true;
-}
-
-/// Where the op fusing a linear layer's `chain` (a matmul first, then what
-/// reads its result) can stand, or null. Moving an op earlier lengthens the
-/// life of its results, moving it later that of its operands: at the
-/// matmul, only the bias (ready there when gathered in the weight's bucket)
-/// is read earlier than it was. Else at the chain's last op, where nothing
-/// between reads the chain's results or is a collective (a gather while
-/// the weight waits would raise the peak of gathered bytes the ZeRO passes
-/// planned).
-Operation *findLinearPoint(ArrayRef<Operation *> chain, ValueRange operands) {
-  Operation *first = chain.front(), *last = chain.back();
-  if (availableAt(operands, first))
-    return first;
-  if (nothingBetween(first, last, chain, /*noCollective=*/true))
-    return last;
-  return nullptr;
-}
-
 struct TrainFuseEpiloguesPass
     : zero::impl::TrainFuseEpiloguesBase<TrainFuseEpiloguesPass> {
   /// `bias_add(matmul)`, with the GELU that reads it where there is one.
@@ -104,7 +60,7 @@ struct TrainFuseEpiloguesPass
     SmallVector<Operation *> chain{matmul, biasAdd};
     if (gelu)
       chain.push_back(gelu);
-    Operation *point = findLinearPoint(
+    Operation *point = findFusionPoint(
         chain, {matmul.getLhs(), matmul.getRhs(), biasAdd.getBias()});
     if (!point)
       return;
@@ -135,7 +91,7 @@ struct TrainFuseEpiloguesPass
     if (!matmul)
       return;
     Operation *point =
-        findLinearPoint({matmul, geluGrad}, {matmul.getLhs(), matmul.getRhs(),
+        findFusionPoint({matmul, geluGrad}, {matmul.getLhs(), matmul.getRhs(),
                                              geluGrad.getSaved()});
     if (!point)
       return;

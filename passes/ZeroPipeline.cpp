@@ -58,6 +58,7 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     if (fuseEpilogues) {
       lowering.addPass(createTrainFuseEpilogues());
       lowering.addPass(createTrainFuseLossCast());
+      lowering.addPass(createTrainFuseResidualNorm());
     }
     lowering.addPass(createZeroLowerToRuntime());
     lowering.addPass(

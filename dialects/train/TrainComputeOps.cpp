@@ -203,16 +203,27 @@ LogicalResult MatmulBiasGradOp::verify() {
 // Layer norm
 //===----------------------------------------------------------------------===//
 
-LogicalResult LayerNormOp::verify() {
-  RankedTensorType input = getInput().getType();
-  // Beta has gamma's type (AllTypesMatch), so checking gamma covers both.
-  if (failed(verifyPerFeature(*this, input, getGamma().getType(), "a scale")) ||
-      failed(
-          verifyRowShape(*this, input, getMean().getType(), "mean and rstd")))
+/// A layer norm of `input` (train.layer_norm's, train.add_layer_norm's).
+/// Beta has gamma's type (AllTypesMatch), so checking gamma covers both.
+static LogicalResult verifyLayerNorm(Operation *op, RankedTensorType input,
+                                     RankedTensorType gamma, ShapedType mean,
+                                     double eps) {
+  if (failed(verifyPerFeature(op, input, gamma, "a scale")) ||
+      failed(verifyRowShape(op, input, mean, "mean and rstd")))
     return failure();
-  if (!(getEps().convertToDouble() > 0.0))
-    return emitOpError() << "needs eps > 0, got " << getEps().convertToDouble();
+  if (!(eps > 0.0))
+    return op->emitOpError() << "needs eps > 0, got " << eps;
   return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  return verifyLayerNorm(*this, getInput().getType(), getGamma().getType(),
+                         getMean().getType(), getEps().convertToDouble());
+}
+
+LogicalResult AddLayerNormOp::verify() {
+  return verifyLayerNorm(*this, getSum().getType(), getGamma().getType(),
+                         getMean().getType(), getEps().convertToDouble());
 }
 
 /// Attention's operands are [..., seq, head_dim] and its log-sum-exp has one

@@ -350,9 +350,11 @@ void bindConfig(py::module_ &m) {
                      "alive until the backward.")
       .def_readwrite("fuse_epilogues", &ZeroOptions::fuseEpilogues,
                      "Fuse linear layers' bias, GELU and bias gradient into "
-                     "their matmuls, and take a 16-bit model's cross-entropy "
-                     "on its logits without an f32 copy (default True): one "
-                     "cuBLASLt call each on a GPU, the same bits on the CPU.")
+                     "their matmuls, take a 16-bit model's cross-entropy on "
+                     "its logits without an f32 copy, and fuse residual adds "
+                     "into the layer norms that read them (default True): "
+                     "one cuBLASLt call or one pass each on a GPU, the same "
+                     "bits on the CPU.")
       .def_readwrite("max_reuse_distance", &ZeroOptions::maxReuseDistance,
                      "Stage 3: gather again when a parameter's uses are more "
                      "than this many ops apart (default 0: no re-gather for "

@@ -1,11 +1,13 @@
-//===- FusedMatmul.cpp - Matmuls with epilogues, as their chains ----------===//
+//===- FusedChains.cpp - Fused ops, as the chains they replace ------------===//
 //
-// Each fused matmul (TrainFusedOps.td) is defined as the chain of ops it
-// replaces, and here it is that chain: the chain's own bound kernels, run in
-// its order, with the matmul's result kept in an output buffer the next
-// kernel reads and overwrites in place (which bias_add, the activations and
-// their gradients allow). Fusing a step therefore never changes a bit of it
-// on the CPU; what it saves is the matmul's separate arena buffer.
+// Each fused op (TrainFusedOps.td: matmuls with epilogues, the residual add
+// with its layer norm) is defined as the chain of ops it replaces, and here
+// it is that chain: the chain's own bound kernels, run in its order, with
+// each intermediate result kept in an output buffer the next kernel reads
+// (a matmul's overwritten in place, which bias_add, the activations and
+// their gradients allow; the residual sum kept, as the fused op returns it).
+// Fusing a step therefore never changes a bit of it on the CPU; what it
+// saves is the matmul's separate arena buffer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +32,14 @@ KernelParams pick(const BindRequest &request,
     if (const KernelParam *param = request.params.find(key))
       params.insert(std::string(key), *param);
   return params;
+}
+
+/// The CPU's kernel for one part of a chain.
+absl::StatusOr<KernelFn> cpuPart(absl::string_view name,
+                                 const KernelParams &params,
+                                 absl::Span<const TensorSpec> ins,
+                                 absl::Span<const TensorSpec> outs) {
+  return bindCpuKernel(name, params, ins, outs);
 }
 
 /// Binds the chain's kernels with `bind`; an error names the fused kernel
@@ -139,6 +149,32 @@ absl::StatusOr<KernelFn> bindMatmulBiasGrad(const ChainBinder &chain) {
 
 } // namespace
 
+absl::StatusOr<KernelFn> bindAddLayerNormChain(const BindRequest &request,
+                                               const PartBinder &bind) {
+  ChainBinder chain{request, bind};
+  ZERO_RETURN_IF_ERROR(checkArity(request, 4, 4));
+  const TensorSpec &sum = request.outs[0];
+  ZERO_ASSIGN_OR_RETURN(
+      KernelFn add,
+      chain.part("train.add", {}, {request.ins[0], request.ins[1]}, {sum}));
+  ZERO_ASSIGN_OR_RETURN(
+      KernelFn norm,
+      chain.part("train.layer_norm", pick(request, {"eps"}),
+                 {sum, request.ins[2], request.ins[3]},
+                 {request.outs[1], request.outs[2], request.outs[3]}));
+  return KernelFn(
+      [add = std::move(add), norm = std::move(norm)](
+          Ins ins, Outs outs, const KernelContext &context) -> absl::Status {
+        ZERO_RETURN_IF_ERROR(add({ins[0], ins[1]}, {outs[0]}, context));
+        return norm({outs[0], ins[2], ins[3]}, {outs[1], outs[2], outs[3]},
+                    context);
+      });
+}
+
+absl::StatusOr<KernelFn> bindAddLayerNorm(const BindRequest &request) {
+  return bindAddLayerNormChain(request, cpuPart);
+}
+
 absl::StatusOr<KernelFn> bindMatmulChain(const BindRequest &request,
                                          const PartBinder &bind) {
   ChainBinder chain{request, bind};
@@ -155,12 +191,7 @@ absl::StatusOr<KernelFn> bindMatmulChain(const BindRequest &request,
 }
 
 absl::StatusOr<KernelFn> bindFusedMatmul(const BindRequest &request) {
-  return bindMatmulChain(request,
-                         [](absl::string_view name, const KernelParams &params,
-                            absl::Span<const TensorSpec> ins,
-                            absl::Span<const TensorSpec> outs) {
-                           return bindCpuKernel(name, params, ins, outs);
-                         });
+  return bindMatmulChain(request, cpuPart);
 }
 
 } // namespace zero::rt::cpu

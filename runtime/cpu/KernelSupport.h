@@ -213,7 +213,7 @@ absl::StatusOr<KernelFn> bindFill(const BindRequest &request);
 absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &request);
 
 absl::StatusOr<KernelFn> bindMatmul(const BindRequest &request);
-// FusedMatmul.cpp
+// FusedChains.cpp
 /// Binds one kernel of a fused op's chain (bindCpuKernel, bindCudaKernel).
 using PartBinder = std::function<absl::StatusOr<KernelFn>(
     absl::string_view name, const KernelParams &params,
@@ -224,6 +224,10 @@ using PartBinder = std::function<absl::StatusOr<KernelFn>(
 absl::StatusOr<KernelFn> bindMatmulChain(const BindRequest &request,
                                          const PartBinder &bind);
 absl::StatusOr<KernelFn> bindFusedMatmul(const BindRequest &request);
+/// train.add_layer_norm as train.add, then train.layer_norm of the sum.
+absl::StatusOr<KernelFn> bindAddLayerNormChain(const BindRequest &request,
+                                               const PartBinder &bind);
+absl::StatusOr<KernelFn> bindAddLayerNorm(const BindRequest &request);
 
 absl::StatusOr<KernelFn> bindAttention(const BindRequest &request);
 absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &request);

@@ -23,6 +23,7 @@ constexpr std::pair<absl::string_view, Binder> kBinders[] = {
     {"train.adam", cpu::bindAdam},
     {"train.adamw", cpu::bindAdam},
     {"train.add", cpu::bindBinary},
+    {"train.add_layer_norm", cpu::bindAddLayerNorm},
     {"train.attention", cpu::bindAttention},
     {"train.attention_grad", cpu::bindAttentionGrad},
     {"train.bias_add", cpu::bindBiasAdd},

@@ -319,6 +319,38 @@ absl::StatusOr<KernelFn> bindLayerNorm(const BindRequest &request,
   });
 }
 
+absl::StatusOr<KernelFn> bindAddLayerNorm(const BindRequest &request,
+                                          cudaStream_t stream) {
+  // The chain (train.add, then train.layer_norm), for rows the one-pass
+  // kernel does not take: the same bits, as the fused kernel rounds the sum
+  // as train.add does and normalizes it as the layer norm's warp kernel.
+  ZERO_ASSIGN_OR_RETURN(
+      KernelFn chain,
+      cpu::bindAddLayerNormChain(
+          request, [stream](absl::string_view name, const KernelParams &params,
+                            absl::Span<const TensorSpec> ins,
+                            absl::Span<const TensorSpec> outs) {
+            return bindCudaKernel(name, params, ins, outs, stream);
+          }));
+  auto [rows, cols] = rowsAndCols(request.ins[0]);
+  ZERO_ASSIGN_OR_RETURN(double eps, cpu::getF64(request, "eps"));
+  dev::Dt type = dt(request.ins[0].dtype), gammaType = dt(request.ins[2].dtype),
+          betaType = dt(request.ins[3].dtype);
+  float epsilon = static_cast<float>(eps);
+  std::string name(request.name);
+  return KernelFn(
+      [=, chain = std::move(chain)](
+          Ins ins, Outs outs, const KernelContext &context) -> absl::Status {
+        cudaError_t error = dev::launchAddLayerNorm(
+            ins[0], ins[1], ins[2], ins[3], outs[0], outs[1],
+            static_cast<float *>(outs[2]), static_cast<float *>(outs[3]), type,
+            gammaType, betaType, rows, cols, epsilon, stream);
+        if (error == cudaErrorNotSupported)
+          return chain(ins, outs, context);
+        return launched(name, error);
+      });
+}
+
 absl::StatusOr<KernelFn> bindLayerNormGrad(const BindRequest &request,
                                            cudaStream_t stream) {
   auto [rows, cols] = rowsAndCols(request.ins[1]);

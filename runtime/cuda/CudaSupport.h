@@ -163,6 +163,7 @@ absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindSoftmax(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindSoftmaxGrad(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindLayerNorm(const BindRequest &, cudaStream_t);
+absl::StatusOr<KernelFn> bindAddLayerNorm(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindLayerNormGrad(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindEmbedding(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindEmbeddingGrad(const BindRequest &, cudaStream_t);

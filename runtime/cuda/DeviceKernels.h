@@ -112,6 +112,15 @@ cudaError_t launchLayerNorm(const void *x, const void *gamma, const void *beta,
                             void *y, float *mean, float *rstd, Dt type,
                             Dt gammaType, Dt betaType, int64_t rows,
                             int64_t cols, float eps, cudaStream_t stream);
+/// train.add_layer_norm in one pass over each row: sum = lhs + rhs (rounded
+/// to `type`), then the layer norm of the sum; cudaErrorNotSupported where
+/// the row is not one the warp kernel takes (the caller runs train.add and
+/// train.layer_norm then).
+cudaError_t launchAddLayerNorm(const void *lhs, const void *rhs,
+                               const void *gamma, const void *beta, void *sum,
+                               void *y, float *mean, float *rstd, Dt type,
+                               Dt gammaType, Dt betaType, int64_t rows,
+                               int64_t cols, float eps, cudaStream_t stream);
 /// Rows per partial of the scale gradients: `partials` holds
 /// 2 * layerNormGradPartials(rows) * cols floats.
 int64_t layerNormGradPartials(int64_t rows);

@@ -144,17 +144,31 @@ __global__ void softmaxGradWarpKernel(const T *y, const T *dy, T *dx,
   }
 }
 
-template <typename T, int N>
-__global__ void layerNormWarpKernel(const T *x, const void *gamma,
-                                    const void *beta, T *y, float *means,
-                                    float *rstds, Dt gammaType, Dt betaType,
-                                    int64_t rows, int64_t packs, float eps) {
+/// With kResidual, the row normalized is x + residual, rounded to T as
+/// train.add rounds it and written to `sum` (train.add_layer_norm): the
+/// sum is normalized from the registers it was computed in, not read back.
+template <typename T, int N, bool kResidual>
+__global__ void layerNormWarpKernel(const T *x, const T *residual, T *sum,
+                                    const void *gamma, const void *beta, T *y,
+                                    float *means, float *rstds, Dt gammaType,
+                                    Dt betaType, int64_t rows, int64_t packs,
+                                    float eps) {
   constexpr int W = Pack<T>::kWidth;
   int lane = threadIdx.x % 32;
   float inverseCols = 1.0f / static_cast<float>(packs * W);
   for (int64_t r = firstWarpRow(); r < rows; r += warpRowStride()) {
     LaneRow<T, N> row;
     row.load(x + r * packs * W, lane, packs);
+    if constexpr (kResidual) {
+      LaneRow<T, N> other;
+      other.load(residual + r * packs * W, lane, packs);
+#pragma unroll
+      for (int n = 0; n < N; ++n)
+#pragma unroll
+        for (int j = 0; j < W; ++j)
+          row.v[n][j] = toFloat(fromFloat<T>(row.v[n][j] + other.v[n][j]));
+      row.store(sum + r * packs * W, lane, packs);
+    }
     float sum = 0.0f;
 #pragma unroll
     for (int n = 0; n < N; ++n)
@@ -417,34 +431,65 @@ cudaError_t launchSoftmaxGrad(const void *y, const void *dy, void *dx, Dt type,
   return cudaGetLastError();
 }
 
+namespace {
+
+/// The warp kernel for rows of `cols` elements, or cudaErrorNotSupported
+/// where it does not apply (not a float type, unaligned, too long a row).
+template <bool kResidual>
+cudaError_t launchLayerNormWarp(const void *x, const void *residual, void *sum,
+                                const void *gamma, const void *beta, void *y,
+                                float *mean, float *rstd, Dt type, Dt gammaType,
+                                Dt betaType, int64_t rows, int64_t cols,
+                                float eps, cudaStream_t stream) {
+  if (!isFloatDt(type) || cols <= 0 ||
+      !packAligned(x, y, kResidual ? residual : x, kResidual ? sum : y))
+    return cudaErrorNotSupported;
+  cudaError_t error = cudaErrorNotSupported;
+  withFloatType(type, [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    if (int n = lanePacks<T>(cols))
+      withLanePacks(n, [&](auto lanes) {
+        layerNormWarpKernel<T, decltype(lanes)::value, kResidual>
+            <<<warpRowGrid(rows), kThreads, 0, stream>>>(
+                static_cast<const T *>(x), static_cast<const T *>(residual),
+                static_cast<T *>(sum), gamma, beta, static_cast<T *>(y), mean,
+                rstd, gammaType, betaType, rows, cols / Pack<T>::kWidth, eps);
+        error = cudaGetLastError();
+      });
+    return error;
+  });
+  return error;
+}
+
+} // namespace
+
 cudaError_t launchLayerNorm(const void *x, const void *gamma, const void *beta,
                             void *y, float *mean, float *rstd, Dt type,
                             Dt gammaType, Dt betaType, int64_t rows,
                             int64_t cols, float eps, cudaStream_t stream) {
   if (rows == 0)
     return cudaSuccess;
-  if (isFloatDt(type) && cols > 0 && packAligned(x, y)) {
-    cudaError_t error = cudaErrorNotSupported;
-    withFloatType(type, [&](auto *tag) {
-      using T = std::remove_pointer_t<decltype(tag)>;
-      if (int n = lanePacks<T>(cols))
-        withLanePacks(n, [&](auto lanes) {
-          layerNormWarpKernel<T, decltype(lanes)::value>
-              <<<warpRowGrid(rows), kThreads, 0, stream>>>(
-                  static_cast<const T *>(x), gamma, beta, static_cast<T *>(y),
-                  mean, rstd, gammaType, betaType, rows, cols / Pack<T>::kWidth,
-                  eps);
-          error = cudaGetLastError();
-        });
-      return error;
-    });
-    if (error != cudaErrorNotSupported)
-      return error;
-  }
+  cudaError_t error = launchLayerNormWarp<false>(
+      x, nullptr, nullptr, gamma, beta, y, mean, rstd, type, gammaType,
+      betaType, rows, cols, eps, stream);
+  if (error != cudaErrorNotSupported)
+    return error;
   layerNormKernel<<<rowGrid(rows), kThreads, 0, stream>>>(
       x, gamma, beta, y, mean, rstd, type, gammaType, betaType, rows, cols,
       eps);
   return cudaGetLastError();
+}
+
+cudaError_t launchAddLayerNorm(const void *lhs, const void *rhs,
+                               const void *gamma, const void *beta, void *sum,
+                               void *y, float *mean, float *rstd, Dt type,
+                               Dt gammaType, Dt betaType, int64_t rows,
+                               int64_t cols, float eps, cudaStream_t stream) {
+  if (rows == 0)
+    return cudaSuccess;
+  return launchLayerNormWarp<true>(lhs, rhs, sum, gamma, beta, y, mean, rstd,
+                                   type, gammaType, betaType, rows, cols, eps,
+                                   stream);
 }
 
 int64_t layerNormGradPartials(int64_t rows) {

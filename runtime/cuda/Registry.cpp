@@ -27,6 +27,7 @@ constexpr std::pair<absl::string_view, cuda::Binder> kBinders[] = {
     {"train.adam", cuda::bindAdam},
     {"train.adamw", cuda::bindAdam},
     {"train.add", cuda::bindBinary},
+    {"train.add_layer_norm", cuda::bindAddLayerNorm},
     {"train.attention", cuda::bindAttention},
     {"train.attention_grad", cuda::bindAttentionGrad},
     {"train.bias_add", cuda::bindBiasAdd},

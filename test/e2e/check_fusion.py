@@ -1,11 +1,12 @@
-"""train-fuse-epilogues end to end: a step lowered with its linear layers
-fused trains bit for bit as the same step lowered unfused.
+"""The fusion passes end to end: a step lowered with its linear layers and
+residual norms fused trains bit for bit as the same step lowered unfused.
 
 For each model and ZeRO stage, the step is rewritten once by zero-pipeline
-(lower-to-runtime=false), then lowered twice: with train-fuse-epilogues
+(lower-to-runtime=false), then lowered twice: with the fusion passes
 before zero-lower-to-runtime (as zero-pipeline lowers it) and without. The
-fused program must launch every fused kernel it can (GPT-2 has all four)
-and the unfused one none; in bf16 the fused program's cross-entropy and
+fused program must launch every fused kernel it can (GPT-2 has all four
+fused matmuls, and its residual adds with the layer norms that read them:
+train-fuse-residual-norm) and the unfused one none; in bf16 the fused program's cross-entropy and
 its gradient read the bf16 logits (train-fuse-loss-cast), the unfused
 one's an f32 copy; both train N ranks for a few deterministic steps
 and must give the same losses and final parameters, bitwise. Each program's
@@ -24,7 +25,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_lib  # noqa: E402
 
 FUSED_KERNELS = ("train.matmul_bias", "train.matmul_bias_gelu",
-                 "train.matmul_gelu_grad", "train.matmul_bias_grad")
+                 "train.matmul_gelu_grad", "train.matmul_bias_grad",
+                 "train.add_layer_norm")
+# The fusion passes zero-pipeline runs under fuse-epilogues, in its order.
+FUSION_PASSES = "train-fuse-epilogues,train-fuse-loss-cast," \
+    "train-fuse-residual-norm,"
 
 
 def loss_logits_types(text):
@@ -35,7 +40,7 @@ def loss_logits_types(text):
 
 
 def lower(zero_opt, rewritten, path, fuse):
-    passes = ("train-fuse-epilogues,train-fuse-loss-cast," if fuse else "") + \
+    passes = (FUSION_PASSES if fuse else "") + \
         "zero-lower-to-runtime,zero-offload"
     subprocess.run([zero_opt, rewritten,
                     f"--pass-pipeline=builtin.module({passes})", "-o", path],

@@ -222,9 +222,10 @@ struct ZeroOptions {
   /// the forward gathers stay alive until the backward).
   bool regatherInBackward = true;
   /// Fuse linear layers' bias, GELU and bias gradient into their matmuls,
-  /// and take a 16-bit model's cross-entropy on its logits without an f32
-  /// copy (zero-pipeline's fuse-epilogues): one cuBLASLt call each on a GPU,
-  /// the same bits on the CPU.
+  /// take a 16-bit model's cross-entropy on its logits without an f32 copy,
+  /// and fuse residual adds into the layer norms that read them
+  /// (zero-pipeline's fuse-epilogues): one cuBLASLt call or one pass each
+  /// on a GPU, the same bits on the CPU.
   bool fuseEpilogues = true;
   /// On a mesh (GraphConfig::mesh), stages 1-3: hybrid shards within a
   /// node and keeps a copy per node; full shards over all ranks, gathering

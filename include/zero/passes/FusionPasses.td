@@ -89,4 +89,33 @@ def TrainFuseLossCast : Pass<"train-fuse-loss-cast", "::mlir::ModuleOp"> {
   let dependentDialects = ["::zero::train::TrainDialect"];
 }
 
+def TrainFuseResidualNorm : Pass<"train-fuse-residual-norm", "::mlir::ModuleOp"> {
+  let summary = "Fuses a residual connection's add into the layer norm that reads the sum";
+  let description = [{
+    Rewrites `layer_norm(add(a, b))`, where `a`, `b` and the sum have one
+    type (a residual connection, not a broadcast), into
+    `train.add_layer_norm`, which normalizes the sum as it computes it and
+    still returns it: the sum's other readers (the residual stream) read the
+    fused op's `sum`. One pass over the widest activations leaves the step
+    for each (GPT-2: two a block and the final norm).
+
+    The fused op stands at the add where the norm's scale and shift are
+    ready there, else at the norm where nothing between reads the sum or is
+    a collective (as `train-fuse-epilogues` places a linear layer). The add
+    and the norm must both be recomputed for the backward or neither (the
+    fused op keeps the norm's discardable attributes). zero-pipeline runs
+    it with `train-fuse-epilogues`, under the same `fuse-epilogues` option;
+    the CPU runs the fused op as the add then the norm, the same bits.
+
+    ```mlir
+    // %x = train.add %res, %h : tensor<2x16x64xf32>
+    // %y, %mean, %rstd = train.layer_norm %x, %gamma, %beta eps 1.0e-05 ...
+    // becomes
+    %x, %y, %mean, %rstd = train.add_layer_norm %res, %h, %gamma, %beta
+        eps 1.0e-05 : tensor<2x16x64xf32>, tensor<64xf32> -> tensor<2x16xf32>
+    ```
+  }];
+  let dependentDialects = ["::zero::train::TrainDialect"];
+}
+
 #endif // ZERO_FUSION_PASSES

@@ -464,3 +464,12 @@ func.func @fused_matmuls(%x: tensor<2x16x64xbf16>, %w: tensor<64x256xbf16>, %b: 
   %dw, %db = train.matmul_bias_grad %xrows, %dyrows transpose_a : tensor<32x64xbf16>, tensor<32x256xbf16> -> tensor<64x256xbf16>, tensor<256xbf16>
   return
 }
+
+// A residual add with the layer norm of its sum (train-fuse-residual-norm):
+// the sum, then the norm's three results.
+// CHECK-LABEL: func.func @add_layer_norm
+// CHECK-NEXT:    %sum, %ln, %ln_mean, %ln_rstd = train.add_layer_norm %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} eps 1.000000e-05 : tensor<2x16x64xbf16>, tensor<64xbf16> -> tensor<2x16xf32>
+func.func @add_layer_norm(%x: tensor<2x16x64xbf16>, %h: tensor<2x16x64xbf16>, %g: tensor<64xbf16>) {
+  %s, %y, %m, %r = train.add_layer_norm %x, %h, %g, %g eps 1.0e-05 : tensor<2x16x64xbf16>, tensor<64xbf16> -> tensor<2x16xf32>
+  return
+}

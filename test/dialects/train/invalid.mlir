@@ -1322,3 +1322,30 @@ func.func @f(%x: tensor<2x2x8xf32>, %dy: tensor<2x2x6xf32>) {
   %0:2 = train.matmul_bias_grad %x, %dy transpose_a : tensor<2x2x8xf32>, tensor<2x2x6xf32> -> tensor<2x8x6xf32>, tensor<6xf32>
   return
 }
+
+// -----
+
+// train.add_layer_norm normalizes its sum as train.layer_norm does: a scale
+// per feature of the sum.
+func.func @f(%a: tensor<4x8xf32>, %g: tensor<6xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{needs a scale of shape [8] to match the last dimension of 'tensor<4x8xf32>', got 'tensor<6xf32>'}}
+  %0:4 = train.add_layer_norm %a, %a, %g, %g eps 1.0e-05 : tensor<4x8xf32>, tensor<6xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// ... statistics per row of the sum, and eps > 0.
+func.func @f(%a: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{needs mean and rstd of shape 'tensor<4xf32>' (one per row of 'tensor<4x8xf32>'), got 'tensor<8xf32>'}}
+  %0:4 = train.add_layer_norm %a, %a, %g, %g eps 1.0e-05 : tensor<4x8xf32>, tensor<8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{needs eps > 0, got 0}}
+  %0:4 = train.add_layer_norm %a, %a, %g, %g eps 0.0 : tensor<4x8xf32>, tensor<8xf32> -> tensor<4xf32>
+  return
+}

@@ -114,6 +114,34 @@ TEST(NormalizationCuda, LayerNormGrad) {
       }
 }
 
+// The one-pass kernel (rows the warp kernel takes: 40 to 2048 columns) and
+// the chain it falls back to (the others), the sum written apart and over
+// the left operand.
+TEST(NormalizationCuda, AddLayerNorm) {
+  SKIP_WITHOUT_CUDA_GPU();
+  uint32_t seed = 300;
+  for (DType dtype : floatTypes())
+    for (DType paramType : floatTypes())
+      for (const auto &shape : kShapes) {
+        int64_t features = shape.back();
+        Tensor a = randomTensor(dtype, shape, seed++, -2.0, 3.0);
+        Tensor b = randomTensor(dtype, shape, seed++, -1.0, 1.0);
+        Tensor gamma = randomTensor(paramType, {features}, seed++, 0.5, 1.5);
+        Tensor beta = randomTensor(paramType, {features}, seed++);
+        Tensor stats(DType::f32, leading(shape));
+        mlir::DictionaryAttr eps = dict({{"eps", f64(1e-5)}});
+        EXPECT_TRUE(matchesCpu({"train.add_layer_norm",
+                                eps,
+                                {a, b, gamma, beta},
+                                {a, a, stats, stats}}));
+        EXPECT_TRUE(matchesCpu({"train.add_layer_norm",
+                                eps,
+                                {a, b, gamma, beta},
+                                {a, a, stats, stats},
+                                {{0, 0}}}));
+      }
+}
+
 // The same rows with every buffer one element past a 16-byte boundary: the
 // block-per-row kernels, on the shapes the warp kernels take above.
 TEST(NormalizationCuda, UnalignedRowsTakeTheBlockKernels) {

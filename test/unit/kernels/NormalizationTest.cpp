@@ -230,6 +230,58 @@ TEST(NormalizationTest, LayerNormGradMatchesFiniteDifferences) {
       dbeta.values(), 1e-2, 2e-3, 1e-2));
 }
 
+// train-fuse-residual-norm may rewrite any residual add read by a layer
+// norm, so the fused kernel must give the bits of train.add then
+// train.layer_norm, the sum included; also with the sum written over an
+// operand, as the arena may place it.
+TEST(NormalizationTest, AddLayerNormIsItsChain) {
+  mlir::DictionaryAttr eps = dict({{"eps", f64(1e-5)}});
+  uint32_t seed = 60;
+  for (DType dtype : kFloatTypes)
+    for (std::vector<int64_t> shape :
+         {std::vector<int64_t>{2, 5, 24}, std::vector<int64_t>{3, 768}}) {
+      SCOPED_TRACE(dtypeLabel(dtype));
+      std::vector<int64_t> rows(shape.begin(), shape.end() - 1);
+      Tensor a = randomTensor(dtype, shape, seed++, -2, 3);
+      Tensor b = randomTensor(dtype, shape, seed++, -1, 1);
+      Tensor gamma = randomTensor(dtype, {shape.back()}, seed++, 0.5, 1.5);
+      Tensor beta = randomTensor(dtype, {shape.back()}, seed++);
+      Tensor sum(dtype, shape), y(dtype, shape), mean(DType::f32, rows),
+          rstd(DType::f32, rows);
+      for (Tensor *t : {&sum, &y, &mean, &rstd})
+        t->poison();
+      ASSERT_TRUE(runKernel("train.add", {}, {&a, &b}, {&sum}).ok());
+      ASSERT_TRUE(runKernel("train.layer_norm", eps, {&sum, &gamma, &beta},
+                            {&y, &mean, &rstd})
+                      .ok());
+      Tensor fusedSum(dtype, shape), fusedY(dtype, shape),
+          fusedMean(DType::f32, rows), fusedRstd(DType::f32, rows);
+      for (Tensor *t : {&fusedSum, &fusedY, &fusedMean, &fusedRstd})
+        t->poison();
+      ASSERT_TRUE(runKernel("train.add_layer_norm", eps,
+                            {&a, &b, &gamma, &beta},
+                            {&fusedSum, &fusedY, &fusedMean, &fusedRstd})
+                      .ok());
+      EXPECT_TRUE(fusedSum.sameBytes(sum));
+      EXPECT_TRUE(fusedY.sameBytes(y));
+      EXPECT_TRUE(fusedMean.sameBytes(mean));
+      EXPECT_TRUE(fusedRstd.sameBytes(rstd));
+      // The sum over its left operand.
+      Tensor inPlace = a;
+      ASSERT_TRUE(runKernel("train.add_layer_norm", eps,
+                            {&inPlace, &b, &gamma, &beta},
+                            {&inPlace, &fusedY, &fusedMean, &fusedRstd})
+                      .ok());
+      EXPECT_TRUE(inPlace.sameBytes(sum));
+      EXPECT_TRUE(fusedY.sameBytes(y));
+    }
+  // Its checks are the layer norm's: eps is required.
+  Tensor a(DType::f32, {4, 8}), gamma(DType::f32, {8}), stats(DType::f32, {4});
+  EXPECT_FALSE(bindKernel("train.add_layer_norm", {}, {&a, &a, &gamma, &gamma},
+                          {&a, &a, &stats, &stats})
+                   .ok());
+}
+
 TEST(NormalizationTest, RejectsBadSpecs) {
   Tensor x(DType::f32, {4, 8}), gamma(DType::f32, {8}), beta(DType::f32, {8});
   Tensor y(DType::f32, {4, 8}), mean(DType::f32, {4}), rstd(DType::f32, {4});

@@ -112,6 +112,8 @@ constexpr const char *kModule = R"mlir(
     %act, %pre = train.matmul_bias_gelu %h, %w, %b6 : tensor<2x4x8xf32>, tensor<8x6xf32>, tensor<6xf32> -> tensor<2x4x6xf32>
     %dpre = train.matmul_gelu_grad %x, %w, %15 : tensor<4x8xf32>, tensor<8x6xf32> -> tensor<4x6xf32>
     %dw, %dbias = train.matmul_bias_grad %x, %15 transpose_a : tensor<4x8xf32>, tensor<4x6xf32> -> tensor<8x6xf32>, tensor<6xf32>
+    %sum, %aln, %amean, %arstd = train.add_layer_norm %x, %y, %b, %b eps 1.0e-05
+        : tensor<4x8xf32>, tensor<8xf32> -> tensor<4xf32>
     return
   }
 )mlir";

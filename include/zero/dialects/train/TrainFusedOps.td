@@ -1,4 +1,4 @@
-//===- TrainFusedOps.td - Matmuls with their epilogues -----*- tablegen -*-===//
+//===- TrainFusedOps.td - Matmuls with epilogues, add + norm *- tablegen -*-===//
 //
 // A linear layer's matmul fused with what follows it: the bias, the GELU, the
 // GELU's gradient, or the bias gradient summed from the same gradient. Each
@@ -109,6 +109,45 @@ def Train_MatmulBiasGradOp : Train_ComputeOp<"matmul_bias_grad", "wgrad"> {
     type($rhs) `->` type($result) `,` type($bias_grad)
   }];
   let hasVerifier = 1;
+}
+
+// A residual connection's add fused with the layer norm that reads it, as
+// in every pre-norm transformer block (`x = x + f(x); ln(x)`): the sum is
+// normalized while it is in registers instead of being written and read
+// back, and is still written, for the residual stream. Written by
+// `train-fuse-residual-norm`.
+def Train_AddLayerNormOp : Train_ComputeOp<"add_layer_norm", "ln", [
+    AllTypesMatch<["lhs", "rhs", "sum", "result"]>,
+    AllTypesMatch<["gamma", "beta"]>,
+    TypesMatchWith<"rstd has the type of mean", "mean", "rstd", "$_self">]> {
+  let summary = "`layer_norm(add(lhs, rhs))`, keeping the sum";
+  let description = [{
+    `sum` is `train.add %lhs, %rhs` (rounded to its type, as in the chain it
+    replaces) and `result`, `mean` and `rstd` are `train.layer_norm` of it.
+
+    ```mlir
+    %x, %y, %mean, %rstd = train.add_layer_norm %res, %h, %gamma, %beta
+        eps 1.0e-05 : tensor<2x16x64xf32>, tensor<64xf32> -> tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$lhs, Train_FloatTensor:$rhs,
+                       Train_FloatTensor:$gamma, Train_FloatTensor:$beta,
+                       F64Attr:$eps);
+  let results = (outs Train_FloatTensor:$sum, Train_FloatTensor:$result,
+                      TensorOf<[F32]>:$mean, TensorOf<[F32]>:$rstd);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $gamma `,` $beta `eps` $eps attr-dict `:` type($lhs) `,`
+    type($gamma) `->` type($mean)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    void $cppClass::getAsmResultNames(::mlir::OpAsmSetValueNameFn setNameFn) {
+      setNameFn(getSum(), "sum");
+      setNameFn(getResult(), "ln");
+      setNameFn(getMean(), "ln_mean");
+      setNameFn(getRstd(), "ln_rstd");
+    }
+  }];
 }
 
 #endif // ZERO_TRAIN_FUSED_OPS

@@ -111,7 +111,59 @@ class TorchGraph(_zero.Graph):
         if weights is not None:
             _write_init(weights, self.init_path)
         return Trainer(compiled, seed=seed, init=self.init_path,
-                       input_names=self.input_names)
+                       input_names=self.input_names,
+                       module_names=self._ours_from_module_state)
+
+    def _ours_from_module_state(self, state, trainer):
+        """`state` under our parameter names: as it is where it is not
+        wholly under the module's names (our own state_dict(), or a mix for
+        the strict load to name), else renamed from the module's
+        (`module.state_dict()`). Tied names give one parameter and must
+        agree; a buffer, or a parameter the step does not read, must equal
+        the module's (the step holds it as it was imported, or not at all);
+        the importer's own constants keep the trainer's values."""
+        from zero.trainer import _as_array
+        if not state or not all(key in self._module_state for key in state):
+            return state
+        ours, first, unknown = {}, {}, []
+        for key, value in state.items():
+            given = _as_array(value, f"load_state_dict: '{key}'",
+                              bf16_bits=True)
+            owner = self._state_owner.get(key)
+            if owner is None:
+                held = _as_array(self._module_state[key], key, bf16_bits=True)
+                if given.shape != held.shape or given.dtype != held.dtype or \
+                        np.ascontiguousarray(given).tobytes() != \
+                        np.ascontiguousarray(held).tobytes():
+                    raise ValueError(
+                        f"load_state_dict: '{key}' is a buffer of the module "
+                        "or a parameter the step does not read, which the "
+                        "step holds as it was when imported (or not at "
+                        "all); the state gives it another value: load it "
+                        "into the module and import again")
+                continue
+            if owner in ours:
+                if given.shape != ours[owner].shape or \
+                        np.ascontiguousarray(given).tobytes() != \
+                        np.ascontiguousarray(ours[owner]).tobytes():
+                    raise ValueError(
+                        f"load_state_dict: '{key}' and '{first[owner]}' are "
+                        f"one tied parameter here ('{owner}'), but the state "
+                        "gives them different values")
+                continue
+            ours[owner], first[owner] = given, key
+        missing = [paths[0] for owner, paths in self.parameter_paths.items()
+                   if owner not in ours]
+        if missing:
+            raise ValueError(
+                f"load_state_dict: the module's state lacks {missing} (a "
+                "strict load: every parameter of the module the step "
+                "trains)")
+        if self.constants:
+            current = trainer.state_dict()
+            for name in self.constants:
+                ours[name] = current[name]
+        return ours
 
     def state_dict(self, source):
         """The trained state as the module's own state_dict: torch tensors

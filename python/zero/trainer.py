@@ -1,6 +1,9 @@
-"""The trainer: numpy batches in, losses and numpy state out."""
+"""The trainer: numpy arrays or CPU torch tensors in, losses and numpy
+state out."""
 
+import collections.abc
 import functools
+import sys
 import warnings
 import weakref
 
@@ -46,8 +49,54 @@ def _check_config_unchanged(compiled):
         "(graph.compile(n))")
 
 
-_NUMPY = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16,
+# The numpy type a batch gives each input type in: bf16 inputs take float32
+# (numpy has no bfloat16; the runtime rounds each element to bf16 as it
+# loads the batch).
+_NUMPY = {"f32": np.float32, "f16": np.float16, "bf16": np.float32,
           "i8": np.int8, "i32": np.int32, "i64": np.int64}
+
+
+def _as_array(value, where, bf16_bits=False):
+    """`value` as a numpy array: a numpy array as it is, a CPU torch tensor
+    as the numpy view of its memory (no copy where it is contiguous, a
+    contiguous copy where not: a view's strides are PyTorch's business, not
+    its user's). A bf16 tensor, which numpy cannot hold, becomes float32
+    (exact: what a batch's bf16 input takes), or with `bf16_bits` its
+    uint16 bit patterns (what a state dict holds). torch is not imported
+    for this: a tensor exists only where the caller has imported it."""
+    if isinstance(value, np.ndarray):
+        return value
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.device.type != "cpu":
+            raise TypeError(
+                f"{where} is a torch tensor on '{value.device}'; zero reads "
+                "batches and weights from host memory: pass it .cpu()")
+        value = value.detach().contiguous()
+        if value.dtype == torch.bfloat16:
+            if not bf16_bits:
+                return value.float().numpy()
+            return value.view(torch.int16).numpy().view(np.uint16)
+        try:
+            return value.numpy()
+        except TypeError as error:
+            raise TypeError(f"{where} is a torch tensor of {value.dtype}, "
+                            f"which has no numpy form: {error}") from None
+    hint = ""
+    if isinstance(value, (list, tuple)):
+        hint = (" (a tokenizer returns arrays or tensors with "
+                "return_tensors='np' or 'pt', padded to one length)")
+    raise TypeError(f"{where} is a {type(value).__name__}, not a numpy "
+                    f"array or a CPU torch tensor{hint}")
+
+
+def _from_torch_tensor(value, where):
+    """A torch tensor as _as_array gives it; anything else as it is (for
+    arguments that also take lists and numbers)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return _as_array(value, where)
+    return value
 
 
 def _sample(scores, temperature, top_k, rng):
@@ -84,7 +133,8 @@ class Trainer:
     would feed one input another's data.
     """
 
-    def __init__(self, compiled, seed=1, init="", input_names=None):
+    def __init__(self, compiled, seed=1, init="", input_names=None,
+                 module_names=None):
         if not isinstance(compiled, _zero.CompiledGraph):
             raise TypeError("Trainer takes a CompiledGraph (graph.compile), "
                             f"not {type(compiled).__name__}")
@@ -98,6 +148,9 @@ class Trainer:
                 f"in declaration order, {declared}: a batch's arrays come in "
                 "that order; give the names in it (or leave input_names out)")
         self.input_names = declared
+        # zero.from_torch's graphs: renames a state under the module's own
+        # names (module.state_dict()) to ours, for load_state_dict.
+        self._module_names = module_names
         self._compiled = compiled
         self._seed = seed
         self._trainer = _zero.Trainer(compiled, seed, init, self.input_names)
@@ -239,9 +292,7 @@ class Trainer:
         for name in others:
             local, kind = types[name]
             full = [local[0] * self._compiled.ranks] + list(local[1:])
-            if kind == "bf16" and np.asarray(given[name]).dtype != np.uint16:
-                raise TypeError(f"inputs[{name!r}] feeds a bf16 input: give "
-                                "its bit patterns as uint16, as to step")
+            given[name] = _from_torch_tensor(given[name], f"inputs[{name!r}]")
             try:
                 fixed[name] = np.ascontiguousarray(np.broadcast_to(
                     np.asarray(given[name], dtype=_NUMPY[kind]), full))
@@ -250,7 +301,7 @@ class Trainer:
                     f"inputs[{name!r}] of shape "
                     f"{list(np.shape(given[name]))} does not broadcast to "
                     f"the input's global batch {full}") from None
-        prompt = np.asarray(prompt_ids)
+        prompt = np.asarray(_from_torch_tensor(prompt_ids, "prompt_ids"))
         single = prompt.ndim == 1
         if single:
             prompt = prompt[None, :]
@@ -323,26 +374,38 @@ class Trainer:
         return outputs[logits][:count]
 
     def _arrays(self, batch, method):
-        """The batch as a list of arrays in input order."""
-        if isinstance(batch, np.ndarray) or batch is None:
+        """The batch as a list of arrays in input order. A batch is a list
+        of arrays or CPU torch tensors, one per input in declaration order,
+        or a mapping by input name: a dict, or a tokenizer's BatchEncoding
+        (with the labels added, as a data collator adds them)."""
+        torch = sys.modules.get("torch")
+        if isinstance(batch, np.ndarray) or batch is None or (
+                torch is not None and isinstance(batch, torch.Tensor)):
             raise TypeError(f"{method} takes the batch as a list of arrays, "
                             "one per input in declaration order (or a dict "
                             "by input name), not one array: "
                             f"{method}([x, labels])")
-        if isinstance(batch, dict):
-            unknown = set(batch) - set(self.input_names)
+        if isinstance(batch, collections.abc.Mapping):
+            unknown = sorted(set(batch) - set(self.input_names))
             missing = [n for n in self.input_names if n not in batch]
             if unknown or missing:
+                problems = []
+                if missing:
+                    problems.append(f"missing {missing}")
+                if unknown:
+                    # A dropped input would train on something else than
+                    # the user's batch says (an ignored attention mask).
+                    problems.append(
+                        f"{unknown} not inputs of the graph (import the "
+                        "module with them among its example inputs to use "
+                        "them)")
                 raise ValueError(f"the batch names {sorted(batch)}; the "
-                                 f"inputs are {self.input_names}")
-            batch = [batch[name] for name in self.input_names]
-        arrays = []
-        for index, value in enumerate(batch):
-            if not isinstance(value, np.ndarray):
-                raise TypeError(f"batch element {index} is a "
-                                f"{type(value).__name__}, not a numpy array")
-            arrays.append(value)
-        return arrays
+                                 f"inputs are {self.input_names}: "
+                                 f"{'; '.join(problems)}")
+            return [_as_array(batch[name], f"batch[{name!r}]")
+                    for name in self.input_names]
+        return [_as_array(value, f"batch element {index}")
+                for index, value in enumerate(batch)]
 
     def _after(self, what):
         return f"{what} (after step {self.steps_done})"
@@ -373,16 +436,25 @@ class Trainer:
 
     def load_state_dict(self, state):
         """Replaces the parameters, as PyTorch's `load_state_dict`: `state`
-        maps every parameter's name to a numpy array of its logical shape
-        (what `state_dict()` gives; bf16 ones as uint16 bit patterns), or
-        is the path of a .safetensors file (a checkpoint consolidated by
-        `zero-ckpt consolidate`). Strict: every parameter must be there and
-        no other name; master copies and the loss scale are taken when
-        present. Optimizer state is left as it is. Collective: every rank
-        passes the same whole state and takes its shard (the ranks compare
-        a checksum of it)."""
+        maps every parameter's name to a numpy array or CPU torch tensor of
+        its logical shape (what `state_dict()` gives; bf16 ones as torch
+        bf16 or as uint16 bit patterns), or is the path of a .safetensors
+        file (a checkpoint consolidated by `zero-ckpt consolidate`). A
+        trainer of `zero.from_torch` also takes the module's own
+        `state_dict()`, under the module's names (tied names once or each,
+        equal). Strict: every parameter must be there and no other name;
+        master copies and the loss scale are taken when present. Optimizer
+        state is left as it is. Collective: every rank passes the same
+        whole state and takes its shard (the ranks compare a checksum of
+        it)."""
         if not isinstance(state, (dict, str)) and hasattr(state, "__fspath__"):
             state = str(state)
+        if isinstance(state, collections.abc.Mapping):
+            if self._module_names is not None:
+                state = self._module_names(state, self)
+            state = {name: _as_array(value, f"load_state_dict: '{name}'",
+                                     bf16_bits=True)
+                     for name, value in state.items()}
         self._collective(self._after("load_state_dict"),
                          self._trainer.load_state_dict, state)
 

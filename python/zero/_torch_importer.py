@@ -311,6 +311,21 @@ class Importer:
 
     def run(self):
         self.refuse_dynamic()
+        # Under our wrapper's `m.`: the module's own paths.
+        mutated = sorted(
+            name[2:] if name.startswith("m.") else name
+            for name in self.program.graph_signature.buffers_to_mutate
+            .values())
+        if mutated:
+            # torch.export returns a buffer's new value as an extra output:
+            # said before any op of the forward is looked at.
+            raise UnsupportedModuleError(
+                f"the module's forward updates buffer(s) {mutated} (as "
+                "BatchNorm's running statistics do in training mode); the "
+                "step trains parameters and cannot update a buffer: put "
+                "those modules in eval() before the import (BatchNorm: or "
+                "build it with track_running_stats=False), or make the "
+                "update outside forward")
         scopes = self.recompute_scopes()
         mode = self.checkpoint[0] if self.checkpoint else None
         current, scope = None, None

@@ -196,6 +196,28 @@ class TorchGraph(_zero.Graph):
         return result
 
 
+# -- Wrappers ------------------------------------------------------------------
+
+
+def _refuse_wrappers(module):
+    """PyTorch's data-parallel wrappers hold the model as `.module` and
+    scatter its batch themselves; zero is the data parallelism, so it takes
+    the model they wrap, said rather than imported as something else."""
+    wrappers = [torch.nn.DataParallel,
+                torch.nn.parallel.DistributedDataParallel]
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+        wrappers.append(FullyShardedDataParallel)
+    except ImportError:
+        pass
+    for kind in wrappers:
+        if isinstance(module, kind):
+            raise UnsupportedModuleError(
+                f"from_torch takes the model, not torch's {kind.__name__} "
+                "wrapper around it: pass model.module (zero runs the data "
+                "parallelism, and ZeRO, itself)")
+
+
 # -- Activation checkpointing -------------------------------------------------
 
 CHECKPOINT_MODES = ("none", "full", "selective", "selective_op")
@@ -307,6 +329,7 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"from_torch takes a torch.nn.Module, not "
                         f"{type(module).__name__}")
+    _refuse_wrappers(module)
     if isinstance(example_args, torch.Tensor):
         example_args = (example_args,)
     keywords = None
@@ -344,6 +367,14 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
     elif example_targets:
         raise ValueError("example_targets go with a loss function; the "
                          "causal-LM loss takes labels shaped like the ids")
+    if loss_fn is None and "labels" in (keywords or []) + list(kwargs):
+        # model(**batch) computes Hugging Face's own loss from them, which
+        # the step would import as part of the model.
+        raise ValueError(
+            "'labels' is among from_torch's example inputs: with "
+            "loss='causal_lm' the labels are the step's last input "
+            "(trainer.step([ids, ..., labels]) or batch['labels']), and the "
+            "causal-LM loss is ours; leave them out of the example inputs")
 
     # torch.export gives inputs that share memory one placeholder (the
     # others go unread): the step would read, say, the ids as the targets.

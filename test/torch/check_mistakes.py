@@ -1,0 +1,104 @@
+"""Mistakes a PyTorch user makes at from_torch, each refused with what to
+do instead (mistakes.test), not with an importer's internals:
+
+- the model wrapped in nn.DataParallel (or DistributedDataParallel);
+- the labels among the example inputs, as `model(**batch)` passes them;
+- a module whose forward updates a buffer (BatchNorm in training mode, a
+  counter).
+
+Each case is then done the right way and imports. Prints `ok: ...` per
+check with the message; exits 1 at the first failed one.
+"""
+
+import sys
+
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+import zero
+from zero.torch import UnsupportedModuleError
+
+
+def refused(call, kind, *words):
+    try:
+        call()
+    except kind as error:
+        message = str(error)
+        if all(word in message for word in words):
+            return message.splitlines()[0]
+        print(f"FAIL: the message lacks {words}: {message}")
+        sys.exit(1)
+    print(f"FAIL: accepted; expected {kind.__name__} naming {words}")
+    sys.exit(1)
+
+
+class Normed(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 4)
+        self.norm = torch.nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.norm(self.linear(x))
+
+
+class Counting(torch.nn.Module):
+    """Counts its calls in a buffer, in forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 4)
+        self.register_buffer("calls", torch.zeros(()))
+        self.update = True
+
+    def forward(self, x):
+        if self.update:
+            self.calls.add_(1)
+        return self.linear(x)
+
+
+def main():
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(
+        n_embd=16, n_layer=1, n_head=2, vocab_size=32, n_positions=8,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+    ids = torch.randint(0, 32, (2, 8))
+
+    message = refused(lambda: zero.from_torch(torch.nn.DataParallel(model),
+                                              (ids,)),
+                      UnsupportedModuleError, "DataParallel", "model.module")
+    print(f"ok: nn.DataParallel: {message}")
+    zero.from_torch(torch.nn.DataParallel(model).module, (ids,))
+    print("ok: its .module imports")
+
+    message = refused(lambda: zero.from_torch(
+        model, {"input_ids": ids, "labels": ids}), ValueError,
+        "'labels'", "step's last input", "leave them out")
+    print(f"ok: labels among the example inputs: {message}")
+    message = refused(lambda: zero.from_torch(
+        model, (ids,), forward_kwargs={"labels": ids}), ValueError,
+        "'labels'")
+    print("ok: labels in forward_kwargs: refused the same way")
+
+    normed = Normed().train()
+    x = torch.randn(4, 8)
+    y = torch.randint(0, 4, (4,))
+    loss = torch.nn.functional.cross_entropy
+    message = refused(lambda: zero.from_torch(
+        normed, (x,), loss=loss, example_targets=(y,)),
+        UnsupportedModuleError, "norm.running_mean", "eval()",
+        "track_running_stats=False")
+    print(f"ok: BatchNorm in training mode: {message}")
+    counting = Counting()
+    message = refused(lambda: zero.from_torch(
+        counting, (x,), loss=loss, example_targets=(y,)),
+        UnsupportedModuleError, "['calls']", "outside forward")
+    print(f"ok: a counter buffer updated in forward: {message}")
+    counting.update = False
+    zero.from_torch(counting, (x,), loss=loss, example_targets=(y,))
+    print("ok: without the update it imports")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

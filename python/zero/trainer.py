@@ -3,7 +3,10 @@ state out."""
 
 import collections.abc
 import functools
+import os
+import resource
 import sys
+import time
 import warnings
 import weakref
 
@@ -90,6 +93,16 @@ def _as_array(value, where, bf16_bits=False):
                     f"array or a CPU torch tensor{hint}")
 
 
+def _resident_bytes():
+    """This process's resident set now (/proc/self/statm), or None where
+    there is no /proc."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _from_torch_tensor(value, where):
     """A torch tensor as _as_array gives it; anything else as it is (for
     arguments that also take lists and numbers)."""
@@ -131,10 +144,16 @@ class Trainer:
     given, must be the graph's input names in declaration order
     (compiled.input_names): names in another order are refused, as they
     would feed one input another's data.
+
+    `progress` (also an attribute): True shows a progress line on rank 0's
+    stderr at each step (loss, steps and tokens per second, the time left
+    toward `total_steps` where that is set; tqdm's bar where tqdm is
+    installed), False never, None (the default) where rank 0's stderr is a
+    terminal and ZERO_PROGRESS is not 0.
     """
 
     def __init__(self, compiled, seed=1, init="", input_names=None,
-                 module_names=None):
+                 module_names=None, progress=None, total_steps=None):
         if not isinstance(compiled, _zero.CompiledGraph):
             raise TypeError("Trainer takes a CompiledGraph (graph.compile), "
                             f"not {type(compiled).__name__}")
@@ -151,6 +170,9 @@ class Trainer:
         # zero.from_torch's graphs: renames a state under the module's own
         # names (module.state_dict()) to ours, for load_state_dict.
         self._module_names = module_names
+        self.progress = progress
+        self.total_steps = total_steps
+        self._progress = None
         self._compiled = compiled
         self._seed = seed
         self._trainer = _zero.Trainer(compiled, seed, init, self.input_names)
@@ -175,7 +197,72 @@ class Trainer:
                                 self._trainer.step, arrays)
         self._batch = arrays[0].shape if arrays else None, \
             bool(arrays) and arrays[0].dtype.kind in "iu"
+        if self._shows_progress():
+            self._show_progress(loss)
         return loss
+
+    def _shows_progress(self):
+        """Whether step shows progress: on rank 0, where `progress` is True,
+        or None (the default) and rank 0's stderr is a terminal and
+        ZERO_PROGRESS is not 0: a job's log files get no progress lines
+        unless asked for."""
+        if _zero.rank() != 0 or self.progress is False:
+            return False
+        if self.progress is None:
+            return (os.environ.get("ZERO_PROGRESS", "1") != "0"
+                    and sys.stderr.isatty())
+        return True
+
+    def _show_progress(self, loss):
+        """One line on rank 0's stderr: step (of total_steps), loss, steps
+        and tokens per second, the time left; through tqdm where it is
+        installed, else rewritten in place on a terminal and elsewhere
+        printed at the first step shown, then every 10 steps or 10
+        seconds, and at the last."""
+        metrics = self.metrics
+        done, total = self.steps_done, self.total_steps
+        state = self._progress
+        if state is None:
+            state = self._progress = {"start": time.monotonic(),
+                                      "first": done - 1, "shown": 0.0,
+                                      "bar": None}
+            try:
+                import tqdm
+                state["bar"] = tqdm.tqdm(total=total, initial=done - 1,
+                                         desc="zero", unit="step",
+                                         file=sys.stderr, dynamic_ncols=True)
+            except ImportError:
+                pass
+        tokens = metrics.get("tokens_per_second")
+        if state["bar"] is not None:
+            if total is not None and state["bar"].total != total:
+                state["bar"].total = total
+            state["bar"].set_postfix(
+                loss=f"{loss:.4f}",
+                **({"tok/s": f"{tokens:,.0f}"} if tokens else {}),
+                refresh=False)
+            state["bar"].update(1)
+            if total is not None and done >= total:
+                # The last step: the bar's final state, then a fresh bar
+                # should training go on.
+                state["bar"].close()
+                self._progress = None
+            return
+        now = time.monotonic()
+        rate = (done - state["first"]) / max(now - state["start"], 1e-9)
+        line = f"zero: step {done}" + (f"/{total}" if total else "")
+        line += f" loss {loss:.4f} | {rate:.2f} steps/s"
+        if tokens:
+            line += f", {tokens:,.0f} tokens/s"
+        if total and total > done and rate > 0:
+            left = int((total - done) / rate)
+            line += f" | ETA {left // 3600}:{left // 60 % 60:02d}:" \
+                f"{left % 60:02d}"
+        if sys.stderr.isatty():
+            print("\r" + line, end="", file=sys.stderr, flush=True)
+        elif done % 10 == 0 or now - state["shown"] >= 10 or done == total:
+            print(line, file=sys.stderr, flush=True)
+            state["shown"] = now
 
     @property
     def metrics(self):
@@ -197,7 +284,11 @@ class Trainer:
           `samples_per_second`: the rows of the global batch given to step
           per second; `tokens_per_second`: its elements per second where
           its first array holds integers (token ids), else None (both None
-          for a step on synthetic batches)."""
+          for a step on synthetic batches);
+        - `rss_bytes`, `peak_rss_bytes`: this process's resident memory
+          now and at its highest so far (getrusage), measured;
+          `arena_bytes`: the step's arena on this rank, which the runtime
+          allocates whole as the plan sizes it (compiled.report)."""
         last = dict(self._trainer.last_step)
         if last["step"] == 0:
             return None
@@ -212,6 +303,15 @@ class Trainer:
         last["tokens_per_second"] = (float(np.prod(shape)) / seconds
                                      if shape and ids and seconds > 0
                                      else None)
+        last["rss_bytes"] = _resident_bytes()
+        # ru_maxrss is in KiB on Linux, and the kernel updates it lazily: at
+        # least the resident set now.
+        last["peak_rss_bytes"] = max(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            last["rss_bytes"] or 0)
+        if not hasattr(self, "_arena_bytes"):
+            self._arena_bytes = self._compiled.report.get("arena_bytes")
+        last["arena_bytes"] = self._arena_bytes
         return last
 
     def evaluate(self, batch, outputs=False):
@@ -424,8 +524,15 @@ class Trainer:
                                f"{error}") from None
 
     def run(self, steps):
-        """`steps` steps on synthetic batches; their losses."""
-        return [self.step() for _ in range(steps)]
+        """`steps` steps on synthetic batches; their losses. Progress, where
+        shown, counts toward the last of them unless total_steps is set."""
+        total = self.total_steps
+        if total is None:
+            self.total_steps = self.steps_done + steps
+        try:
+            return [self.step() for _ in range(steps)]
+        finally:
+            self.total_steps = total
 
     def state_dict(self):
         """The logical parameters, name -> numpy array in logical shape

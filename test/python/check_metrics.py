@@ -149,6 +149,64 @@ def single():
     return norm
 
 
+def memory_and_progress():
+    """The memory figures, and the progress line: none by default off a
+    terminal; with progress=True one line at the first step shown, every
+    10 steps and at the last of run()'s, counting toward it, with the loss step returned; through
+    tqdm where it is installed."""
+    import io
+    import re
+    compiled = mlp()
+    trainer = zero.Trainer(compiled, seed=3)
+    captured = io.StringIO()
+    stderr, sys.stderr = sys.stderr, captured
+    try:
+        trainer.step(batch())
+        assert captured.getvalue() == "", captured.getvalue()
+        m = trainer.metrics
+        assert m["arena_bytes"] == compiled.report["arena_bytes"] > 0, m
+        assert 0 < m["rss_bytes"] <= m["peak_rss_bytes"], m
+        # The plain line: tqdm hidden.
+        tqdm = sys.modules.get("tqdm")
+        sys.modules["tqdm"] = None
+        try:
+            trainer.progress = True
+            losses = trainer.run(24)
+        finally:
+            if tqdm is None:
+                del sys.modules["tqdm"]
+            else:
+                sys.modules["tqdm"] = tqdm
+    finally:
+        sys.stderr = stderr
+    lines = captured.getvalue().splitlines()
+    steps = [int(re.match(r"zero: step (\d+)/25 loss ", line).group(1))
+             for line in lines]
+    assert steps == [2, 10, 20, 25], lines
+    assert f"loss {losses[-1]:.4f} |" in lines[-1], (lines, losses)
+    assert "steps/s" in lines[0] and "ETA 0:00:" in lines[0], lines
+    assert trainer.total_steps is None
+    print(f"ok: arena_bytes is the report's, rss_bytes <= peak_rss_bytes; "
+          f"no progress line by default off a terminal; progress=True: "
+          f"{lines[-1].split(' |')[0]!r} at steps {steps}")
+    try:
+        import tqdm  # noqa: F401
+    except ImportError:
+        print("ok: tqdm not installed: its bar not tried")
+        return
+    captured = io.StringIO()
+    stderr, sys.stderr = sys.stderr, captured
+    try:
+        fresh = zero.Trainer(compiled, seed=3, progress=True, total_steps=3)
+        for _ in range(3):
+            fresh.step(batch())
+    finally:
+        sys.stderr = stderr
+    text = captured.getvalue()
+    assert "3/3" in text and "loss=" in text, text
+    print("ok: with tqdm installed, its bar: 3/3 steps with the loss")
+
+
 def ranks(path):
     """Stage 3 on 2 ranks: each rank's norm is the whole model's, the one
     rank's norm within rounding (the squares are summed per shard)."""
@@ -166,6 +224,7 @@ if __name__ == "__main__":
         ranks(sys.argv[2])
     else:
         norm = single()
+        memory_and_progress()
         if len(sys.argv) == 3 and sys.argv[1] == "write":
             with open(sys.argv[2], "w") as out:
                 out.write(repr(norm))

@@ -112,7 +112,61 @@ class TorchGraph(_zero.Graph):
             _write_init(weights, self.init_path)
         return Trainer(compiled, seed=seed, init=self.init_path,
                        input_names=self.input_names,
-                       module_names=self._ours_from_module_state)
+                       module_names=self._ours_from_module_state,
+                       pad_batch=self._pad_batch)
+
+    # What a batch shorter than the compiled one is padded with, per input.
+    _PADDING = {"input_ids": 0, "attention_mask": 0, "labels": -100}
+
+    def _padding_refusal(self):
+        """Why padding a short batch would change what it trains, or None
+        where it is exact: our causal-LM loss (labels of -100 take no part,
+        the mean over the real ones across every rank) and an attention
+        mask (padded keys take no part), and no other input whose padding
+        value zero cannot tell."""
+        if not getattr(self, "_causal_lm", False):
+            return ("the loss is a function of yours, and zero cannot tell "
+                    "which labels it ignores")
+        if "attention_mask" not in self.input_names:
+            return ("the graph has no attention_mask input to mask the "
+                    "padded keys (import the module with one among its "
+                    "example inputs)")
+        others = [n for n in self.input_names if n not in self._PADDING]
+        if others:
+            return (f"zero cannot tell what pads {others} exactly (only "
+                    "input_ids, attention_mask and labels)")
+        return None
+
+    def _pad_batch(self, arrays, compiled, method):
+        """A batch of fewer rows or positions than compiled, padded at the
+        end as a user would pad it by hand (ids 0, mask 0, labels -100),
+        where that is exact (_padding_refusal); with the user's (rows,
+        positions). As it is where it has the compiled shape, or a shape
+        padding cannot make (the runtime's error says what is wrong)."""
+        want = [[shape[0] * compiled.ranks] + list(shape[1:])
+                for shape, _ in compiled.input_types]
+        given = [list(a.shape) for a in arrays]
+        if len(arrays) != len(want) or given == want:
+            return arrays, None
+        first = given[0]
+        if any(len(g) != 2 or len(w) != 2 or g != first or g[0] > w[0] or
+               g[1] > w[1] for g, w in zip(given, want)):
+            return arrays, None
+        rows, seq = want[0]
+        reason = self._padding_refusal()
+        if reason is not None:
+            raise ValueError(
+                f"{method}: the batch is {first[0]} x {first[1]} and the "
+                f"graph is compiled for {rows} x {seq}; padding it would "
+                f"not be exact: {reason}. Give batches of the compiled "
+                "shape")
+        padded = []
+        for name, array in zip(self.input_names, arrays):
+            full = np.full((rows, seq), self._PADDING[name],
+                           dtype=array.dtype)
+            full[:first[0], :first[1]] = array
+            padded.append(full)
+        return padded, tuple(first)
 
     def _ours_from_module_state(self, state, trainer):
         """`state` under our parameter names: as it is where it is not
@@ -474,6 +528,7 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
     graph.check()
 
     graph.input_names = input_names
+    graph._causal_lm = loss_fn is None
     graph.parameter_paths = importer.parameter_paths
     graph.constants = sorted(importer.constant_names)
     graph._module_state = dict(module.state_dict(keep_vars=False))

@@ -153,7 +153,8 @@ class Trainer:
     """
 
     def __init__(self, compiled, seed=1, init="", input_names=None,
-                 module_names=None, progress=None, total_steps=None):
+                 module_names=None, progress=None, total_steps=None,
+                 pad_batch=None):
         if not isinstance(compiled, _zero.CompiledGraph):
             raise TypeError("Trainer takes a CompiledGraph (graph.compile), "
                             f"not {type(compiled).__name__}")
@@ -170,6 +171,9 @@ class Trainer:
         # zero.from_torch's graphs: renames a state under the module's own
         # names (module.state_dict()) to ours, for load_state_dict.
         self._module_names = module_names
+        # zero.from_torch's graphs: pads a batch shorter than compiled where
+        # that is exact, (arrays, the user's (rows, positions) or None).
+        self._pad_batch = pad_batch
         self.progress = progress
         self.total_steps = total_steps
         self._progress = None
@@ -192,7 +196,7 @@ class Trainer:
     def step(self, batch=None):
         """Runs one optimizer step; returns its loss (a float). What else a
         user logs of it is in `metrics`."""
-        arrays = [] if batch is None else self._arrays(batch, "step")
+        arrays = [] if batch is None else self._padded(batch, "step")[0]
         loss = self._collective(f"step (step {self.steps_done + 1})",
                                 self._trainer.step, arrays)
         self._batch = arrays[0].shape if arrays else None, \
@@ -321,10 +325,21 @@ class Trainer:
         over the whole batch, rows in the batch's order on every rank (a
         scalar output is its mean, as the loss; bf16/f16 come back as
         float32). Collective: every rank must call it."""
-        return self._collective(self._after("evaluate"),
-                                self._trainer.evaluate,
-                                self._arrays(batch, "evaluate"),
-                                bool(outputs))
+        arrays, short = self._padded(batch, "evaluate")
+        result = self._collective(self._after("evaluate"),
+                                  self._trainer.evaluate, arrays,
+                                  bool(outputs))
+        if not outputs or short is None:
+            return result
+        # The outputs of the user's rows and positions, not the padding's.
+        loss, values = result
+        full = arrays[0].shape
+        for name, value in values.items():
+            if value.ndim >= 2 and value.shape[:2] == full:
+                values[name] = value[:short[0], :short[1]]
+            elif value.ndim >= 1 and value.shape[0] == full[0]:
+                values[name] = value[:short[0]]
+        return loss, values
 
     def generate(self, prompt_ids, max_new_tokens, temperature=1.0,
                  top_k=None, *, inputs=None, tokens=None, logits="logits",
@@ -472,6 +487,14 @@ class Trainer:
             self._after("generate"), self._trainer.evaluate,
             self._arrays(batch, "generate"), True)
         return outputs[logits][:count]
+
+    def _padded(self, batch, method):
+        """_arrays, padded where the trainer pads short batches: (arrays,
+        the user's (rows, positions) or None)."""
+        arrays = self._arrays(batch, method)
+        if self._pad_batch is None:
+            return arrays, None
+        return self._pad_batch(arrays, self._compiled, method)
 
     def _arrays(self, batch, method):
         """The batch as a list of arrays in input order. A batch is a list

@@ -179,7 +179,45 @@ def main():
     ok("load_state_dict refuses by name: tied names that disagree, a "
        "missing parameter" + (", a changed buffer" if buffers else ""))
     check_bf16_input(args.stage)
+    check_padding(model, graph, compiled)
     return 0
+
+
+def check_padding(model, graph, compiled):
+    """A batch of fewer rows and positions than compiled (a short last
+    batch, a pad-to-longest collator): padded by the trainer bitwise as by
+    hand (ids 0, mask 0, labels -100 at the end), and its loss PyTorch's on
+    the unpadded batch."""
+    rows = 2 * zero.world_size()
+    short_rows, short_seq = rows - 1, SEQ - 3
+    generator = torch.Generator().manual_seed(9)
+    ids = torch.randint(1, VOCAB, (short_rows, short_seq), generator=generator)
+    mask = torch.ones_like(ids)
+    by_hand = [np.zeros((rows, SEQ), np.int64), np.zeros((rows, SEQ), np.int64),
+               np.full((rows, SEQ), -100, np.int64)]
+    for full, part in zip(by_hand, (ids, mask, ids)):
+        full[:short_rows, :short_seq] = part.numpy()
+    padded, hand = graph.trainer(compiled), graph.trainer(compiled)
+    with torch.no_grad():
+        want = float(model(input_ids=ids, attention_mask=mask,
+                           labels=ids).loss)
+    for step in range(2):
+        got = padded.step({"input_ids": ids, "attention_mask": mask,
+                           "labels": ids})
+        reference = hand.step(by_hand)
+        if np.float32(got).tobytes() != np.float32(reference).tobytes():
+            fail(f"padding: step {step + 1} loss {got!r}, hand-padded "
+                 f"{reference!r}")
+        if step == 0 and not abs(got - want) <= 1e-5 * abs(want):
+            fail(f"padding: loss {got!r}, PyTorch's unpadded {want!r}")
+    if not same_state(padded.state_dict(), hand.state_dict()):
+        fail("padding: the state differs from the hand-padded trainer's")
+    loss, outputs = padded.evaluate([ids, mask, ids], outputs=True)
+    if list(outputs["logits"].shape) != [short_rows, short_seq, VOCAB]:
+        fail(f"padding: evaluate's logits are {outputs['logits'].shape}")
+    ok(f"a {short_rows} x {short_seq} batch (compiled {rows} x {SEQ}) is "
+       "padded bitwise as by hand, its loss PyTorch's unpadded one; "
+       "evaluate gives its rows' and positions' outputs")
 
 
 class Shifted(torch.nn.Module):
@@ -231,6 +269,10 @@ def check_bf16_input(stage):
         fail(f"bf16 input: generate gives {tokens_pt} and {tokens_np}")
     ok("a bf16 input takes a torch bf16 tensor (step, and generate's "
        "inputs): bitwise as float32 numpy")
+    refused(lambda: by_torch.step([ids[:, :5], shift[:, :5], ids[:, :5]]),
+            ValueError, f"{rows} x 5", "not be exact", "attention_mask")
+    ok("a short batch of a graph without an attention_mask is refused: "
+       "padding would not be exact")
 
 
 if __name__ == "__main__":

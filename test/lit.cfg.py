@@ -146,7 +146,7 @@ if mpirun and os.path.exists(os.path.join(config.zero_tools_dir, "zero-comm-chec
     config.substitutions.append(
         (
             "%mpirun",
-            mpirun
+            os.path.join(config.zero_src_root, "test", "private-mpirun.sh")
             + " --allow-run-as-root --oversubscribe --bind-to none"
             + " --mca btl self,vader --mca btl_vader_single_copy_mechanism none",
         )
@@ -167,6 +167,11 @@ if os.path.exists(os.path.join(config.zero_tools_dir, "zero-fuzz-mlir")):
         ],
         tool_dirs,
     )
+
+# zero-run and gpt2_train launch their own ranks through mpirun (with -n):
+# each launch with a session directory of its own, as %mpirun's
+# (test/private-mpirun.sh says why).
+config.environment["ZERO_MPIRUN_PRIVATE_TMPDIR"] = "1"
 
 # zero-run launches its own ranks through mpirun (with -n) and so needs MPI.
 if "mpi" in config.available_features and os.path.exists(

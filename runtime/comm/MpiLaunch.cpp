@@ -51,6 +51,18 @@ absl::Status relaunchUnderMpirun(int ranks, int argc, char **argv) {
   pointers.push_back(nullptr);
   // Containers forbid the cross-memory attach Open MPI tries first.
   setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+  // Jobs started at once on one machine share Open MPI's session directory
+  // and race on its removal (test/private-mpirun.sh): where asked, as the
+  // test suite asks, this launch gets a base of its own under $TMPDIR (left
+  // empty behind it: mpirun is exec'd, nothing runs after it here).
+  if (std::getenv("ZERO_MPIRUN_PRIVATE_TMPDIR") &&
+      !std::getenv("OMPI_MCA_orte_tmpdir_base")) {
+    const char *tmp = std::getenv("TMPDIR");
+    std::string base =
+        absl::StrCat(tmp && *tmp ? tmp : "/tmp", "/zero-mpirun.XXXXXX");
+    if (mkdtemp(base.data()))
+      setenv("OMPI_MCA_orte_tmpdir_base", base.c_str(), 1);
+  }
   execvp("mpirun", pointers.data());
   return absl::UnavailableError(
       absl::StrCat("cannot run mpirun to launch ", ranks,

@@ -324,14 +324,8 @@ absl::StatusOr<KernelFn> bindAddLayerNorm(const BindRequest &request,
   // The chain (train.add, then train.layer_norm), for rows the one-pass
   // kernel does not take: the same bits, as the fused kernel rounds the sum
   // as train.add does and normalizes it as the layer norm's warp kernel.
-  ZERO_ASSIGN_OR_RETURN(
-      KernelFn chain,
-      cpu::bindAddLayerNormChain(
-          request, [stream](absl::string_view name, const KernelParams &params,
-                            absl::Span<const TensorSpec> ins,
-                            absl::Span<const TensorSpec> outs) {
-            return bindCudaKernel(name, params, ins, outs, stream);
-          }));
+  ZERO_ASSIGN_OR_RETURN(KernelFn chain,
+                        cpu::bindAddLayerNormChain(request, cudaParts(stream)));
   auto [rows, cols] = rowsAndCols(request.ins[0]);
   ZERO_ASSIGN_OR_RETURN(double eps, cpu::getF64(request, "eps"));
   dev::Dt type = dt(request.ins[0].dtype), gammaType = dt(request.ins[2].dtype),

@@ -149,6 +149,15 @@ absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &, cudaStream_t);
 
 absl::StatusOr<KernelFn> bindMatmul(const BindRequest &, cudaStream_t);
 absl::StatusOr<KernelFn> bindFusedMatmul(const BindRequest &, cudaStream_t);
+/// The CUDA kernels of a fused op's chain on `stream` (cpu::bindMatmulChain,
+/// cpu::bindAddLayerNormChain), for what the fused kernel does not serve.
+inline cpu::PartBinder cudaParts(cudaStream_t stream) {
+  return [stream](absl::string_view name, const KernelParams &params,
+                  absl::Span<const TensorSpec> ins,
+                  absl::Span<const TensorSpec> outs) {
+    return bindCudaKernel(name, params, ins, outs, stream);
+  };
+}
 
 /// train.attention or train.attention_grad on cuDNN's fused SDPA
 /// (CudnnAttention.cpp), or nothing where cuDNN does not serve the request

@@ -208,14 +208,8 @@ bool aligned(const void *pointer) {
 absl::StatusOr<KernelFn> bindFusedMatmul(const BindRequest &request,
                                          cudaStream_t stream) {
   // The chain, for what no epilogue serves and for unaligned buffers.
-  ZERO_ASSIGN_OR_RETURN(
-      KernelFn chain,
-      cpu::bindMatmulChain(
-          request, [stream](absl::string_view name, const KernelParams &params,
-                            absl::Span<const TensorSpec> ins,
-                            absl::Span<const TensorSpec> outs) {
-            return bindCudaKernel(name, params, ins, outs, stream);
-          }));
+  ZERO_ASSIGN_OR_RETURN(KernelFn chain,
+                        cpu::bindMatmulChain(request, cudaParts(stream)));
   int64_t features = request.outs[0].shape.back();
   std::optional<cublasLtEpilogue_t> epilogue = findEpilogue(request, features);
   if (!epilogue)

@@ -1,7 +1,7 @@
 """zero.from_torch against PyTorch's own training (test/torch/*.test).
 
-  check_torch_import.py [--optimizer adamw|sgd|momentum] MODEL STEPS
-      STAGES...
+  check_torch_import.py [--optimizer adamw|sgd|momentum]
+      [--also OPTIMIZER:STAGE,STAGE...]... MODEL STEPS STAGES...
 
 MODEL is gpt2 (Hugging Face GPT2LMHeadModel, tied embeddings), gpt2-groups
 (the same with parameter groups: no weight decay on biases and norms, half
@@ -41,6 +41,11 @@ ZERO_TEST_SCALE_GRAD=NAME:FACTOR multiplies the gradient of PyTorch's
 parameter NAME by FACTOR before each step, in both of its trainings (float32
 and float64): a gradient of ours wrong by that factor, as the checks see it,
 which they must catch (test/torch/sgd-mutation.test).
+
+Each --also trains MODEL again, from its seed, with another optimizer at
+other stages on the same ranks, after the first: what a separate run would
+check, without a second start-up of PyTorch and transformers on every rank
+(most of a small run's time).
 
 Prints one `ok:` line per check.
 """
@@ -664,8 +669,7 @@ def check(kind, steps, stages, opt, model=None):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--optimizer", default="adamw",
-                        choices=["adamw", "sgd", "momentum"])
+    parser.add_argument("--optimizer", default="adamw", choices=OPTIMIZERS)
     parser.add_argument("--accumulate", type=int, default=1,
                         help="micro-batches per step (PyTorch trains on "
                         "their union)")
@@ -673,6 +677,10 @@ def main():
                         choices=["separate", "fused"],
                         help="from_torch's attention: how "
                         "scaled_dot_product_attention is imported")
+    parser.add_argument("--also", action="append", default=[],
+                        type=also_run, metavar="OPTIMIZER:STAGES",
+                        help="then train with OPTIMIZER at STAGES "
+                        "(comma-separated), e.g. sgd:0,3")
     parser.add_argument("kind")
     parser.add_argument("steps", type=int)
     parser.add_argument("stages", type=int, nargs="+")
@@ -682,6 +690,24 @@ def main():
     ATTENTION = args.attention
     torch.set_num_threads(1)  # one thread per rank, as ours
     check(args.kind, args.steps, args.stages, args.optimizer)
+    for optimizer, stages in args.also:
+        check(args.kind, args.steps, stages, optimizer)
+
+
+def also_run(text):
+    optimizer, _, stages = text.partition(":")
+    if optimizer not in OPTIMIZERS or not stages:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected OPTIMIZER:STAGES with OPTIMIZER one of "
+            f"{', '.join(OPTIMIZERS)}, e.g. sgd:0,3")
+    try:
+        return optimizer, [int(stage) for stage in stages.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: STAGES are integers separated by commas") from None
+
+
+OPTIMIZERS = ("adamw", "sgd", "momentum")
 
 
 if __name__ == "__main__":

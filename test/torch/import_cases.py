@@ -5,7 +5,15 @@
                                 prints `refused NAME: <message>`
   import_cases.py honours       checks that every mapping declares the
                                 arguments it honours (_torch_ops.HONOURS)
+  import_cases.py all DIR       all of the above in one process (PyTorch and
+                                transformers import once, not once a case:
+                                most of a case's time), each into its own
+                                file under DIR: ir-NAME.txt, honours.txt,
+                                refusals.txt
 """
+
+import contextlib
+import os
 
 import sys
 
@@ -359,8 +367,20 @@ def honours():
     print(f"honours: {len(_torch_ops.HONOURS)} ops declare their arguments")
 
 
+def run_all(directory):
+    os.makedirs(directory, exist_ok=True)
+    jobs = [(f"ir-{name}", lambda name=name: print_ir(name)) for name in CASES]
+    jobs += [("honours", honours), ("refusals", refusals)]
+    for stem, job in jobs:
+        with open(os.path.join(directory, stem + ".txt"), "w") as out:
+            with contextlib.redirect_stdout(out):
+                job()
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "ir":
+    if sys.argv[1] == "all":
+        run_all(sys.argv[2])
+    elif sys.argv[1] == "ir":
         print_ir(sys.argv[2])
     elif sys.argv[1] == "honours":
         honours()

@@ -173,6 +173,8 @@ def main():
             log(f"adapters saved in {os.path.join(args.out, 'adapter')}")
         else:
             from safetensors.torch import save_file
+            # --out exists only where a checkpoint was written before.
+            os.makedirs(args.out, exist_ok=True)
             path = os.path.join(args.out, "model.safetensors")
             save_file({k: v.contiguous() for k, v in state.items()}, path)
             log(f"weights saved in {path}")

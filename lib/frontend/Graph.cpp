@@ -232,11 +232,15 @@ absl::Status GraphConfig::validate() const {
   if (adamLike && !(o.eps > 0))
     return absl::InvalidArgumentError(
         absl::StrCat("optimizer: eps must be positive, got ", o.eps));
-  if (clipNormChoice &&
-      !(*clipNormChoice > 0 && std::isfinite(*clipNormChoice)))
+  // Infinity is PyTorch's way to measure the norm without clipping:
+  // clip_grad_norm_(parameters, float("inf")) multiplies by
+  // min(1, inf / (norm + 1e-6)), 1 for a finite norm and NaN for an
+  // infinite or NaN one, as the kernels do.
+  if (clipNormChoice && !(*clipNormChoice > 0))
     return absl::InvalidArgumentError(absl::StrCat(
-        "clip_grad_norm: the maximum gradient norm must be a positive finite "
-        "number, got ",
+        "clip_grad_norm: the maximum gradient norm must be positive (or "
+        "infinity, to measure the norm without clipping, as PyTorch's "
+        "clip_grad_norm_(parameters, float(\"inf\"))), got ",
         *clipNormChoice));
   if (LossScaling scaling = lossScaling(); scaling.enabled) {
     if (!(scaling.initialScale >= 1 && std::isfinite(scaling.initialScale)))

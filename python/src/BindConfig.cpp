@@ -437,7 +437,10 @@ void bindConfig(py::module_ &m) {
            py::return_value_policy::reference_internal,
            "Clips the gradients by their global L2 norm before every update, "
            "as PyTorch's clip_grad_norm_: each is multiplied by min(1, "
-           "max_norm / (norm + 1e-6)). max_norm must be positive.")
+           "max_norm / (norm + 1e-6)). max_norm must be positive; "
+           "float('inf') measures the norm (Trainer.metrics['grad_norm']) "
+           "without clipping a finite one and, as PyTorch, makes every "
+           "gradient NaN where the norm is not finite.")
       .def("activation_checkpointing", &GraphConfig::activation_checkpointing,
            py::arg("enabled") = true,
            py::return_value_policy::reference_internal,

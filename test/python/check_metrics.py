@@ -91,6 +91,19 @@ def single():
     print("ok: with clipping at 0.01, grad_norm is the norm before clipping "
           "and the update's norm is 0.01")
 
+    # PyTorch's way to measure the norm: clip_grad_norm_(params, inf).
+    # A finite norm gives min(1, inf) = 1: the update is the unclipped one,
+    # bit for bit, and the norm is reported.
+    measured = zero.Trainer(mlp(clip=float("inf")), seed=3)
+    unclipped = zero.Trainer(mlp(), seed=3)
+    measured.step(batch())
+    unclipped.step(batch())
+    assert measured.metrics["grad_norm"] == norm, (measured.metrics, norm)
+    got, want = measured.state_dict(), unclipped.state_dict()
+    assert all(got[k].tobytes() == want[k].tobytes() for k in want)
+    print(f"ok: with clip_grad_norm(inf), grad_norm {norm:.6g} and the "
+          "update of a step without clipping, bitwise")
+
     # A schedule: the rate the step used, as learning_rates() said before.
     scheduled = zero.Trainer(mlp(optimizer=zero.AdamW(lr=0.01),
                                  schedule=zero.Schedule.cosine(2, 6, 0.001)),

@@ -286,7 +286,9 @@ public:
   /// `min(1, maxNorm / (norm + 1e-6))`. Emitted as `train.optimizer ...
   /// clip_norm maxNorm`; under ZeRO stages 1-3 the norm is the all-reduced
   /// sum of the ranks' shard partial sums. maxNorm must be positive (compile
-  /// checks).
+  /// checks); infinity measures the norm (the step's metrics) without
+  /// clipping a finite one, and makes every gradient NaN where the norm is
+  /// not finite, as PyTorch's `clip_grad_norm_(parameters, inf)` does.
   GraphConfig &clip_grad_norm(double maxNorm);
   /// Activation checkpointing: compile differentiates the step with
   /// `train-autodiff recompute=true`, so that the results of forward ops

@@ -156,12 +156,30 @@ rt::HostTensor fromNumpy(const py::buffer &value, const std::string &what) {
       contiguous = false;
     expected *= info.shape[dim];
   }
-  if (!contiguous)
-    throw py::value_error(what + ": the array is not C-contiguous; pass "
-                                 "numpy.ascontiguousarray(array)");
   tensor.data.resize(static_cast<size_t>(elements * info.itemsize));
-  if (!tensor.data.empty())
+  if (tensor.data.empty())
+    return tensor;
+  if (contiguous) {
     std::memcpy(tensor.data.data(), info.ptr, tensor.data.size());
+    return tensor;
+  }
+  // A view (a slice, a transpose) is copied element by element in C order,
+  // as numpy.ascontiguousarray would: the values are the array's, only its
+  // layout was another (PyTorch takes non-contiguous tensors too).
+  auto *out = tensor.data.data();
+  const auto *base = static_cast<const uint8_t *>(info.ptr);
+  std::vector<int64_t> index(info.ndim, 0);
+  for (int64_t element = 0; element < elements; ++element) {
+    int64_t offset = 0;
+    for (int64_t dim = 0; dim < info.ndim; ++dim)
+      offset += index[dim] * info.strides[dim];
+    std::memcpy(out + element * info.itemsize, base + offset, info.itemsize);
+    for (int64_t dim = info.ndim - 1; dim >= 0; --dim) {
+      if (++index[dim] < info.shape[dim])
+        break;
+      index[dim] = 0;
+    }
+  }
   return tensor;
 }
 

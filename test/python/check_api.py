@@ -224,9 +224,22 @@ def check_errors():
     msg = expect(TypeError, "not accepted", lambda: trainer.step(
         [np.zeros((8, 16), np.float64), labels]))
     ok(f"batch of float64: {msg}")
-    msg = expect(ValueError, "not C-contiguous", lambda: trainer.step(
-        [np.zeros((16, 8), np.float32).T, labels]))
-    ok(f"transposed batch: {msg}")
+    # A view (a transpose, a slice) is read as its values, as PyTorch reads
+    # a non-contiguous tensor: the same loss as its contiguous copy.
+    rng = np.random.default_rng(5)
+    wide = rng.standard_normal((16, 12)).astype(np.float32)
+    view = wide.T[2:10]  # [8, 16], neither row- nor column-contiguous
+    assert not view.flags.c_contiguous
+    probe = zero.Trainer(graph.compile(1), input_names=["x", "labels"])
+    twin = zero.Trainer(graph.compile(1), input_names=["x", "labels"])
+    got = probe.step([view, labels])
+    want = twin.step([np.ascontiguousarray(view), labels])
+    assert np.float32(got).tobytes() == np.float32(want).tobytes(), (got, want)
+    ok("a strided view as a batch: the loss of its contiguous copy, bitwise")
+    msg = expect(ValueError, "is i32[7], expected i32[8]", lambda: trainer.step(
+        [np.zeros((8, 16), np.float32), np.zeros(14, np.int32)[::2]]))
+    assert "contiguous" not in msg, msg
+    ok(f"a sliced input of the wrong length: {msg}")
     msg = expect(ValueError, "the inputs are ['x', 'labels']",
                  lambda: trainer.step({"x": np.zeros((8, 16), np.float32)}))
     ok(f"batch missing an input: {msg}")

@@ -45,8 +45,11 @@ class ModuleSnapshot:
     paths are the module's under `m.`), to compare with it later."""
 
     def __init__(self, wrapper, parameter_sources, buffer_sources,
-                 constants):
+                 constants, follow_modes=False):
         self._wrapper = wrapper
+        # Each submodule's training flag, where the import followed them.
+        self._modes = ({path: child.training for path, child in
+                        wrapper.named_modules()} if follow_modes else None)
         named = dict(wrapper.named_parameters(remove_duplicate=False))
         self._parameters = {
             name: _Record(paths, named[paths[0]])
@@ -61,6 +64,7 @@ class ModuleSnapshot:
     def _current(self):
         """Our parameter name -> the module's tensor now, after checking
         that nothing the step depends on changed."""
+        self._check_modes()
         named = dict(self._wrapper.named_parameters(remove_duplicate=False))
         current = {}
         owner_of = {}
@@ -115,6 +119,27 @@ class ModuleSnapshot:
                     "the import computed the step's constants from it: "
                     "import the module again (from_torch) after changing it")
         return current
+
+    def _check_modes(self):
+        if self._modes is None:
+            return
+        for path, child in self._wrapper.named_modules():
+            was = self._modes.get(path)
+            # "" is the importer's wrapper, not the user's.
+            if not path or was is None or child.training == was:
+                continue
+            where = f"submodule '{_shown(path)}'" if path != "m" else \
+                "the module"
+            now, then = (("training", "eval") if child.training else
+                         ("eval", "training"))
+            raise RuntimeError(
+                f"{where} is in {now} mode but was in {then} mode when "
+                "zero.from_torch imported it (train=None follows the "
+                "module's modes): the step was imported with "
+                f"{'no dropout' if then == 'eval' else 'dropout'} there. "
+                f"Call module.{'train' if now == 'training' else 'eval'}() "
+                "before zero.from_torch, or pass from_torch(..., "
+                "train=True or False)")
 
     def changed_weights(self):
         """The initial tensors (our names) if the module's weights changed

@@ -562,7 +562,11 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
     graph._snapshot = None if plan_only else ModuleSnapshot(
         wrapper, importer.parameter_sources, importer.buffer_sources,
         {name: importer.init_tensors[name]
-         for name in importer.constant_names})
+         for name in importer.constant_names},
+        # train=None imports each submodule in the mode it has: one
+        # switched after (model.train() on an eval-mode import, as
+        # from_pretrained returns it) would train with dropout in PyTorch.
+        follow_modes=follow_module)
     return graph
 
 

@@ -93,6 +93,14 @@ def _as_array(value, where, bf16_bits=False):
                     f"array or a CPU torch tensor{hint}")
 
 
+def _batch_array(value, where):
+    """A batch's array as _as_array gives it, a boolean one (a mask built
+    with `ids != pad`) as int64 0s and 1s: what the integer input it feeds
+    takes, exactly, as PyTorch's models take either."""
+    array = _as_array(value, where)
+    return array.astype(np.int64) if array.dtype == np.bool_ else array
+
+
 def _resident_bytes():
     """This process's resident set now (/proc/self/statm), or None where
     there is no /proc."""
@@ -503,11 +511,14 @@ class Trainer:
         (with the labels added, as a data collator adds them)."""
         torch = sys.modules.get("torch")
         if isinstance(batch, np.ndarray) or batch is None or (
-                torch is not None and isinstance(batch, torch.Tensor)):
+                torch is not None and isinstance(batch, torch.Tensor)) or (
+                not isinstance(batch, (collections.abc.Mapping,
+                                       collections.abc.Sequence))):
             raise TypeError(f"{method} takes the batch as a list of arrays, "
                             "one per input in declaration order (or a dict "
-                            "by input name), not one array: "
-                            f"{method}([x, labels])")
+                            "by input name), not one array or value: "
+                            f"{method}([x, labels]); got "
+                            f"{type(batch).__name__}")
         if isinstance(batch, collections.abc.Mapping):
             unknown = sorted(set(batch) - set(self.input_names))
             missing = [n for n in self.input_names if n not in batch]
@@ -525,9 +536,9 @@ class Trainer:
                 raise ValueError(f"the batch names {sorted(batch)}; the "
                                  f"inputs are {self.input_names}: "
                                  f"{'; '.join(problems)}")
-            return [_as_array(batch[name], f"batch[{name!r}]")
+            return [_batch_array(batch[name], f"batch[{name!r}]")
                     for name in self.input_names]
-        return [_as_array(value, f"batch element {index}")
+        return [_batch_array(value, f"batch element {index}")
                 for index, value in enumerate(batch)]
 
     def _after(self, what):
@@ -564,7 +575,7 @@ class Trainer:
         return self._collective(self._after("state_dict"),
                                 self._trainer.state_dict)
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state, strict=True):
         """Replaces the parameters, as PyTorch's `load_state_dict`: `state`
         maps every parameter's name to a numpy array or CPU torch tensor of
         its logical shape (what `state_dict()` gives; bf16 ones as torch
@@ -576,7 +587,14 @@ class Trainer:
         master copies and the loss scale are taken when present. Optimizer
         state is left as it is. Collective: every rank passes the same
         whole state and takes its shard (the ranks compare a checksum of
-        it)."""
+        it). `strict=False` (PyTorch's partial load) is refused: load the
+        whole state, `trainer.state_dict()` updated with yours."""
+        if strict is not True:
+            raise ValueError(
+                "load_state_dict(strict=False): a partial load is not "
+                "supported; load the whole state: "
+                "state = trainer.state_dict(); state.update(yours); "
+                "trainer.load_state_dict(state)")
         if not isinstance(state, (dict, str)) and hasattr(state, "__fspath__"):
             state = str(state)
         if isinstance(state, collections.abc.Mapping):

@@ -4,7 +4,11 @@ do instead (mistakes.test), not with an importer's internals:
 - the model wrapped in nn.DataParallel (or DistributedDataParallel);
 - the labels among the example inputs, as `model(**batch)` passes them;
 - a module whose forward updates a buffer (BatchNorm in training mode, a
-  counter).
+  counter);
+- model.train() or model.eval() between the import and trainer() (the
+  import followed the module's modes);
+- at the trainer: load_state_dict(strict=False), a batch that is one
+  number; and a boolean attention mask, which trains as its 0/1 ids.
 
 Each case is then done the right way and imports. Prints `ok: ...` per
 check with the message; exits 1 at the first failed one.
@@ -97,6 +101,53 @@ def main():
     counting.update = False
     zero.from_torch(counting, (x,), loss=loss, example_targets=(y,))
     print("ok: without the update it imports")
+
+    import numpy as np
+    dropping = GPT2LMHeadModel(GPT2Config(
+        n_embd=16, n_layer=1, n_head=2, vocab_size=32, n_positions=8))
+    dropping.eval()  # as from_pretrained returns it
+    graph = zero.from_torch(dropping, (ids,))
+    dropping.train()
+    message = refused(lambda: graph.trainer(graph.compile(1)), RuntimeError,
+                      "training mode", "eval mode", "module.train() before")
+    print(f"ok: model.train() after an eval-mode import: {message}")
+    dropping.eval()
+    graph.trainer(graph.compile(1))
+    print("ok: back in eval mode, trainer() builds")
+    dropping.train()
+    graph = zero.from_torch(dropping, (ids,))
+    dropping.transformer.h[0].attn.eval()
+    message = refused(lambda: graph.trainer(graph.compile(1)), RuntimeError,
+                      "submodule 'transformer.h.0.attn' is in eval mode")
+    print(f"ok: one submodule's eval() after a training-mode import: "
+          f"{message}")
+    dropping.transformer.h[0].attn.train()
+    graph.trainer(graph.compile(1))
+    print("ok: the modes of the import back: trainer() builds")
+
+    masked = zero.from_torch(model, {"input_ids": ids,
+                                     "attention_mask": torch.ones_like(ids)})
+    batch = np.random.default_rng(1).integers(1, 32, (2, 8))
+    mask = np.ones((2, 8), bool)
+    mask[1, 6:] = False
+    labels = np.where(mask, batch, -100)
+    by_bool = masked.trainer(masked.compile(1))
+    by_ids = masked.trainer(masked.compile(1))
+    got = [by_bool.step({"input_ids": batch, "attention_mask": mask,
+                         "labels": labels}) for _ in range(2)]
+    want = [by_ids.step({"input_ids": batch,
+                         "attention_mask": mask.astype(np.int64),
+                         "labels": labels}) for _ in range(2)]
+    if np.float32(got).tobytes() != np.float32(want).tobytes():
+        print(f"FAIL: a boolean mask trained to {got}, its ids to {want}")
+        return 1
+    print("ok: a boolean attention mask trains as its 0/1 ids, bitwise")
+    message = refused(lambda: by_ids.load_state_dict(
+        model.state_dict(), strict=False), ValueError, "strict=False",
+        "state.update")
+    print(f"ok: load_state_dict(strict=False): {message}")
+    message = refused(lambda: by_ids.step(5), TypeError, "got int")
+    print(f"ok: a batch that is one number: {message}")
     return 0
 
 

@@ -670,6 +670,25 @@ void bindTraining(py::module_ &m) {
       .def("learning_rates",
            [](const PyTrainer &self) { return self.trainer->learningRates(); })
       .def(
+          "device_memory",
+          [](PyTrainer &self) -> py::object {
+            std::optional<rt::ExecutionBackend::DeviceMemory> memory =
+                self.trainer->executor().backend().deviceMemory();
+            if (!memory)
+              return py::none();
+            py::dict figures;
+            figures["allocated_bytes"] = memory->allocatedBytes;
+            figures["peak_allocated_bytes"] = memory->peakAllocatedBytes;
+            figures["used_bytes"] = memory->usedBytes;
+            figures["total_bytes"] = memory->totalBytes;
+            return std::move(figures);
+          },
+          "The device's memory now, on a GPU backend (None on CPU ranks): "
+          "allocated_bytes and peak_allocated_bytes, what the runtime's "
+          "buffers and arena hold and held at most; used_bytes and "
+          "total_bytes, the driver's (cudaMemGetInfo: the CUDA context, "
+          "cuBLAS and NCCL workspaces and other processes included).")
+      .def(
           "evaluate",
           [](PyTrainer &self, const std::vector<py::buffer> &batch,
              bool outputs) -> py::object {

@@ -300,7 +300,12 @@ class Trainer:
         - `rss_bytes`, `peak_rss_bytes`: this process's resident memory
           now and at its highest so far (getrusage), measured;
           `arena_bytes`: the step's arena on this rank, which the runtime
-          allocates whole as the plan sizes it (compiled.report)."""
+          allocates whole as the plan sizes it (compiled.report);
+        - on GPU ranks `device_bytes` and `peak_device_bytes`, what the
+          runtime holds on the device now and at most (its buffers and
+          arena), and `device_used_bytes`, the driver's figure for the
+          whole device (cudaMemGetInfo, as nvidia-smi; device_memory());
+          all three None on CPU ranks."""
         last = dict(self._trainer.last_step)
         if last["step"] == 0:
             return None
@@ -324,7 +329,18 @@ class Trainer:
         if not hasattr(self, "_arena_bytes"):
             self._arena_bytes = self._compiled.report.get("arena_bytes")
         last["arena_bytes"] = self._arena_bytes
+        device = self._trainer.device_memory()
+        last["device_bytes"] = device and device["allocated_bytes"]
+        last["peak_device_bytes"] = device and device["peak_allocated_bytes"]
+        last["device_used_bytes"] = device and device["used_bytes"]
         return last
+
+    def device_memory(self):
+        """The device's memory now on a GPU backend, a dict:
+        allocated_bytes and peak_allocated_bytes (the runtime's buffers and
+        arena), used_bytes and total_bytes (the driver's, for the whole
+        device); None on CPU ranks."""
+        return self._trainer.device_memory()
 
     def evaluate(self, batch, outputs=False):
         """The loss of the current parameters on `batch` (global batches,

@@ -18,6 +18,7 @@
 #include "zero/runtime/NcclCommunicator.h"
 #include "zero/support/Status.h"
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -240,7 +241,8 @@ public:
   }
 
   absl::StatusOr<void *> allocate(int64_t bytes) override;
-  void release(void *memory) override { cudaFree(memory); }
+  void release(void *memory) override;
+  std::optional<DeviceMemory> deviceMemory() const override;
   /// Pinned, so that the transfer stream's copies are asynchronous DMA.
   absl::StatusOr<void *> allocateHost(int64_t bytes) override;
   void releaseHost(void *memory) override { cudaFreeHost(memory); }
@@ -286,6 +288,11 @@ private:
   CudaBackendOptions options;
   int device = 0;
   std::string description;
+  /// What allocate() holds (by pointer, for release) and its high water:
+  /// the device memory of the metrics (deviceMemory).
+  mutable std::mutex allocationsMutex;
+  absl::flat_hash_map<void *, int64_t> allocations;
+  int64_t allocatedBytes = 0, peakAllocatedBytes = 0;
   std::unique_ptr<DeviceCollectives> collectives;
   NcclCommunicator *nccl = nullptr;
   const std::vector<StepBody> *bodies = nullptr;
@@ -456,6 +463,39 @@ absl::StatusOr<void *> CudaBackend::allocate(int64_t bytes) {
   if (!status.ok()) {
     cudaFree(memory);
     return status;
+  }
+  std::lock_guard<std::mutex> lock(allocationsMutex);
+  allocations[memory] = static_cast<int64_t>(size);
+  allocatedBytes += static_cast<int64_t>(size);
+  peakAllocatedBytes = std::max(peakAllocatedBytes, allocatedBytes);
+  return memory;
+}
+
+void CudaBackend::release(void *memory) {
+  {
+    std::lock_guard<std::mutex> lock(allocationsMutex);
+    if (auto it = allocations.find(memory); it != allocations.end()) {
+      allocatedBytes -= it->second;
+      allocations.erase(it);
+    }
+  }
+  cudaFree(memory);
+}
+
+std::optional<ExecutionBackend::DeviceMemory>
+CudaBackend::deviceMemory() const {
+  DeviceMemory memory;
+  {
+    std::lock_guard<std::mutex> lock(allocationsMutex);
+    memory.allocatedBytes = allocatedBytes;
+    memory.peakAllocatedBytes = peakAllocatedBytes;
+  }
+  size_t free = 0, total = 0;
+  // The current device is this backend's (initialize() set it); a failed
+  // query leaves the driver's figures at 0 rather than failing a metric.
+  if (cudaMemGetInfo(&free, &total) == cudaSuccess) {
+    memory.usedBytes = static_cast<int64_t>(total - free);
+    memory.totalBytes = static_cast<int64_t>(total);
   }
   return memory;
 }

@@ -179,6 +179,10 @@ def memory_and_progress():
         m = trainer.metrics
         assert m["arena_bytes"] == compiled.report["arena_bytes"] > 0, m
         assert 0 < m["rss_bytes"] <= m["peak_rss_bytes"], m
+        # A CPU rank has no device: its figures are None, not 0.
+        assert m["device_bytes"] is None and m["peak_device_bytes"] is None \
+            and m["device_used_bytes"] is None, m
+        assert trainer.device_memory() is None
         # The plain line: tqdm hidden.
         tqdm = sys.modules.get("tqdm")
         sys.modules["tqdm"] = None

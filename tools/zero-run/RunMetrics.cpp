@@ -84,6 +84,15 @@ std::vector<int64_t> RunMetrics::localFields() const {
   ArenaWrites host = writes ? writes->second : ArenaWrites();
   fields.insert(fields.end(), {device.highWater, device.bytes, host.highWater,
                                host.bytes, device.guardBytes, host.guardBytes});
+  // The device's memory as measured (kDeviceFields): present (0 or 1), the
+  // runtime's allocations now and at most, the driver's used bytes.
+  std::optional<ExecutionBackend::DeviceMemory> measured =
+      executor.backend().deviceMemory();
+  ExecutionBackend::DeviceMemory memoryNow =
+      measured.value_or(ExecutionBackend::DeviceMemory());
+  fields.insert(fields.end(),
+                {measured ? 1 : 0, memoryNow.allocatedBytes,
+                 memoryNow.peakAllocatedBytes, memoryNow.usedBytes});
   return fields;
 }
 
@@ -117,7 +126,7 @@ RunMetrics::rankJson(const std::vector<int64_t> &fields) const {
   // The two pools: what zero-offload placed in host memory, and the rest.
   // From the end: 5 fields of measured writes, the backend's overhead, and
   // the 5 host and gathered figures before it.
-  size_t written = fields.size() - kWriteFields;
+  size_t written = fields.size() - kDeviceFields - kWriteFields;
   size_t host = written - 6;
   int64_t hostPersistent = fields[host], hostArena = fields[host + 1];
   int64_t devicePersistent = state + fields[4] - hostPersistent;
@@ -153,6 +162,14 @@ RunMetrics::rankJson(const std::vector<int64_t> &fields) const {
                            {"host_guard_bytes", fields[written + 6]}};
     object["peak_written"] = state + fields[written + 1];
   }
+  // Measured on a device (GPU ranks): what the runtime allocated there and
+  // the driver's figure for the whole device.
+  size_t device = fields.size() - kDeviceFields;
+  if (fields[device] != 0)
+    object["device_memory"] =
+        llvm::json::Object{{"allocated_bytes", fields[device + 1]},
+                           {"peak_allocated_bytes", fields[device + 2]},
+                           {"driver_used_bytes", fields[device + 3]}};
   return object;
 }
 
@@ -160,7 +177,7 @@ std::vector<std::string> RunMetrics::writesBeyondPlan() const {
   std::vector<std::string> problems;
   for (size_t rank = 0; rank < perRank.size(); ++rank) {
     const std::vector<int64_t> &fields = perRank[rank];
-    size_t written = fields.size() - kWriteFields;
+    size_t written = fields.size() - kDeviceFields - kWriteFields;
     if (fields[written] == 0)
       continue;
     ArenaWrites device{fields[written + 1], fields[written + 2],

@@ -59,6 +59,8 @@ public:
   std::vector<std::string> writesBeyondPlan() const;
   /// Trailing fields of localFields() that carry the measured writes.
   static constexpr size_t kWriteFields = 7;
+  /// The last fields: the device memory measured (deviceMemory()).
+  static constexpr size_t kDeviceFields = 4;
 
 private:
   /// Samples per second over the steps after the first (the first pays for

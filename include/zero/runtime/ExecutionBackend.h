@@ -17,7 +17,9 @@
 #include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/StepProfile.h"
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -143,6 +145,20 @@ public:
   /// Memory the backend holds besides the buffers and the arena (kernel
   /// workspaces, staging buffers).
   virtual int64_t overheadBytes() const { return 0; }
+  /// A device's memory as measured now, where the backend has a device:
+  /// what this backend's allocate() holds (and its high water), and the
+  /// device's used bytes as the driver reports them (cudaMemGetInfo: the
+  /// CUDA context, the libraries' workspaces and other processes on the
+  /// device included, as nvidia-smi shows them).
+  struct DeviceMemory {
+    int64_t allocatedBytes = 0;
+    int64_t peakAllocatedBytes = 0;
+    int64_t usedBytes = 0;
+    int64_t totalBytes = 0;
+  };
+  virtual std::optional<DeviceMemory> deviceMemory() const {
+    return std::nullopt;
+  }
   /// Whether the host may read and write what allocate() returns in place
   /// (checkpoints, the arena write check); otherwise only through
   /// copyToHost and copyFromHost (device memory).

@@ -22,42 +22,6 @@ using namespace zero::rt::test;
 
 namespace {
 
-/// A one-rank bootstrap for the tests that never reach a collective, or
-/// where no MPI is built: a broadcast from rank 0 to itself is a copy.
-class OneRank final : public Communicator {
-public:
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-  absl::StatusOr<Ticket> startAllReduce(const void *, void *, int64_t, DType,
-                                        ReduceKind) override {
-    return absl::UnimplementedError("OneRank");
-  }
-  absl::StatusOr<Ticket> startReduceScatter(const void *, void *, int64_t,
-                                            DType, ReduceKind) override {
-    return absl::UnimplementedError("OneRank");
-  }
-  absl::StatusOr<Ticket> startAllGather(const void *, void *, int64_t,
-                                        DType) override {
-    return absl::UnimplementedError("OneRank");
-  }
-  absl::StatusOr<Ticket> startBroadcast(const void *in, void *out,
-                                        int64_t count, DType dtype,
-                                        int) override {
-    if (in != out)
-      std::memmove(out, in, static_cast<size_t>(count * dtypeBytes(dtype)));
-    return 0;
-  }
-  absl::StatusOr<Ticket> startAllToAll(const void *, void *, int64_t,
-                                       DType) override {
-    return absl::UnimplementedError("OneRank");
-  }
-  absl::Status wait(Ticket) override { return absl::OkStatus(); }
-  absl::Status barrier() override { return absl::OkStatus(); }
-  [[noreturn]] void abortJob(absl::string_view, int exitCode) override {
-    std::_Exit(exitCode);
-  }
-};
-
 #ifdef ZERO_TEST_HAS_MPI
 /// MPI is initialized (as a singleton) only by a test that runs on a GPU,
 /// and finalized once after the last test, when every communicator is gone.

@@ -11,6 +11,7 @@
 #define ZERO_PYTHON_BINDINGS_H
 
 #include "zero/frontend/Graph.h"
+#include "zero/runtime/TensorFile.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,12 +25,22 @@
 namespace zero::python {
 
 namespace py = pybind11;
+namespace rt = zero::rt;
 
 void bindGraph(py::module_ &m);
 /// The optimizers, schedules and GraphConfig; bindGraph calls it.
 void bindConfig(py::module_ &m);
 /// The DType named `name` ("f32", ...), or ValueError.
 frontend::DType parseDtype(const std::string &name);
+
+/// numpy arrays to and from host tensors (NumpyArrays.cpp). fromNumpy takes
+/// float32, float16, int32 and int64 arrays of any strides (a view is copied
+/// in C order), refusing another format with TypeError naming `what`;
+/// stateFromNumpy also takes uint16 arrays as bf16 bit patterns (a state
+/// dict's bf16 tensors); toNumpy gives bf16 as uint16.
+rt::HostTensor fromNumpy(const py::buffer &value, const std::string &what);
+rt::HostTensor stateFromNumpy(const py::handle &value, const std::string &what);
+py::object toNumpy(const rt::HostTensor &tensor);
 void bindTraining(py::module_ &m);
 /// The Llama family (zero.nn.Llama, ...); bindGraph calls it.
 void bindLlama(py::module_ &m);

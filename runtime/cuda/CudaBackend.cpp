@@ -12,6 +12,8 @@
 
 #include "zero/runtime/CudaBackend.h"
 
+#include "DeviceCollectives.h"
+
 #include "zero/runtime/CpuKernels.h"
 #include "zero/runtime/CudaKernels.h"
 #include "zero/runtime/Launch.h"
@@ -36,13 +38,6 @@ using namespace zero::rt;
 
 namespace {
 
-absl::Status cudaCheck(cudaError_t error, absl::string_view what) {
-  if (error == cudaSuccess)
-    return absl::OkStatus();
-  return absl::InternalError(
-      absl::StrCat(what, ": ", cudaGetErrorString(error)));
-}
-
 /// The rank's index among the ranks of its node, and how many share it,
 /// from the launcher (zero/runtime/Launch.h); the communicator's rank and
 /// size where no launcher says.
@@ -53,131 +48,6 @@ int localRank(const Communicator &comm) {
 }
 
 int localSize(const Communicator &comm) { return ranksOnThisNode(comm.size()); }
-
-/// Collectives on device buffers, ordered on a CUDA stream.
-class DeviceCollectives {
-public:
-  virtual ~DeviceCollectives() = default;
-  virtual absl::Status enqueue(const StepInstruction &instruction,
-                               cudaStream_t stream) = 0;
-  /// Blocks until `stream` is idle, ending with an error rather than
-  /// hanging when a rank dies.
-  virtual absl::Status synchronize(cudaStream_t stream,
-                                   absl::string_view what) = 0;
-};
-
-class NcclCollectives : public DeviceCollectives {
-public:
-  explicit NcclCollectives(std::unique_ptr<NcclCommunicator> nccl)
-      : nccl(std::move(nccl)) {}
-
-  absl::Status enqueue(const StepInstruction &instruction,
-                       cudaStream_t stream) override {
-    using Kind = StepInstruction::Kind;
-    const void *in = instruction.ins[0];
-    void *out = instruction.outs[0];
-    switch (instruction.kind) {
-    case Kind::allReduce:
-      return nccl->enqueueAllReduce(in, out, instruction.count,
-                                    instruction.dtype, instruction.reduce,
-                                    stream);
-    case Kind::reduceScatter:
-      return nccl->enqueueReduceScatter(in, out, instruction.count,
-                                        instruction.dtype, instruction.reduce,
-                                        stream);
-    case Kind::allGather:
-      return nccl->enqueueAllGather(in, out, instruction.count,
-                                    instruction.dtype, stream);
-    case Kind::broadcast:
-      return nccl->enqueueBroadcast(in, out, instruction.count,
-                                    instruction.dtype, instruction.root,
-                                    stream);
-    default:
-      return nccl->enqueueAllToAll(in, out, instruction.count,
-                                   instruction.dtype, stream);
-    }
-  }
-  absl::Status synchronize(cudaStream_t stream,
-                           absl::string_view what) override {
-    return nccl->synchronize(stream, what);
-  }
-
-  std::unique_ptr<NcclCommunicator> nccl;
-};
-
-/// Collectives through pinned host buffers and the host communicator.
-class HostStagedCollectives : public DeviceCollectives {
-public:
-  HostStagedCollectives(Communicator &comm, double timeoutSeconds)
-      : comm(comm), timeoutSeconds(timeoutSeconds) {}
-  ~HostStagedCollectives() override {
-    cudaFreeHost(stagingIn);
-    cudaFreeHost(stagingOut);
-  }
-
-  absl::Status reserve(int64_t inBytes, int64_t outBytes) {
-    if (inBytes > 0)
-      ZERO_RETURN_IF_ERROR(cudaCheck(cudaMallocHost(&stagingIn, inBytes),
-                                     "pinned staging for collectives"));
-    if (outBytes > 0)
-      return cudaCheck(cudaMallocHost(&stagingOut, outBytes),
-                       "pinned staging for collectives");
-    return absl::OkStatus();
-  }
-  absl::Status enqueue(const StepInstruction &instruction,
-                       cudaStream_t stream) override;
-  absl::Status synchronize(cudaStream_t stream,
-                           absl::string_view what) override;
-
-private:
-  Communicator &comm;
-  double timeoutSeconds;
-  void *stagingIn = nullptr;
-  void *stagingOut = nullptr;
-};
-
-absl::Status HostStagedCollectives::synchronize(cudaStream_t stream,
-                                                absl::string_view what) {
-  // The GPU is local: only a kernel fault or a hang of this process's own
-  // work can stop it, and the host collectives have their own timeout.
-  auto start = std::chrono::steady_clock::now();
-  while (true) {
-    cudaError_t state = cudaStreamQuery(stream);
-    if (state == cudaSuccess)
-      return absl::OkStatus();
-    if (state != cudaErrorNotReady)
-      return cudaCheck(state, what);
-    double waited =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    if (timeoutSeconds > 0 && waited > timeoutSeconds)
-      return absl::DeadlineExceededError(absl::StrCat(
-          what, " did not finish within ", timeoutSeconds, " s on the GPU"));
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-}
-
-absl::Status HostStagedCollectives::enqueue(const StepInstruction &instruction,
-                                            cudaStream_t stream) {
-  // On a placement of several axes the group is the instruction's axis.
-  int ranks = instruction.groupSize(comm);
-  int64_t inBytes = instruction.collectiveInputBytes(ranks);
-  int64_t outBytes = instruction.collectiveOutputBytes(ranks);
-  // The stream's earlier work, and what it waits for, must be done before
-  // the input is read on the host.
-  ZERO_RETURN_IF_ERROR(
-      cudaCheck(cudaMemcpyAsync(stagingIn, instruction.ins[0], inBytes,
-                                cudaMemcpyDeviceToHost, stream),
-                "staging a collective's input"));
-  ZERO_RETURN_IF_ERROR(synchronize(stream, instruction.label));
-  ZERO_RETURN_IF_ERROR(runCollective(comm, instruction, stagingIn, stagingOut));
-  ZERO_RETURN_IF_ERROR(
-      cudaCheck(cudaMemcpyAsync(instruction.outs[0], stagingOut, outBytes,
-                                cudaMemcpyHostToDevice, stream),
-                "staging a collective's result"));
-  // The staging buffers are reused by the next collective.
-  return synchronize(stream, instruction.label);
-}
 
 /// The first error of the host kernels of one backend.
 struct HostKernelErrors {

@@ -59,6 +59,7 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
       lowering.addPass(createTrainFuseEpilogues());
       lowering.addPass(createTrainFuseLossCast());
       lowering.addPass(createTrainFuseResidualNorm());
+      lowering.addPass(createTrainFuseAttentionLayout());
     }
     lowering.addPass(createZeroLowerToRuntime());
     lowering.addPass(

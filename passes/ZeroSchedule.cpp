@@ -134,8 +134,10 @@ private:
                                      : attentionGrad.getQuery().getType());
       bool causal =
           attention ? attention.getCausal() : attentionGrad.getCausal();
+      bool seqMajor =
+          attention ? attention.getSeqMajor() : attentionGrad.getSeqMajor();
       return {machine.kernelSeconds(
-                  bytes, getAttentionFlops(query, causal, !attention),
+                  bytes, getAttentionFlops(query, causal, !attention, seqMajor),
                   query.getElementType(), false, machine.attentionEfficiency),
               0.0};
     }

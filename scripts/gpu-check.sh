@@ -38,7 +38,9 @@
 #                                timed by CUDA events beside the machine model's
 #                                prediction (the GPU's preset); the trace and
 #                                the table into $OUT, the table's head into
-#                                the summary
+#                                the summary; attention fused on cuDNN where
+#                                it loads (--attention auto: the log's
+#                                `attention:` line says)
 #   e2e-mesh            40   20  --backend cuda-host-staged, N = 4 sharing the
 #                                GPU on a 2x2 mesh, stage 3: hybrid, and full
 #                                2-D with hpZ, int8 qwZ and int4 qgZ, against

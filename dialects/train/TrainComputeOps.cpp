@@ -226,31 +226,49 @@ LogicalResult AddLayerNormOp::verify() {
                          getMean().getType(), getEps().convertToDouble());
 }
 
-/// Attention's operands are [..., seq, head_dim] and its log-sum-exp has one
-/// f32 per query row.
+/// Attention's operands are [..., seq, head_dim] ([..., seq, heads,
+/// head_dim] with `seqMajor`) and its log-sum-exp has one f32 per query row,
+/// [..., heads, seq] in either layout.
 static LogicalResult verifyAttentionShapes(Operation *op,
                                            RankedTensorType query,
-                                           ShapedType logsumexp, double scale) {
-  if (query.getRank() < 2)
+                                           ShapedType logsumexp, double scale,
+                                           bool seqMajor) {
+  if (!seqMajor && query.getRank() < 2)
     return op->emitOpError()
            << "attends over the last two dimensions [..., seq, head_dim], "
               "but "
            << query << " has rank " << query.getRank();
+  if (seqMajor && query.getRank() < 3)
+    return op->emitOpError()
+           << "with seq_major attends over [..., seq, heads, head_dim], but "
+           << query << " has rank " << query.getRank();
   if (!(scale > 0.0))
     return op->emitOpError() << "needs scale > 0, got " << scale;
-  return verifyRowShape(op, query, logsumexp, "a log-sum-exp");
+  if (!seqMajor)
+    return verifyRowShape(op, query, logsumexp, "a log-sum-exp");
+  ArrayRef<int64_t> shape = query.getShape();
+  int64_t rank = query.getRank();
+  SmallVector<int64_t> rows(shape.take_front(rank - 3));
+  rows.append({shape[rank - 2], shape[rank - 3]});
+  if (logsumexp.getShape() != ArrayRef<int64_t>(rows))
+    return op->emitOpError()
+           << "needs a log-sum-exp of shape "
+           << RankedTensorType::get(rows, logsumexp.getElementType())
+           << " ([..., heads, seq] of the seq_major " << query << "), got "
+           << logsumexp;
+  return success();
 }
 
 LogicalResult AttentionOp::verify() {
   return verifyAttentionShapes(*this, getQuery().getType(),
                                getLogsumexp().getType(),
-                               getScale().convertToDouble());
+                               getScale().convertToDouble(), getSeqMajor());
 }
 
 LogicalResult AttentionGradOp::verify() {
   return verifyAttentionShapes(*this, getQuery().getType(),
                                getLogsumexp().getType(),
-                               getScale().convertToDouble());
+                               getScale().convertToDouble(), getSeqMajor());
 }
 
 LogicalResult LayerNormGradOp::verify() {

@@ -327,9 +327,9 @@ LogicalResult AttentionOp::buildGradients(OpBuilder &b, ValueRange dys,
     return emitOpError() << "has its log-sum-exp on the path to the loss; "
                             "train-autodiff differentiates train.attention "
                             "through its result only";
-  auto grad = b.create<AttentionGradOp>(getLoc(), dys[0], getQuery(), getKey(),
-                                        getValue(), getResult(), getLogsumexp(),
-                                        getScaleAttr(), getCausalAttr());
+  auto grad = b.create<AttentionGradOp>(
+      getLoc(), dys[0], getQuery(), getKey(), getValue(), getResult(),
+      getLogsumexp(), getScaleAttr(), getCausalAttr(), getSeqMajorAttr());
   grads.append({grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
   return success();
 }

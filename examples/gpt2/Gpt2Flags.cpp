@@ -74,6 +74,7 @@ const char *kUsage =
     "                   [--checkpoint-async [--checkpoint-write-mibps M]]]\n"
     "                  [--resume D]\n"
     "                  [--backend cpu|cuda|cuda-host-staged] [--cuda-graph]\n"
+    "                  [--attention auto|fused|separate]\n"
     "                  [--peak-tflops T]\n"
     "                  [--profile TRACE.json] [--profile-table TABLE.md|.json\n"
     "                   [--profile-machine PRESET|FILE.json]]\n"
@@ -95,6 +96,10 @@ const char *kUsage =
     "default with --backend cuda) issues each just early\n"
     "enough to be hidden behind the compute on that machine, and at\n"
     "stages 1-2 runs the updates inside the backward.\n"
+    "--attention fused computes each block's attention as one op\n"
+    "(FlashAttention's algorithm; cuDNN's on GPUs), separate as matmuls,\n"
+    "mask and softmax; auto (the default) fuses it on GPUs where cuDNN\n"
+    "serves it and says which it chose.\n"
     "Sizes:\n";
 
 [[noreturn]] void usage(const std::string &message) {
@@ -214,7 +219,8 @@ Flags parseFlags(int argc, char **argv) {
                                           "--checkpoint-every",
                                           "--keep",
                                           "--checkpoint-write-mibps",
-                                          "--resume"};
+                                          "--resume",
+                                          "--attention"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](const char *known) { return flag == known; }) ==
         std::end(kValued))
@@ -369,6 +375,12 @@ Flags parseFlags(int argc, char **argv) {
       flags.saveStep = valueText;
     } else if (flag == "--backend") {
       flags.backend = valueText;
+    } else if (flag == "--attention") {
+      if (valueText != "auto" && valueText != "fused" &&
+          valueText != "separate")
+        usage(absl::StrCat("--attention must be auto, fused or separate, got '",
+                           valueText, "'"));
+      flags.attention = valueText;
     } else if (flag == "--peak-tflops") {
       flags.peakTflops = parseFloat(flag, value);
       if (!(flags.peakTflops > 0))
@@ -440,6 +452,31 @@ zero::rt::BackendChoice backendChoice(const Flags &flags) {
   choice.deterministic = flags.deterministic;
   choice.program = "gpt2_train";
   return choice;
+}
+
+void resolveAttention(Flags &flags) {
+  if (flags.attention != "auto") {
+    flags.fusedAttention = flags.attention == "fused";
+    flags.attentionReason = "--attention " + flags.attention;
+    return;
+  }
+  int64_t headDim = flags.size->dim / flags.size->heads;
+  std::string why;
+  if (flags.backend == "cpu")
+    why = "the CPU backend";
+  else if (flags.precision == DType::f32)
+    why = "f32 (cuDNN's fused attention takes bf16 and f16)";
+  else if (headDim % 8 != 0 || headDim > 128)
+    why = absl::StrCat("head dimension ", headDim,
+                       " (cuDNN takes multiples of 8 up to 128)");
+  else if (absl::Status cudnn =
+               zero::rt::cudnnAttentionStatus(backendChoice(flags));
+           !cudnn.ok())
+    why = std::string(cudnn.message());
+  flags.fusedAttention = why.empty();
+  flags.attentionReason =
+      why.empty() ? "auto: cuDNN's fused attention serves it"
+                  : absl::StrCat("auto: separate ops, not fused: ", why);
 }
 
 } // namespace gpt2

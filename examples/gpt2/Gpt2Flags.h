@@ -90,6 +90,13 @@ struct Flags {
   std::string resume;
   /// --backend, --cuda-graph (checked by runtime/backends, as in zero-run).
   std::string backend = "cpu";
+  /// --attention auto|fused|separate: each block's attention as one
+  /// train.attention, or as its matmuls, mask and softmax; auto fuses it on
+  /// a CUDA backend where cuDNN serves it (resolveAttention).
+  std::string attention = "auto";
+  /// What resolveAttention chose, and why (said once at start-up).
+  bool fusedAttention = false;
+  std::string attentionReason;
   bool cudaGraph = false;
   /// --peak-tflops: the per-GPU peak MFU is measured against; 0: from the
   /// device name (H100, H200), or no MFU.
@@ -110,6 +117,13 @@ Flags parseFlags(int argc, char **argv);
 
 /// The backend flags as runtime/backends takes them.
 zero::rt::BackendChoice backendChoice(const Flags &flags);
+
+/// Sets fusedAttention and attentionReason from --attention: `auto` fuses
+/// where cuDNN's fused attention will serve every block (a CUDA backend
+/// where libcudnn.so.9 loads, 16-bit precision, a head dimension that is a
+/// multiple of 8 up to 128), since the built-in CUDA kernel is slower than
+/// the separate ops; elsewhere the separate ops.
+void resolveAttention(Flags &flags);
 
 } // namespace gpt2
 

@@ -86,6 +86,7 @@ GPT2Config modelConfig(const Flags &flags) {
   config.dim = flags.size->dim;
   config.heads = flags.size->heads;
   config.checkpoint = flags.checkpoint;
+  config.fusedAttention = flags.fusedAttention;
   return config;
 }
 
@@ -312,6 +313,9 @@ void printPlan(const Flags &flags, const CompiledGraph &compiled,
                 plan->offload.c_str(), bytes(plan->deviceBytes()).c_str(),
                 bytes(plan->hostBytes()).c_str(),
                 bytes(plan->hostLinkBytes).c_str());
+  std::printf("attention: %s (%s)\n",
+              flags.fusedAttention ? "fused" : "separate ops",
+              flags.attentionReason.c_str());
   if (!dataLine.empty())
     std::printf("data: %s\n", dataLine.c_str());
   std::fflush(stdout);
@@ -758,6 +762,7 @@ int main(int argc, char **argv) {
           zero::rt::checkBackendChoice(backendChoice(flags), !flags.planOnly);
       !status.ok())
     fail(nullptr, status);
+  resolveAttention(flags);
   if (flags.planOnly)
     return planOnly(flags);
   // Checked before launching ranks, so that the message is said once.

@@ -107,11 +107,13 @@ double getMatmulFlops(ShapedType lhs, ShapedType out, bool transposeA) {
   return tiledMatmulFlops(lhs, ShapedType(), out, transposeA, {0, 0, 0});
 }
 
-double getAttentionFlops(ShapedType query, bool causal, bool backward) {
-  if (!query.hasStaticShape() || query.getRank() < 2)
+double getAttentionFlops(ShapedType query, bool causal, bool backward,
+                         bool seqMajor) {
+  if (!query.hasStaticShape() || query.getRank() < (seqMajor ? 3 : 2))
     return 0.0;
   int64_t rank = query.getRank();
-  double seq = static_cast<double>(query.getDimSize(rank - 2));
+  // [..., seq, head_dim], or [..., seq, heads, head_dim] when seq-major.
+  double seq = static_cast<double>(query.getDimSize(rank - (seqMajor ? 3 : 2)));
   double headDim = static_cast<double>(query.getDimSize(rank - 1));
   double slices = static_cast<double>(query.getNumElements()) / (seq * headDim);
   double pairs = causal ? seq * (seq + 1) / 2 : seq * seq;

@@ -186,9 +186,10 @@ double BodySimulator::kernelSeconds(zrt::LaunchOp launch, bool onHost,
       launch.getIns().size() >= 3) {
     // The query is operand 0 of the forward, 1 of the backward.
     auto query = cast<MemRefType>(launch.getIns()[forward ? 0 : 1].getType());
-    flops = getAttentionFlops(
-        query, launch.getParams() && launch.getParams()->get("causal"),
-        !forward);
+    DictionaryAttr params =
+        launch.getParams() ? *launch.getParams() : DictionaryAttr();
+    flops = getAttentionFlops(query, params && params.get("causal"), !forward,
+                              params && params.get("seq_major"));
     return machine.kernelSeconds(bytes, flops, query.getElementType(), onHost,
                                  machine.attentionEfficiency);
   }

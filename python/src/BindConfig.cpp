@@ -351,8 +351,9 @@ void bindConfig(py::module_ &m) {
       .def_readwrite("fuse_epilogues", &ZeroOptions::fuseEpilogues,
                      "Fuse linear layers' bias, GELU and bias gradient into "
                      "their matmuls, take a 16-bit model's cross-entropy on "
-                     "its logits without an f32 copy, and fuse residual adds "
-                     "into the layer norms that read them (default True): "
+                     "its logits without an f32 copy, fuse residual adds "
+                     "into the layer norms that read them, and let attention "
+                     "read its heads without transposes (default True): "
                      "one cuBLASLt call or one pass each on a GPU, the same "
                      "bits on the CPU.")
       .def_readwrite("max_reuse_distance", &ZeroOptions::maxReuseDistance,

@@ -131,6 +131,21 @@ absl::Status zero::rt::checkBackendChoice(const BackendChoice &choice,
 #endif
 }
 
+absl::Status zero::rt::cudnnAttentionStatus(const BackendChoice &choice) {
+  if (choice.name == "cpu")
+    return absl::UnavailableError("the CPU backend");
+#ifdef ZERO_BACKENDS_HAS_CUDA
+  ZERO_ASSIGN_OR_RETURN(const CudaBackendModule *module,
+                        loadCudaBackendModule(choice.name));
+  if (absl::Status status = module->cudnnAttentionStatus(); !status.ok())
+    return absl::Status(status.code(),
+                        absl::StrCat("cuDNN: ", status.message()));
+  return absl::OkStatus();
+#else
+  return absl::UnavailableError("a build without CUDA");
+#endif
+}
+
 absl::StatusOr<std::unique_ptr<ExecutionBackend>>
 zero::rt::createBackend(Communicator &comm, const BackendChoice &choice) {
   if (choice.name == "cpu")

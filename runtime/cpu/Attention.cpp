@@ -16,6 +16,10 @@
 // log-sum-exp. The backward recomputes the probabilities from the scores and
 // that log-sum-exp, as FlashAttention's does, so no probability is stored.
 //
+// With `seq_major` ([..., seq, heads, head_dim]) a slice's rows are read and
+// written `heads * head_dim` apart; the scratch holds the same dense slice,
+// so both layouts compute the same bits.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelSupport.h"
@@ -30,51 +34,103 @@
 namespace zero::rt::cpu {
 namespace {
 
-/// How a query, key or value tensor [..., seq, head_dim] splits into slices.
+/// How a query, key or value tensor splits into [seq, head_dim] slices: one
+/// per leading index of [..., seq, head_dim], or with `seqMajor` one per
+/// leading index and head of [..., seq, heads, head_dim].
 struct AttentionShape {
   int64_t slices = 1;
   int64_t seq = 0;
   int64_t headDim = 0;
+  int64_t heads = 1;
+  bool seqMajor = false;
   int64_t sliceElements() const { return seq * headDim; }
+  /// Where row `row` of slice `slice` starts in the tensor.
+  int64_t rowOffset(int64_t slice, int64_t row) const {
+    if (!seqMajor)
+      return (slice * seq + row) * headDim;
+    return ((slice / heads * seq + row) * heads + slice % heads) * headDim;
+  }
 };
 
 struct AttentionAttrs {
   float scale = 1.0f;
   bool causal = false;
+  bool seqMajor = false;
 };
 
+absl::StatusOr<AttentionAttrs> getAttentionAttrs(const BindRequest &request) {
+  ZERO_ASSIGN_OR_RETURN(double scale, getF64(request, "scale"));
+  ZERO_ASSIGN_OR_RETURN(bool causal, getFlag(request, "causal"));
+  ZERO_ASSIGN_OR_RETURN(bool seqMajor, getFlag(request, "seq_major"));
+  if (!(scale > 0.0))
+    return request.invalid("needs scale > 0, got ", scale);
+  return AttentionAttrs{static_cast<float>(scale), causal, seqMajor};
+}
+
 absl::StatusOr<AttentionShape> checkAttentionSpecs(const BindRequest &request,
+                                                   const AttentionAttrs &attrs,
                                                    size_t sameSpecOperands,
                                                    size_t lseOperand) {
   const TensorSpec &query = request.ins[0];
-  if (query.shape.size() < 2)
-    return request.invalid("attends over [..., seq, head_dim], got ",
-                           specString(query));
+  size_t rank = query.shape.size();
+  if (rank < (attrs.seqMajor ? 3u : 2u))
+    return request.invalid(
+        attrs.seqMajor ? "attends over [..., seq, heads, head_dim], got "
+                       : "attends over [..., seq, head_dim], got ",
+        specString(query));
   ZERO_RETURN_IF_ERROR(checkFloat(request, query, "query"));
   for (size_t i = 1; i < sameSpecOperands; ++i)
     ZERO_RETURN_IF_ERROR(
         checkSameSpec(request, query, "query", request.ins[i], "operand"));
   AttentionShape shape;
-  shape.seq = query.shape[query.shape.size() - 2];
+  shape.seqMajor = attrs.seqMajor;
   shape.headDim = query.shape.back();
-  for (size_t i = 0; i + 2 < query.shape.size(); ++i)
+  std::vector<int64_t> rows(query.shape.begin(), query.shape.end() - 1);
+  if (attrs.seqMajor) {
+    shape.seq = query.shape[rank - 3];
+    shape.heads = query.shape[rank - 2];
+    std::swap(rows[rank - 3], rows[rank - 2]);
+  } else {
+    shape.seq = query.shape[rank - 2];
+  }
+  // Every dimension before [seq, head_dim], or before [seq, heads,
+  // head_dim] and the heads.
+  for (size_t i = 0; i + (attrs.seqMajor ? 3 : 2) < rank; ++i)
     shape.slices *= query.shape[i];
+  shape.slices *= shape.heads;
   const TensorSpec &lse = lseOperand < request.ins.size()
                               ? request.ins[lseOperand]
                               : request.outs[1];
-  std::vector<int64_t> rows(query.shape.begin(), query.shape.end() - 1);
   if (lse.dtype != DType::f32 || lse.shape != rows)
     return request.invalid("needs an f32 log-sum-exp of shape ",
                            shapeString(rows), ", got ", specString(lse));
   return shape;
 }
 
-absl::StatusOr<AttentionAttrs> getAttentionAttrs(const BindRequest &request) {
-  ZERO_ASSIGN_OR_RETURN(double scale, getF64(request, "scale"));
-  ZERO_ASSIGN_OR_RETURN(bool causal, getFlag(request, "causal"));
-  if (!(scale > 0.0))
-    return request.invalid("needs scale > 0, got ", scale);
-  return AttentionAttrs{static_cast<float>(scale), causal};
+/// Widens slice `s` of `tensor` into the dense f32 `slice`.
+void loadSlice(const AttentionShape &shape, const void *tensor, DType dtype,
+               int64_t s, float *slice) {
+  if (!shape.seqMajor) {
+    loadFloats(tensor, dtype, s * shape.sliceElements(), shape.sliceElements(),
+               slice);
+    return;
+  }
+  for (int64_t row = 0; row < shape.seq; ++row)
+    loadFloats(tensor, dtype, shape.rowOffset(s, row), shape.headDim,
+               slice + row * shape.headDim);
+}
+
+/// Stores the dense f32 `slice` as slice `s` of `tensor`.
+void storeSlice(const AttentionShape &shape, void *tensor, DType dtype,
+                int64_t s, const float *slice) {
+  if (!shape.seqMajor) {
+    storeFloats(tensor, dtype, s * shape.sliceElements(), shape.sliceElements(),
+                slice);
+    return;
+  }
+  for (int64_t row = 0; row < shape.seq; ++row)
+    storeFloats(tensor, dtype, shape.rowOffset(s, row), shape.headDim,
+                slice + row * shape.headDim);
 }
 
 /// Query rows a block's scores hold.
@@ -132,11 +188,12 @@ void scaledScores(const AttentionShape &shape, const AttentionAttrs &attrs,
 
 absl::StatusOr<KernelFn> bindAttention(const BindRequest &request) {
   ZERO_RETURN_IF_ERROR(checkArity(request, 3, 2));
-  ZERO_ASSIGN_OR_RETURN(AttentionShape shape,
-                        checkAttentionSpecs(request, 3, /*lseOperand=*/3));
+  ZERO_ASSIGN_OR_RETURN(AttentionAttrs attrs, getAttentionAttrs(request));
+  ZERO_ASSIGN_OR_RETURN(
+      AttentionShape shape,
+      checkAttentionSpecs(request, attrs, 3, /*lseOperand=*/3));
   ZERO_RETURN_IF_ERROR(checkSameSpec(request, request.ins[0], "query",
                                      request.outs[0], "result"));
-  ZERO_ASSIGN_OR_RETURN(AttentionAttrs attrs, getAttentionAttrs(request));
   DType dtype = request.ins[0].dtype;
   int64_t slice = shape.sliceElements();
   int64_t seq = shape.seq;
@@ -149,10 +206,9 @@ absl::StatusOr<KernelFn> bindAttention(const BindRequest &request) {
                       const KernelContext &) mutable -> absl::Status {
     float *lse = static_cast<float *>(outs[1]);
     for (int64_t s = 0; slice > 0 && s < shape.slices; ++s) {
-      int64_t offset = s * slice;
-      loadFloats(ins[0], dtype, offset, slice, q.data());
-      loadFloats(ins[1], dtype, offset, slice, k.data());
-      loadFloats(ins[2], dtype, offset, slice, v.data());
+      loadSlice(shape, ins[0], dtype, s, q.data());
+      loadSlice(shape, ins[1], dtype, s, k.data());
+      loadSlice(shape, ins[2], dtype, s, v.data());
       for (int64_t first = 0; first < seq; first += kQueryBlock) {
         QueryBlock block = queryBlock(shape, attrs, first);
         scaledScores(shape, attrs, block, q.data(), k.data(), scores.data());
@@ -171,7 +227,7 @@ absl::StatusOr<KernelFn> bindAttention(const BindRequest &request) {
         gemm(false, false, block.rows, shape.headDim, block.keys, scores.data(),
              v.data(), o.data() + first * shape.headDim);
       }
-      storeFloats(outs[0], dtype, offset, slice, o.data());
+      storeSlice(shape, outs[0], dtype, s, o.data());
     }
     return absl::OkStatus();
   });
@@ -180,12 +236,13 @@ absl::StatusOr<KernelFn> bindAttention(const BindRequest &request) {
 absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &request) {
   // result_grad, query, key, value, result, logsumexp -> dq, dk, dv.
   ZERO_RETURN_IF_ERROR(checkArity(request, 6, 3));
-  ZERO_ASSIGN_OR_RETURN(AttentionShape shape,
-                        checkAttentionSpecs(request, 5, /*lseOperand=*/5));
+  ZERO_ASSIGN_OR_RETURN(AttentionAttrs attrs, getAttentionAttrs(request));
+  ZERO_ASSIGN_OR_RETURN(
+      AttentionShape shape,
+      checkAttentionSpecs(request, attrs, 5, /*lseOperand=*/5));
   for (size_t i = 0; i < 3; ++i)
     ZERO_RETURN_IF_ERROR(checkSameSpec(request, request.ins[0], "result_grad",
                                        request.outs[i], "gradient"));
-  ZERO_ASSIGN_OR_RETURN(AttentionAttrs attrs, getAttentionAttrs(request));
   DType dtype = request.ins[0].dtype;
   int64_t slice = shape.sliceElements();
   int64_t seq = shape.seq;
@@ -201,12 +258,11 @@ absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &request) {
           const KernelContext &) mutable -> absl::Status {
         const float *lse = static_cast<const float *>(ins[5]);
         for (int64_t s = 0; slice > 0 && s < shape.slices; ++s) {
-          int64_t offset = s * slice;
-          loadFloats(ins[0], dtype, offset, slice, dout.data());
-          loadFloats(ins[1], dtype, offset, slice, q.data());
-          loadFloats(ins[2], dtype, offset, slice, k.data());
-          loadFloats(ins[3], dtype, offset, slice, v.data());
-          loadFloats(ins[4], dtype, offset, slice, o.data());
+          loadSlice(shape, ins[0], dtype, s, dout.data());
+          loadSlice(shape, ins[1], dtype, s, q.data());
+          loadSlice(shape, ins[2], dtype, s, k.data());
+          loadSlice(shape, ins[3], dtype, s, v.data());
+          loadSlice(shape, ins[4], dtype, s, o.data());
           std::fill(dk.begin(), dk.end(), 0.0f);
           std::fill(dv.begin(), dv.end(), 0.0f);
           for (int64_t first = 0; first < seq; first += kQueryBlock) {
@@ -242,9 +298,9 @@ absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &request) {
             gemm(true, false, block.keys, headDim, block.rows, probs.data(),
                  qBlock, dk.data(), 1.0f);
           }
-          storeFloats(outs[0], dtype, offset, slice, dq.data());
-          storeFloats(outs[1], dtype, offset, slice, dk.data());
-          storeFloats(outs[2], dtype, offset, slice, dv.data());
+          storeSlice(shape, outs[0], dtype, s, dq.data());
+          storeSlice(shape, outs[1], dtype, s, dk.data());
+          storeSlice(shape, outs[2], dtype, s, dv.data());
         }
         return absl::OkStatus();
       });

@@ -7,7 +7,8 @@
 // assumes. This is the plain row-wise form, for correctness: it does not
 // use tensor cores or tile queries, so it is far from FlashAttention's
 // speed (docs/runtime.md, "Attention"). Each row's reductions are in a fixed
-// order, so results repeat bit for bit.
+// order, so results repeat bit for bit. A seq-major tensor ([..., seq,
+// heads, head_dim]) is read and written by strides: `rowAt` places a row.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,26 +26,36 @@ constexpr int kMaxPerThread = 4;
 struct Slice {
   const void *q, *k, *v;
   Dt type;
-  int64_t seq, headDim;
+  int64_t seq, headDim, heads;
+  bool seqMajor;
   float scale;
   bool causal;
 };
 
+/// Where row `i` of slice `slice` starts.
+__device__ int64_t rowAt(const Slice &s, int64_t slice, int64_t i) {
+  if (!s.seqMajor)
+    return (slice * s.seq + i) * s.headDim;
+  return ((slice / s.heads * s.seq + i) * s.heads + slice % s.heads) *
+         s.headDim;
+}
+
 /// The scaled score of query row `i` against key row `j` of one slice.
-__device__ float score(const Slice &s, int64_t base, int64_t i, int64_t j) {
+__device__ float score(const Slice &s, int64_t slice, int64_t i, int64_t j) {
+  int64_t qi = rowAt(s, slice, i), kj = rowAt(s, slice, j);
   float dot = 0.0f;
   for (int64_t d = 0; d < s.headDim; ++d)
-    dot += loadF(s.q, s.type, base + i * s.headDim + d) *
-           loadF(s.k, s.type, base + j * s.headDim + d);
+    dot += loadF(s.q, s.type, qi + d) * loadF(s.k, s.type, kj + d);
   return dot * s.scale;
 }
 
-__device__ float rowDot(const void *a, const void *b, Dt type, int64_t row,
-                        int64_t headDim) {
+/// a_i . b_i over row `i` of slice `slice`.
+__device__ float rowDot(const Slice &s, const void *a, const void *b,
+                        int64_t slice, int64_t i) {
+  int64_t at = rowAt(s, slice, i);
   float dot = 0.0f;
-  for (int64_t d = 0; d < headDim; ++d)
-    dot +=
-        loadF(a, type, row * headDim + d) * loadF(b, type, row * headDim + d);
+  for (int64_t d = 0; d < s.headDim; ++d)
+    dot += loadF(a, s.type, at + d) * loadF(b, s.type, at + d);
   return dot;
 }
 
@@ -53,35 +64,34 @@ __global__ void attentionKernel(Slice s, int64_t rows, void *out, float *lse) {
   __shared__ float probs[kChunk];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int64_t slice = row / s.seq, i = row % s.seq;
-    int64_t base = slice * s.seq * s.headDim;
     int64_t keys = s.causal ? i + 1 : s.seq;
     float max = -INFINITY;
     for (int64_t j = threadIdx.x; j < keys; j += kThreads)
-      max = fmaxf(max, score(s, base, i, j));
+      max = fmaxf(max, score(s, slice, i, j));
     max = blockMax(max, reduce);
     float sum = 0.0f;
     for (int64_t j = threadIdx.x; j < keys; j += kThreads)
-      sum += __expf(score(s, base, i, j) - max);
+      sum += __expf(score(s, slice, i, j) - max);
     sum = blockSum(sum, reduce);
     float acc[kMaxPerThread] = {0, 0, 0, 0};
     for (int64_t start = 0; start < keys; start += kChunk) {
       int64_t count = keys - start < kChunk ? keys - start : kChunk;
       __syncthreads();
       for (int64_t j = threadIdx.x; j < count; j += kThreads)
-        probs[j] = __expf(score(s, base, i, start + j) - max) / sum;
+        probs[j] = __expf(score(s, slice, i, start + j) - max) / sum;
       __syncthreads();
       for (int t = 0; t < kMaxPerThread; ++t) {
         int64_t d = threadIdx.x + t * kThreads;
         if (d < s.headDim)
           for (int64_t j = 0; j < count; ++j)
-            acc[t] += probs[j] *
-                      loadF(s.v, s.type, base + (start + j) * s.headDim + d);
+            acc[t] +=
+                probs[j] * loadF(s.v, s.type, rowAt(s, slice, start + j) + d);
       }
     }
     for (int t = 0; t < kMaxPerThread; ++t) {
       int64_t d = threadIdx.x + t * kThreads;
       if (d < s.headDim)
-        storeF(out, s.type, base + i * s.headDim + d, acc[t]);
+        storeF(out, s.type, rowAt(s, slice, i) + d, acc[t]);
     }
     if (threadIdx.x == 0)
       lse[row] = max + logf(sum);
@@ -95,19 +105,19 @@ __global__ void attentionQueryGradKernel(Slice s, int64_t rows,
   __shared__ float ds[kChunk];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int64_t slice = row / s.seq, i = row % s.seq;
-    int64_t base = slice * s.seq * s.headDim;
+    int64_t qi = rowAt(s, slice, i);
     int64_t keys = s.causal ? i + 1 : s.seq;
-    float delta = rowDot(dout, out, s.type, slice * s.seq + i, s.headDim);
+    float delta = rowDot(s, dout, out, slice, i);
     float acc[kMaxPerThread] = {0, 0, 0, 0};
     for (int64_t start = 0; start < keys; start += kChunk) {
       int64_t count = keys - start < kChunk ? keys - start : kChunk;
       __syncthreads();
       for (int64_t j = threadIdx.x; j < count; j += kThreads) {
-        float p = __expf(score(s, base, i, start + j) - lse[row]);
+        float p = __expf(score(s, slice, i, start + j) - lse[row]);
+        int64_t vj = rowAt(s, slice, start + j);
         float dp = 0.0f;
         for (int64_t d = 0; d < s.headDim; ++d)
-          dp += loadF(dout, s.type, base + i * s.headDim + d) *
-                loadF(s.v, s.type, base + (start + j) * s.headDim + d);
+          dp += loadF(dout, s.type, qi + d) * loadF(s.v, s.type, vj + d);
         ds[j] = p * (dp - delta) * s.scale;
       }
       __syncthreads();
@@ -116,13 +126,13 @@ __global__ void attentionQueryGradKernel(Slice s, int64_t rows,
         if (d < s.headDim)
           for (int64_t j = 0; j < count; ++j)
             acc[t] +=
-                ds[j] * loadF(s.k, s.type, base + (start + j) * s.headDim + d);
+                ds[j] * loadF(s.k, s.type, rowAt(s, slice, start + j) + d);
       }
     }
     for (int t = 0; t < kMaxPerThread; ++t) {
       int64_t d = threadIdx.x + t * kThreads;
       if (d < s.headDim)
-        storeF(dq, s.type, base + i * s.headDim + d, acc[t]);
+        storeF(dq, s.type, qi + d, acc[t]);
     }
   }
 }
@@ -136,7 +146,7 @@ __global__ void attentionKeyGradKernel(Slice s, int64_t rows, const void *dout,
   __shared__ float ds[kChunk];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int64_t slice = row / s.seq, j = row % s.seq;
-    int64_t base = slice * s.seq * s.headDim;
+    int64_t kj = rowAt(s, slice, j);
     int64_t first = s.causal ? j : 0;
     float accK[kMaxPerThread] = {0, 0, 0, 0};
     float accV[kMaxPerThread] = {0, 0, 0, 0};
@@ -145,12 +155,12 @@ __global__ void attentionKeyGradKernel(Slice s, int64_t rows, const void *dout,
       __syncthreads();
       for (int64_t n = threadIdx.x; n < count; n += kThreads) {
         int64_t i = start + n;
-        float prob = __expf(score(s, base, i, j) - lse[slice * s.seq + i]);
+        float prob = __expf(score(s, slice, i, j) - lse[slice * s.seq + i]);
+        int64_t qi = rowAt(s, slice, i);
         float dp = 0.0f;
         for (int64_t d = 0; d < s.headDim; ++d)
-          dp += loadF(dout, s.type, base + i * s.headDim + d) *
-                loadF(s.v, s.type, base + j * s.headDim + d);
-        float delta = rowDot(dout, out, s.type, slice * s.seq + i, s.headDim);
+          dp += loadF(dout, s.type, qi + d) * loadF(s.v, s.type, kj + d);
+        float delta = rowDot(s, dout, out, slice, i);
         p[n] = prob;
         ds[n] = prob * (dp - delta) * s.scale;
       }
@@ -159,7 +169,7 @@ __global__ void attentionKeyGradKernel(Slice s, int64_t rows, const void *dout,
         int64_t d = threadIdx.x + t * kThreads;
         if (d < s.headDim)
           for (int64_t n = 0; n < count; ++n) {
-            int64_t at = base + (start + n) * s.headDim + d;
+            int64_t at = rowAt(s, slice, start + n) + d;
             accV[t] += p[n] * loadF(dout, s.type, at);
             accK[t] += ds[n] * loadF(s.q, s.type, at);
           }
@@ -168,11 +178,20 @@ __global__ void attentionKeyGradKernel(Slice s, int64_t rows, const void *dout,
     for (int t = 0; t < kMaxPerThread; ++t) {
       int64_t d = threadIdx.x + t * kThreads;
       if (d < s.headDim) {
-        storeF(dk, s.type, base + j * s.headDim + d, accK[t]);
-        storeF(dv, s.type, base + j * s.headDim + d, accV[t]);
+        storeF(dk, s.type, kj + d, accK[t]);
+        storeF(dv, s.type, kj + d, accV[t]);
       }
     }
   }
+}
+
+Slice makeSlice(const void *q, const void *k, const void *v, Dt type,
+                const AttentionDims &dims) {
+  return Slice{q,          k,
+               v,          type,
+               dims.seq,   dims.headDim,
+               dims.heads, dims.seqMajor,
+               dims.scale, dims.causal};
 }
 
 } // namespace
@@ -180,13 +199,12 @@ __global__ void attentionKeyGradKernel(Slice s, int64_t rows, const void *dout,
 int64_t attentionMaxHeadDim() { return kMaxPerThread * kThreads; }
 
 cudaError_t launchAttention(const void *q, const void *k, const void *v,
-                            void *out, float *lse, Dt type, int64_t slices,
-                            int64_t seq, int64_t headDim, float scale,
-                            bool causal, cudaStream_t stream) {
-  int64_t rows = slices * seq;
-  if (rows == 0 || headDim == 0)
+                            void *out, float *lse, Dt type,
+                            const AttentionDims &dims, cudaStream_t stream) {
+  int64_t rows = dims.slices * dims.seq;
+  if (rows == 0 || dims.headDim == 0)
     return cudaSuccess;
-  Slice s{q, k, v, type, seq, headDim, scale, causal};
+  Slice s = makeSlice(q, k, v, type, dims);
   attentionKernel<<<rowGrid(rows), kThreads, 0, stream>>>(s, rows, out, lse);
   return cudaGetLastError();
 }
@@ -194,13 +212,12 @@ cudaError_t launchAttention(const void *q, const void *k, const void *v,
 cudaError_t launchAttentionGrad(const void *dout, const void *q, const void *k,
                                 const void *v, const void *out,
                                 const float *lse, void *dq, void *dk, void *dv,
-                                Dt type, int64_t slices, int64_t seq,
-                                int64_t headDim, float scale, bool causal,
+                                Dt type, const AttentionDims &dims,
                                 cudaStream_t stream) {
-  int64_t rows = slices * seq;
-  if (rows == 0 || headDim == 0)
+  int64_t rows = dims.slices * dims.seq;
+  if (rows == 0 || dims.headDim == 0)
     return cudaSuccess;
-  Slice s{q, k, v, type, seq, headDim, scale, causal};
+  Slice s = makeSlice(q, k, v, type, dims);
   attentionQueryGradKernel<<<rowGrid(rows), kThreads, 0, stream>>>(
       s, rows, dout, out, lse, dq);
   cudaError_t error = cudaGetLastError();

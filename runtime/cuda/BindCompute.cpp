@@ -214,30 +214,35 @@ absl::StatusOr<KernelFn> bindStepIndex(const BindRequest &request,
   });
 }
 
-/// The geometry and attributes of an attention request the CPU binder has
-/// checked: query [..., seq, head_dim].
-struct AttentionGeometry {
-  int64_t slices = 1, seq = 0, headDim = 0;
-  float scale = 1.0f;
-  bool causal = false;
-};
-
-static absl::StatusOr<AttentionGeometry>
-attentionGeometry(const BindRequest &request) {
-  const std::vector<int64_t> &shape = request.ins[1].shape; // the query
-  AttentionGeometry geometry;
-  geometry.seq = shape[shape.size() - 2];
-  geometry.headDim = shape.back();
-  for (size_t i = 0; i + 2 < shape.size(); ++i)
-    geometry.slices *= shape[i];
-  if (geometry.headDim > dev::attentionMaxHeadDim())
-    return request.invalid("the CUDA kernel takes head dimensions up to ",
-                           dev::attentionMaxHeadDim(), ", got ",
-                           geometry.headDim);
+absl::StatusOr<dev::AttentionDims> attentionDims(const BindRequest &request) {
+  const std::vector<int64_t> &shape = request.ins[1].shape; // the query's
   ZERO_ASSIGN_OR_RETURN(double scale, cpu::getF64(request, "scale"));
-  ZERO_ASSIGN_OR_RETURN(geometry.causal, cpu::getFlag(request, "causal"));
-  geometry.scale = static_cast<float>(scale);
-  return geometry;
+  dev::AttentionDims dims;
+  ZERO_ASSIGN_OR_RETURN(dims.causal, cpu::getFlag(request, "causal"));
+  ZERO_ASSIGN_OR_RETURN(dims.seqMajor, cpu::getFlag(request, "seq_major"));
+  dims.scale = static_cast<float>(scale);
+  size_t rank = shape.size(), rowDims = dims.seqMajor ? 3 : 2;
+  if (rank < rowDims)
+    return request.invalid("attends over a query of rank ", rowDims,
+                           " or more, got rank ", rank);
+  dims.headDim = shape.back();
+  dims.seq = shape[rank - rowDims];
+  if (dims.seqMajor)
+    dims.heads = shape[rank - 2];
+  dims.slices = dims.heads;
+  for (size_t i = 0; i + rowDims < rank; ++i)
+    dims.slices *= shape[i];
+  return dims;
+}
+
+/// The built-in kernels' geometry: attentionDims within their head limit.
+static absl::StatusOr<dev::AttentionDims>
+builtinAttentionDims(const BindRequest &request) {
+  ZERO_ASSIGN_OR_RETURN(dev::AttentionDims dims, attentionDims(request));
+  if (dims.headDim > dev::attentionMaxHeadDim())
+    return request.invalid("the CUDA kernel takes head dimensions up to ",
+                           dev::attentionMaxHeadDim(), ", got ", dims.headDim);
+  return dims;
 }
 
 absl::StatusOr<KernelFn> bindAttention(const BindRequest &request,
@@ -246,16 +251,15 @@ absl::StatusOr<KernelFn> bindAttention(const BindRequest &request,
                         bindCudnnAttention(request, stream));
   if (cudnn)
     return *std::move(cudnn);
-  // The query is operand 0 here; attentionGeometry reads operand 1, which
-  // has the same spec (the key).
-  ZERO_ASSIGN_OR_RETURN(AttentionGeometry g, attentionGeometry(request));
+  // The query is operand 0 here; attentionDims reads operand 1, which has
+  // the same spec (the key).
+  ZERO_ASSIGN_OR_RETURN(dev::AttentionDims dims, builtinAttentionDims(request));
   dev::Dt type = dt(request.ins[0].dtype);
   std::string name(request.name);
   return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
     return launched(name, dev::launchAttention(ins[0], ins[1], ins[2], outs[0],
                                                static_cast<float *>(outs[1]),
-                                               type, g.slices, g.seq, g.headDim,
-                                               g.scale, g.causal, stream));
+                                               type, dims, stream));
   });
 }
 
@@ -265,15 +269,14 @@ absl::StatusOr<KernelFn> bindAttentionGrad(const BindRequest &request,
                         bindCudnnAttention(request, stream));
   if (cudnn)
     return *std::move(cudnn);
-  ZERO_ASSIGN_OR_RETURN(AttentionGeometry g, attentionGeometry(request));
+  ZERO_ASSIGN_OR_RETURN(dev::AttentionDims dims, builtinAttentionDims(request));
   dev::Dt type = dt(request.ins[0].dtype);
   std::string name(request.name);
   return KernelFn([=](Ins ins, Outs outs, const KernelContext &) {
     return launched(name, dev::launchAttentionGrad(
                               ins[0], ins[1], ins[2], ins[3], ins[4],
                               static_cast<const float *>(ins[5]), outs[0],
-                              outs[1], outs[2], type, g.slices, g.seq,
-                              g.headDim, g.scale, g.causal, stream));
+                              outs[1], outs[2], type, dims, stream));
   });
 }
 

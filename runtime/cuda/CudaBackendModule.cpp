@@ -7,6 +7,10 @@
 
 #include "zero/runtime/CudaBackendModule.h"
 
+namespace zero::rt::cuda {
+absl::Status cudnnAttentionStatus(); // CudnnAttention.cpp
+} // namespace zero::rt::cuda
+
 extern "C" __attribute__((visibility("default")))
 const zero::rt::CudaBackendModule *
 zeroCudaBackendModule() {
@@ -14,6 +18,7 @@ zeroCudaBackendModule() {
       zero::rt::kCudaBackendModuleVersion,
       &zero::cuda::listCudaDevices,
       &zero::rt::createCudaBackend,
+      &zero::rt::cuda::cudnnAttentionStatus,
   };
   return &module;
 }

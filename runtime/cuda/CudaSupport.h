@@ -159,6 +159,10 @@ inline cpu::PartBinder cudaParts(cudaStream_t stream) {
   };
 }
 
+/// The geometry of a train.attention or train.attention_grad request the CPU
+/// binder has checked, read from operand 1 (the key in either op, the
+/// query's spec): slices, rows and the `seq_major` layout.
+absl::StatusOr<dev::AttentionDims> attentionDims(const BindRequest &request);
 /// train.attention or train.attention_grad on cuDNN's fused SDPA
 /// (CudnnAttention.cpp), or nothing where cuDNN does not serve the request
 /// (not loaded, f32, a head dimension or shape it does not take): the

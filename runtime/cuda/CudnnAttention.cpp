@@ -131,17 +131,30 @@ enum Uid : int64_t {
   kValueGrad
 };
 
-/// [..., seq, head_dim] as cuDNN's [batch, heads, seq, head_dim]: the leading
-/// dimensions folded into the batch, one head per slice, row-major.
+/// The request as cuDNN's [batch, heads, seq, head_dim]: [..., seq,
+/// head_dim] with the leading dimensions folded into the batch and one head
+/// a slice, or a seq-major [..., seq, heads, head_dim] by its strides, which
+/// is the layout cuDNN's own examples use.
 struct Geometry {
-  int64_t slices = 1, seq = 0, headDim = 0;
-  float scale = 1.0f;
-  bool causal = false;
+  dev::AttentionDims dims;
   fe::DataType_t io = fe::DataType_t::BFLOAT16;
 
-  std::vector<int64_t> dims() const { return {slices, 1, seq, headDim}; }
+  int64_t batch() const { return dims.slices / dims.heads; }
+  std::vector<int64_t> sizes() const {
+    return {batch(), dims.heads, dims.seq, dims.headDim};
+  }
   std::vector<int64_t> strides() const {
-    return {seq * headDim, seq * headDim, headDim, 1};
+    int64_t d = dims.headDim, s = dims.seq, h = dims.heads;
+    if (dims.seqMajor)
+      return {s * h * d, d, h * d, 1};
+    return {h * s * d, s * d, d, 1};
+  }
+  /// The log-sum-exp, [..., heads, seq] in either layout.
+  std::vector<int64_t> statsSizes() const {
+    return {batch(), dims.heads, dims.seq, 1};
+  }
+  std::vector<int64_t> statsStrides() const {
+    return {dims.heads * dims.seq, dims.seq, 1, 1};
   }
 };
 
@@ -150,13 +163,13 @@ input(fe::graph::Graph &graph, const Geometry &g, const char *name, Uid uid) {
   return graph.tensor(fe::graph::Tensor_attributes()
                           .set_name(name)
                           .set_uid(uid)
-                          .set_dim(g.dims())
+                          .set_dim(g.sizes())
                           .set_stride(g.strides()));
 }
 
 void asOutput(fe::graph::Tensor_attributes &tensor, const Geometry &g,
               Uid uid) {
-  tensor.set_output(true).set_uid(uid).set_dim(g.dims()).set_stride(
+  tensor.set_output(true).set_uid(uid).set_dim(g.sizes()).set_stride(
       g.strides());
 }
 
@@ -244,20 +257,13 @@ absl::StatusOr<Geometry> geometryOf(const BindRequest &request) {
   Geometry g;
   g.io = query.dtype == DType::bf16 ? fe::DataType_t::BFLOAT16
                                     : fe::DataType_t::HALF;
-  const std::vector<int64_t> &shape = query.shape;
-  g.seq = shape[shape.size() - 2];
-  g.headDim = shape.back();
-  for (size_t i = 0; i + 2 < shape.size(); ++i)
-    g.slices *= shape[i];
+  ZERO_ASSIGN_OR_RETURN(g.dims, attentionDims(request));
   // cuDNN's fused attention takes head dimensions that are multiples of 8,
   // up to 128 on every architecture it supports.
-  if (g.headDim % 8 != 0 || g.headDim > 128)
+  if (g.dims.headDim % 8 != 0 || g.dims.headDim > 128)
     return absl::UnavailableError(
-        absl::StrCat("head dimension ", g.headDim,
+        absl::StrCat("head dimension ", g.dims.headDim,
                      " (cuDNN takes multiples of 8 up to 128)"));
-  ZERO_ASSIGN_OR_RETURN(double scale, cpu::getF64(request, "scale"));
-  ZERO_ASSIGN_OR_RETURN(g.causal, cpu::getFlag(request, "causal"));
-  g.scale = static_cast<float>(scale);
   return g;
 }
 
@@ -278,16 +284,16 @@ absl::StatusOr<std::optional<KernelFn>> bindForward(const BindRequest &request,
   auto options = fe::graph::SDPA_attributes()
                      .set_name("attention")
                      .set_generate_stats(true)
-                     .set_attn_scale(g.scale);
-  if (g.causal)
+                     .set_attn_scale(g.dims.scale);
+  if (g.dims.causal)
     options.set_causal_mask(true);
   auto [result, stats] = graph->sdpa(q, k, v, options);
   asOutput(*result, g, kResult);
   stats->set_output(true)
       .set_uid(kStats)
       .set_data_type(fe::DataType_t::FLOAT)
-      .set_dim({g.slices, 1, g.seq, 1})
-      .set_stride({g.seq, g.seq, 1, 1});
+      .set_dim(g.statsSizes())
+      .set_stride(g.statsStrides());
   return bindGraph(request, stream, std::move(graph), {kQuery, kKey, kValue},
                    {kResult, kStats});
 }
@@ -302,14 +308,14 @@ absl::StatusOr<std::optional<KernelFn>> bindBackward(const BindRequest &request,
   auto stats = graph->tensor(fe::graph::Tensor_attributes()
                                  .set_name("stats")
                                  .set_uid(kStats)
-                                 .set_dim({g.slices, 1, g.seq, 1})
-                                 .set_stride({g.seq, g.seq, 1, 1})
+                                 .set_dim(g.statsSizes())
+                                 .set_stride(g.statsStrides())
                                  .set_data_type(fe::DataType_t::FLOAT));
   auto options = fe::graph::SDPA_backward_attributes()
                      .set_name("attention_grad")
-                     .set_attn_scale(g.scale)
+                     .set_attn_scale(g.dims.scale)
                      .set_deterministic_algorithm(true);
-  if (g.causal)
+  if (g.dims.causal)
     options.set_causal_mask(true);
   auto [dq, dk, dv] = graph->sdpa_backward(q, k, v, o, dO, stats, options);
   asOutput(*dq, g, kQueryGrad);

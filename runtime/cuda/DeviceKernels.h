@@ -89,16 +89,24 @@ cudaError_t launchFillInt(void *y, Dt type, int64_t count, int64_t value,
 
 /// The largest head dimension the attention kernels take.
 int64_t attentionMaxHeadDim();
-/// `slices` independent [seq, head_dim] attentions; `lse` one f32 per row.
+/// `slices` independent [seq, head_dim] attentions: dense slices of
+/// [..., seq, head_dim], or with `seqMajor` the heads of [..., seq, heads,
+/// head_dim], a row every heads * head_dim elements.
+struct AttentionDims {
+  int64_t slices = 1, seq = 0, headDim = 0;
+  int64_t heads = 1;
+  bool seqMajor = false;
+  float scale = 1.0f;
+  bool causal = false;
+};
+/// `lse` one f32 per query row, [slices, seq].
 cudaError_t launchAttention(const void *q, const void *k, const void *v,
-                            void *out, float *lse, Dt type, int64_t slices,
-                            int64_t seq, int64_t headDim, float scale,
-                            bool causal, cudaStream_t stream);
+                            void *out, float *lse, Dt type,
+                            const AttentionDims &dims, cudaStream_t stream);
 cudaError_t launchAttentionGrad(const void *dout, const void *q, const void *k,
                                 const void *v, const void *out,
                                 const float *lse, void *dq, void *dk, void *dv,
-                                Dt type, int64_t slices, int64_t seq,
-                                int64_t headDim, float scale, bool causal,
+                                Dt type, const AttentionDims &dims,
                                 cudaStream_t stream);
 
 //===- Normalization.cu ---------------------------------------------------===//

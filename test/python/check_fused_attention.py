@@ -15,6 +15,10 @@ up to a full step). Rank 0 checks that:
     1e-4: the two compute one function in a different order of f32
     rounding (the fused kernel never stores the scores);
   - the fused runs at stages 0-3 are bitwise identical;
+  - the lowered fused step reads the heads in place (train.attention's
+    seq_major, train-fuse-attention-layout): no transpose is launched,
+    where the step lowered without the fusion passes (fuse_epilogues off)
+    launches 8 a block, and both train bitwise the same;
   - at 256 positions the fused plan's arena is smaller: no [seq, seq]
     scores or probabilities are kept for the backward.
 """
@@ -28,8 +32,9 @@ import zero
 B, S, D, H, V, LAYERS = 2, 16, 32, 4, 64, 2
 
 
-def build(stage, fused, seq=S):
+def build(stage, fused, seq=S, fuse=True):
     graph = zero.Graph("gpt_fused" if fused else "gpt")
+    graph.config.zero.fuse_epilogues = fuse
     inputs = [graph.input(name, [B, seq], "i32")
               for name in ("tokens", "positions", "targets")]
     model = zero.nn.GPT2(graph, layers=LAYERS, vocab=V, seq=seq, dim=D,
@@ -39,13 +44,23 @@ def build(stage, fused, seq=S):
     return graph.compile(zero.world_size())
 
 
-def train(stage, fused):
-    compiled = build(stage, fused)
+def train(stage, fused, fuse=True):
+    compiled = build(stage, fused, fuse=fuse)
     ir = compiled.ir()
     softmax = re.search(r"train\.softmax(?![_a-z])", ir) is not None
     if fused != ("train.attention" in ir) or fused == softmax:
         raise AssertionError(f"fused={fused}: the step's attention ops are "
                              "not the expected ones")
+    if fused:
+        # Launches of transposes, and attentions reading heads in place.
+        transposes = ir.count('"train.transpose"')
+        seq_major = len(re.findall(r'"train\.attention(?:_grad)?" .*seq_major',
+                                   ir))
+        want = (0, 2 * LAYERS) if fuse else (8 * LAYERS, 0)
+        if (transposes, seq_major) != want:
+            raise AssertionError(
+                f"fuse_epilogues={fuse}: {transposes} transposes and "
+                f"{seq_major} seq-major attention launches, not {want}")
     trainer = zero.Trainer(compiled, seed=5)
     rng = np.random.default_rng(11)
     ranks = zero.world_size()
@@ -87,6 +102,15 @@ def main():
             raise AssertionError(f"fused attention: stage {stage} differs "
                                  "from stage 0")
     ok(f"N={n}: fused attention at stages 0-3 bitwise identical")
+    for stage in range(4):
+        losses, state = train(stage, True, fuse=False)
+        got, got_state = fused[stage]
+        if got != losses or any(value.tobytes() != got_state[name].tobytes()
+                                for name, value in state.items()):
+            raise AssertionError(f"stage {stage}: attention on seq-major "
+                                 "heads differs from the transposed step")
+    ok(f"N={n}: attention on seq-major heads, no transposes, bitwise as the "
+       "transposed step at stages 0-3")
     long_fused = build(3, True, seq=256).report["arena_bytes"]
     long_separate = build(3, False, seq=256).report["arena_bytes"]
     if not long_fused < long_separate:

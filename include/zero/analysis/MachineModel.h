@@ -123,8 +123,11 @@ double getMatmulFlops(mlir::ShapedType lhs, mlir::ShapedType out,
 /// (scores, then probabilities times values), the backward's five (the
 /// scores again, and the gradients of values, probabilities, queries and
 /// keys); with `causal`, only the seq (seq + 1) / 2 query-key pairs that
-/// are not masked. 0 below rank 2 or with a dynamic shape.
-double getAttentionFlops(mlir::ShapedType query, bool causal, bool backward);
+/// are not masked; with `seqMajor`, the query is [..., seq, heads,
+/// head_dim] (train.attention's `seq_major`). 0 below rank 2 (3 when
+/// seq-major) or with a dynamic shape.
+double getAttentionFlops(mlir::ShapedType query, bool causal, bool backward,
+                         bool seqMajor = false);
 
 /// `machine` in the machine file's format: parseMachineModel reads it back
 /// as the same machine.

@@ -712,9 +712,11 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
            "With lower-to-runtime, fuse linear layers' bias, GELU and bias "
            "gradient into their matmuls first (train-fuse-epilogues), and "
            "let cross-entropy read 16-bit logits without an f32 copy "
-           "(train-fuse-loss-cast), and fuse residual adds into the layer "
-           "norms that read them (train-fuse-residual-norm); the CPU gives "
-           "the same bits either way">,
+           "(train-fuse-loss-cast), fuse residual adds into the layer "
+           "norms that read them (train-fuse-residual-norm), and let "
+           "attention read its heads without transposes "
+           "(train-fuse-attention-layout); the CPU gives the same bits "
+           "either way">,
     OffloadOption<"With lower-to-runtime, zero-offload's placement">,
     Option<"deviceMemoryBudget", "device-memory-budget", "int64_t", "0",
            "With lower-to-runtime, device bytes per rank the plan must fit "

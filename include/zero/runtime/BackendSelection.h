@@ -62,6 +62,12 @@ const char *getDefaultMachine(const std::string &backend);
 absl::Status checkBackendChoice(const BackendChoice &choice,
                                 bool probeDevices = true);
 
+/// OK where `choice` is a CUDA backend on which cuDNN's fused attention
+/// serves train.attention (the module loads and opens libcudnn.so.9), else
+/// why not, in words that follow "not fused: " ("the CPU backend", "cuDNN:
+/// libcudnn.so.9: cannot open ..."). Probes no device.
+absl::Status cudnnAttentionStatus(const BackendChoice &choice);
+
 /// The backend `choice` names; collective over `comm` for NCCL (every rank
 /// calls it, in the same order as its other communicator creations). `comm`
 /// must outlive the backend. CUDA failures are prefixed "--backend NAME: ".

@@ -30,10 +30,13 @@ struct CudaBackendModule {
   absl::StatusOr<std::vector<cuda::CudaDeviceInfo>> (*listDevices)();
   absl::StatusOr<std::unique_ptr<ExecutionBackend>> (*createBackend)(
       Communicator &hostComm, const CudaBackendOptions &options);
+  /// OK where cuDNN's fused attention serves train.attention (libcudnn.so.9
+  /// loads), else why not.
+  absl::Status (*cudnnAttentionStatus)();
 };
 
 /// Raised whenever CudaBackendModule or the types it passes change layout.
-inline constexpr int kCudaBackendModuleVersion = 2;
+inline constexpr int kCudaBackendModuleVersion = 3;
 
 /// The module's file name, looked for in the program's ../lib directory
 /// (build tree and bundle alike) unless $ZERO_CUDA_BACKEND names the file.

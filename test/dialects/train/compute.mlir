@@ -233,6 +233,17 @@ func.func @attention(%q: tensor<2x4x16x8xbf16>, %k: tensor<2x4x16x8xbf16>,
   return
 }
 
+// The same attention over seq-major heads, [batch, seq, heads, head_dim]:
+// the log-sum-exp is still [batch, heads, seq].
+// CHECK-LABEL: func.func @attention_seq_major
+// CHECK-NEXT:    %attn, %attn_lse = train.attention %arg0, %arg0, %arg0 scale 1.250000e-01 causal seq_major : tensor<2x16x4x8xbf16> -> tensor<2x4x16xf32>
+// CHECK-NEXT:    %attn_dq, %attn_dk, %attn_dv = train.attention_grad %arg0, %arg0, %arg0, %arg0, %attn, %attn_lse scale 1.250000e-01 causal seq_major : tensor<2x16x4x8xbf16> -> tensor<2x4x16xf32>
+func.func @attention_seq_major(%q: tensor<2x16x4x8xbf16>) {
+  %o, %lse = train.attention %q, %q, %q scale 0.125 causal seq_major : tensor<2x16x4x8xbf16> -> tensor<2x4x16xf32>
+  %dq, %dk, %dv = train.attention_grad %q, %q, %q, %q, %o, %lse scale 0.125 causal seq_major : tensor<2x16x4x8xbf16> -> tensor<2x4x16xf32>
+  return
+}
+
 // Embedding lookup with i32 and i64 ids of any shape.
 // CHECK-LABEL: func.func @embedding
 // CHECK-SAME:    (%[[WTE:.*]]: tensor<256x64xf32>, %[[TOK:.*]]: tensor<2x16xi32>, %[[WPE:.*]]: tensor<16x64xbf16>, %[[POS:.*]]: tensor<16xi64>)

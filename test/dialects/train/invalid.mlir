@@ -1248,6 +1248,25 @@ func.func @f(%q: tensor<2x16x8xf32>) {
 
 // -----
 
+// A seq-major attention's log-sum-exp is [..., heads, seq], not the rows in
+// the operands' order.
+func.func @f(%q: tensor<2x16x4x8xf32>) {
+  // expected-error @+1 {{needs a log-sum-exp of shape 'tensor<2x4x16xf32>' ([..., heads, seq] of the seq_major 'tensor<2x16x4x8xf32>'), got 'tensor<2x16x4xf32>'}}
+  %0:2 = train.attention %q, %q, %q scale 1.0 seq_major : tensor<2x16x4x8xf32> -> tensor<2x16x4xf32>
+  return
+}
+
+// -----
+
+// seq_major needs a heads dimension.
+func.func @f(%q: tensor<16x8xf32>, %lse: tensor<16xf32>) {
+  // expected-error @+1 {{with seq_major attends over [..., seq, heads, head_dim], but 'tensor<16x8xf32>' has rank 2}}
+  %0:3 = train.attention_grad %q, %q, %q, %q, %q, %lse scale 1.0 seq_major : tensor<16x8xf32> -> tensor<16xf32>
+  return
+}
+
+// -----
+
 // A scale that is not positive.
 func.func @f(%q: tensor<2x16x8xf32>, %lse: tensor<2x16xf32>) {
   // expected-error @+1 {{needs scale > 0, got 0.000000e+00}}

@@ -29,12 +29,24 @@ std::vector<int64_t> rows(const std::vector<int64_t> &shape) {
   return std::vector<int64_t>(shape.begin(), shape.end() - 1);
 }
 
-mlir::DictionaryAttr attrs(int64_t headDim, bool causal) {
+mlir::DictionaryAttr attrs(int64_t headDim, bool causal,
+                           bool seqMajor = false) {
   std::vector<std::pair<std::string, mlir::Attribute>> entries = {
       {"scale", f64(1.0 / std::sqrt(static_cast<double>(headDim)))}};
   if (causal)
     entries.push_back({"causal", unit()});
+  if (seqMajor)
+    entries.push_back({"seq_major", unit()});
   return dict(entries);
+}
+
+/// The log-sum-exp of a seq-major [..., seq, heads, head_dim]: [..., heads,
+/// seq].
+std::vector<int64_t> seqMajorRows(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> rows(shape.begin(), shape.end() - 3);
+  rows.push_back(shape[shape.size() - 2]);
+  rows.push_back(shape[shape.size() - 3]);
+  return rows;
 }
 
 TEST(AttentionCuda, Forward) {
@@ -75,6 +87,35 @@ TEST(AttentionCuda, Backward) {
                                 {dout, q, k, v, out, lse},
                                 {q, q, q}}));
       }
+}
+
+// seq_major: heads read by strides, [..., seq, heads, head_dim], on the
+// built-in kernel (f32, and a head dimension cuDNN does not take) and on
+// cuDNN where it loads (16-bit, head_dim 64), forward and backward.
+TEST(AttentionCuda, SeqMajor) {
+  SKIP_WITHOUT_CUDA_GPU();
+  const std::vector<std::vector<int64_t>> shapes = {
+      {2, 33, 3, 64}, {1, 1100, 2, 12}, {70, 4, 16}};
+  uint32_t seed = 200;
+  for (DType dtype : floatTypes())
+    for (const auto &shape : shapes) {
+      Tensor q = randomTensor(dtype, shape, seed++);
+      Tensor k = randomTensor(dtype, shape, seed++);
+      Tensor v = randomTensor(dtype, shape, seed++);
+      Tensor lse(DType::f32, seqMajorRows(shape));
+      EXPECT_TRUE(matchesCpu({"train.attention",
+                              attrs(shape.back(), true, true),
+                              {q, k, v},
+                              {q, lse}}));
+      Tensor dout = randomTensor(dtype, shape, seed++);
+      double bound = std::sqrt(static_cast<double>(shape.back()));
+      Tensor forwardLse = randomTensor(DType::f32, seqMajorRows(shape), seed++,
+                                       bound, bound + 2);
+      EXPECT_TRUE(matchesCpu({"train.attention_grad",
+                              attrs(shape.back(), true, true),
+                              {dout, q, k, v, q, forwardLse},
+                              {q, q, q}}));
+    }
 }
 
 // GPT-2's attention in bf16: 12 heads of 64, causal, forward then the

@@ -150,4 +150,73 @@ TEST(AttentionTest, BadRequestsAreInvalidArguments) {
       << status;
 }
 
+/// [b, a, ...] of `t`'s [a, b, ...] where `t` is [lead, a, b, d]: the swap
+/// train-fuse-attention-layout folds.
+Tensor swapHeads(const Tensor &t) {
+  const std::vector<int64_t> &s = t.shape();
+  Tensor swapped(t.dtype(), {s[0], s[2], s[1], s[3]});
+  for (int64_t n = 0; n < s[0]; ++n)
+    for (int64_t a = 0; a < s[1]; ++a)
+      for (int64_t b = 0; b < s[2]; ++b)
+        for (int64_t d = 0; d < s[3]; ++d)
+          swapped.set(((n * s[2] + b) * s[1] + a) * s[3] + d,
+                      t.at(((n * s[1] + a) * s[2] + b) * s[3] + d));
+  return swapped;
+}
+
+// seq_major: [batch, seq, heads, head_dim] read by strides gives the same
+// bits as the heads transposed to [batch, heads, seq, head_dim] around the
+// op, in the forward and the backward, in f32 and bf16.
+TEST(AttentionTest, SeqMajorHeadsAreTheTransposedSlices) {
+  const std::vector<int64_t> seqMajor = {2, 70, 3, 8}, sliced = {2, 3, 70, 8};
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(dtypeLabel(dtype));
+    Tensor q = randomTensor(dtype, seqMajor, 11, -2, 2);
+    Tensor k = randomTensor(dtype, seqMajor, 12, -2, 2);
+    Tensor v = randomTensor(dtype, seqMajor, 13);
+    Tensor dout = randomTensor(dtype, seqMajor, 14);
+    mlir::DictionaryAttr plain =
+        dict({{"scale", f64(kScale)}, {"causal", unit()}});
+    mlir::DictionaryAttr strided = dict(
+        {{"scale", f64(kScale)}, {"causal", unit()}, {"seq_major", unit()}});
+
+    Tensor qt = swapHeads(q), kt = swapHeads(k), vt = swapHeads(v),
+           doutT = swapHeads(dout);
+    Tensor want(dtype, sliced), wantLse(DType::f32, {2, 3, 70});
+    ASSERT_TRUE(
+        runKernel("train.attention", plain, {&qt, &kt, &vt}, {&want, &wantLse})
+            .ok());
+    Tensor out(dtype, seqMajor), lse(DType::f32, {2, 3, 70});
+    out.poison();
+    lse.poison();
+    absl::Status status =
+        runKernel("train.attention", strided, {&q, &k, &v}, {&out, &lse});
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_TRUE(out.sameBytes(swapHeads(want)));
+    EXPECT_TRUE(lse.sameBytes(wantLse));
+
+    Tensor wdq(dtype, sliced), wdk(dtype, sliced), wdv(dtype, sliced);
+    ASSERT_TRUE(runKernel("train.attention_grad", plain,
+                          {&doutT, &qt, &kt, &vt, &want, &wantLse},
+                          {&wdq, &wdk, &wdv})
+                    .ok());
+    Tensor dq(dtype, seqMajor), dk(dtype, seqMajor), dv(dtype, seqMajor);
+    for (Tensor *t : {&dq, &dk, &dv})
+      t->poison();
+    status = runKernel("train.attention_grad", strided,
+                       {&dout, &q, &k, &v, &out, &lse}, {&dq, &dk, &dv});
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_TRUE(dq.sameBytes(swapHeads(wdq)));
+    EXPECT_TRUE(dk.sameBytes(swapHeads(wdk)));
+    EXPECT_TRUE(dv.sameBytes(swapHeads(wdv)));
+
+    // The log-sum-exp is [batch, heads, seq], not the rows in the operands'
+    // order.
+    Tensor rowsLse(DType::f32, {2, 70, 3});
+    status =
+        runKernel("train.attention", strided, {&q, &k, &v}, {&out, &rowsLse});
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  }
+}
+
 } // namespace

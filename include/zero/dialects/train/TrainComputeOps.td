@@ -297,15 +297,27 @@ def Train_AttentionOp : Train_ComputeOp<"attention", "attn", [
     %o, %lse = train.attention %q, %k, %v scale 1.250000e-01 causal
         : tensor<2x4x16x64xbf16> -> tensor<2x4x16xf32>
     ```
+
+    With `seq_major`, query, key, value and result are `[..., seq, heads,
+    head_dim]`, the layout a linear layer's output has once its features
+    are split into heads, and the op reads each head by strides: the same
+    values as transposing them to `[..., heads, seq, head_dim]` around the
+    op, without the transposes. The log-sum-exp stays `[..., heads, seq]`.
+    `train-fuse-attention-layout` sets it.
+
+    ```mlir
+    %o, %lse = train.attention %q, %k, %v scale 1.250000e-01 causal seq_major
+        : tensor<2x16x4x64xbf16> -> tensor<2x4x16xf32>
+    ```
   }];
   let arguments = (ins Train_FloatTensor:$query, Train_FloatTensor:$key,
                        Train_FloatTensor:$value, F64Attr:$scale,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal, UnitAttr:$seq_major);
   let results = (outs Train_FloatTensor:$result,
                       TensorOf<[F32]>:$logsumexp);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `scale` $scale (`causal` $causal^)? attr-dict
-    `:` type($query) `->` type($logsumexp)
+    $query `,` $key `,` $value `scale` $scale (`causal` $causal^)?
+    (`seq_major` $seq_major^)? attr-dict `:` type($query) `->` type($logsumexp)
   }];
   let hasVerifier = 1;
   let extraClassDefinition = [{
@@ -634,17 +646,20 @@ def Train_AttentionGradOp : Train_ComputeOp<"attention_grad", "attn_grad", [
     %dq, %dk, %dv = train.attention_grad %do, %q, %k, %v, %o, %lse
         scale 1.250000e-01 causal : tensor<2x4x16x64xbf16> -> tensor<2x4x16xf32>
     ```
+
+    `seq_major` as `train.attention`'s: every operand and gradient but the
+    log-sum-exp is `[..., seq, heads, head_dim]`.
   }];
   let arguments = (ins Train_FloatTensor:$result_grad, Train_FloatTensor:$query,
                        Train_FloatTensor:$key, Train_FloatTensor:$value,
                        Train_FloatTensor:$result, TensorOf<[F32]>:$logsumexp,
-                       F64Attr:$scale, UnitAttr:$causal);
+                       F64Attr:$scale, UnitAttr:$causal, UnitAttr:$seq_major);
   let results = (outs Train_FloatTensor:$query_grad, Train_FloatTensor:$key_grad,
                       Train_FloatTensor:$value_grad);
   let assemblyFormat = [{
     $result_grad `,` $query `,` $key `,` $value `,` $result `,` $logsumexp
-    `scale` $scale (`causal` $causal^)? attr-dict `:` type($query) `->`
-    type($logsumexp)
+    `scale` $scale (`causal` $causal^)? (`seq_major` $seq_major^)? attr-dict
+    `:` type($query) `->` type($logsumexp)
   }];
   let hasVerifier = 1;
   let extraClassDefinition = [{

@@ -26,6 +26,7 @@
 #include "zero/passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace zero {
 #define GEN_PASS_DEF_TRAINFUSEATTENTIONLAYOUT
@@ -84,12 +85,16 @@ void replaceSwaps(ArrayRef<TransposeOp> swaps, Value value) {
 }
 
 /// Erases the head swaps `values` were read from, where nothing else reads
-/// them now.
+/// them now. A swap may feed several operands (the key and the value of
+/// one tensor), so each is looked at once, before any is erased.
 void eraseDeadSwaps(ArrayRef<Value> values) {
+  llvm::SetVector<Operation *> swaps;
   for (Value value : values)
-    if (auto swap = value.getDefiningOp<TransposeOp>();
-        swap && swap->use_empty())
-      swap.erase();
+    if (auto swap = value.getDefiningOp<TransposeOp>())
+      swaps.insert(swap);
+  for (Operation *swap : swaps)
+    if (swap->use_empty())
+      swap->erase();
 }
 
 struct Group {

@@ -301,12 +301,74 @@ def _constant_lookup(self, node, table, ids, padding_idx):
                         shape)
 
 
+# What eager attention applies between q @ k^T and the softmax: scales,
+# soft-caps (tanh), masks, casts and views.
+_SCORE_OPS = frozenset((
+    "view", "_unsafe_view", "reshape", "expand", "clone", "contiguous",
+    "_to_copy", "to", "type_as", "mul", "div", "add", "sub", "neg", "tanh",
+    "masked_fill", "where"))
+# What a weight passes through on its way into a matmul (a linear layer).
+_WEIGHT_OPS = frozenset(("t", "transpose", "permute", "view", "expand",
+                         "_unsafe_view", "reshape", "_to_copy"))
+
+
+def _op_name(node):
+    target = node.target
+    packet = getattr(target, "overloadpacket", None)
+    return getattr(packet, "__name__", None) if packet else None
+
+
+def _is_weight(self, value):
+    """Whether `value` is a parameter, seen through views and casts."""
+    while isinstance(value, torch.fx.Node):
+        entry = self.values.get(value)
+        if isinstance(entry, tuple) and entry and entry[0] == "parameter":
+            return True
+        if value.op != "call_function" or _op_name(value) not in _WEIGHT_OPS:
+            return False
+        value = value.args[0]
+    return False
+
+
+def _eager_attention_scores(self, node):
+    """The matmul of two activations (q @ k^T) the softmax `node` reads
+    through _SCORE_OPS, or None: eager attention, which from_torch's
+    attention="fused" would otherwise import as separate ops."""
+    frontier, seen = [node.args[0]], set()
+    while frontier and len(seen) < 32:
+        value = frontier.pop()
+        if not isinstance(value, torch.fx.Node) or value in seen:
+            continue
+        seen.add(value)
+        if value.op != "call_function":
+            continue
+        name = _op_name(value)
+        if name in ("matmul", "bmm", "einsum"):
+            operands = [a for a in value.args if isinstance(a, torch.fx.Node)]
+            if operands and not any(_is_weight(self, a) for a in operands):
+                return value
+        elif name in _SCORE_OPS:
+            frontier.extend(a for a in value.args
+                            if isinstance(a, torch.fx.Node))
+    return None
+
+
 def _softmax(self, node, args, kwargs):
     x, dim = self.live(args[0], node), _dim(args[1], len(args[0].shape))
     # _softmax's half_to_float has no default: honoured where it is False.
     if node.target is aten._softmax.default and args[2]:
         raise UnsupportedModuleError(
             f"_softmax(half_to_float=True) {where(node)}")
+    if self.fused_attention and _eager_attention_scores(self, node):
+        # Imported as written, it would keep the [L, S] probabilities the
+        # user asked attention="fused" to save, without a word.
+        raise UnsupportedModuleError(
+            f"attention=\"fused\" takes attention through "
+            f"scaled_dot_product_attention, but this attention is written "
+            f"as separate ops (a matmul of two activations, then softmax) "
+            f"{where(node)}; load the model with attn_implementation="
+            f"\"sdpa\" where its family has it, or import it with "
+            f"attention=\"separate\"")
     if dim != len(x.shape) - 1:
         raise UnsupportedModuleError(
             f"softmax over dim {dim} of {x.shape} {where(node)}; the "

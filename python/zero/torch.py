@@ -360,7 +360,9 @@ def from_torch(module, example_args, *, loss="causal_lm", example_targets=(),
         train.attention, FlashAttention's algorithm, as PyTorch's flash
         backend on a GPU: no [L, S] tensor kept). "fused" takes causal or
         unmasked self-attention with q, k and v of one shape and no
-        dropout; any other call is refused, naming it.
+        dropout; any other call is refused, naming it, and so is attention
+        written as separate ops (q @ k^T, then softmax: a model loaded with
+        attn_implementation="eager"), which "fused" cannot take as written.
     checkpoint: activation checkpointing of the module's blocks (Hugging
         Face's decoder layers, or else the elements of its nn.ModuleLists
         and ModuleDicts): "full" recomputes every op of a block but its

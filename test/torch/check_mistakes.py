@@ -7,6 +7,9 @@ do instead (mistakes.test), not with an importer's internals:
   counter);
 - model.train() or model.eval() between the import and trainer() (the
   import followed the module's modes);
+- attention="fused" on attention written as separate ops (a model loaded
+  with attn_implementation="eager"), which would keep the probabilities it
+  was asked to save; a softmax that is not attention's still imports;
 - at the trainer: load_state_dict(strict=False), a batch that is one
   number; and a boolean attention mask, which trains as its 0/1 ids.
 
@@ -44,6 +47,23 @@ class Normed(torch.nn.Module):
 
     def forward(self, x):
         return self.norm(self.linear(x))
+
+
+class Routed(torch.nn.Module):
+    """A softmax over a linear layer's output (a router's), beside
+    attention through scaled_dot_product_attention."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(8, 24)
+        self.router = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).unsqueeze(1).chunk(3, dim=-1)
+        attended = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, is_causal=True).squeeze(1)
+        gated = attended * torch.softmax(self.router(x), dim=-1)
+        return gated.reshape(-1, 8)
 
 
 class Counting(torch.nn.Module):
@@ -101,6 +121,28 @@ def main():
     counting.update = False
     zero.from_torch(counting, (x,), loss=loss, example_targets=(y,))
     print("ok: without the update it imports")
+
+    eager = GPT2LMHeadModel(GPT2Config(
+        n_embd=16, n_layer=1, n_head=2, vocab_size=32, n_positions=8,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0),
+        attn_implementation="eager")
+    message = refused(lambda: zero.from_torch(eager, (ids,),
+                                              attention="fused"),
+                      UnsupportedModuleError, "attention=\"fused\"",
+                      "separate ops", "attn_implementation=\"sdpa\"",
+                      "modeling_gpt2.py")
+    print(f"ok: attention='fused' on eager attention: {message}")
+    graph = zero.from_torch(model, (ids,), attention="fused")
+    if "train.attention " not in graph.compile(1).ir("forward"):
+        print("FAIL: the sdpa model imported without train.attention")
+        return 1
+    print("ok: loaded with sdpa it imports as one train.attention a layer")
+    routed = Routed()
+    tokens = torch.randn(2, 6, 8)
+    zero.from_torch(routed, (tokens,), attention="fused",
+                    loss=torch.nn.functional.cross_entropy,
+                    example_targets=(torch.randint(0, 8, (12,)),))
+    print("ok: a router's softmax beside sdpa imports with attention='fused'")
 
     import numpy as np
     dropping = GPT2LMHeadModel(GPT2Config(

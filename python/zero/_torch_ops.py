@@ -408,7 +408,8 @@ def _slice(self, node, args, kwargs):
     start = args[2] if len(args) > 2 else None
     end = args[3] if len(args) > 3 else None
     step = args[4] if len(args) > 4 else 1
-    if step != 1:
+    if not isinstance(step, int) or step < 1:
+        # PyTorch itself refuses a step below 1.
         raise UnsupportedModuleError(f"a slice with step {step} "
                                      f"{where(node)}")
     extent = x.shape[dim]
@@ -416,11 +417,35 @@ def _slice(self, node, args, kwargs):
     end = extent if end is None else end
     start = max(0, min(extent, start + extent if start < 0 else start))
     end = max(start, min(extent, end + extent if end < 0 else end))
-    if start == 0 and end == extent:
+    if start == 0 and end == extent and step == 1:
         return x
+    count = -(-(end - start) // step)
+    if step == 1 or count <= 1:
+        return _narrow(x, dim, start, count)
+    return _strided(self, x, dim, start, step, count)
+
+
+def _narrow(x, dim, start, length):
     shape = list(x.shape)
-    shape[dim] = end - start
-    return Live(_zero.narrow(x.tensor, dim, start, end - start), shape,
+    shape[dim] = length
+    return Live(_zero.narrow(x.tensor, dim, start, length), shape, x.dtype)
+
+
+def _strided(self, x, dim, start, step, count):
+    """x[start : start + count * step : step] along `dim`, exactly, from
+    ops with gradients (GPT-J's and Cohere's interleaved rotary take x[...,
+    ::2] and x[..., 1::2]): the first count - 1 picks are every step-th
+    row of a [count - 1, step] reshape, the last is narrowed on its own
+    (the range need not reach a whole group past it), then concatenated."""
+    groups = count - 1
+    shape = list(x.shape)
+    grouped = self.reshape(_narrow(x, dim, start, groups * step),
+                           shape[:dim] + [groups, step] + shape[dim + 1:])
+    picked = self.reshape(_narrow(grouped, dim + 1, 0, 1),
+                          shape[:dim] + [groups] + shape[dim + 1:])
+    last = _narrow(x, dim, start + groups * step, 1)
+    shape[dim] = count
+    return Live(_zero.concat([picked.tensor, last.tensor], dim), shape,
                 x.dtype)
 
 

@@ -124,8 +124,8 @@ def main():
 
     eager = GPT2LMHeadModel(GPT2Config(
         n_embd=16, n_layer=1, n_head=2, vocab_size=32, n_positions=8,
-        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0),
-        attn_implementation="eager")
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+        attn_implementation="eager"))
     message = refused(lambda: zero.from_torch(eager, (ids,),
                                               attention="fused"),
                       UnsupportedModuleError, "attention=\"fused\"",

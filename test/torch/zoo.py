@@ -64,6 +64,12 @@ ZOO = {
     # constant at export, the same for every row of the batch.
     "opt": (_decoder("OPTConfig", "OPTForCausalLM", ffn_dim=2 * WIDTH,
                      word_embed_proj_dim=WIDTH), "causal_lm"),
+    # Interleaved rotary: x[..., ::2] and x[..., 1::2] (strided slices).
+    "gptj": (_decoder("GPTJConfig", "GPTJForCausalLM", n_embd=WIDTH,
+                      n_layer=LAYERS, n_head=HEADS, n_positions=64,
+                      rotary_dim=8), "causal_lm"),
+    "cohere": (_decoder("CohereConfig", "CohereForCausalLM",
+                        num_key_value_heads=2), "causal_lm"),
     # Token-type ids of zeros (constant rows), exact GELU, a masked-LM head.
     "bert": (_decoder("BertConfig", "BertForMaskedLM"), "masked_lm"),
 }

@@ -7,7 +7,7 @@ import torch
 
 from zero import _torch_masks, _zero
 from zero._torch_ops import (DROPPED, HANDLERS, HINTS, HONOURS, IDENTITY,
-                             RESHAPES, UNARY)
+                             RESHAPES, UNARY, UNMAPPED)
 from zero._torch_schema import check_arguments, normalized
 from zero._torch_values import (DTYPES, UnsupportedModuleError, Live,
                                 Transposed, dtype_name, meta_shape, where)
@@ -464,9 +464,12 @@ class Importer:
             return self.reshape(x, meta_shape(node))
         handler = HANDLERS.get(target)
         if handler is None:
+            hint = UNMAPPED.get(target)
             raise UnsupportedModuleError(
                 f"ATen op '{target}' has no mapping to the train dialect "
-                f"{where(node)}; docs/torch.md lists the supported ops")
+                f"{where(node)}"
+                + (f": {hint}" if hint else "; docs/torch.md lists the "
+                   "supported ops"))
         return handler(self, node, args, kwargs)
 
     # -- Helpers ------------------------------------------------------------

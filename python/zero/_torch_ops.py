@@ -449,6 +449,62 @@ def _strided(self, x, dim, start, step, count):
                 x.dtype)
 
 
+def _select(self, node, args, kwargs):
+    """x.select(dim, i): the position's slice, its dim dropped."""
+    x = self.live(args[0], node)
+    rank = len(x.shape)
+    dim = _dim(args[1], rank)
+    index = args[2]
+    extent = x.shape[dim]
+    if not isinstance(index, int) or not -extent <= index < extent:
+        raise UnsupportedModuleError(
+            f"select of index {index} along a dim of {extent} {where(node)}")
+    index += extent if index < 0 else 0
+    return self.reshape(_narrow(x, dim, index, 1), meta_shape(node))
+
+
+def _index(self, node, args, kwargs):
+    """x[..., ids, ...] with constant integer ids along one dim (Falcon's
+    fused_qkv[..., [-2], :]): the slices at those positions concatenated,
+    runs of consecutive ids one slice each, so the gradient reaches exactly
+    the positions read (a repeated id twice)."""
+    x = self.live(args[0], node)
+    indices = list(args[1])
+    given = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if len(given) != 1:
+        raise UnsupportedModuleError(
+            f"indexing by {len(given)} index tensors at once {where(node)}; "
+            "the importer takes one, along one dim")
+    dim, ids = given[0]
+    if not isinstance(ids, torch.Tensor):
+        raise UnsupportedModuleError(
+            f"indexing by ids computed in the step {where(node)}; the "
+            "importer takes constant ids (the result of a gather by computed "
+            "ids is not implemented)")
+    if ids.dtype == torch.bool or ids.is_floating_point():
+        raise UnsupportedModuleError(
+            f"indexing by a {ids.dtype} tensor {where(node)}; the importer "
+            "takes integer ids (a boolean mask selects a data-dependent "
+            "number of elements)")
+    extent = x.shape[dim]
+    flat = ids.reshape(-1).tolist()
+    if not flat or not all(-extent <= i < extent for i in flat):
+        raise UnsupportedModuleError(
+            f"indexing a dim of {extent} by ids {flat[:8]} {where(node)}")
+    runs = []  # [start, length] of consecutive ids, in order
+    for value in (i + extent if i < 0 else i for i in flat):
+        if runs and value == runs[-1][0] + runs[-1][1]:
+            runs[-1][1] += 1
+        else:
+            runs.append([value, 1])
+    parts = [_narrow(x, dim, start, length) for start, length in runs]
+    shape = list(x.shape)
+    shape[dim] = len(flat)
+    picked = parts[0] if len(parts) == 1 else Live(
+        _zero.concat([p.tensor for p in parts], dim), shape, x.dtype)
+    return self.reshape(picked, meta_shape(node))
+
+
 def _split(self, node, args, kwargs):
     x = self.live(args[0], node)
     rank = len(x.shape)
@@ -514,7 +570,12 @@ def _sdpa(self, node, args, kwargs):
             "added to the scores by eager attention")
     # q [..., L, E], k [..., S, E], v [..., S, Ev] -> [..., L, Ev]: queries
     # and keys may differ in number, values in width; the leading dims are
-    # one (grouped-query attention arrives with k and v repeated).
+    # one (grouped-query attention arrives with k and v repeated), or k's
+    # and v's broadcast to q's, as PyTorch broadcasts them (multi-query
+    # attention: Falcon's one key head for all query heads).
+    if len(q.shape) == len(k.shape) == len(v.shape) >= 2:
+        k, v = (_broadcast_leading(self, t, q.shape[:-2], node)
+                for t in (k, v))
     if not (len(q.shape) == len(k.shape) == len(v.shape) >= 2
             and q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
             and k.shape[-1] == q.shape[-1] and v.shape[-2] == k.shape[-2]):
@@ -564,6 +625,15 @@ def _sdpa(self, node, args, kwargs):
                                _zero.softmax(scores), options)
     return Live(_zero.matmul(probs, v.tensor), q.shape[:-1] + v.shape[-1:],
                 q.dtype)
+
+
+def _broadcast_leading(self, x, leading, node):
+    """`x` with its leading dims broadcast to `leading`, where they
+    broadcast (extents 1 or equal); else `x`, for the caller to refuse."""
+    if x.shape[:-2] == list(leading) or not all(
+            e in (1, want) for e, want in zip(x.shape[:-2], leading)):
+        return x
+    return self.broadcast(x, list(leading) + x.shape[-2:], node)
 
 
 def _check_fusable(node, q, k, v, mask, options):
@@ -685,6 +755,8 @@ HANDLERS = {
     aten.sum.default: lambda s, n, a, k: _reduce(s, n, a, k, "reduce_sum"),
     aten.cross_entropy_loss.default: _cross_entropy,
     aten.slice.Tensor: _slice,
+    aten.select.int: _select,
+    aten.index.Tensor: _index,
     aten.split_with_sizes.default: _split,
     aten.split.Tensor: _split,
     aten.cat.default: _cat,
@@ -748,6 +820,8 @@ HONOURS = {
     aten.cross_entropy_loss.default: ("self", "target", "ignore_index",
                                       "label_smoothing"),
     aten.slice.Tensor: ("self", "dim", "start", "end", "step"),
+    aten.select.int: ("self", "dim", "index"),
+    aten.index.Tensor: ("self", "indices"),
     aten.split_with_sizes.default: ("self", "split_sizes", "dim"),
     aten.split.Tensor: ("self", "split_size", "dim"),
     aten.cat.default: ("tensors", "dim"),
@@ -757,6 +831,19 @@ HONOURS = {
                                                 "attn_mask", "dropout_p",
                                                 "is_causal", "scale"),
     aten.native_dropout.default: ("input", "p", "train"),
+}
+
+# What an op with no mapping says beyond that, where it tells the user
+# something: what it belongs to and what is not supported.
+UNMAPPED = {
+    aten.topk.default:
+    "top-k routing, as a mixture of experts' router takes it (Mixtral, "
+    "Qwen-MoE, DeepSeek-MoE): mixture-of-experts layers are not supported "
+    "yet",
+    aten.cumsum.default:
+    "a cumulative sum is not supported yet (Bloom, OPT and Falcon with "
+    "ALiBi take their positions from the attention_mask's: import them "
+    "without the attention_mask input, and the positions are constants)",
 }
 
 # What the user can do instead, where an argument is refused.

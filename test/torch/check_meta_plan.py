@@ -76,6 +76,11 @@ class MetaMask(torch.nn.Module):
 REFUSED = {
     # Its token types are a buffer of zeros, the ids of an embedding.
     "bert": "module 'bert.embeddings.token_type_embeddings'",
+    # Its query/key/value split indexes by a list (fused_qkv[..., [-2], :]),
+    # which torch.export makes a tensor on the module's device: on the meta
+    # device the importer cannot read which positions it takes.
+    "falcon": "module 'transformer.h.0.self_attention' (FalconAttention)",
+    "falcon-new": "module 'transformer.h.0.self_attention' (FalconAttention)",
 }
 
 

@@ -193,6 +193,13 @@ class Cumsum(torch.nn.Module):
         return x.cumsum(dim=-1)
 
 
+class TopK(torch.nn.Module):
+    """A router's top-k, as a mixture of experts takes it."""
+
+    def forward(self, x):
+        return x.topk(2, dim=-1).values
+
+
 class Branch(torch.nn.Module):
 
     def forward(self, x):
@@ -285,6 +292,7 @@ REFUSED = {
                   (torch.randint(0, 4, (2,)),)),
     "in-a-loss-function": (Mean(), (torch.randn(2, 4),), cumsum_loss, ()),
     "cumsum": (Cumsum(), (torch.randn(2, 4),), mean_loss, ()),
+    "topk": (TopK(), (torch.randn(2, 4),), mean_loss, ()),
     "control-flow": (Branch(), (torch.randn(2, 4),), mean_loss, ()),
     "data-dependent": (DataDependent(), (torch.randn(2, 4),), mean_loss, ()),
     "strided-slice": (Strided(), (torch.randn(2, 4),), mean_loss, ()),

@@ -70,8 +70,22 @@ ZOO = {
                       rotary_dim=8), "causal_lm"),
     "cohere": (_decoder("CohereConfig", "CohereForCausalLM",
                         num_key_value_heads=2), "causal_lm"),
+    # ALiBi from constant positions (x.select along the heads).
+    "bloom": (_decoder("BloomConfig", "BloomForCausalLM", n_layer=LAYERS,
+                       n_head=HEADS), "causal_lm"),
     # Token-type ids of zeros (constant rows), exact GELU, a masked-LM head.
     "bert": (_decoder("BertConfig", "BertForMaskedLM"), "masked_lm"),
+    # Multi-query attention (one key/value head broadcast to every query
+    # head), fused query/key/value split by indexing (fused_qkv[..., [-2],
+    # :]), parallel attention and MLP.
+    "falcon": (_decoder("FalconConfig", "FalconForCausalLM",
+                        new_decoder_architecture=False, multi_query=True,
+                        alibi=False), "causal_lm"),
+    # Falcon's new decoder architecture: grouped key/value heads, two
+    # layer norms.
+    "falcon-new": (_decoder("FalconConfig", "FalconForCausalLM",
+                            new_decoder_architecture=True, num_kv_heads=2,
+                            alibi=False), "causal_lm"),
 }
 
 
@@ -81,6 +95,8 @@ NO_ATTENTION_MASK = {
     # the mask an input, position ids computed from an input, which the
     # importer refuses (aten.cumsum).
     "opt": "positions from the mask's cumulative sum",
+    # Its ALiBi positions likewise (aten.cumsum).
+    "bloom": "ALiBi positions from the mask's cumulative sum",
 }
 
 

@@ -840,6 +840,11 @@ UNMAPPED = {
     "top-k routing, as a mixture of experts' router takes it (Mixtral, "
     "Qwen-MoE, DeepSeek-MoE): mixture-of-experts layers are not supported "
     "yet",
+    aten.where.self:
+    "torch.where of tensors is not supported yet; where it builds the "
+    "attention mask of scaled_dot_product_attention (T5 under "
+    "attn_implementation=\"sdpa\", the default), load the model with "
+    "attn_implementation=\"eager\"",
     aten.cumsum.default:
     "a cumulative sum is not supported yet (Bloom, OPT and Falcon with "
     "ALiBi take their positions from the attention_mask's: import them "

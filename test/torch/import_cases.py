@@ -200,6 +200,13 @@ class TopK(torch.nn.Module):
         return x.topk(2, dim=-1).values
 
 
+class Where(torch.nn.Module):
+    """torch.where of two computed tensors."""
+
+    def forward(self, x):
+        return torch.where(x > 0, x, x * 2)
+
+
 class Branch(torch.nn.Module):
 
     def forward(self, x):
@@ -212,10 +219,11 @@ class DataDependent(torch.nn.Module):
         return x[x > 0]
 
 
-class Strided(torch.nn.Module):
+class TwoIndexTensors(torch.nn.Module):
+    """Advanced indexing by two index tensors (pairs of positions)."""
 
     def forward(self, x):
-        return x[:, ::2]
+        return x[[0, 1], [1, 2]]
 
 
 class Pow(torch.nn.Module):
@@ -293,9 +301,11 @@ REFUSED = {
     "in-a-loss-function": (Mean(), (torch.randn(2, 4),), cumsum_loss, ()),
     "cumsum": (Cumsum(), (torch.randn(2, 4),), mean_loss, ()),
     "topk": (TopK(), (torch.randn(2, 4),), mean_loss, ()),
+    "where": (Where(), (torch.randn(2, 4),), mean_loss, ()),
     "control-flow": (Branch(), (torch.randn(2, 4),), mean_loss, ()),
     "data-dependent": (DataDependent(), (torch.randn(2, 4),), mean_loss, ()),
-    "strided-slice": (Strided(), (torch.randn(2, 4),), mean_loss, ()),
+    "two-index-tensors": (TwoIndexTensors(), (torch.randn(2, 4),), mean_loss,
+                          ()),
     "not-a-module": (lambda x: x, (torch.randn(2, 4),), mean_loss, ()),
     "not-logits": (Mean(), (torch.randn(2, 4),), "causal_lm", ()),
     "pow": (Pow(), (torch.randn(2, 4),), mean_loss, ()),

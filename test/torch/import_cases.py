@@ -201,10 +201,14 @@ class TopK(torch.nn.Module):
 
 
 class Where(torch.nn.Module):
-    """torch.where of two computed tensors."""
+    """torch.where of two computed tensors by a constant condition."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("keep", torch.tensor([True, False, True, False]))
 
     def forward(self, x):
-        return torch.where(x > 0, x, x * 2)
+        return torch.where(self.keep, x, x * 2)
 
 
 class Branch(torch.nn.Module):

@@ -18,7 +18,8 @@ up to a full step). Rank 0 checks that:
   - the lowered fused step reads the heads in place (train.attention's
     seq_major, train-fuse-attention-layout): no transpose is launched,
     where the step lowered without the fusion passes (fuse_epilogues off)
-    launches 8 a block, and both train bitwise the same;
+    launches 8 a block, and both train bitwise the same, also with
+    activation checkpointing (the recomputed forward folds too);
   - at 256 positions the fused plan's arena is smaller: no [seq, seq]
     scores or probabilities are kept for the backward.
 """
@@ -32,20 +33,22 @@ import zero
 B, S, D, H, V, LAYERS = 2, 16, 32, 4, 64, 2
 
 
-def build(stage, fused, seq=S, fuse=True):
+def build(stage, fused, seq=S, fuse=True, checkpoint=False):
     graph = zero.Graph("gpt_fused" if fused else "gpt")
     graph.config.zero.fuse_epilogues = fuse
     inputs = [graph.input(name, [B, seq], "i32")
               for name in ("tokens", "positions", "targets")]
     model = zero.nn.GPT2(graph, layers=LAYERS, vocab=V, seq=seq, dim=D,
-                         heads=H, fused_attention=fused)
+                         heads=H, fused_attention=fused, checkpoint=checkpoint)
+    if checkpoint:
+        graph.config.activation_checkpointing(True)
     graph.minimize(model.loss(*inputs))
     graph.config.optimizer(zero.SGD(lr=0.2)).enable_zero(stage > 0, stage)
     return graph.compile(zero.world_size())
 
 
-def train(stage, fused, fuse=True):
-    compiled = build(stage, fused, fuse=fuse)
+def train(stage, fused, fuse=True, checkpoint=False):
+    compiled = build(stage, fused, fuse=fuse, checkpoint=checkpoint)
     ir = compiled.ir()
     softmax = re.search(r"train\.softmax(?![_a-z])", ir) is not None
     if fused != ("train.attention" in ir) or fused == softmax:
@@ -56,7 +59,11 @@ def train(stage, fused, fuse=True):
         transposes = ir.count('"train.transpose"')
         seq_major = len(re.findall(r'"train\.attention(?:_grad)?" .*seq_major',
                                    ir))
-        want = (0, 2 * LAYERS) if fuse else (8 * LAYERS, 0)
+        # Recomputed for the backward, each block runs its forward twice:
+        # the recomputed attention and its transposes fold too.
+        forwards = 2 if checkpoint else 1
+        want = ((0, (1 + forwards) * LAYERS) if fuse else
+                ((4 + 4 * forwards) * LAYERS, 0))
         if (transposes, seq_major) != want:
             raise AssertionError(
                 f"fuse_epilogues={fuse}: {transposes} transposes and "
@@ -111,6 +118,15 @@ def main():
                                  "heads differs from the transposed step")
     ok(f"N={n}: attention on seq-major heads, no transposes, bitwise as the "
        "transposed step at stages 0-3")
+    # With activation checkpointing the recomputed forward folds as well.
+    folded = train(3, True, checkpoint=True)
+    transposed = train(3, True, fuse=False, checkpoint=True)
+    if folded[0] != transposed[0] or any(
+            value.tobytes() != folded[1][name].tobytes()
+            for name, value in transposed[1].items()):
+        raise AssertionError("checkpointed: attention on seq-major heads "
+                             "differs from the transposed step")
+    ok(f"N={n}: checkpointed, the recomputed attention folds too, bitwise")
     long_fused = build(3, True, seq=256).report["arena_bytes"]
     long_separate = build(3, False, seq=256).report["arena_bytes"]
     if not long_fused < long_separate:

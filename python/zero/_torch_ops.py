@@ -4,9 +4,9 @@ values, constant tensors, numbers) and returns the op's value."""
 
 import torch
 
-from zero import _torch_masks, _zero
+from zero import _torch_attention, _torch_masks, _zero
 from zero._torch_values import (UnsupportedModuleError, Live, Transposed,
-                                dtype_name, meta_shape, where)
+                                check_batch, dtype_name, meta_shape, where)
 
 aten = torch.ops.aten
 
@@ -260,6 +260,18 @@ def _embedding(self, node, args, kwargs):
                 meta_shape(node), table.dtype)
 
 
+def _runs(ids):
+    """[start, length] of each run of consecutive ids, in order: one slice
+    each."""
+    runs = []
+    for value in ids:
+        if runs and value == runs[-1][0] + runs[-1][1]:
+            runs[-1][1] += 1
+        else:
+            runs.append([value, 1])
+    return runs
+
+
 def _constant_lookup(self, node, table, ids, padding_idx):
     """The rows of `table` at constant `ids` (position ids, OPT's learned
     positions, BERT's token types), made of slices of the table so that
@@ -288,69 +300,11 @@ def _constant_lookup(self, node, table, ids, padding_idx):
     if ids.dim() >= 2 and ids.shape[0] > 1 and bool((ids == ids[:1]).all()):
         inner = _constant_lookup(self, node, table, ids[0], padding_idx)
         return self.broadcast(inner, shape, node)
-    runs = []  # [start, length] of consecutive ids, in order
-    for value in flat.tolist():
-        if runs and value == runs[-1][0] + runs[-1][1]:
-            runs[-1][1] += 1
-        else:
-            runs.append([value, 1])
     parts = [_zero.narrow(table.tensor, 0, start, length)
-             for start, length in runs]
+             for start, length in _runs(flat.tolist())]
     rows = parts[0] if len(parts) == 1 else _zero.concat(parts, 0)
     return self.reshape(Live(rows, [flat.numel(), features], table.dtype),
                         shape)
-
-
-# What eager attention applies between q @ k^T and the softmax: scales,
-# soft-caps (tanh), masks, casts and views.
-_SCORE_OPS = frozenset((
-    "view", "_unsafe_view", "reshape", "expand", "clone", "contiguous",
-    "_to_copy", "to", "type_as", "mul", "div", "add", "sub", "neg", "tanh",
-    "masked_fill", "where"))
-# What a weight passes through on its way into a matmul (a linear layer).
-_WEIGHT_OPS = frozenset(("t", "transpose", "permute", "view", "expand",
-                         "_unsafe_view", "reshape", "_to_copy"))
-
-
-def _op_name(node):
-    target = node.target
-    packet = getattr(target, "overloadpacket", None)
-    return getattr(packet, "__name__", None) if packet else None
-
-
-def _is_weight(self, value):
-    """Whether `value` is a parameter, seen through views and casts."""
-    while isinstance(value, torch.fx.Node):
-        entry = self.values.get(value)
-        if isinstance(entry, tuple) and entry and entry[0] == "parameter":
-            return True
-        if value.op != "call_function" or _op_name(value) not in _WEIGHT_OPS:
-            return False
-        value = value.args[0]
-    return False
-
-
-def _eager_attention_scores(self, node):
-    """The matmul of two activations (q @ k^T) the softmax `node` reads
-    through _SCORE_OPS, or None: eager attention, which from_torch's
-    attention="fused" would otherwise import as separate ops."""
-    frontier, seen = [node.args[0]], set()
-    while frontier and len(seen) < 32:
-        value = frontier.pop()
-        if not isinstance(value, torch.fx.Node) or value in seen:
-            continue
-        seen.add(value)
-        if value.op != "call_function":
-            continue
-        name = _op_name(value)
-        if name in ("matmul", "bmm", "einsum"):
-            operands = [a for a in value.args if isinstance(a, torch.fx.Node)]
-            if operands and not any(_is_weight(self, a) for a in operands):
-                return value
-        elif name in _SCORE_OPS:
-            frontier.extend(a for a in value.args
-                            if isinstance(a, torch.fx.Node))
-    return None
 
 
 def _softmax(self, node, args, kwargs):
@@ -359,7 +313,8 @@ def _softmax(self, node, args, kwargs):
     if node.target is aten._softmax.default and args[2]:
         raise UnsupportedModuleError(
             f"_softmax(half_to_float=True) {where(node)}")
-    if self.fused_attention and _eager_attention_scores(self, node):
+    if self.fused_attention and _torch_attention.eager_attention_scores(
+            self, node):
         # Imported as written, it would keep the [L, S] probabilities the
         # user asked attention="fused" to save, without a word.
         raise UnsupportedModuleError(
@@ -491,12 +446,7 @@ def _index(self, node, args, kwargs):
     if not flat or not all(-extent <= i < extent for i in flat):
         raise UnsupportedModuleError(
             f"indexing a dim of {extent} by ids {flat[:8]} {where(node)}")
-    runs = []  # [start, length] of consecutive ids, in order
-    for value in (i + extent if i < 0 else i for i in flat):
-        if runs and value == runs[-1][0] + runs[-1][1]:
-            runs[-1][1] += 1
-        else:
-            runs.append([value, 1])
+    runs = _runs(i + extent if i < 0 else i for i in flat)
     parts = [_narrow(x, dim, start, length) for start, length in runs]
     shape = list(x.shape)
     shape[dim] = len(flat)
@@ -554,126 +504,6 @@ def _to_copy(self, node, args, kwargs):
     return Live(_zero.cast(x.tensor, target), x.shape, target)
 
 
-def _sdpa(self, node, args, kwargs):
-    q, k, v = (self.live(a, node) for a in args[:3])
-    names = ["attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"]
-    options = dict(zip(names, args[3:]))
-    options.update(kwargs)
-    mask = options.get("attn_mask")
-    if isinstance(mask, _torch_masks.AdditiveMask):
-        # PyTorch's backends treat a float mask of the lowest float and of
-        # -inf differently on rows with every key masked; not imported.
-        raise UnsupportedModuleError(
-            f"attention given the attention mask as floats {where(node)}; "
-            "the importer takes it as a boolean mask into "
-            "scaled_dot_product_attention (masking_utils' sdpa_mask), or "
-            "added to the scores by eager attention")
-    # q [..., L, E], k [..., S, E], v [..., S, Ev] -> [..., L, Ev]: queries
-    # and keys may differ in number, values in width; the leading dims are
-    # one (grouped-query attention arrives with k and v repeated), or k's
-    # and v's broadcast to q's, as PyTorch broadcasts them (multi-query
-    # attention: Falcon's one key head for all query heads).
-    if len(q.shape) == len(k.shape) == len(v.shape) >= 2:
-        k, v = (_broadcast_leading(self, t, q.shape[:-2], node)
-                for t in (k, v))
-    if not (len(q.shape) == len(k.shape) == len(v.shape) >= 2
-            and q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
-            and k.shape[-1] == q.shape[-1] and v.shape[-2] == k.shape[-2]):
-        raise UnsupportedModuleError(
-            f"attention with q {q.shape}, k {k.shape}, v {v.shape} "
-            f"{where(node)}; the importer takes q [..., L, E], k [..., S, E] "
-            "and v [..., S, Ev] with the same leading dims")
-    causal = bool(options.get("is_causal", False))
-    scale = options.get("scale")
-    scale = 1.0 / float(q.shape[-1])**0.5 if scale is None else float(scale)
-    if self.fused_attention:
-        _check_fusable(node, q, k, v, mask, options)
-    if isinstance(mask, _torch_masks.KeyMask):
-        # A tokenizer's attention_mask: a query whose keys are all padding
-        # (left padding) attends to nothing and gets zeros, as in PyTorch.
-        scores = _zero.scale(
-            _zero.matmul(q.tensor, k.tensor, transpose_b=True), scale)
-        scores = Live(scores, q.shape[:-1] + k.shape[-2:-1], q.dtype)
-        masked = _torch_masks.attention_scores(scores, mask, causal, node)
-        probs = _attention_dropout(self, node, masked.shape,
-                                   _zero.softmax(masked.tensor, safe=True),
-                                   options)
-        return Live(_zero.matmul(probs, v.tensor),
-                    q.shape[:-1] + v.shape[-1:], q.dtype)
-    if mask is not None:
-        # A constant mask that allows every position (a bidirectional
-        # encoder given no attention_mask: BERT) is no mask at all. The
-        # causal test needs the mask's own [L, S]: one broadcast along
-        # either ([1, S], [L, 1]) is not triangular, whatever it holds.
-        full = tuple(mask.shape[-2:]) == (q.shape[-2], k.shape[-2])
-        is_causal = not isinstance(mask, Live) and full and \
-            _is_causal_mask(mask)
-        if not is_causal and (isinstance(mask, Live)
-                              or not _allows_all(mask)):
-            raise UnsupportedModuleError(
-                f"attention with a mask that is neither the constant causal "
-                f"mask nor one allowing every position {where(node)}")
-        causal = causal or is_causal
-    if self.fused_attention:
-        return Live(_zero.attention(q.tensor, k.tensor, v.tensor, scale,
-                                    causal), q.shape, q.dtype)
-    scores = _zero.matmul(q.tensor, k.tensor, transpose_b=True)
-    scores = _zero.scale(scores, scale)
-    if causal:
-        scores = _zero.causal_mask(scores, float("-inf"))
-    probs = _attention_dropout(self, node, q.shape[:-1] + k.shape[-2:-1],
-                               _zero.softmax(scores), options)
-    return Live(_zero.matmul(probs, v.tensor), q.shape[:-1] + v.shape[-1:],
-                q.dtype)
-
-
-def _broadcast_leading(self, x, leading, node):
-    """`x` with its leading dims broadcast to `leading`, where they
-    broadcast (extents 1 or equal); else `x`, for the caller to refuse."""
-    if x.shape[:-2] == list(leading) or not all(
-            e in (1, want) for e, want in zip(x.shape[:-2], leading)):
-        return x
-    return self.broadcast(x, list(leading) + x.shape[-2:], node)
-
-
-def _check_fusable(node, q, k, v, mask, options):
-    """from_torch(attention="fused") takes what train.attention computes:
-    causal or unmasked self-attention, q, k and v of one shape and type,
-    no dropout. Anything else is refused rather than imported otherwise."""
-    reason = None
-    if isinstance(mask, _torch_masks.KeyMask):
-        reason = "a padding mask (the tokenizer's attention_mask)"
-    elif float(options.get("dropout_p", 0.0)) != 0.0:
-        reason = f"dropout_p={options['dropout_p']}"
-    elif not (q.shape == k.shape == v.shape and q.dtype == k.dtype == v.dtype):
-        reason = (f"q {q.shape}, k {k.shape} and v {v.shape} of different "
-                  "shapes or types")
-    if reason:
-        raise UnsupportedModuleError(
-            f"attention=\"fused\" takes causal or unmasked self-attention "
-            f"with q, k and v of one shape and no dropout; this call has "
-            f"{reason} {where(node)}; import it with attention=\"separate\"")
-
-
-def _attention_dropout(self, node, shape, probs, options):
-    """PyTorch's math attention drops attention probabilities: softmax,
-    then dropout(dropout_p), then the product with v."""
-    rate = float(options.get("dropout_p", 0.0))
-    if rate == 0.0:
-        return probs
-    _check_batch(self, node, shape, "attention dropout")
-    return _zero.dropout(probs, rate)
-
-
-def _check_batch(self, node, shape, what):
-    # train.dropout draws its mask along the batch, the first dimension.
-    if not shape or shape[0] != self.batch_rows:
-        raise UnsupportedModuleError(
-            f"{what} of a tensor of shape {shape} whose first dimension is "
-            f"not the batch ({self.batch_rows} rows a rank) {where(node)}: "
-            "the mask is drawn along the batch")
-
-
 def _dropout(self, node, args, kwargs):
     """native_dropout (training mode): the result and, unused by the
     modules we take, the mask."""
@@ -681,7 +511,7 @@ def _dropout(self, node, args, kwargs):
     rate, train = float(args[1]), args[2]
     if not train or rate == 0.0:
         return [x, None]
-    _check_batch(self, node, x.shape, "dropout")
+    check_batch(self, node, x.shape, "dropout")
     return [Live(_zero.dropout(x.tensor, rate), x.shape, x.dtype), None]
 
 
@@ -708,22 +538,6 @@ def _cross_entropy(self, node, args, kwargs):
                                     ignore_index=ignore_index,
                                     label_smoothing=label_smoothing), [],
         "f32")
-
-
-def _allows_all(mask):
-    if mask.dtype == torch.bool:
-        return bool(mask.all())
-    return bool((mask == 0).all())
-
-
-def _is_causal_mask(mask):
-    rows, cols = mask.shape[-2], mask.shape[-1]
-    lower = torch.tril(torch.ones(rows, cols, dtype=torch.bool))
-    flat = mask.reshape(-1, rows, cols)
-    if mask.dtype == torch.bool:
-        return bool((flat == lower).all())
-    return bool((flat[:, lower] == 0).all()) and bool(
-        (flat[:, ~lower] < -1e30).all())
 
 
 HANDLERS = {
@@ -761,7 +575,7 @@ HANDLERS = {
     aten.split.Tensor: _split,
     aten.cat.default: _cat,
     aten._to_copy.default: _to_copy,
-    aten.scaled_dot_product_attention.default: _sdpa,
+    aten.scaled_dot_product_attention.default: _torch_attention.sdpa,
     aten.native_dropout.default: _dropout,
 }
 

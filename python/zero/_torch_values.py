@@ -92,6 +92,17 @@ def _user_frame(node):
     return files[-1] if files else None
 
 
+def check_batch(self, node, shape, what):
+    """Refuses a dropout of a tensor whose first dimension is not the
+    batch."""
+    # train.dropout draws its mask along the batch, the first dimension.
+    if not shape or shape[0] != self.batch_rows:
+        raise UnsupportedModuleError(
+            f"{what} of a tensor of shape {shape} whose first dimension is "
+            f"not the batch ({self.batch_rows} rows a rank) {where(node)}: "
+            "the mask is drawn along the batch")
+
+
 def meta_shape(node):
     value = node.meta.get("val")
     if not isinstance(value, torch.Tensor):

@@ -132,6 +132,54 @@ DistDataParallelPass::replacePlacement(ModuleOp module,
   return success();
 }
 
+/// On a tensor-parallel module (`dist.tp_axis`, placed on its tp ranks by
+/// dist-tensor-parallel) the data-parallel axes go in front of the
+/// tensor-parallel one, so that tp ranks are consecutive (within a node):
+/// every placement axis already named in the module moves back by the
+/// number of data axes. Returns the number of data axes.
+FailureOr<int64_t> prependDataAxes(ModuleOp module, ArrayRef<int64_t> data) {
+  MLIRContext *context = module.getContext();
+  auto tpAxis = module->getAttrOfType<IntegerAttr>(
+      dist::DistDialect::getTensorParallelAxisAttrName());
+  dist::PlacementAttr placement = dist::lookupPlacement(module);
+  if (!placement || tpAxis.getInt() != placement.getNumAxes() - 1)
+    return mlir::emitError(module.getLoc())
+           << "dist-data-parallel: '"
+           << dist::DistDialect::getTensorParallelAxisAttrName()
+           << "' names the last axis of the placement dist-tensor-parallel "
+              "made; got "
+           << tpAxis << " on " << placement;
+  int64_t shift = data.size();
+  SmallVector<int64_t> grid(data);
+  grid.append(placement.getGrid().begin(), placement.getGrid().end());
+  module->setAttr(
+      dist::DistDialect::getPlacementAttrName(),
+      dist::PlacementAttr::get(context, placement.getDevice(), grid));
+  module->setAttr(dist::DistDialect::getTensorParallelAxisAttrName(),
+                  IntegerAttr::get(tpAxis.getType(), tpAxis.getInt() + shift));
+  Builder builder(context);
+  auto shifted = [&](int64_t axis) {
+    return builder.getI64IntegerAttr(axis + shift);
+  };
+  module.walk([&](Operation *op) {
+    if (auto state = dyn_cast<train::ParamOp>(op)) {
+      if (state.isSplit())
+        state.setSplitAxisAttr(shifted(*state.getSplitAxis()));
+    } else if (auto collective = dyn_cast<dist::CollectiveOpInterface>(op)) {
+      op->setAttr("axis", shifted(collective.getPlacementAxis()));
+    } else if (auto reshard = dyn_cast<dist::ReshardOp>(op)) {
+      auto widen = [&](dist::SbpAttr sbp) {
+        SmallVector<dist::SbpDim> dims(shift, dist::SbpDim::broadcast());
+        dims.append(sbp.getDims().begin(), sbp.getDims().end());
+        return dist::SbpAttr::get(context, dims);
+      };
+      reshard.setFromAttr(widen(reshard.getFrom()));
+      reshard.setToAttr(widen(reshard.getTo()));
+    }
+  });
+  return shift;
+}
+
 LogicalResult DistDataParallelPass::setPlacement(ModuleOp module) {
   auto placement = module->getAttrOfType<dist::PlacementAttr>(
       dist::DistDialect::getPlacementAttrName());
@@ -167,8 +215,28 @@ void DistDataParallelPass::runOnOperation() {
         << dist::DistDialect::getZeroStageAttrName() << "' is set)";
     return signalPassFailure();
   }
-  if (failed(setPlacement(module)))
-    return signalPassFailure();
+  bool tensorParallel =
+      module->hasAttr(dist::DistDialect::getTensorParallelAxisAttrName());
+  int64_t axes = 0;
+  if (tensorParallel) {
+    if (ranks < 0 || llvm::any_of(mesh, [](int64_t e) { return e < 1; })) {
+      mlir::emitError(module.getLoc())
+          << "dist-data-parallel: ranks and every extent of mesh must be "
+             "positive";
+      return signalPassFailure();
+    }
+    SmallVector<int64_t> data(mesh.begin(), mesh.end());
+    if (data.empty())
+      data.push_back(ranks == 0 ? 1 : static_cast<int64_t>(ranks));
+    FailureOr<int64_t> shift = prependDataAxes(module, data);
+    if (failed(shift))
+      return signalPassFailure();
+    axes = *shift;
+  } else {
+    if (failed(setPlacement(module)))
+      return signalPassFailure();
+    axes = dist::lookupPlacement(module).getNumAxes();
+  }
   SmallVector<func::FuncOp> functions = getStepFunctions(module);
   if (functions.empty()) {
     mlir::emitError(module.getLoc())
@@ -178,9 +246,11 @@ void DistDataParallelPass::runOnOperation() {
   }
 
   MLIRContext *context = module.getContext();
-  int64_t axes = dist::lookupPlacement(module).getNumAxes();
-  // The batch in rank order: split over every axis, outermost first.
+  // The batch in rank order: split over every data axis, outermost first;
+  // whole on the tensor-parallel ranks, which share one slice of it.
   SmallVector<dist::SbpDim> split(axes, dist::SbpDim::split(0));
+  if (tensorParallel)
+    split.push_back(dist::SbpDim::broadcast());
   auto batchSplit = dist::SbpAttr::get(context, split);
   for (func::FuncOp function : functions) {
     for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)

@@ -326,7 +326,7 @@ FailureOr<Value> Differentiator::loadLossScale(OpBuilder &builder) {
         optimizer.getLoc(), name, train::Role::scaler,
         /*owner=*/nullptr, scalar, train::StorageLayoutKind::replicated,
         /*shard_axes=*/nullptr, /*local_type=*/nullptr, init,
-        /*optimizer=*/nullptr);
+        /*optimizer=*/nullptr, /*split_dim=*/nullptr, /*split_axis=*/nullptr);
     table.insert(state);
     return state;
   };

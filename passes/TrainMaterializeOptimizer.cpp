@@ -113,7 +113,8 @@ FailureOr<train::ParamOp> Materializer::declareState(train::ParamOp param,
       param.getLoc(), name, role,
       FlatSymbolRefAttr::get(param.getSymNameAttr()), type,
       train::StorageLayoutKind::replicated, /*shard_axes=*/nullptr,
-      /*local_type=*/nullptr, init, /*optimizer=*/nullptr);
+      /*local_type=*/nullptr, init, /*optimizer=*/nullptr,
+      param.getSplitDimAttr(), param.getSplitAxisAttr());
   symbols.insert(state, builder.getInsertionPoint());
   after = state;
   return state;
@@ -154,7 +155,7 @@ LogicalResult Materializer::emitUpdate(OpBuilder &builder, Location loc,
   }
 
   auto load = [&](train::ParamOp state) -> Value {
-    return builder.create<train::LoadOp>(loc, state.getLogicalTensorType(),
+    return builder.create<train::LoadOp>(loc, state.getLocalTensorType(),
                                          state.getSymName());
   };
   SmallVector<Value> operands{load(updated), grad};
@@ -192,7 +193,8 @@ LogicalResult Materializer::emitUpdate(OpBuilder &builder, Location loc,
   Value newParam = view.getNewParam();
   if (updated != param) {
     builder.create<train::StoreOp>(loc, newParam, updated.getSymName());
-    newParam = builder.create<train::CastOp>(loc, paramType, newParam);
+    newParam = builder.create<train::CastOp>(loc, param.getLocalTensorType(),
+                                             newParam);
   }
   builder.create<train::StoreOp>(loc, newParam, param.getSymName());
   return success();
@@ -316,7 +318,9 @@ LogicalResult Materializer::materialize(train::ApplyGradientOp apply,
   if (isSixteenBit(microType.getElementType()))
     gradType = microType.clone(Float32Type::get(module.getContext()));
   FailureOr<train::ParamOp> accumulator = declareState(
-      param, "grad", train::Role::grad_accum, gradType, /*zeroInit=*/true);
+      param, "grad", train::Role::grad_accum,
+      param.getLogicalTensorType().clone(gradType.getElementType()),
+      /*zeroInit=*/true);
   if (failed(accumulator))
     return failure();
   builder.setInsertionPoint(apply);
@@ -348,7 +352,7 @@ LogicalResult Materializer::materialize(train::ApplyGradientOp apply,
 LogicalResult Materializer::emitAccumulatorReset(OpBuilder &builder,
                                                  Location loc,
                                                  train::ParamOp accumulator) {
-  auto gradType = accumulator.getLogicalTensorType();
+  auto gradType = accumulator.getLocalTensorType();
   Value zeros = builder.create<arith::ConstantOp>(
       loc, DenseElementsAttr::get(
                gradType, builder.getFloatAttr(gradType.getElementType(), 0.0)));

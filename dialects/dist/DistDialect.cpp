@@ -113,13 +113,46 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
              << "' belongs on the module, not on '" << op->getName() << "'";
     return success();
   }
+  if (attr.getName() == getTensorParallelAxisAttrName()) {
+    auto axis = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!axis || axis.getInt() < 0)
+      return op->emitError()
+             << "'" << getTensorParallelAxisAttrName()
+             << "' must be a placement axis (an integer >= 0), got "
+             << attr.getValue();
+    if (!isa<ModuleOp>(op))
+      return op->emitError()
+             << "'" << getTensorParallelAxisAttrName()
+             << "' belongs on the module, not on '" << op->getName() << "'";
+    return success();
+  }
+  if (attr.getName() == getSbpAttrName()) {
+    // The tensor-parallel plan of a parameter, consumed by
+    // dist-tensor-parallel.
+    auto sbp = dyn_cast<SbpAttr>(attr.getValue());
+    if (op->getName().getStringRef() != "train.param")
+      return op->emitError()
+             << "'" << getSbpAttrName()
+             << "' on an operation is a train.param's tensor-parallel plan; "
+                "'"
+             << op->getName() << "' cannot have one";
+    if (!sbp || sbp.getDims().size() != 1 || sbp.getDims()[0].isPartial())
+      return op->emitError()
+             << "'" << getSbpAttrName()
+             << "' of a parameter is its tensor-parallel plan, one entry: "
+                "#dist.sbp<[S(d)]> or #dist.sbp<[B]>, got "
+             << attr.getValue();
+    return success();
+  }
   return op->emitError() << "unknown dist attribute '"
                          << attr.getName().getValue()
                          << "'; the dialect defines '" << getPlacementAttrName()
                          << "', '" << getZeroStageAttrName() << "', '"
                          << getMeshSchemeAttrName() << "', '"
-                         << getQuantizationAttrName() << "' and '"
-                         << getReduceTypeAttrName() << "'";
+                         << getQuantizationAttrName() << "', '"
+                         << getReduceTypeAttrName() << "', '"
+                         << getTensorParallelAxisAttrName() << "' and '"
+                         << getSbpAttrName() << "'";
 }
 
 LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,

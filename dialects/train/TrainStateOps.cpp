@@ -60,7 +60,60 @@ lookupOptimizer(Operation *user, SymbolTableCollection &symbolTable,
 RankedTensorType ParamOp::getLocalTensorType() {
   if (std::optional<Type> local = getLocalType())
     return cast<RankedTensorType>(*local);
-  return getLogicalTensorType();
+  return getSplitTensorType();
+}
+
+RankedTensorType ParamOp::getSplitTensorType() {
+  RankedTensorType logical = getLogicalTensorType();
+  if (!isSplit())
+    return logical;
+  dist::PlacementAttr placement = dist::lookupPlacement(*this);
+  int64_t dim = *getSplitDim();
+  int64_t axis = getSplitAxis().value_or(0);
+  if (!placement || !placement.hasAxis(axis) || dim >= logical.getRank() ||
+      logical.getDimSize(dim) % placement.getGroupSize(axis) != 0)
+    return nullptr;
+  SmallVector<int64_t> shape(logical.getShape());
+  shape[dim] /= placement.getGroupSize(axis);
+  return RankedTensorType::get(shape, logical.getElementType());
+}
+
+/// The tensor-parallel split of a parameter: on the placement's axis, of a
+/// dimension the tensor has, exactly.
+static LogicalResult verifySplit(ParamOp param) {
+  if (param.getSplitDim().has_value() != param.getSplitAxis().has_value())
+    return param.emitOpError()
+           << "names a split dimension without its axis or the reverse; "
+              "write 'split dim D over A'";
+  if (!param.isSplit())
+    return success();
+  RankedTensorType logical = param.getLogicalTensorType();
+  int64_t dim = *param.getSplitDim();
+  int64_t axis = *param.getSplitAxis();
+  if (dim >= logical.getRank())
+    return param.emitOpError()
+           << "is split along dimension " << dim << ", but " << logical
+           << " has " << logical.getRank() << " dimension(s)";
+  dist::PlacementAttr placement = dist::lookupPlacement(param);
+  if (!placement)
+    return param.emitOpError() << "is split over placement axis " << axis
+                               << " but no 'dist.placement' encloses it";
+  if (!placement.hasAxis(axis))
+    return param.emitOpError()
+           << "is split over placement axis " << axis << ", but " << placement
+           << " has only " << placement.getNumAxes() << " axis(es)";
+  int64_t ranks = placement.getGroupSize(axis);
+  if (logical.getDimSize(dim) % ranks != 0)
+    return param.emitOpError()
+           << "splits dimension " << dim << " of " << logical << " over the "
+           << ranks << " ranks of axis " << axis << ", which does not divide "
+           << logical.getDimSize(dim)
+           << "; tensor-parallel shards are exact (no padding)";
+  if (param.isSharded() && llvm::is_contained(param.getShardAxisList(), axis))
+    return param.emitOpError()
+           << "is split over axis " << axis
+           << " and sharded over it too; ZeRO shards over the other axes";
+  return success();
 }
 
 int64_t ParamOp::getLogicalBytes() { return bytesOf(getLogicalTensorType()); }
@@ -90,7 +143,11 @@ static bool roleHasOwner(Role role) {
 }
 
 LogicalResult ParamOp::verify() {
-  RankedTensorType logical = getLogicalTensorType();
+  if (failed(verifySplit(*this)))
+    return failure();
+  // What ZeRO shards is the tensor-parallel shard (the logical tensor when
+  // nothing splits it).
+  RankedTensorType logical = getSplitTensorType();
   Role role = getRole();
   if (roleHasOwner(role) && !getOwner())
     return emitOpError() << "is " << describeRole(role)
@@ -199,6 +256,16 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << ", but its parameter " << getOwnerAttr() << " is "
                          << owner->getLogicalTensorType()
                          << "; they must have the same shape";
+  if (owner->getSplitDim() != getSplitDim() ||
+      owner->getSplitAxis() != getSplitAxis()) {
+    auto diag = emitOpError() << "must be split as its parameter "
+                              << getOwnerAttr() << " is (its update is "
+                              << "elementwise): ";
+    if (owner->isSplit())
+      return diag << "'split dim " << *owner->getSplitDim() << " over "
+                  << *owner->getSplitAxis() << "'";
+    return diag << "not split";
+  }
   return success();
 }
 
@@ -408,10 +475,15 @@ ApplyGradientOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return emitOpError() << "applies a gradient to " << getParamAttr()
                          << ", which is " << describeRole(param->getRole())
                          << ", not a parameter";
-  RankedTensorType logical = param->getLogicalTensorType();
+  // A tensor-parallel parameter's gradient is this rank's split of it.
+  RankedTensorType logical = param->getSplitTensorType();
+  if (!logical)
+    return failure();
   if (getGrad().getType().getShape() != logical.getShape())
     return emitOpError() << "has a gradient of type " << getGrad().getType()
                          << ", but " << getParamAttr() << " is " << logical
+                         << (param->isSplit() ? " on each tensor-parallel rank"
+                                              : "")
                          << "; the gradient has the parameter's logical shape";
   return success();
 }

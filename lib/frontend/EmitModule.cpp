@@ -227,7 +227,8 @@ zero::frontend::detail::emitModule(const GraphState &graph,
         FlatSymbolRefAttr(), tensorType(param.shape, param.dtype, builder),
         train::StorageLayoutKind::replicated, /*shard_axes=*/nullptr,
         /*local_type=*/TypeAttr(), initAttr(param.init, &context),
-        group == optimizerOf.end() ? FlatSymbolRefAttr() : group->second);
+        group == optimizerOf.end() ? FlatSymbolRefAttr() : group->second,
+        /*split_dim=*/IntegerAttr(), /*split_axis=*/IntegerAttr());
   }
   emitOptimizer(spec, builder, loc);
   for (const auto &[name, groupSpec] : groupSpecs)

@@ -184,6 +184,60 @@ def TrainRebatch : Pass<"train-rebatch", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def DistTensorParallel : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
+  let summary = "Splits a training step's parameters and compute over a tensor-parallel axis";
+  let description = [{
+    The single-device step (forward and backward, with its
+    `train.apply_gradient`s or the updates `train-materialize-optimizer`
+    made) becomes the step every rank of a tensor-parallel group of `tp`
+    ranks runs, placed on `#dist.placement<cpu, [tp]>` with
+    `dist.tp_axis = 0`. Each parameter's plan is its `dist.sbp`: `[S(d)]`
+    splits dimension `d` over the group (a column-parallel linear's `[in,
+    out]` weight is `[S(1)]`, its bias `[S(0)]`; a row-parallel one's weight
+    `[S(0)]`), `[B]` or no plan keeps it whole on every rank. The plan
+    becomes the parameter's `split dim d over 0`, and its master copy, slots
+    and accumulator are split with it.
+
+    The SBP then propagates through the step in program order, op by op, by
+    each op's signatures (`zero/analysis/SbpRules.h`): among those whose
+    split dimensions divide by `tp`, the one the operands already have, else
+    the one whose operands are cheapest to change. A change is a
+    `dist.reshard` before the op (`dist-lower-reshard` makes it a
+    collective): partial to broadcast (an all-reduce: a row-parallel
+    linear's output, a column-parallel one's input gradient), split to
+    broadcast (an all-gather), broadcast to split (a local slice). Every
+    result's type becomes the rank's local tensor. The step's inputs are
+    whole on every rank; what it returns and what it stores are made to
+    match (a returned loss broadcast, a stored parameter in its plan's
+    split).
+
+    Not yet (each refused naming the op): sequence parallelism (partial to
+    split), a vocabulary-parallel embedding and loss, gradient clipping and
+    loss scaling, ops with regions. Run it before `dist-data-parallel`,
+    which then puts the data-parallel axes in front of the tensor-parallel
+    one.
+  }];
+  let options = [
+    Option<"tp", "tp", "int64_t", "1",
+           "Ranks of the tensor-parallel group (at least 1)">,
+  ];
+  let dependentDialects = ["::zero::dist::DistDialect"];
+}
+
+def DistLowerReshard : Pass<"dist-lower-reshard", "::mlir::ModuleOp"> {
+  let summary = "Lowers dist.reshard to the collective of the boxing table";
+  let description = [{
+    Each `dist.reshard` whose SBP differs along one placement axis becomes
+    the collective over that axis OneFlow's boxing table names: `P -> B`
+    `dist.all_reduce`, `P -> S(d)` `dist.reduce_scatter`, `S(d) -> B`
+    `dist.all_gather`, `B -> S(d)` `dist.slice` (local), `S(i) -> S(j)`
+    `dist.all_to_all`. A reshard that changes nothing folds; one that
+    changes several axes, or asks for a partial value from a whole one, is
+    refused.
+  }];
+  let dependentDialects = ["::zero::dist::DistDialect"];
+}
+
 def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
   let summary = "Makes a single-device training step an SPMD data-parallel step";
   let description = [{

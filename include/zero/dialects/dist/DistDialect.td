@@ -69,9 +69,17 @@ def Dist_Dialect : Dialect {
       return ::llvm::StringLiteral("dist.reduce_type");
     }
     /// Name of the argument attribute giving the SBP of a step input, e.g.
-    /// `[S(0)]` for a batch split over the data-parallel ranks.
+    /// `[S(0)]` for a batch split over the data-parallel ranks. On a
+    /// `train.param` before `dist-tensor-parallel` it is the parameter's
+    /// tensor-parallel plan: one entry, `S(d)` or `B`.
     static constexpr ::llvm::StringLiteral getSbpAttrName() {
       return ::llvm::StringLiteral("dist.sbp");
+    }
+    /// Name of the module attribute naming the placement axis that is
+    /// tensor parallel (`dist-tensor-parallel` sets it; the other axes are
+    /// data parallel).
+    static constexpr ::llvm::StringLiteral getTensorParallelAxisAttrName() {
+      return ::llvm::StringLiteral("dist.tp_axis");
     }
   private:
     void registerAttributes();

@@ -62,8 +62,16 @@ def Train_ParamOp : Train_Op<"param", [Symbol,
     train-autodiff applies its gradient with that optimizer; a parameter
     without `with` uses the step's default one.
 
+    Under tensor parallelism (`dist-tensor-parallel`) a parameter may be
+    `split dim d over a`: each rank of placement axis `a` (the
+    tensor-parallel axis) holds the `1/n` of dimension `d` at its place on
+    the axis, exactly (no padding); the ranks along the other axes hold
+    copies of that tensor-parallel shard, which ZeRO may shard further over
+    them. Its master copy, slots and accumulator are split as it is.
+
     ```mlir
     train.param @fc1.w param : tensor<784x128xf32> init normal(0.0, 0.02)
+    train.param @fc2.w param : tensor<128x10xf32> split dim 0 over 1
     train.param @fc1.b param : tensor<128xf32> init zeros with @adamw.no_decay
     train.param @fc1.w.m slot of @fc1.w : tensor<784x128xf32>
         sharded flat over 0 -> tensor<25088xf32> init zeros
@@ -79,18 +87,26 @@ def Train_ParamOp : Train_Op<"param", [Symbol,
     OptionalAttr<DenseI64ArrayAttr>:$shard_axes,
     OptionalAttr<TypeAttrOf<Train_StateTensor>>:$local_type,
     OptionalAttr<Train_InitAttr>:$init,
-    OptionalAttr<FlatSymbolRefAttr>:$optimizer
+    OptionalAttr<FlatSymbolRefAttr>:$optimizer,
+    OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$split_dim,
+    OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$split_axis
   );
   let assemblyFormat = [{
     $sym_name $role (`of` $owner^)? `:` $logical_type
+    (`split` `dim` $split_dim^ `over` $split_axis)?
     (`sharded` $layout^ `over` custom<ShardAxes>($shard_axes) `->` $local_type)?
     (`init` custom<InitBody>($init)^)? (`with` $optimizer^)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// The tensor each rank holds: the local type when sharded, the logical
-    /// type otherwise.
+    /// The tensor each rank holds: the local type when sharded, the
+    /// tensor-parallel shard when split, the logical type otherwise.
     ::mlir::RankedTensorType getLocalTensorType();
+    /// The logical tensor with its tensor-parallel split applied: what ZeRO
+    /// shards over the other axes. Null when the split does not fit the
+    /// enclosing placement (the verifier says why).
+    ::mlir::RankedTensorType getSplitTensorType();
+    bool isSplit() { return getSplitDim().has_value(); }
     ::mlir::RankedTensorType getLogicalTensorType() {
       return ::llvm::cast<::mlir::RankedTensorType>(getLogicalType());
     }

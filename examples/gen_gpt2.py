@@ -54,6 +54,13 @@ the whole backward below the lowest trainable parameter). A
 gain and bias gradients, unused. A name may be a shell-style pattern,
 e.g. `--frozen 'wpe,h0.*'`.
 
+`--tp-plan megatron` gives the parameters Megatron-LM's tensor-parallel
+plan as `dist.sbp` attributes, for `dist-tensor-parallel` (`zero-run
+--tp N`): the query, key, value and MLP input projections column-parallel
+(weights `[S(1)]`, biases `[S(0)]`), the attention and MLP output
+projections row-parallel (weights `[S(0)]`, biases whole); embeddings and
+layer norms whole.
+
 The ops are collected in one pass and printed once, so the generator is
 linear in the number of layers: `--layers 96` is instant.
 
@@ -83,7 +90,25 @@ DEFAULTS = {
     "ranks": 1,
     "device": "cpu",
     "forward_only": False,
+    "tp_plan": "none",
 }
+
+# Megatron-LM's plan by parameter-name suffix: column-parallel projections
+# split their outputs, row-parallel ones their inputs.
+MEGATRON_PLAN = {
+    "attn.q.w": "S(1)", "attn.k.w": "S(1)", "attn.v.w": "S(1)",
+    "attn.q.b": "S(0)", "attn.k.b": "S(0)", "attn.v.b": "S(0)",
+    "mlp.fc.w": "S(1)", "mlp.fc.b": "S(0)",
+    "attn.proj.w": "S(0)", "mlp.proj.w": "S(0)",
+}
+
+
+def tp_plan_attr(name, plan):
+    """The ` {dist.sbp = ...}` suffix of parameter `name` under `plan`."""
+    if plan != "megatron":
+        return ""
+    entry = MEGATRON_PLAN.get(name.split(".", 1)[-1])
+    return " {dist.sbp = #dist.sbp<[%s]>}" % entry if entry else ""
 
 NEG_INF = "0xFFF0000000000000"  # -inf as an f64 attribute.
 LN_EPS = "1.0e-05"
@@ -296,10 +321,11 @@ def resolve_frozen(spec, names, parser):
 def command_line(cfg):
     """The canonical command that regenerates this output (for the header)."""
     words = ["python3 examples/gen_gpt2.py", "--layers %d" % cfg.layers]
-    for key in ("vocab", "seq", "batch", "dim", "heads", "dtype", "frozen", "ranks", "device"):
+    for key in ("vocab", "seq", "batch", "dim", "heads", "dtype", "frozen", "ranks", "device",
+                "tp_plan"):
         value = getattr(cfg, key)
         if value != DEFAULTS[key]:
-            words.append("--%s %s" % (key, shlex.quote(str(value))))
+            words.append("--%s %s" % (key.replace("_", "-"), shlex.quote(str(value))))
     if cfg.forward_only:
         words.append("--forward-only")
     if cfg.recompute:
@@ -505,7 +531,8 @@ def generate(cfg, frozen):
     w("module attributes {dist.placement = #dist.placement<%s, [%d]>} {" % (cfg.device, cfg.ranks))
     for name, shape, init in specs:
         role = "frozen" if name in frozen else "param"
-        w("  train.param @%s %s : %s init %s" % (name, role, tensor(shape, elem), init))
+        w("  train.param @%s %s : %s init %s%s" % (name, role, tensor(shape, elem), init,
+                                                  tp_plan_attr(name, cfg.tp_plan)))
     w("")
     w("  train.optimizer @adamw adamw lr 3.0e-04 betas(0.9, 0.95) eps 1.0e-08 weight_decay 0.1")
     w("")
@@ -557,6 +584,9 @@ def main(argv=None):
                         help="with --forward-only, mark every op of each transformer "
                              "block except its output train.recompute, for "
                              "train-autodiff recompute=true to recompute in the backward")
+    parser.add_argument("--tp-plan", choices=["none", "megatron"], default=DEFAULTS["tp_plan"],
+                        help="tensor-parallel plan as dist.sbp on the parameters "
+                             "(default %(default)s)")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write to FILE instead of stdout")
     cfg = parser.parse_args(argv)

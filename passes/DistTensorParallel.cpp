@@ -207,8 +207,13 @@ LogicalResult Propagation::visit(Operation *op) {
 }
 
 LogicalResult Propagation::visitGeneric(Operation *op) {
+  // The rules read shapes (a reshape's): the operands' logical ones.
+  SmallVector<Type> operandTypes;
+  for (Value operand : op->getOperands())
+    operandTypes.push_back(logicalOf(operand) ? Type(logicalOf(operand))
+                                              : operand.getType());
   std::optional<SmallVector<dist::SbpSignature>> signatures =
-      dist::getSbpSignatures(op);
+      dist::getSbpSignatures(op, operandTypes);
   if (!signatures)
     return op->emitOpError() << "has no SBP signature, so " << kPass
                              << " cannot place it on the tensor-parallel ranks";

@@ -70,6 +70,11 @@ void StepLowering::declareState() {
         ArrayRef<int64_t>(param.getShardAxisList()) != ArrayRef<int64_t>{0})
       buffer->setAttr(zrt::ZrtDialect::getShardAxesAttrName(),
                       builder.getDenseI64ArrayAttr(param.getShardAxisList()));
+    if (param.isSplit())
+      buffer->setAttr(zrt::ZrtDialect::getSplitAttrName(),
+                      builder.getDenseI64ArrayAttr(
+                          {static_cast<int64_t>(*param.getSplitDim()),
+                           static_cast<int64_t>(*param.getSplitAxis())}));
     if (auto init = param.getInitAttr())
       buffer->setAttr(zrt::ZrtDialect::getInitAttrName(), init);
     // A master copy starts as its parameter's value, in f32.

@@ -95,6 +95,7 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     ZeroPipelineOptions options;
     options.stage = stage;
     options.ranks = ranks;
+    options.tp = tp;
     options.mesh = ArrayRef<int64_t>(mesh);
     options.meshScheme = meshScheme;
     options.reduceDtype = reduceDtype;
@@ -288,6 +289,10 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     if (forwardOnly)
       pipeline.addPass(
           createTrainAutodiff(TrainAutodiffOptions{optimizer, recompute}));
+    // Tensor parallelism first (torchtitan's order): the optimizer's state
+    // and the data-parallel averages then take the tensor-parallel shards.
+    if (tp > 1)
+      pipeline.addPass(createDistTensorParallel(DistTensorParallelOptions{tp}));
     pipeline.addPass(createTrainMaterializeOptimizer(
         TrainMaterializeOptimizerOptions{accumulateSteps}));
     DistDataParallelOptions dataParallel;
@@ -295,6 +300,8 @@ struct ZeroPipelinePass : zero::impl::ZeroPipelineBase<ZeroPipelinePass> {
     dataParallel.mesh = ArrayRef<int64_t>(mesh);
     dataParallel.reduceDtype = reduceDtype;
     pipeline.addPass(createDistDataParallel(dataParallel));
+    if (tp > 1)
+      pipeline.addPass(createDistLowerReshard());
     if (stage > 0)
       pipeline.addPass(createZeroShard(
           ZeroShardOptions{stage, layout, minShardElements, regatherInBackward,

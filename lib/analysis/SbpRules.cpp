@@ -145,9 +145,12 @@ FactorRule expandRule(train::ExpandOp op) {
 /// the other (`[b, s, h] -> [b, s, heads, d]` keeps `h` as `heads`, so a
 /// split of the features is a split of the heads). Every other dimension is
 /// whole.
-FactorRule reshapeRule(train::ReshapeOp op) {
+FactorRule reshapeRule(train::ReshapeOp op, ArrayRef<Type> operandTypes) {
   FactorRule rule(op);
-  ArrayRef<int64_t> in = op.getInput().getType().getShape();
+  ArrayRef<int64_t> in =
+      cast<RankedTensorType>(operandTypes.empty() ? op.getInput().getType()
+                                                  : operandTypes[0])
+          .getShape();
   ArrayRef<int64_t> out = op.getResult().getType().getShape();
   rule.operands[0] = FactorRule::identity(in.size());
   int64_t fresh = in.size();
@@ -310,7 +313,8 @@ FactorRule wholeRule(Operation *op, SmallVector<SmallVector<unsigned>> linear) {
   return rule;
 }
 
-std::optional<FactorRule> describe(Operation *op) {
+std::optional<FactorRule> describe(Operation *op,
+                                   ArrayRef<Type> operandTypes) {
   return llvm::TypeSwitch<Operation *, std::optional<FactorRule>>(op)
       .Case<train::NegOp, train::ScaleOp>(
           [](Operation *op) { return elementwiseLinear(op, 0); })
@@ -387,7 +391,9 @@ std::optional<FactorRule> describe(Operation *op) {
         return reductionRule(op, op.getDims(), ReduceKind::mean);
       })
       .Case<train::ExpandOp>(expandRule)
-      .Case<train::ReshapeOp>(reshapeRule)
+      .Case<train::ReshapeOp>([&](train::ReshapeOp op) {
+        return reshapeRule(op, operandTypes);
+      })
       .Case<train::TransposeOp>(transposeRule)
       .Case<train::SliceOp>(
           [](train::SliceOp op) { return alongDimRule(op, op.getDim()); })
@@ -479,8 +485,8 @@ SmallVector<SbpSignature> signaturesOf(Operation *op, const FactorRule &rule) {
 } // namespace
 
 std::optional<SmallVector<SbpSignature>>
-zero::dist::getSbpSignatures(Operation *op) {
-  std::optional<FactorRule> rule = describe(op);
+zero::dist::getSbpSignatures(Operation *op, ArrayRef<Type> operandTypes) {
+  std::optional<FactorRule> rule = describe(op, operandTypes);
   if (!rule)
     return std::nullopt;
   return signaturesOf(op, *rule);

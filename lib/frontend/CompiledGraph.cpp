@@ -171,7 +171,11 @@ zero::frontend::pipelineOptionsOf(const GraphConfig &config, int ranks) {
   const ZeroOptions &z = config.zero();
   zero::ZeroPipelineOptions options;
   options.stage = config.zeroStage();
-  options.ranks = ranks;
+  // `ranks` counts every rank; the pipeline's are the data-parallel ones.
+  options.tp = z.tensorParallel;
+  options.ranks = ranks > 0 && z.tensorParallel > 1
+                      ? ranks / static_cast<int>(z.tensorParallel)
+                      : ranks;
   // The caller keeps the extents alive as long as the options.
   options.mesh = config.meshShape();
   options.accumulateSteps = config.accumulationSteps();

@@ -47,8 +47,10 @@ std::vector<InputSlot> getInputSlots(Executor &executor) {
     }
     slot.globalRows = slot.localRows;
     if (decl.batchSplit) {
-      slot.globalRows = slot.localRows * comm.size();
-      slot.firstRow = slot.localRows * comm.rank();
+      // Tensor-parallel ranks (the axes not in batchAxes) share a slice.
+      slot.globalRows = slot.localRows * executor.extentAlong(decl.batchAxes);
+      slot.firstRow =
+          slot.localRows * executor.indexAlong(decl.batchAxes, comm.rank());
     }
     slots.push_back(slot);
   }

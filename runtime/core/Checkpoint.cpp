@@ -516,12 +516,29 @@ void returnSnapshotMemory(AsyncCheckpointSave::Snapshot data, uint64_t bytes) {
 }
 } // namespace
 
+/// Checkpoints record each buffer as contiguous ranges of its logical
+/// tensor; a tensor-parallel slice of a dimension other than the first is
+/// not one, so those programs are refused (every rank alike) rather than
+/// saved or loaded wrong.
+static absl::Status refuseTensorParallel(const Executor &executor,
+                                  absl::string_view what) {
+  for (const BufferDecl &decl : executor.buffers())
+    if (decl.splitDim >= 0)
+      return absl::UnimplementedError(absl::StrCat(
+          what, ": '", decl.name,
+          "' is split over a tensor-parallel axis, and checkpoints of "
+          "tensor-parallel programs are not supported yet; train with "
+          "tp=1 to checkpoint"));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<AsyncCheckpointSave>>
 zero::rt::AsyncCheckpointSave::begin(Executor &executor,
                                      const std::string &root, int64_t step,
                                      const CheckpointContext &context, int keep,
                                      bool background,
                                      uint64_t writeBytesPerSecond) {
+  ZERO_RETURN_IF_ERROR(refuseTensorParallel(executor, "saving a checkpoint"));
   auto clock = std::chrono::steady_clock::now();
   Communicator &comm = executor.communicator();
   // Only the collectives of start() itself: the steps trained before
@@ -693,6 +710,7 @@ zero::rt::saveCheckpoint(Executor &executor, const std::string &root,
 absl::StatusOr<CheckpointManifest>
 zero::rt::loadCheckpoint(Executor &executor, const std::string &path,
                          const LoadOptions &options) {
+  ZERO_RETURN_IF_ERROR(refuseTensorParallel(executor, "loading a checkpoint"));
   Communicator &comm = executor.communicator();
   TrafficGuard guard(comm);
   // Every rank reads and checks the same small files, so every rank fails

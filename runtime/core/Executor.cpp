@@ -155,6 +155,23 @@ int Executor::shardCount(const BufferDecl &decl) const {
   return static_cast<int>(count);
 }
 
+int64_t Executor::indexAlong(const std::vector<int> &axes, int rank) const {
+  if (placementGrid.size() < 2)
+    return axes.empty() ? 0 : rank;
+  std::vector<int64_t> coordinates = coordinatesOf(placementGrid, rank);
+  int64_t index = 0;
+  for (int axis : axes)
+    index = index * placementGrid[axis] + coordinates[axis];
+  return index;
+}
+
+int64_t Executor::extentAlong(const std::vector<int> &axes) const {
+  int64_t extent = 1;
+  for (int axis : axes)
+    extent *= placementGrid[axis];
+  return extent;
+}
+
 bool Executor::holdsFirstCopy(const BufferDecl &decl, int rank) const {
   std::vector<int64_t> coordinates = coordinatesOf(placementGrid, rank);
   for (size_t axis = 0; axis < coordinates.size(); ++axis)
@@ -235,6 +252,16 @@ Executor::create(zrt::ProgramOp program, Communicator &comm,
       steps.push_back(stepOp);
     }
   }
+  // The batch's axes, from the inputs that split it; every axis when none
+  // does (all ranks then read the same rows).
+  for (const BufferDecl &decl : executor->decls)
+    if (decl.role == BufferRole::input && decl.batchSplit) {
+      executor->stepBatchAxes = decl.batchAxes;
+      break;
+    }
+  if (executor->stepBatchAxes.empty())
+    for (size_t axis = 0; axis < executor->placementGrid.size(); ++axis)
+      executor->stepBatchAxes.push_back(static_cast<int>(axis));
   executor->microSteps = program.getMicroSteps();
   executor->info = getProgramInfo(program);
   // The compute stream, the one kernels run on, is stream 0.
@@ -307,6 +334,7 @@ absl::Status Executor::stateUsable() const {
 absl::Status Executor::runMicroStep(int64_t step, int64_t microStep) {
   ZERO_RETURN_IF_ERROR(stateUsable());
   KernelContext context{step, comm.rank(), comm.size()};
+  context.batchRank = static_cast<int>(indexAlong(stepBatchAxes, comm.rank()));
   context.learningRateFactor = lrFactor;
   context.seed = randomSeed;
   context.microStep = microStep;
@@ -318,6 +346,7 @@ absl::Status Executor::runApply(int64_t step) {
   if (bodies.size() < 2)
     return absl::OkStatus();
   KernelContext context{step, comm.rank(), comm.size()};
+  context.batchRank = static_cast<int>(indexAlong(stepBatchAxes, comm.rank()));
   context.learningRateFactor = lrFactor;
   context.seed = randomSeed;
   return executionBackend->runBody(1, context);

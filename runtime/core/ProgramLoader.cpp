@@ -121,11 +121,34 @@ absl::Status Executor::Loader::declareBuffer(zrt::BufferOp buffer) {
   if (auto name = buffer->getAttrOfType<mlir::StringAttr>(
           zrt::ZrtDialect::getInitNameAttrName()))
     decl.initName = name.str();
-  if (auto sbp = buffer->getAttr(zrt::ZrtDialect::getSbpAttrName())) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    sbp.print(os);
-    decl.batchSplit = text.find("S(0)") != std::string::npos;
+  if (auto split = buffer->getAttrOfType<mlir::DenseI64ArrayAttr>(
+          zrt::ZrtDialect::getSplitAttrName())) {
+    llvm::ArrayRef<int64_t> entry = split.asArrayRef();
+    int64_t axes = static_cast<int64_t>(executor.placementGrid.size());
+    if (entry.size() != 2 || entry[0] < 0 ||
+        entry[0] >= static_cast<int64_t>(decl.logicalShape.size()) ||
+        entry[1] < 0 || entry[1] >= axes ||
+        decl.logicalShape[entry[0]] % executor.placementGrid[entry[1]] != 0)
+      return error(buffer, absl::StrCat("has a tensor-parallel split [",
+                                        absl::StrJoin(entry, ", "),
+                                        "] that does not fit its logical "
+                                        "shape on the placement"));
+    if (decl.layout != "replicated")
+      return error(buffer,
+                   "is split over a tensor-parallel axis and sharded by "
+                   "ZeRO; the runtime holds tensor-parallel shards whole "
+                   "(ZeRO stage 0) so far");
+    decl.splitDim = static_cast<int>(entry[0]);
+    decl.splitAxis = static_cast<int>(entry[1]);
+  }
+  if (auto sbp = buffer->getAttrOfType<dist::SbpAttr>(
+          zrt::ZrtDialect::getSbpAttrName())) {
+    // The batch is split along dimension 0 over the axes whose entry is
+    // S(0); the others (a tensor-parallel axis) hold the same rows.
+    for (auto [axis, entry] : llvm::enumerate(sbp.getDims()))
+      if (entry.isSplit() && entry.dim == 0)
+        decl.batchAxes.push_back(static_cast<int>(axis));
+    decl.batchSplit = !decl.batchAxes.empty();
   }
   if (auto bound = buffer->getAttrOfType<mlir::IntegerAttr>(
           zrt::ZrtDialect::getIndexBoundAttrName()))

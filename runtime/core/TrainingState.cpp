@@ -35,6 +35,38 @@ static int64_t getShardBegin(const Executor &executor, const BufferDecl &decl,
          decl.spec.numElements();
 }
 
+/// A contiguous run of the flattened logical tensor a rank's buffer holds:
+/// logical elements [begin, begin + count) at element `offset` of the
+/// buffer.
+struct HeldRun {
+  int64_t begin, count, offset;
+};
+
+/// The runs of the logical tensor rank `rank` holds in buffer `decl`: one
+/// for a replicated, flat or dim-0 buffer; for a tensor-parallel split of
+/// dimension d, one per index of the dimensions before d (the slice at the
+/// rank's coordinate along the split axis, rows of the dimensions after d
+/// whole).
+static std::vector<HeldRun> heldRuns(const Executor &executor,
+                                     const BufferDecl &decl, int rank) {
+  if (decl.splitDim < 0)
+    return {{getShardBegin(executor, decl, rank), decl.spec.numElements(), 0}};
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < decl.splitDim; ++d)
+    outer *= decl.logicalShape[d];
+  for (size_t d = decl.splitDim + 1; d < decl.logicalShape.size(); ++d)
+    inner *= decl.logicalShape[d];
+  int64_t full = decl.logicalShape[decl.splitDim];
+  int64_t local = full / executor.extentAlong({decl.splitAxis});
+  int64_t coordinate = executor.indexAlong({decl.splitAxis}, rank);
+  std::vector<HeldRun> runs;
+  runs.reserve(outer);
+  for (int64_t o = 0; o < outer; ++o)
+    runs.push_back({(o * full + coordinate * local) * inner, local * inner,
+                    o * local * inner});
+  return runs;
+}
+
 static std::string shapeString(const std::vector<int64_t> &shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
@@ -100,9 +132,11 @@ static absl::Status writeLogical(Executor &executor, size_t index,
   const BufferDecl &decl = executor.buffers()[index];
   ZERO_RETURN_IF_ERROR(checkLogical(decl, source, what));
   void *host = stage(staging, decl);
-  copyShard(source,
-            getShardBegin(executor, decl, executor.communicator().rank()),
-            decl.spec.numElements(), decl.spec.dtype, host);
+  int64_t elementBytes = dtypeBytes(decl.spec.dtype);
+  for (const HeldRun &run :
+       heldRuns(executor, decl, executor.communicator().rank()))
+    copyShard(source, run.begin, run.count, decl.spec.dtype,
+              static_cast<uint8_t *>(host) + run.offset * elementBytes);
   return executor.writeBuffer(index, host);
 }
 
@@ -279,8 +313,6 @@ zero::rt::initializeState(Executor &executor, uint64_t seed,
     if (!isState(decl.role))
       continue;
     int64_t logical = product(decl.logicalShape);
-    int64_t begin = getShardBegin(executor, decl, rank);
-    int64_t count = decl.spec.numElements();
 
     // A tensor in the file wins; a master copy without one starts as its
     // parameter's tensor.
@@ -313,8 +345,13 @@ zero::rt::initializeState(Executor &executor, uint64_t seed,
     if (absl::Status status = validateInitSpec(*init); !status.ok())
       return absl::InvalidArgumentError(
           absl::StrCat("initializer of ", decl.name, ": ", status.message()));
-    fillInitialized(*init, seed, decl.initName, logical, begin, count,
-                    decl.spec.dtype, out);
+    // Each run drawn as the same elements of the logical tensor are at any
+    // rank count, stage and tensor-parallel degree.
+    int64_t elementBytes = dtypeBytes(decl.spec.dtype);
+    for (const HeldRun &run : heldRuns(executor, decl, rank))
+      fillInitialized(*init, seed, decl.initName, logical, run.begin,
+                      run.count, decl.spec.dtype,
+                      static_cast<uint8_t *>(out) + run.offset * elementBytes);
     ZERO_RETURN_IF_ERROR(store());
   }
   return absl::OkStatus();
@@ -335,7 +372,31 @@ absl::StatusOr<TensorMap> zero::rt::gatherState(Executor &executor) {
     int64_t logicalBytes = product(decl.logicalShape) * elementBytes;
     std::vector<uint8_t> local(decl.bytes);
     ZERO_RETURN_IF_ERROR(executor.readBuffer(index, local.data()));
-    if (decl.layout == "replicated") {
+    if (decl.splitDim >= 0) {
+      // Every tensor-parallel rank's slice, placed run by run.
+      Communicator &group = executor.axisCommunicator(decl.splitAxis);
+      int64_t count = decl.spec.numElements();
+      std::vector<uint8_t> byRank(decl.bytes * group.size());
+      ZERO_RETURN_IF_ERROR(group.allGather(local.data(), byRank.data(), count,
+                                           decl.spec.dtype));
+      tensor.data.assign(logicalBytes, 0);
+      // The group's ranks in axis order: rank r of the group is the one at
+      // coordinate r along the split axis, as this rank's runs are.
+      int self = executor.communicator().rank();
+      int64_t myCoordinate = executor.indexAlong({decl.splitAxis}, self);
+      int64_t stride = 1;
+      for (size_t axis = decl.splitAxis + 1; axis < executor.grid().size();
+           ++axis)
+        stride *= executor.grid()[axis];
+      for (int member = 0; member < group.size(); ++member) {
+        int peer = static_cast<int>(self + (member - myCoordinate) * stride);
+        for (const HeldRun &run : heldRuns(executor, decl, peer))
+          std::memcpy(tensor.data.data() + run.begin * elementBytes,
+                      byRank.data() + member * decl.bytes +
+                          run.offset * elementBytes,
+                      run.count * elementBytes);
+      }
+    } else if (decl.layout == "replicated") {
       local.resize(logicalBytes);
       tensor.data = std::move(local);
     } else {

@@ -40,7 +40,7 @@ absl::StatusOr<KernelFn> bindDropout(const BindRequest &request) {
     DropoutKey key{ctx.seed, streamId, ctx.step, ctx.microStep};
     // The batch is split over the ranks in order: this rank's elements
     // follow those of the ranks before it.
-    uint64_t offset = static_cast<uint64_t>(ctx.rank) * count;
+    uint64_t offset = static_cast<uint64_t>(ctx.batchRank) * count;
     constexpr int64_t kBlock = 256;
     float block[kBlock];
     for (int64_t start = 0; start < count; start += kBlock) {

@@ -153,7 +153,7 @@ absl::StatusOr<KernelFn> bindDropout(const BindRequest &request,
   std::string name(request.name);
   return KernelFn([=](Ins ins, Outs outs, const KernelContext &ctx) {
     DropoutKey key{ctx.seed, id, ctx.step, ctx.microStep};
-    uint64_t offset = static_cast<uint64_t>(ctx.rank) * count;
+    uint64_t offset = static_cast<uint64_t>(ctx.batchRank) * count;
     return launched(name, dev::launchDropout(ins[0], outs[0], type, count, key,
                                              ctx.deviceStep, offset, threshold,
                                              scale, stream));

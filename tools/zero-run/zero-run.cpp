@@ -84,6 +84,12 @@ static cl::opt<std::string> meshFlag(
              "is 2 nodes of 4 ranks (ranks numbered node by node); stages "
              "1-3 shard as --mesh-scheme says"),
     cl::value_desc("RxS"), cl::cat(runCategory));
+static cl::opt<int> tpFlag(
+    "tp",
+    cl::desc("Tensor-parallel ranks: the parameters' dist.sbp plans split "
+             "them over a last axis of this many consecutive ranks, after "
+             "the data-parallel ones (-n counts both; stage 0 so far)"),
+    cl::init(1));
 static cl::opt<MeshScheme> meshSchemeFlag(
     "mesh-scheme", cl::desc("With --mesh and --stage 1-3: how to shard"),
     cl::values(clEnumValN(MeshScheme::hybrid, "hybrid",
@@ -296,6 +302,7 @@ static CompileFlags compileFlags() {
   flags.programPath = programPath;
   flags.stage = stageFlag;
   flags.mesh = meshFlag;
+  flags.zero.tensorParallel = tpFlag;
   flags.zero.meshScheme = meshSchemeFlag;
   flags.zero.reduceDtype = reduceDtypeFlag;
   flags.zero.hpz = hpzFlag;
@@ -425,11 +432,23 @@ int main(int argc, char **argv) {
     if (extents.size() != 2)
       failEarly(absl::StrCat("--mesh '", meshFlag.getValue(),
                              "': a mesh has two axes, nodes x ranks per node"));
+    product *= std::max(tpFlag.getValue(), 1);
     if (ranksFlag.getNumOccurrences() && ranksFlag != product)
       failEarly(absl::StrCat("-n ", ranksFlag.getValue(), " but --mesh ",
-                             meshFlag.getValue(), " has ", product, " ranks"));
+                             meshFlag.getValue(),
+                             tpFlag > 1 ? absl::StrCat(" --tp ", tpFlag.getValue())
+                                        : std::string(),
+                             " has ", product, " ranks"));
     if (!ranksFlag.getNumOccurrences() && !isUnderMpirun())
       ranksFlag = static_cast<int>(product);
+  } else if (tpFlag > 1 && !ranksFlag.getNumOccurrences() &&
+             !isUnderMpirun()) {
+    ranksFlag = tpFlag.getValue();
+  } else if (tpFlag > 1 && ranksFlag % tpFlag != 0) {
+    failEarly(absl::StrCat("-n ", ranksFlag.getValue(),
+                           " does not divide into tensor-parallel groups of "
+                           "--tp ",
+                           tpFlag.getValue()));
   }
   // The ZeRO options' rules are the pipeline's (PipelineOptions.h), worded
   // for flags; the machine is checked when compiling.

@@ -42,9 +42,11 @@ struct SbpSignature {
 /// The signatures of `op` along one placement axis: the all-broadcast one
 /// first (every op can run replicated), then one per splittable factor, then
 /// the partial ones. std::nullopt for an op with no rule (the caller refuses
-/// it by name).
+/// it by name). `operandTypes`, when given, are the operands' logical types
+/// (a propagation that has already made them local passes what they were).
 std::optional<llvm::SmallVector<SbpSignature>>
-getSbpSignatures(mlir::Operation *op);
+getSbpSignatures(mlir::Operation *op,
+                 llvm::ArrayRef<mlir::Type> operandTypes = {});
 
 } // namespace zero::dist
 

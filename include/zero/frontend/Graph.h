@@ -209,6 +209,10 @@ struct LossScaling {
 /// The ZeRO options, as `zero-pipeline` takes them.
 struct ZeroOptions {
   enum class Layout { flat, dim0 };
+  /// Tensor-parallel ranks (zero-pipeline's tp): the parameters' dist.sbp
+  /// plans split them over a last placement axis of this many ranks, the
+  /// data-parallel axes in front. Compile ranks count both.
+  int64_t tensorParallel = 1;
   /// Flat shards padded to a multiple of the ranks (DeepSpeed), or dimension
   /// 0 split with padding (FSDP2).
   Layout layout = Layout::flat;

@@ -53,6 +53,11 @@ struct KernelContext {
   int64_t step = 1; // 1-based optimizer step
   int rank = 0;
   int groupSize = 1;
+  /// The rank's slice of the global batch: its index along the placement
+  /// axes the batch is split over (the rank itself without tensor
+  /// parallelism; tensor-parallel ranks share one). Dropout keys its mask
+  /// by the element's index in the global batch from it.
+  int batchRank = 0;
   /// The same step as an i64 in device memory, followed by the micro-step,
   /// or null. CUDA kernels that depend on them (train.step_index, the
   /// learning-rate schedule, train.dropout) read them there when it is set,

@@ -59,12 +59,20 @@ struct BufferDecl {
   /// radix; the ranks of the other axes hold copies (hybrid sharding on a
   /// mesh). {1, 0} on an R x S mesh is full 2-D sharding.
   std::vector<int> shardAxes = {0};
+  /// Tensor parallelism: the logical dimension split exactly over the ranks
+  /// of placement axis `splitAxis` (-1 for both: not split). Each rank
+  /// holds the slice at its coordinate along that axis.
+  int splitDim = -1;
+  int splitAxis = -1;
   std::optional<InitSpec> init;
   std::string initName;
-  /// Inputs: split along dimension 0 over the ranks (each rank holds its
-  /// slice of the global batch), and the number of classes or rows an
-  /// integer input indexes (0 when unknown).
+  /// Inputs: split along dimension 0 over the ranks of `batchAxes` (each
+  /// rank holds the slice of the global batch at its index along them; the
+  /// ranks of the other axes, tensor-parallel ones, hold the same slice),
+  /// and the number of classes or rows an integer input indexes (0 when
+  /// unknown).
   bool batchSplit = false;
+  std::vector<int> batchAxes;
   int64_t indexBound = 0;
   /// "embedding" or "labels" for integer inputs whose use the compiler saw.
   std::string indexOf;
@@ -246,6 +254,15 @@ public:
   /// shard: every coordinate but the shard axes' is 0. One copy of each
   /// shard is what a checkpoint writes.
   bool holdsFirstCopy(const BufferDecl &decl, int rank) const;
+  /// Rank `rank`'s index along `axes` in mixed radix, the first axis major
+  /// (its coordinate along a single axis; 0 for none).
+  int64_t indexAlong(const std::vector<int> &axes, int rank) const;
+  /// The product of the extents of `axes` (1 for none).
+  int64_t extentAlong(const std::vector<int> &axes) const;
+  /// The axes the step's batch is split over: every axis but a
+  /// tensor-parallel one. A rank's slice of the global batch is its index
+  /// along them (KernelContext::batchRank).
+  const std::vector<int> &batchAxes() const { return stepBatchAxes; }
   ExecutionBackend &backend() { return *executionBackend; }
   /// The loaded step bodies (the plain step, or micro-step and apply).
   const std::vector<StepBody> &stepBodies() const { return bodies; }
@@ -263,6 +280,7 @@ private:
   std::unique_ptr<ExecutionBackend> executionBackend;
   double lrFactor = 1.0;
   uint64_t randomSeed = 0;
+  std::vector<int> stepBatchAxes;
   absl::Status stateLost = absl::OkStatus();
   std::vector<int64_t> placementGrid;
   std::vector<BufferDecl> decls;

@@ -165,6 +165,7 @@ TEST(ElementwiseCuda, Dropout) {
         KernelContext ctx;
         ctx.step = 12;
         ctx.rank = rank;
+        ctx.batchRank = rank;
         ctx.seed = 5;
         ctx.microStep = 1;
         EXPECT_TRUE(matchesCpu({"train.dropout",

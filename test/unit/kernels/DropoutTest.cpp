@@ -20,6 +20,8 @@ KernelContext contextAt(int64_t step, int rank = 0, uint64_t seed = 1,
   KernelContext ctx;
   ctx.step = step;
   ctx.rank = rank;
+  // Dropout keys its mask by the rank's slice of the global batch.
+  ctx.batchRank = rank;
   ctx.seed = seed;
   ctx.microStep = microStep;
   return ctx;

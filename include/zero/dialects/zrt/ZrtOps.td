@@ -83,6 +83,12 @@ def Zrt_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getLogicalTypeAttrName() {
       return ::llvm::StringLiteral("zrt.logical_type");
     }
+    /// On a state buffer of a tensor-parallel program: `[dim, axis]`, the
+    /// logical dimension split exactly over the ranks of placement axis
+    /// `axis` (train.param's `split dim D over A`).
+    static constexpr ::llvm::StringLiteral getSplitAttrName() {
+      return ::llvm::StringLiteral("zrt.split");
+    }
     /// On a state buffer: how the logical tensor is laid out in the shards
     /// (train::StorageLayoutKind's name).
     static constexpr ::llvm::StringLiteral getLayoutAttrName() {

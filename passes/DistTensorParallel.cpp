@@ -99,6 +99,7 @@ public:
 private:
   LogicalResult visit(Operation *op);
   LogicalResult visitGeneric(Operation *op);
+  void sinkSlices(func::FuncOp function);
 
   SbpDim sbpOf(Value value) const {
     auto it = sbp.find(value);
@@ -161,7 +162,79 @@ LogicalResult Propagation::run(func::FuncOp function) {
   for (Operation &op : llvm::make_early_inc_range(function.front()))
     if (failed(visit(&op)))
       return failure();
+  sinkSlices(function);
   return success();
+}
+
+/// A whole value that is only ever sliced (a column-parallel weight's
+/// gradient computed from a whole output gradient, then cut to the
+/// parameter's split) is computed split instead where its op can take its
+/// operands as they are or sliced: the slices move to the operands, and
+/// each rank does 1/tp of the op. Program order cannot see that a value
+/// will be sliced; this backward walk can, and it repeats up the chain of
+/// producers (the last slices first, each new one pushed to be sunk too).
+void Propagation::sinkSlices(func::FuncOp function) {
+  SmallVector<dist::ReshardOp> worklist;
+  function.walk([&](dist::ReshardOp reshard) { worklist.push_back(reshard); });
+  while (!worklist.empty()) {
+    dist::ReshardOp reshard = worklist.pop_back_val();
+    SbpDim to = reshard.getTo().getDims()[0];
+    if (!reshard.getFrom().getDims()[0].isBroadcast() || !to.isSplit())
+      continue;
+    Value whole = reshard.getInput();
+    Operation *producer = whole.getDefiningOp();
+    if (!producer || producer->getNumResults() != 1 ||
+        isa<train::LoadOp, dist::ReshardOp>(producer) ||
+        llvm::any_of(whole.getUsers(), [&](Operation *user) {
+          auto other = dyn_cast<dist::ReshardOp>(user);
+          return !other || other.getTo() != reshard.getTo();
+        }))
+      continue;
+    SmallVector<Type> operandTypes;
+    for (Value operand : producer->getOperands())
+      operandTypes.push_back(logicalOf(operand) ? Type(logicalOf(operand))
+                                                : operand.getType());
+    std::optional<SmallVector<dist::SbpSignature>> signatures =
+        dist::getSbpSignatures(producer, operandTypes);
+    if (!signatures)
+      continue;
+    const dist::SbpSignature *split = nullptr;
+    for (const dist::SbpSignature &signature : *signatures) {
+      if (signature.results[0] != to)
+        continue;
+      bool free = true;
+      for (auto [operand, wanted] :
+           llvm::zip_equal(producer->getOperands(), signature.operands)) {
+        SbpDim have = sbpOf(operand);
+        RankedTensorType full = logicalOf(operand);
+        free = free && full && fits(full, wanted, ranks) &&
+               (have == wanted || (have.isBroadcast() && wanted.isSplit()));
+      }
+      if (free) {
+        split = &signature;
+        break;
+      }
+    }
+    if (!split)
+      continue;
+    dist::SbpSignature chosen = *split;
+    for (auto [index, wanted] : llvm::enumerate(chosen.operands)) {
+      Value operand = producer->getOperand(index);
+      Value boxed = box(producer, operand, wanted);
+      producer->setOperand(index, boxed);
+      if (auto slice = boxed.getDefiningOp<dist::ReshardOp>();
+          slice && boxed != operand)
+        worklist.push_back(slice);
+    }
+    record(whole, logicalOf(whole), to);
+    for (Operation *user : llvm::make_early_inc_range(whole.getUsers())) {
+      auto other = cast<dist::ReshardOp>(user);
+      reshards.erase({whole, encode(to)});
+      other.getResult().replaceAllUsesWith(whole);
+      llvm::erase(worklist, other);
+      other.erase();
+    }
+  }
 }
 
 LogicalResult Propagation::visit(Operation *op) {
@@ -286,6 +359,22 @@ LogicalResult DistTensorParallelPass::checkModule(ModuleOp module) {
            << ": the module is already data parallel; run "
               "dist-tensor-parallel before dist-data-parallel, which puts "
               "the data-parallel axes in front of the tensor-parallel one";
+  // Clipping and loss scaling are materialized after this pass from the
+  // optimizer's declaration; refused here, before they could reduce over
+  // the wrong ranks.
+  for (auto optimizer : module.getOps<train::OptimizerOp>()) {
+    if (optimizer.getClipNorm())
+      return optimizer.emitOpError()
+             << "clips gradients by their global norm (clip_norm); with "
+                "tensor parallelism the norm must count each split "
+                "gradient's shards and each whole one once, which "
+             << kPass << " does not do yet: train with tp=1 or without "
+             << "clipping";
+    if (optimizer.getLossScale())
+      return optimizer.emitOpError()
+             << "scales the loss dynamically (loss_scale), which " << kPass
+             << " does not support yet: use bf16 or f32";
+  }
   dist::PlacementAttr placement = dist::lookupPlacement(module);
   if (placement && placement.getNumRanks() != 1)
     return mlir::emitError(module.getLoc())

@@ -313,8 +313,7 @@ FactorRule wholeRule(Operation *op, SmallVector<SmallVector<unsigned>> linear) {
   return rule;
 }
 
-std::optional<FactorRule> describe(Operation *op,
-                                   ArrayRef<Type> operandTypes) {
+std::optional<FactorRule> describe(Operation *op, ArrayRef<Type> operandTypes) {
   return llvm::TypeSwitch<Operation *, std::optional<FactorRule>>(op)
       .Case<train::NegOp, train::ScaleOp>(
           [](Operation *op) { return elementwiseLinear(op, 0); })
@@ -391,9 +390,8 @@ std::optional<FactorRule> describe(Operation *op,
         return reductionRule(op, op.getDims(), ReduceKind::mean);
       })
       .Case<train::ExpandOp>(expandRule)
-      .Case<train::ReshapeOp>([&](train::ReshapeOp op) {
-        return reshapeRule(op, operandTypes);
-      })
+      .Case<train::ReshapeOp>(
+          [&](train::ReshapeOp op) { return reshapeRule(op, operandTypes); })
       .Case<train::TransposeOp>(transposeRule)
       .Case<train::SliceOp>(
           [](train::SliceOp op) { return alongDimRule(op, op.getDim()); })

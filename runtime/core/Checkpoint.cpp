@@ -521,7 +521,7 @@ void returnSnapshotMemory(AsyncCheckpointSave::Snapshot data, uint64_t bytes) {
 /// not one, so those programs are refused (every rank alike) rather than
 /// saved or loaded wrong.
 static absl::Status refuseTensorParallel(const Executor &executor,
-                                  absl::string_view what) {
+                                         absl::string_view what) {
   for (const BufferDecl &decl : executor.buffers())
     if (decl.splitDim >= 0)
       return absl::UnimplementedError(absl::StrCat(

@@ -349,8 +349,8 @@ zero::rt::initializeState(Executor &executor, uint64_t seed,
     // rank count, stage and tensor-parallel degree.
     int64_t elementBytes = dtypeBytes(decl.spec.dtype);
     for (const HeldRun &run : heldRuns(executor, decl, rank))
-      fillInitialized(*init, seed, decl.initName, logical, run.begin,
-                      run.count, decl.spec.dtype,
+      fillInitialized(*init, seed, decl.initName, logical, run.begin, run.count,
+                      decl.spec.dtype,
                       static_cast<uint8_t *>(out) + run.offset * elementBytes);
     ZERO_RETURN_IF_ERROR(store());
   }
@@ -377,8 +377,8 @@ absl::StatusOr<TensorMap> zero::rt::gatherState(Executor &executor) {
       Communicator &group = executor.axisCommunicator(decl.splitAxis);
       int64_t count = decl.spec.numElements();
       std::vector<uint8_t> byRank(decl.bytes * group.size());
-      ZERO_RETURN_IF_ERROR(group.allGather(local.data(), byRank.data(), count,
-                                           decl.spec.dtype));
+      ZERO_RETURN_IF_ERROR(
+          group.allGather(local.data(), byRank.data(), count, decl.spec.dtype));
       tensor.data.assign(logicalBytes, 0);
       // The group's ranks in axis order: rank r of the group is the one at
       // coordinate r along the split axis, as this rank's runs are.

@@ -434,15 +434,14 @@ int main(int argc, char **argv) {
                              "': a mesh has two axes, nodes x ranks per node"));
     product *= std::max(tpFlag.getValue(), 1);
     if (ranksFlag.getNumOccurrences() && ranksFlag != product)
-      failEarly(absl::StrCat("-n ", ranksFlag.getValue(), " but --mesh ",
-                             meshFlag.getValue(),
-                             tpFlag > 1 ? absl::StrCat(" --tp ", tpFlag.getValue())
-                                        : std::string(),
-                             " has ", product, " ranks"));
+      failEarly(absl::StrCat(
+          "-n ", ranksFlag.getValue(), " but --mesh ", meshFlag.getValue(),
+          tpFlag > 1 ? absl::StrCat(" --tp ", tpFlag.getValue())
+                     : std::string(),
+          " has ", product, " ranks"));
     if (!ranksFlag.getNumOccurrences() && !isUnderMpirun())
       ranksFlag = static_cast<int>(product);
-  } else if (tpFlag > 1 && !ranksFlag.getNumOccurrences() &&
-             !isUnderMpirun()) {
+  } else if (tpFlag > 1 && !ranksFlag.getNumOccurrences() && !isUnderMpirun()) {
     ranksFlag = tpFlag.getValue();
   } else if (tpFlag > 1 && ranksFlag % tpFlag != 0) {
     failEarly(absl::StrCat("-n ", ranksFlag.getValue(),

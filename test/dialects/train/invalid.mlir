@@ -1368,3 +1368,58 @@ func.func @f(%a: tensor<4x8xf32>, %g: tensor<8xf32>) {
   %0:4 = train.add_layer_norm %a, %a, %g, %g eps 0.0 : tensor<4x8xf32>, tensor<8xf32> -> tensor<4xf32>
   return
 }
+
+// -----
+
+// A tensor-parallel split of a dimension the tensor does not have.
+module attributes {dist.placement = #dist.placement<cpu, [2]>} {
+  // expected-error @+1 {{is split along dimension 2, but 'tensor<8x16xf32>' has 2 dimension(s)}}
+  train.param @w param : tensor<8x16xf32> split dim 2 over 0
+}
+
+// -----
+
+// Over a placement axis that does not exist.
+module attributes {dist.placement = #dist.placement<cpu, [2]>} {
+  // expected-error @+1 {{is split over placement axis 1, but #dist.placement<cpu, [2]> has only 1 axis(es)}}
+  train.param @w param : tensor<8x16xf32> split dim 1 over 1
+}
+
+// -----
+
+// Tensor-parallel shards are exact.
+module attributes {dist.placement = #dist.placement<cpu, [3]>} {
+  // expected-error @+1 {{splits dimension 1 of 'tensor<8x16xf32>' over the 3 ranks of axis 0, which does not divide 16; tensor-parallel shards are exact (no padding)}}
+  train.param @w param : tensor<8x16xf32> split dim 1 over 0
+}
+
+// -----
+
+// ZeRO shards a tensor-parallel shard over the other axes, not its own.
+module attributes {dist.placement = #dist.placement<cpu, [2, 2]>} {
+  // expected-error @+1 {{is split over axis 1 and sharded over it too; ZeRO shards over the other axes}}
+  train.param @w param : tensor<8x16xf32> split dim 1 over 1 sharded flat over 1 -> tensor<32xf32>
+}
+
+// -----
+
+// A slot follows its parameter's split.
+module attributes {dist.placement = #dist.placement<cpu, [2]>} {
+  train.param @w param : tensor<8x16xf32> split dim 1 over 0
+  // expected-error @+1 {{must be split as its parameter @w is (its update is elementwise): 'split dim 1 over 0'}}
+  train.param @w.m slot of @w : tensor<8x16xf32> init zeros
+}
+
+// -----
+
+// A parameter's tensor-parallel plan is one entry, split or whole.
+// expected-error @+1 {{'dist.sbp' of a parameter is its tensor-parallel plan, one entry: #dist.sbp<[S(d)]> or #dist.sbp<[B]>, got #dist.sbp<[P(sum)]>}}
+train.param @w param : tensor<8x16xf32> {dist.sbp = #dist.sbp<[P(sum)]>}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.sbp' on an operation is a train.param's tensor-parallel plan; 'train.relu' cannot have one}}
+  %y = train.relu %x {dist.sbp = #dist.sbp<[B]>} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -324,6 +324,25 @@ module attributes {dist.placement = #dist.placement<cpu, [4]>} {
     }
   }
 
+  // Tensor parallelism: `split dim 1 over 0` holds a quarter of dimension
+  // 1 on each of the 4 ranks of axis 0 (exactly, no padding); its slot is
+  // split as it is, and the step reads and updates the rank's split.
+  // CHECK-LABEL: module @split
+  // CHECK:         train.param @w param : tensor<8x16xf32> split dim 1 over 0 init normal(0.0, 0.02)
+  // CHECK-NEXT:    train.param @w.m slot of @w : tensor<8x16xf32> split dim 1 over 0 init zeros
+  // CHECK:         train.load @w : tensor<8x4xf32>
+  // CHECK:         train.apply_gradient %{{.*}} to @w with @sgd : tensor<8x4xf32>
+  module @split {
+    train.param @w param : tensor<8x16xf32> split dim 1 over 0 init normal(0.0, 0.02)
+    train.param @w.m slot of @w : tensor<8x16xf32> split dim 1 over 0 init zeros
+    train.optimizer @sgd sgd lr 1.0e-01
+    func.func @step(%g: tensor<8x4xf32>) -> tensor<8x4xf32> attributes {train.step} {
+      %w = train.load @w : tensor<8x4xf32>
+      train.apply_gradient %g to @w with @sgd : tensor<8x4xf32>
+      return %w : tensor<8x4xf32>
+    }
+  }
+
   // train.minimize names the scalar loss of a forward-only step.
   // CHECK-LABEL: module @minimize
   // CHECK: train.minimize %{{.*}} : tensor<f32>

@@ -85,7 +85,7 @@ void Sharder::shardDeclaration(train::ParamOp state, StorageLayoutKind kind) {
   state.setShardAxesAttr(
       DenseI64ArrayAttr::get(state.getContext(), cut->getShardAxes()));
   state.setLocalTypeAttr(
-      TypeAttr::get(shardTypeOf(state.getLogicalTensorType(), kind)));
+      TypeAttr::get(shardTypeOf(state.getSplitTensorType(), kind)));
 }
 
 Value Sharder::emitReduceScatter(OpBuilder &builder, Location loc, Value full,
@@ -349,7 +349,7 @@ LogicalResult Sharder::rewriteUpdate(UpdateSite &site) {
     builder.create<train::StoreOp>(loc, sharded.getNewSlot(index),
                                    slot.getSymName());
   Value newParam = sharded.getNewParam();
-  RankedTensorType logical = site.param.getLogicalTensorType();
+  RankedTensorType logical = site.param.getSplitTensorType();
   if (site.master) {
     builder.create<train::StoreOp>(loc, newParam, site.master.getSymName());
     auto type = cast<RankedTensorType>(newParam.getType());
@@ -407,11 +407,22 @@ LogicalResult Sharder::run() {
   if (!placement)
     return mlir::emitError(module.getLoc()) << "zero-shard: the module has no "
                                                "'dist.placement'";
+  // A tensor-parallel axis (the last, dist-tensor-parallel's) is not cut:
+  // ZeRO shards each tensor-parallel shard over the data-parallel axes in
+  // front of it, as FSDP2 shards a DTensor's local shard.
   numAxes = placement.getNumAxes();
+  if (auto tpAxis = module->getAttrOfType<IntegerAttr>(
+          dist::DistDialect::getTensorParallelAxisAttrName())) {
+    if (tpAxis.getInt() != numAxes - 1)
+      return mlir::emitError(module.getLoc())
+             << "zero-shard: the tensor-parallel axis must be the last of "
+             << placement << ", got " << tpAxis;
+    --numAxes;
+  }
   if (numAxes > 2)
     return mlir::emitError(module.getLoc())
            << "zero-shard: shards over one axis or a two-level mesh; "
-           << placement << " has " << numAxes << " axes";
+           << placement << " has " << numAxes << " data-parallel axes";
   if (secondaryShards &&
       (stage != 3 || numAxes != 2 || scheme != MeshScheme::full))
     return mlir::emitError(module.getLoc())
@@ -431,7 +442,7 @@ LogicalResult Sharder::run() {
            << "zero-shard: qwz quantizes the gathers of sharded parameters; it "
               "needs stage=3, got stage "
            << stage;
-  cut.emplace(placement, scheme, quantization);
+  cut.emplace(placement, numAxes, scheme, quantization);
 
   // State is rewritten only where the step functions touch it.
   SmallVector<func::FuncOp> steps = getStepFunctions(module);

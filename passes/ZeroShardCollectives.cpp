@@ -31,10 +31,9 @@ static int64_t extentOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getDimSize(0);
 }
 
-ShardCut::ShardCut(dist::PlacementAttr placement, MeshScheme scheme,
-                   Quantization quantization)
+ShardCut::ShardCut(dist::PlacementAttr placement, int64_t numAxes,
+                   MeshScheme scheme, Quantization quantization)
     : placement(placement), quantization(quantization) {
-  int64_t numAxes = placement.getNumAxes();
   if (numAxes == 1 || scheme == MeshScheme::hybrid) {
     shardAxes.push_back(numAxes - 1);
     for (int64_t axis = numAxes - 1; axis-- > 0;)

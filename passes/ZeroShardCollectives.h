@@ -37,7 +37,9 @@ struct Quantization {
 
 class ShardCut {
 public:
-  ShardCut(dist::PlacementAttr placement, MeshScheme scheme,
+  /// Cuts over the first `numAxes` axes of `placement` (the data-parallel
+  /// ones; a tensor-parallel axis after them is left whole).
+  ShardCut(dist::PlacementAttr placement, int64_t numAxes, MeshScheme scheme,
            Quantization quantization = {});
 
   /// Whether the gathers and reductions of a tensor whose shard has

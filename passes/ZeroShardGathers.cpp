@@ -45,13 +45,13 @@ void Sharder::emitPendingGathers() {
       SmallVector<Value> gathered;
       for (PendingGather *pending : group)
         gathered.push_back(emitGather(builder, pending->loc, pending->shard,
-                                      pending->param.getLogicalTensorType(),
+                                      pending->param.getSplitTensorType(),
                                       pending->kind));
       for (auto [pending, value] : llvm::zip(group, gathered))
         builder.create<train::StoreOp>(
             pending->loc,
             restoreLogicalShape(builder, pending->loc, value,
-                                pending->param.getLogicalTensorType()),
+                                pending->param.getSplitTensorType()),
             pending->param.getSymName());
     }
   }
@@ -108,7 +108,7 @@ void Sharder::gatherParameterLoads(func::FuncOp function,
       Operation *inBody = body.findAncestorOpInBlock(*op);
       return inBody && forward.contains(inBody);
     };
-    RankedTensorType logical = state.getLogicalTensorType();
+    RankedTensorType logical = state.getSplitTensorType();
     StorageLayoutKind kind = layoutOf(state);
     load.getResult().setType(state.getLocalTensorType());
 

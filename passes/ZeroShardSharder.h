@@ -110,11 +110,11 @@ public:
 
 private:
   bool shouldShard(train::ParamOp param) {
-    return param.getLogicalTensorType().getNumElements() >= minShardElements;
+    return param.getSplitTensorType().getNumElements() >= minShardElements;
   }
   StorageLayoutKind layoutOf(train::ParamOp param) {
-    return param.getLogicalTensorType().getRank() == 0 ? StorageLayoutKind::flat
-                                                       : layout;
+    return param.getSplitTensorType().getRank() == 0 ? StorageLayoutKind::flat
+                                                     : layout;
   }
   RankedTensorType shardTypeOf(RankedTensorType logical,
                                StorageLayoutKind kind) {

@@ -133,11 +133,9 @@ absl::Status Executor::Loader::declareBuffer(zrt::BufferOp buffer) {
                                         absl::StrJoin(entry, ", "),
                                         "] that does not fit its logical "
                                         "shape on the placement"));
-    if (decl.layout != "replicated")
-      return error(buffer,
-                   "is split over a tensor-parallel axis and sharded by "
-                   "ZeRO; the runtime holds tensor-parallel shards whole "
-                   "(ZeRO stage 0) so far");
+    if (llvm::is_contained(decl.shardAxes, static_cast<int>(entry[1])) &&
+        decl.layout != "replicated")
+      return error(buffer, "is split and sharded over the same axis");
     decl.splitDim = static_cast<int>(entry[0]);
     decl.splitAxis = static_cast<int>(entry[1]);
   }

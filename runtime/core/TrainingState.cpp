@@ -47,6 +47,20 @@ struct HeldRun {
 /// dimension d, one per index of the dimensions before d (the slice at the
 /// rank's coordinate along the split axis, rows of the dimensions after d
 /// whole).
+/// The elements of the tensor-parallel shard a split buffer's ZeRO shard
+/// (or the whole buffer, unsharded) covers: [begin, begin + count) of the
+/// flattened shard, padding past its end excluded.
+static std::pair<int64_t, int64_t> shardRangeOfSplit(const Executor &executor,
+                                                     const BufferDecl &decl,
+                                                     int rank,
+                                                     int64_t splitElements) {
+  if (decl.layout == "replicated")
+    return {0, splitElements};
+  int64_t begin = getShardBegin(executor, decl, rank);
+  return {begin, std::clamp<int64_t>(splitElements - begin, 0,
+                                     decl.spec.numElements())};
+}
+
 static std::vector<HeldRun> heldRuns(const Executor &executor,
                                      const BufferDecl &decl, int rank) {
   if (decl.splitDim < 0)
@@ -59,11 +73,20 @@ static std::vector<HeldRun> heldRuns(const Executor &executor,
   int64_t full = decl.logicalShape[decl.splitDim];
   int64_t local = full / executor.extentAlong({decl.splitAxis});
   int64_t coordinate = executor.indexAlong({decl.splitAxis}, rank);
+  // The split's runs, then the part of them the rank's ZeRO shard holds
+  // (flat and dim-0 shards are one contiguous range of the split).
+  int64_t runLength = local * inner;
+  auto [begin, count] =
+      shardRangeOfSplit(executor, decl, rank, outer * runLength);
   std::vector<HeldRun> runs;
-  runs.reserve(outer);
-  for (int64_t o = 0; o < outer; ++o)
-    runs.push_back({(o * full + coordinate * local) * inner, local * inner,
-                    o * local * inner});
+  for (int64_t o = begin / std::max<int64_t>(runLength, 1);
+       o < outer && o * runLength < begin + count; ++o) {
+    int64_t first = std::max(begin, o * runLength);
+    int64_t last = std::min(begin + count, (o + 1) * runLength);
+    runs.push_back(
+        {(o * full + coordinate * local) * inner + (first - o * runLength),
+         last - first, first - begin});
+  }
   return runs;
 }
 
@@ -373,29 +396,20 @@ absl::StatusOr<TensorMap> zero::rt::gatherState(Executor &executor) {
     std::vector<uint8_t> local(decl.bytes);
     ZERO_RETURN_IF_ERROR(executor.readBuffer(index, local.data()));
     if (decl.splitDim >= 0) {
-      // Every tensor-parallel rank's slice, placed run by run.
-      Communicator &group = executor.axisCommunicator(decl.splitAxis);
-      int64_t count = decl.spec.numElements();
-      std::vector<uint8_t> byRank(decl.bytes * group.size());
-      ZERO_RETURN_IF_ERROR(
-          group.allGather(local.data(), byRank.data(), count, decl.spec.dtype));
+      // Every rank's part (its tensor-parallel split, or its ZeRO shard of
+      // it), placed run by run; copies place the same values again.
+      Communicator &job = executor.communicator();
+      std::vector<uint8_t> byRank(decl.bytes * job.size());
+      ZERO_RETURN_IF_ERROR(job.allGather(local.data(), byRank.data(),
+                                         decl.spec.numElements(),
+                                         decl.spec.dtype));
       tensor.data.assign(logicalBytes, 0);
-      // The group's ranks in axis order: rank r of the group is the one at
-      // coordinate r along the split axis, as this rank's runs are.
-      int self = executor.communicator().rank();
-      int64_t myCoordinate = executor.indexAlong({decl.splitAxis}, self);
-      int64_t stride = 1;
-      for (size_t axis = decl.splitAxis + 1; axis < executor.grid().size();
-           ++axis)
-        stride *= executor.grid()[axis];
-      for (int member = 0; member < group.size(); ++member) {
-        int peer = static_cast<int>(self + (member - myCoordinate) * stride);
+      for (int peer = 0; peer < job.size(); ++peer)
         for (const HeldRun &run : heldRuns(executor, decl, peer))
           std::memcpy(tensor.data.data() + run.begin * elementBytes,
-                      byRank.data() + member * decl.bytes +
+                      byRank.data() + peer * decl.bytes +
                           run.offset * elementBytes,
                       run.count * elementBytes);
-      }
     } else if (decl.layout == "replicated") {
       local.resize(logicalBytes);
       tensor.data = std::move(local);

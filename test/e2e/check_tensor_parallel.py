@@ -22,13 +22,20 @@ reads the same plan and ignores it. Checked:
   while the losses still agree to 1e-6), so parameters are held to
   1e-6 under SGD;
 * per rank, measured parameter bytes equal the report's and the plan's
-  (each split tensor's 1/tp, the others whole);
+  (each split tensor's 1/tp, the others whole; at stage 3 each of those
+  cut over the data-parallel ranks, padded: |W|/(tp*dp));
+* ZeRO on top (--stages 1 2 3): each stage trains bitwise as stage 0 of
+  the same layout (losses and final parameters), ZeRO's gathers and
+  reduce-scatters run over the data-parallel axes only, carrying the
+  tensor-parallel shards;
 * on each placement axis, the measured traffic of a step equals the
   report's for that axis, to the byte (the tensor-parallel all-reduces on
   the last axis, the data-parallel averages on the others).
 
-  check_tensor_parallel.py --layouts N:TP[:MESH] [...]
-      (PROGRAM | --gpt2 SRC_ROOT | --mlp SRC_ROOT)
+  check_tensor_parallel.py --layouts N:TP[:RxS[:SCHEME]] [...]
+      [--stages 1 2 3] (--gpt2 SRC_ROOT | --mlp SRC_ROOT)
+  (N ranks, TP of them a tensor-parallel group, an RxS data mesh, and
+  the mesh scheme of stages 1-3, hybrid or full)
 """
 
 import argparse
@@ -100,8 +107,10 @@ def gpt2_with_plan(src_root, workdir):
     return path
 
 
-def planned_parameter_bytes(program, tp):
-    """Bytes of parameters one rank holds at stage 0 under the plan."""
+def planned_parameter_bytes(program, tp, shards=1):
+    """Bytes of parameters one rank holds under the plan: at stage 0
+    (`shards` 1), or each tensor-parallel shard cut flat into `shards`
+    padded pieces (stage 3)."""
     total = 0
     with open(program) as f:
         for line in f:
@@ -115,7 +124,7 @@ def planned_parameter_bytes(program, tp):
             elements = math.prod(int(x) for x in shape)
             if match.group(4) is not None:
                 elements //= tp
-            total += 4 * elements
+            total += 4 * -(-elements // shards)
     return total
 
 
@@ -138,13 +147,51 @@ def close_states(reference, run):
     return problems, worst
 
 
+def check_stage(checker, program, workdir, where, layout, ranks, tp, shards,
+                extra, stage, steps, stage0, stage0_state):
+    """ZeRO stage `stage` on the layout: as its stage 0, bitwise; memory
+    and per-axis traffic as the report says."""
+    where = f"{where} stage {stage}"
+    run, state = e2e_lib.train(program, workdir, f"tp{layout}-{stage}", ranks,
+                               stage, steps, extra=extra)
+    same = (run["losses"] == stage0["losses"] and
+            open(state, "rb").read() == open(stage0_state, "rb").read())
+    checker.check(same, f"{where}: losses {run['losses'][-1]} and state "
+                        f"differ from stage 0's {stage0['losses'][-1]}")
+    planned = planned_parameter_bytes(program, tp, shards if stage == 3 else 1)
+    for measured in run["measured"]:
+        checker.check(
+            measured["parameters"] == run["report"]["parameters"] == planned
+            and measured["slots"] == run["report"]["slots"],
+            f"{where}: rank {measured['rank']} holds {measured['parameters']} "
+            f"B of parameters and {measured['slots']} B of slots, the report "
+            f"{run['report']['parameters']} B and {run['report']['slots']} B, "
+            f"the plan {planned} B of parameters")
+    axes, seen = run["report"]["axes"], run["measured_axes"]
+    for axis, (plan, got) in enumerate(zip(axes, seen)):
+        checker.check(plan["traffic"] == got["traffic_per_step"],
+                      f"{where}: axis {axis} measured "
+                      f"{got['traffic_per_step']}, planned {plan['traffic']}")
+    tensor_axis = seen[-1]["traffic_per_step"]
+    checker.check(set(tensor_axis) == {"all_reduce"},
+                  f"{where}: ZeRO's collectives on the tensor-parallel axis: "
+                  f"{sorted(tensor_axis)}")
+    zero_kinds = set().union(*(a["traffic_per_step"] for a in seen[:-1]))
+    checker.check({"reduce_scatter", "all_gather"} <= zero_kinds,
+                  f"{where}: the data-parallel axes carry {sorted(zero_kinds)}")
+    checker.note(f"{where}: bitwise as stage 0; {planned} B of parameters a "
+                 f"rank as planned; per-axis traffic as planned")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mlp", metavar="SRC_ROOT")
     parser.add_argument("--gpt2", metavar="SRC_ROOT")
     parser.add_argument("--layouts", nargs="+", required=True,
-                        help="N:TP or N:TP:RxS (ranks, tp, data mesh)")
+                        help="N:TP, N:TP:RxS or N:TP:RxS:SCHEME")
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--stages", nargs="+", type=int, default=[],
+                        help="ZeRO stages (1-3) to run on each layout besides 0")
     args = parser.parse_args()
     checker = e2e_lib.Checker("check_tensor_parallel")
     with tempfile.TemporaryDirectory() as workdir:
@@ -158,6 +205,7 @@ def main():
             parts = layout.split(":")
             ranks, tp = int(parts[0]), int(parts[1])
             mesh = parts[2] if len(parts) > 2 else None
+            scheme = parts[3] if len(parts) > 3 else "hybrid"
             data = ranks // tp
             where = f"{label} -n {ranks} --tp {tp}" + (
                 f" --mesh {mesh}" if mesh else "")
@@ -170,8 +218,16 @@ def main():
             (reference, _), (sgd_reference, sgd_reference_state) = \
                 references[data]
             extra = ["--tp", tp] + (["--mesh", mesh] if mesh else [])
-            run, _ = e2e_lib.train(program, workdir, f"tp{layout}", ranks, 0,
-                                   args.steps, extra=extra)
+            # Stages 1-3 cut the state over the node's ranks (hybrid) or
+            # over every data-parallel rank (full).
+            shards = data
+            if mesh and scheme == "hybrid":
+                shards = int(mesh.split("x")[1])
+            if scheme != "hybrid":
+                extra += ["--mesh-scheme", scheme]
+                where += f" --mesh-scheme {scheme}"
+            run, state = e2e_lib.train(program, workdir, f"tp{layout}", ranks,
+                                       0, args.steps, extra=extra)
             sgd_run, sgd_state = e2e_lib.train(sgd, workdir,
                                                f"tp{layout}-sgd", ranks, 0,
                                                args.steps, extra=extra)
@@ -215,6 +271,9 @@ def main():
             checker.check(collectives > 0,
                           f"{where}: no collective on the tensor-parallel "
                           f"axis")
+            for stage in args.stages:
+                check_stage(checker, program, workdir, where, layout, ranks,
+                            tp, shards, extra, stage, args.steps, run, state)
             checker.note(f"{where}: {args.steps} losses within 1e-6 of tp=1, "
                          f"parameters (SGD) within 1e-6; "
                          f"{planned} B of parameters a rank as planned; "

@@ -1,13 +1,11 @@
 // RUN: zero-opt %s -split-input-file -verify-diagnostics --pass-pipeline="builtin.module(dist-tensor-parallel{tp=2})"
 // RUN: not zero-opt %s -split-input-file --pass-pipeline="builtin.module(dist-tensor-parallel{tp=0})" 2>&1 | FileCheck %s --check-prefix=TP0
-// RUN: not zero-opt %S/dist-tensor-parallel.mlir -split-input-file --pass-pipeline="builtin.module(zero-pipeline{tp=2 stage=1})" 2>&1 | FileCheck %s --check-prefix=STAGE
 
 // What dist-tensor-parallel refuses, each naming the parameter or the op and
 // what would work instead. Tensor-parallel shards are exact: a dimension
 // that does not divide by tp is refused, never padded or replicated.
 
 // TP0: error: dist-tensor-parallel: tp must be at least 1, got 0
-// STAGE: error: zero-pipeline: tp (tensor parallelism) composes with plain data parallelism (stage 0) so far; ZeRO stages 1-3 over the data axes of a tensor-parallel mesh are not built yet
 
 module {
   // expected-error @+1 {{plans S(1) over tp=2, but dimension 1 of 'tensor<6x3xf32>' (3) does not divide by 2; tensor-parallel shards are exact}}

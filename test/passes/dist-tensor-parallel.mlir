@@ -1,5 +1,6 @@
 // RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-autodiff,dist-tensor-parallel{tp=2})" | FileCheck %s
 // RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(train-autodiff,dist-tensor-parallel{tp=2},train-materialize-optimizer,dist-data-parallel{mesh=2,2},dist-lower-reshard)" | FileCheck %s --check-prefix=MESH
+// RUN: zero-opt %s -split-input-file --pass-pipeline="builtin.module(zero-pipeline{stage=3 ranks=2 tp=2})" | FileCheck %s --check-prefix=ZERO3
 
 // dist-tensor-parallel{tp=N} splits each parameter its `dist.sbp` plans
 // over a tensor-parallel axis of N ranks and lets the split flow through
@@ -48,6 +49,20 @@
 // MESH:         %[[DW:.*]] = train.matmul %{{.*}} transpose_a : tensor<6x8xf32>, tensor<6x8xf32> -> tensor<8x8xf32>
 // MESH-NEXT:    %[[DW1:.*]] = dist.all_reduce mean %[[DW]] axis 1 : tensor<8x8xf32>
 // MESH-NEXT:    dist.all_reduce mean %[[DW1]] axis 0 : tensor<8x8xf32>
+// ZeRO on top (zero-pipeline stage=3 on 2 data-parallel ranks x tp 2):
+// zero-shard cuts each tensor-parallel shard (8x8 of fc1.w's 8x16) flat
+// over the data-parallel axis 0 only, and its gathers and reduce-scatters
+// run over axis 0 carrying the tensor-parallel shards; the tensor-parallel
+// all-reduce stays on axis 1.
+
+// ZERO3-LABEL: module @mlp attributes {dist.placement = #dist.placement<cpu, [2, 2]>, dist.tp_axis = 1 : i64, dist.zero_stage = 3 : i64}
+// ZERO3:         train.param @fc1.w param : tensor<8x16xf32> split dim 1 over 1 sharded flat over 0 -> tensor<32xf32>
+// ZERO3-NEXT:    train.param @fc1.w.m slot of @fc1.w : tensor<8x16xf32> split dim 1 over 1 sharded flat over 0 -> tensor<32xf32>
+// ZERO3:         dist.all_gather %{{.*}} axis 0 dim 0 : tensor<54xf32> -> tensor<108xf32>
+// ZERO3:         dist.all_reduce sum %{{.*}} axis 1 : tensor<6x4xf32>
+// ZERO3:         dist.reduce_scatter mean %{{.*}} axis 0 dim 0 : tensor<108xf32> -> tensor<54xf32>
+// ZERO3-NOT:     axis 1
+// ZERO3:         return
 module @mlp {
   train.param @fc1.w param : tensor<8x16xf32> init normal(0.0, 0.02) {dist.sbp = #dist.sbp<[S(1)]>}
   train.param @fc1.b param : tensor<16xf32> init zeros {dist.sbp = #dist.sbp<[S(0)]>}

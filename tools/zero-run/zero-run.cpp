@@ -88,7 +88,7 @@ static cl::opt<int> tpFlag(
     "tp",
     cl::desc("Tensor-parallel ranks: the parameters' dist.sbp plans split "
              "them over a last axis of this many consecutive ranks, after "
-             "the data-parallel ones (-n counts both; stage 0 so far)"),
+             "the data-parallel ones (-n counts both)"),
     cl::init(1));
 static cl::opt<MeshScheme> meshSchemeFlag(
     "mesh-scheme", cl::desc("With --mesh and --stage 1-3: how to shard"),
@@ -406,6 +406,12 @@ int main(int argc, char **argv) {
        keepFlag.getNumOccurrences()) &&
       checkpointDirFlag.empty())
     failEarly("--checkpoint-every and --keep need --checkpoint-dir");
+  if (tpFlag > 1 && (!checkpointDirFlag.empty() || !resumeFlag.empty()))
+    failEarly("--checkpoint-dir and --resume: checkpoints of "
+              "tensor-parallel programs (--tp above 1) are not supported "
+              "yet; --save-state writes the final parameters whole");
+  if (tpFlag < 1)
+    failEarly(absl::StrCat("--tp must be at least 1, got ", tpFlag.getValue()));
   if (checkpointAsyncFlag && checkpointDirFlag.empty())
     failEarly("--checkpoint-async needs --checkpoint-dir");
   if (checkpointWriteMibpsFlag.getNumOccurrences() && !checkpointAsyncFlag)

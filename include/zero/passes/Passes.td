@@ -707,7 +707,7 @@ def ZeroPipeline : Pass<"zero-pipeline", "::mlir::ModuleOp"> {
     Option<"tp", "tp", "int64_t", "1",
            "Tensor-parallel ranks: dist-tensor-parallel splits the "
            "parameters by their dist.sbp plans over a last placement axis "
-           "of this many ranks (after ranks or mesh); stage 0 only so far">,
+           "of this many ranks (after ranks or mesh)">,
     ListOption<"mesh", "mesh", "int64_t",
                "A two-level grid of ranks for dist-data-parallel, nodes "
                "first: mesh=2,4; stages 1-3 then shard as mesh-scheme "

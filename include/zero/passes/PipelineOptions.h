@@ -100,11 +100,6 @@ findZeroOptionsError(const Options &o, bool onMesh,
   if (o.tp < 1)
     return name("tp") + " must be at least 1, got " +
            std::to_string(static_cast<int64_t>(o.tp));
-  if (o.tp > 1 && o.stage != 0)
-    return name("tp") +
-           " (tensor parallelism) composes with plain data parallelism "
-           "(stage 0) so far; ZeRO stages 1-3 over the data axes of a "
-           "tensor-parallel mesh are not built yet";
   if (o.hpz && (o.meshScheme != MeshScheme::full || o.stage != 3))
     return name("hpz") +
            " keeps a secondary shard of the parameters within the node; it "

@@ -100,6 +100,15 @@ private:
   LogicalResult visit(Operation *op);
   LogicalResult visitGeneric(Operation *op);
   void sinkSlices(func::FuncOp function);
+  /// The op's signatures; the rules read shapes (a reshape's), so they get
+  /// the operands' logical types, not the local ones they now have.
+  std::optional<SmallVector<dist::SbpSignature>> signaturesOf(Operation *op) {
+    SmallVector<Type> operandTypes;
+    for (Value operand : op->getOperands())
+      operandTypes.push_back(logicalOf(operand) ? Type(logicalOf(operand))
+                                                : operand.getType());
+    return dist::getSbpSignatures(op, operandTypes);
+  }
 
   SbpDim sbpOf(Value value) const {
     auto it = sbp.find(value);
@@ -190,12 +199,8 @@ void Propagation::sinkSlices(func::FuncOp function) {
           return !other || other.getTo() != reshard.getTo();
         }))
       continue;
-    SmallVector<Type> operandTypes;
-    for (Value operand : producer->getOperands())
-      operandTypes.push_back(logicalOf(operand) ? Type(logicalOf(operand))
-                                                : operand.getType());
     std::optional<SmallVector<dist::SbpSignature>> signatures =
-        dist::getSbpSignatures(producer, operandTypes);
+        signaturesOf(producer);
     if (!signatures)
       continue;
     const dist::SbpSignature *split = nullptr;
@@ -280,13 +285,7 @@ LogicalResult Propagation::visit(Operation *op) {
 }
 
 LogicalResult Propagation::visitGeneric(Operation *op) {
-  // The rules read shapes (a reshape's): the operands' logical ones.
-  SmallVector<Type> operandTypes;
-  for (Value operand : op->getOperands())
-    operandTypes.push_back(logicalOf(operand) ? Type(logicalOf(operand))
-                                              : operand.getType());
-  std::optional<SmallVector<dist::SbpSignature>> signatures =
-      dist::getSbpSignatures(op, operandTypes);
+  std::optional<SmallVector<dist::SbpSignature>> signatures = signaturesOf(op);
   if (!signatures)
     return op->emitOpError() << "has no SBP signature, so " << kPass
                              << " cannot place it on the tensor-parallel ranks";

@@ -42,11 +42,6 @@ struct HeldRun {
   int64_t begin, count, offset;
 };
 
-/// The runs of the logical tensor rank `rank` holds in buffer `decl`: one
-/// for a replicated, flat or dim-0 buffer; for a tensor-parallel split of
-/// dimension d, one per index of the dimensions before d (the slice at the
-/// rank's coordinate along the split axis, rows of the dimensions after d
-/// whole).
 /// The elements of the tensor-parallel shard a split buffer's ZeRO shard
 /// (or the whole buffer, unsharded) covers: [begin, begin + count) of the
 /// flattened shard, padding past its end excluded.
@@ -61,6 +56,11 @@ static std::pair<int64_t, int64_t> shardRangeOfSplit(const Executor &executor,
                                      decl.spec.numElements())};
 }
 
+/// The runs of the logical tensor rank `rank` holds in buffer `decl`: one
+/// for a replicated, flat or dim-0 buffer; for a tensor-parallel split of
+/// dimension d, one per index of the dimensions before d (the slice at the
+/// rank's coordinate along the split axis, rows of the dimensions after d
+/// whole), cut to the part of it a ZeRO shard of the split holds.
 static std::vector<HeldRun> heldRuns(const Executor &executor,
                                      const BufferDecl &decl, int rank) {
   if (decl.splitDim < 0)

@@ -33,6 +33,12 @@ def Dist_Dialect : Dialect {
       `unpack` move several tensors into and out of one flat bucket.
 
     Collectives over a group of one rank fold away.
+
+    Tensor parallelism is a placement too: a module whose `dist.tp_axis`
+    names its last axis runs each tensor-parallel group along that axis,
+    and `dist.sbp` on a `train.param` (one entry, `[S(d)]` or `[B]`) is the
+    parameter's tensor-parallel plan, which `dist-tensor-parallel` turns
+    into the parameter's split and propagates through the step.
   }];
   let cppNamespace = "::zero::dist";
   let useDefaultAttributePrinterParser = 1;

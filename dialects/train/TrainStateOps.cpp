@@ -478,7 +478,8 @@ ApplyGradientOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   // A tensor-parallel parameter's gradient is this rank's split of it.
   RankedTensorType logical = param->getSplitTensorType();
   if (!logical)
-    return failure();
+    return emitOpError() << "applies a gradient to " << getParamAttr()
+                         << ", whose split does not fit its placement";
   if (getGrad().getType().getShape() != logical.getShape())
     return emitOpError() << "has a gradient of type " << getGrad().getType()
                          << ", but " << getParamAttr() << " is " << logical

@@ -46,7 +46,7 @@ std::vector<InputSlot> getInputSlots(Executor &executor) {
           slot.localRows ? decl.spec.numElements() / slot.localRows : 0;
     }
     slot.globalRows = slot.localRows;
-    if (decl.batchSplit) {
+    if (decl.batchSplit()) {
       // Tensor-parallel ranks (the axes not in batchAxes) share a slice.
       slot.globalRows = slot.localRows * executor.extentAlong(decl.batchAxes);
       slot.firstRow =
@@ -59,7 +59,7 @@ std::vector<InputSlot> getInputSlots(Executor &executor) {
 
 int64_t getGlobalBatch(const std::vector<InputSlot> &slots) {
   for (const InputSlot &slot : slots)
-    if (slot.decl->batchSplit)
+    if (slot.decl->batchSplit())
       return slot.globalRows;
   return slots.empty() ? 0 : slots.front().globalRows;
 }

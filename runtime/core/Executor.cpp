@@ -137,22 +137,11 @@ static std::vector<int64_t> coordinatesOf(const std::vector<int64_t> &grid,
 }
 
 int Executor::shardIndex(const BufferDecl &decl, int rank) const {
-  if (placementGrid.size() < 2)
-    return rank;
-  std::vector<int64_t> coordinates = coordinatesOf(placementGrid, rank);
-  int64_t index = 0;
-  for (int axis : decl.shardAxes)
-    index = index * placementGrid[axis] + coordinates[axis];
-  return static_cast<int>(index);
+  return static_cast<int>(indexAlong(decl.shardAxes, rank));
 }
 
 int Executor::shardCount(const BufferDecl &decl) const {
-  if (placementGrid.size() < 2)
-    return comm.size();
-  int64_t count = 1;
-  for (int axis : decl.shardAxes)
-    count *= placementGrid[axis];
-  return static_cast<int>(count);
+  return static_cast<int>(extentAlong(decl.shardAxes));
 }
 
 int64_t Executor::indexAlong(const std::vector<int> &axes, int rank) const {
@@ -255,13 +244,15 @@ Executor::create(zrt::ProgramOp program, Communicator &comm,
   // The batch's axes, from the inputs that split it; every axis when none
   // does (all ranks then read the same rows).
   for (const BufferDecl &decl : executor->decls)
-    if (decl.role == BufferRole::input && decl.batchSplit) {
+    if (decl.role == BufferRole::input && decl.batchSplit()) {
       executor->stepBatchAxes = decl.batchAxes;
       break;
     }
   if (executor->stepBatchAxes.empty())
     for (size_t axis = 0; axis < executor->placementGrid.size(); ++axis)
       executor->stepBatchAxes.push_back(static_cast<int>(axis));
+  executor->batchRank = static_cast<int>(
+      executor->indexAlong(executor->stepBatchAxes, comm.rank()));
   executor->microSteps = program.getMicroSteps();
   executor->info = getProgramInfo(program);
   // The compute stream, the one kernels run on, is stream 0.
@@ -334,7 +325,7 @@ absl::Status Executor::stateUsable() const {
 absl::Status Executor::runMicroStep(int64_t step, int64_t microStep) {
   ZERO_RETURN_IF_ERROR(stateUsable());
   KernelContext context{step, comm.rank(), comm.size()};
-  context.batchRank = static_cast<int>(indexAlong(stepBatchAxes, comm.rank()));
+  context.batchRank = batchRank;
   context.learningRateFactor = lrFactor;
   context.seed = randomSeed;
   context.microStep = microStep;
@@ -346,7 +337,7 @@ absl::Status Executor::runApply(int64_t step) {
   if (bodies.size() < 2)
     return absl::OkStatus();
   KernelContext context{step, comm.rank(), comm.size()};
-  context.batchRank = static_cast<int>(indexAlong(stepBatchAxes, comm.rank()));
+  context.batchRank = batchRank;
   context.learningRateFactor = lrFactor;
   context.seed = randomSeed;
   return executionBackend->runBody(1, context);

@@ -146,7 +146,6 @@ absl::Status Executor::Loader::declareBuffer(zrt::BufferOp buffer) {
     for (auto [axis, entry] : llvm::enumerate(sbp.getDims()))
       if (entry.isSplit() && entry.dim == 0)
         decl.batchAxes.push_back(static_cast<int>(axis));
-    decl.batchSplit = !decl.batchAxes.empty();
   }
   if (auto bound = buffer->getAttrOfType<mlir::IntegerAttr>(
           zrt::ZrtDialect::getIndexBoundAttrName()))

@@ -71,8 +71,8 @@ struct BufferDecl {
   /// ranks of the other axes, tensor-parallel ones, hold the same slice),
   /// and the number of classes or rows an integer input indexes (0 when
   /// unknown).
-  bool batchSplit = false;
   std::vector<int> batchAxes;
+  bool batchSplit() const { return !batchAxes.empty(); }
   int64_t indexBound = 0;
   /// "embedding" or "labels" for integer inputs whose use the compiler saw.
   std::string indexOf;
@@ -259,10 +259,6 @@ public:
   int64_t indexAlong(const std::vector<int> &axes, int rank) const;
   /// The product of the extents of `axes` (1 for none).
   int64_t extentAlong(const std::vector<int> &axes) const;
-  /// The axes the step's batch is split over: every axis but a
-  /// tensor-parallel one. A rank's slice of the global batch is its index
-  /// along them (KernelContext::batchRank).
-  const std::vector<int> &batchAxes() const { return stepBatchAxes; }
   ExecutionBackend &backend() { return *executionBackend; }
   /// The loaded step bodies (the plain step, or micro-step and apply).
   const std::vector<StepBody> &stepBodies() const { return bodies; }
@@ -280,7 +276,11 @@ private:
   std::unique_ptr<ExecutionBackend> executionBackend;
   double lrFactor = 1.0;
   uint64_t randomSeed = 0;
+  /// The axes the step's batch is split over: every axis but a
+  /// tensor-parallel one.
   std::vector<int> stepBatchAxes;
+  /// This rank's index along stepBatchAxes (KernelContext::batchRank).
+  int batchRank = 0;
   absl::Status stateLost = absl::OkStatus();
   std::vector<int64_t> placementGrid;
   std::vector<BufferDecl> decls;
